@@ -1,0 +1,111 @@
+//! The CPU executor: rayon on the host, for machines without a GPU.
+//!
+//! Keys alone sort with `par_sort_unstable` on ordered words (a total order on bits, so the
+//! result equals any correct sort's). Key-value pairs run the same comparator network as
+//! the GPUs through [`schedule::emulate`], so values of equal keys land exactly where a GPU
+//! puts them.
+
+use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
+use crate::error::{Error, Result};
+use crate::keys::{KeyEncoding, Word, WordsMut};
+use crate::schedule::{self, Schedule, TileParams};
+use rayon::prelude::*;
+
+/// Tiles that stay in a core's L2 cache; the result does not depend on them.
+const CPU_TILE: TileParams = TileParams {
+    log_tile: 12,
+    max_global_levels: 4,
+};
+
+/// Sorts on the host with rayon.
+#[derive(Debug)]
+pub struct CpuBackend {
+    info: DeviceInfo,
+}
+
+impl CpuBackend {
+    /// The host CPU, with all of rayon's threads.
+    pub fn new() -> CpuBackend {
+        CpuBackend { info: info() }
+    }
+}
+
+impl Default for CpuBackend {
+    fn default() -> Self {
+        CpuBackend::new()
+    }
+}
+
+/// The host as a device.
+pub fn info() -> DeviceInfo {
+    DeviceInfo {
+        backend: BackendKind::Cpu,
+        index: 0,
+        name: "host CPU (rayon)".to_string(),
+        vendor: std::env::consts::ARCH.to_string(),
+        device_type: DeviceType::Cpu,
+        memory_bytes: host_memory_bytes(),
+        compute_units: rayon::current_num_threads() as u32,
+    }
+}
+
+fn host_memory_bytes() -> u64 {
+    // /proc/meminfo where it exists; 0 (unknown) elsewhere.
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+fn sort_keys<W: Word>(keys: &mut [W], enc: KeyEncoding) {
+    keys.par_iter_mut().for_each(|k| *k = enc.encode(*k));
+    keys.par_sort_unstable();
+    keys.par_iter_mut().for_each(|k| *k = enc.decode(*k));
+}
+
+fn sort_pairs<W: Word, V: bytemuck::Pod + Send>(keys: &mut [W], values: &mut [V], enc: KeyEncoding) {
+    keys.par_iter_mut().for_each(|k| *k = enc.encode(*k));
+    let schedule = Schedule::new(keys.len() as u64, CPU_TILE);
+    schedule::emulate(&schedule, keys, Some(values));
+    keys.par_iter_mut().for_each(|k| *k = enc.decode(*k));
+}
+
+fn sort_pairs_any<W: Word>(keys: &mut [W], values: WordsMut<'_>, enc: KeyEncoding) {
+    match values {
+        WordsMut::U32(v) => sort_pairs(keys, v, enc),
+        WordsMut::U64(v) => sort_pairs(keys, v, enc),
+    }
+}
+
+impl Backend for CpuBackend {
+    fn device(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn sort_words(
+        &self,
+        keys: WordsMut<'_>,
+        values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+    ) -> Result<()> {
+        if let Some(v) = &values {
+            if v.len() != keys.len() {
+                return Err(Error::LengthMismatch {
+                    keys: keys.len(),
+                    values: v.len(),
+                });
+            }
+        }
+        match (keys, values) {
+            (WordsMut::U32(k), None) => sort_keys(k, encoding),
+            (WordsMut::U64(k), None) => sort_keys(k, encoding),
+            (WordsMut::U32(k), Some(v)) => sort_pairs_any(k, v, encoding),
+            (WordsMut::U64(k), Some(v)) => sort_pairs_any(k, v, encoding),
+        }
+        Ok(())
+    }
+}

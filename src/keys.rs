@@ -1,0 +1,335 @@
+//! Keys as ordered bits: the one place where key types meet the sorting network.
+//!
+//! Every key type maps to an unsigned word whose unsigned order is the wanted order; the
+//! network sorts words and the mapping is undone afterwards. Integers flip the sign bit of
+//! signed types. Floats flip every bit of a negative value and only the sign bit of a positive
+//! one, which is exactly `total_cmp` order (-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf <
+//! +NaN) and reversible bit for bit. Descending order inverts the word.
+//!
+//! The GPU kernels apply the same mapping to 32- and 64-bit words on their first load and
+//! last store (`cuda/bitonic.cu` and `kernels/bitonic.cl` mirror [`KeyEncoding::encode`] and
+//! [`KeyEncoding::decode`]); narrower keys are widened to 32-bit ordered words on the host.
+
+/// How the raw bits of a key word are turned into ordered bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyKind {
+    /// Unsigned integers: the bits are already ordered.
+    Unsigned,
+    /// Two's-complement integers: flip the sign bit.
+    Signed,
+    /// IEEE-754 floats in `total_cmp` order.
+    Float,
+}
+
+impl KeyKind {
+    /// A small integer the kernels receive for this kind.
+    pub fn code(self) -> u32 {
+        match self {
+            KeyKind::Unsigned => 0,
+            KeyKind::Signed => 1,
+            KeyKind::Float => 2,
+        }
+    }
+}
+
+/// The kind of the key words plus the wanted order: everything a kernel needs to produce
+/// ordered bits from raw bits and back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeyEncoding {
+    /// How raw words become ordered words.
+    pub kind: KeyKind,
+    /// Sort from largest to smallest (the words are inverted after the kind's mapping).
+    pub descending: bool,
+}
+
+impl KeyEncoding {
+    /// The encoding as one integer for kernel arguments: bits 0-1 the kind, bit 2 descending.
+    pub fn code(self) -> u32 {
+        self.kind.code() | (u32::from(self.descending) << 2)
+    }
+
+    /// Raw key word to ordered word.
+    #[inline]
+    pub fn encode<W: Word>(self, raw: W) -> W {
+        let ordered = match self.kind {
+            KeyKind::Unsigned => raw,
+            KeyKind::Signed => raw ^ W::SIGN,
+            KeyKind::Float => {
+                if raw & W::SIGN != W::ZERO {
+                    !raw
+                } else {
+                    raw ^ W::SIGN
+                }
+            }
+        };
+        if self.descending { !ordered } else { ordered }
+    }
+
+    /// Ordered word back to the raw key word; the inverse of [`KeyEncoding::encode`].
+    #[inline]
+    pub fn decode<W: Word>(self, ordered: W) -> W {
+        let ordered = if self.descending { !ordered } else { ordered };
+        match self.kind {
+            KeyKind::Unsigned => ordered,
+            KeyKind::Signed => ordered ^ W::SIGN,
+            KeyKind::Float => {
+                if ordered & W::SIGN != W::ZERO {
+                    ordered ^ W::SIGN
+                } else {
+                    !ordered
+                }
+            }
+        }
+    }
+}
+
+/// An unsigned machine word that the network sorts: `u32` or `u64`.
+pub trait Word:
+    bytemuck::Pod
+    + Ord
+    + Send
+    + Sync
+    + std::ops::BitXor<Output = Self>
+    + std::ops::BitAnd<Output = Self>
+    + std::ops::Not<Output = Self>
+    + std::fmt::Debug
+{
+    /// Zero.
+    const ZERO: Self;
+    /// Only the top bit set.
+    const SIGN: Self;
+    /// All bits set: the value that padding beyond `n` behaves as.
+    const MAX: Self;
+}
+
+impl Word for u32 {
+    const ZERO: Self = 0;
+    const SIGN: Self = 1 << 31;
+    const MAX: Self = u32::MAX;
+}
+
+impl Word for u64 {
+    const ZERO: Self = 0;
+    const SIGN: Self = 1 << 63;
+    const MAX: Self = u64::MAX;
+}
+
+/// A mutable slice of words that a backend sorts in place.
+#[derive(Debug)]
+pub enum WordsMut<'a> {
+    /// 32-bit words.
+    U32(&'a mut [u32]),
+    /// 64-bit words.
+    U64(&'a mut [u64]),
+}
+
+impl WordsMut<'_> {
+    /// Number of words.
+    pub fn len(&self) -> usize {
+        match self {
+            WordsMut::U32(w) => w.len(),
+            WordsMut::U64(w) => w.len(),
+        }
+    }
+
+    /// True when there are no words.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes per word: 4 or 8.
+    pub fn word_bytes(&self) -> usize {
+        match self {
+            WordsMut::U32(_) => 4,
+            WordsMut::U64(_) => 8,
+        }
+    }
+
+    /// The words as bytes (for uploads).
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            WordsMut::U32(w) => bytemuck::cast_slice(w),
+            WordsMut::U64(w) => bytemuck::cast_slice(w),
+        }
+    }
+
+    /// The words as mutable bytes (for downloads).
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            WordsMut::U32(w) => bytemuck::cast_slice_mut(w),
+            WordsMut::U64(w) => bytemuck::cast_slice_mut(w),
+        }
+    }
+
+    /// A shorter-lived view of the same words.
+    pub fn reborrow(&mut self) -> WordsMut<'_> {
+        match self {
+            WordsMut::U32(w) => WordsMut::U32(w),
+            WordsMut::U64(w) => WordsMut::U64(w),
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// How a key type reaches the network.
+#[doc(hidden)]
+pub enum KeyRepr<'a> {
+    /// The keys are 32- or 64-bit words already; the device encodes them.
+    Words(WordsMut<'a>, KeyKind),
+    /// The keys are narrower; the host widens them to 32-bit ordered words.
+    Narrow,
+}
+
+/// A key type the sorter accepts: `u8`, `i8`, `u16`, `i16`, `u32`, `i32`, `u64`, `i64`,
+/// `f32`, `f64`. Integers sort numerically; floats sort in [`f32::total_cmp`] order.
+///
+/// The trait is sealed: its methods are how the crate maps keys to ordered bits.
+pub trait SortKey: bytemuck::Pod + Send + Sync + sealed::Sealed {
+    /// The keys as words the device can encode itself, or `Narrow` when they must be widened.
+    #[doc(hidden)]
+    fn repr(keys: &mut [Self]) -> KeyRepr<'_>;
+    /// Ordered 32-bit word for a narrow key (ascending order); unused for wide keys.
+    #[doc(hidden)]
+    fn to_wide(self) -> u32;
+    /// Inverse of `to_wide`.
+    #[doc(hidden)]
+    fn from_wide(word: u32) -> Self;
+}
+
+macro_rules! wide_key {
+    ($t:ty, $word:ident, $variant:ident, $kind:expr) => {
+        impl sealed::Sealed for $t {}
+        impl SortKey for $t {
+            fn repr(keys: &mut [Self]) -> KeyRepr<'_> {
+                KeyRepr::Words(WordsMut::$variant(bytemuck::cast_slice_mut(keys)), $kind)
+            }
+            fn to_wide(self) -> u32 {
+                unreachable!("wide keys are never widened")
+            }
+            fn from_wide(_: u32) -> Self {
+                unreachable!("wide keys are never widened")
+            }
+        }
+    };
+}
+
+wide_key!(u32, u32, U32, KeyKind::Unsigned);
+wide_key!(i32, u32, U32, KeyKind::Signed);
+wide_key!(f32, u32, U32, KeyKind::Float);
+wide_key!(u64, u64, U64, KeyKind::Unsigned);
+wide_key!(i64, u64, U64, KeyKind::Signed);
+wide_key!(f64, u64, U64, KeyKind::Float);
+
+macro_rules! narrow_key {
+    ($t:ty, $to:expr, $from:expr) => {
+        impl sealed::Sealed for $t {}
+        impl SortKey for $t {
+            fn repr(_: &mut [Self]) -> KeyRepr<'_> {
+                KeyRepr::Narrow
+            }
+            fn to_wide(self) -> u32 {
+                $to(self)
+            }
+            fn from_wide(word: u32) -> Self {
+                $from(word)
+            }
+        }
+    };
+}
+
+narrow_key!(u8, |k: u8| u32::from(k), |w: u32| w as u8);
+narrow_key!(u16, |k: u16| u32::from(k), |w: u32| w as u16);
+// Signed narrow keys: offset so that MIN maps to 0, keeping numeric order.
+narrow_key!(
+    i8,
+    |k: i8| (k as u8 ^ 0x80) as u32,
+    |w: u32| (w as u8 ^ 0x80) as i8
+);
+narrow_key!(
+    i16,
+    |k: i16| (k as u16 ^ 0x8000) as u32,
+    |w: u32| (w as u16 ^ 0x8000) as i16
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_f32(values: &[f32]) {
+        for descending in [false, true] {
+            let enc = KeyEncoding {
+                kind: KeyKind::Float,
+                descending,
+            };
+            for &a in values {
+                assert_eq!(enc.decode(enc.encode(a.to_bits())), a.to_bits());
+                for &b in values {
+                    let want = if descending {
+                        b.total_cmp(&a)
+                    } else {
+                        a.total_cmp(&b)
+                    };
+                    assert_eq!(
+                        enc.encode(a.to_bits()).cmp(&enc.encode(b.to_bits())),
+                        want,
+                        "{a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn float_encoding_is_total_cmp() {
+        check_f32(&[
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::MIN,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            1e-45,
+            -1e-45,
+        ]);
+    }
+
+    #[test]
+    fn signed_encoding_orders_numerically() {
+        let enc = KeyEncoding {
+            kind: KeyKind::Signed,
+            descending: false,
+        };
+        let vals = [i64::MIN, -5, -1, 0, 1, 7, i64::MAX];
+        for w in vals.windows(2) {
+            assert!(enc.encode(w[0] as u64) < enc.encode(w[1] as u64));
+        }
+        for v in vals {
+            assert_eq!(enc.decode(enc.encode(v as u64)), v as u64);
+        }
+    }
+
+    #[test]
+    fn narrow_keys_widen_in_order() {
+        let vals = [i8::MIN, -1, 0, 1, i8::MAX];
+        for w in vals.windows(2) {
+            assert!(w[0].to_wide() < w[1].to_wide());
+        }
+        for v in vals {
+            assert_eq!(i8::from_wide(v.to_wide()), v);
+        }
+        let vals = [i16::MIN, -300, 0, 300, i16::MAX];
+        for w in vals.windows(2) {
+            assert!(w[0].to_wide() < w[1].to_wide());
+        }
+        assert_eq!(u16::from_wide(u16::MAX.to_wide()), u16::MAX);
+    }
+}

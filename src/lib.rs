@@ -1,0 +1,40 @@
+//! # bitonic
+//!
+//! Sorting on GPUs with bitonic sorting networks: CUDA (cargo feature `cuda`), OpenCL (feature
+//! `opencl`, on by default) and a CPU path that is always present. The device is chosen at
+//! run time from what is found; see [`Sorter`] and [`devices`].
+//!
+//! ```
+//! let sorter = bitonic::Sorter::new()?;
+//! let mut keys = vec![5u32, 1, 4, 2, 3];
+//! let mut values = vec![50u32, 10, 40, 20, 30];
+//! sorter.sort_by_key(&mut keys, &mut values)?;
+//! assert_eq!(keys, [1, 2, 3, 4, 5]);
+//! assert_eq!(values, [10, 20, 30, 40, 50]);
+//! # Ok::<(), bitonic::Error>(())
+//! ```
+//!
+//! The architecture: [`schedule`] computes the list of passes for a length (a pure function of
+//! `n` and the device's tile size); [`keys`] maps key types to ordered bits; each backend
+//! module ([`cpu`], `cuda`, `opencl`) executes the passes and is the only place that touches
+//! its driver API.
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+mod error;
+pub mod keys;
+#[cfg(feature = "opencl")]
+pub mod opencl;
+pub mod schedule;
+mod select;
+mod sorter;
+
+pub use backend::{Backend, BackendDevices, BackendKind, DeviceInfo, DeviceType};
+pub use error::{Error, Result};
+pub use keys::{KeyEncoding, KeyKind, SortKey, WordsMut};
+pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
+pub use sorter::{Sorter, SorterBuilder};

@@ -1,0 +1,205 @@
+//! The user-facing `Sorter`: typed keys and values in, sorted slices out.
+
+use crate::backend::{Backend, BackendKind, DeviceInfo};
+use crate::error::{Error, Result};
+use crate::keys::{KeyEncoding, KeyKind, KeyRepr, SortKey, WordsMut};
+use crate::select::{self, DeviceFilter};
+
+/// Sorts slices on one device. Create it once and reuse it: device contexts and compiled
+/// kernels are cached inside.
+///
+/// ```
+/// let sorter = bitonic::Sorter::new()?;
+/// let mut keys = vec![3.5f32, -1.0, f32::NAN, 0.0, -0.0];
+/// sorter.sort(&mut keys)?;
+/// assert_eq!(keys[0], -1.0);
+/// assert!(keys[4].is_nan());
+/// # Ok::<(), bitonic::Error>(())
+/// ```
+pub struct Sorter {
+    backend: Box<dyn Backend>,
+}
+
+impl std::fmt::Debug for Sorter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sorter")
+            .field("device", self.device())
+            .finish()
+    }
+}
+
+/// Chooses the device a [`Sorter`] runs on. Settings made here win over the
+/// `BITONIC_BACKEND` / `BITONIC_DEVICE` environment variables, which win over the default
+/// (a CUDA device, else the strongest OpenCL GPU, else the host CPU).
+#[derive(Clone, Debug, Default)]
+pub struct SorterBuilder {
+    backend: Option<BackendKind>,
+    device: Option<DeviceFilter>,
+    ignore_env: bool,
+}
+
+impl SorterBuilder {
+    /// Use this backend only.
+    pub fn backend(mut self, backend: BackendKind) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// Use the device at this index of the backend's list (see [`crate::devices`]).
+    pub fn device_index(mut self, index: usize) -> Self {
+        self.device = Some(DeviceFilter::Index(index));
+        self
+    }
+
+    /// Use the first device whose name contains `part` (ignoring case).
+    pub fn device_name(mut self, part: &str) -> Self {
+        self.device = Some(DeviceFilter::Name(part.to_string()));
+        self
+    }
+
+    /// Do not read `BITONIC_BACKEND` / `BITONIC_DEVICE`.
+    pub fn ignore_env(mut self) -> Self {
+        self.ignore_env = true;
+        self
+    }
+
+    /// Finds the device and prepares it.
+    pub fn build(self) -> Result<Sorter> {
+        let (env_backend, env_device) = if self.ignore_env {
+            (None, None)
+        } else {
+            select::from_env()?
+        };
+        let backend = select::choose(self.backend.or(env_backend), self.device.or(env_device))?;
+        Ok(Sorter { backend })
+    }
+}
+
+impl Sorter {
+    /// The best device found, or the one `BITONIC_BACKEND` / `BITONIC_DEVICE` name.
+    pub fn new() -> Result<Sorter> {
+        Sorter::builder().build()
+    }
+
+    /// A builder to choose the device in code.
+    pub fn builder() -> SorterBuilder {
+        SorterBuilder::default()
+    }
+
+    /// A sorter over a backend you constructed yourself.
+    pub fn with_backend(backend: Box<dyn Backend>) -> Sorter {
+        Sorter { backend }
+    }
+
+    /// The device this sorter runs on.
+    pub fn device(&self) -> &DeviceInfo {
+        self.backend.device()
+    }
+
+    /// Sorts `keys` ascending (floats in [`f32::total_cmp`] order).
+    pub fn sort<K: SortKey>(&self, keys: &mut [K]) -> Result<()> {
+        self.run::<K, u32>(keys, None, false)
+    }
+
+    /// Sorts `keys` descending: the exact reverse of [`Sorter::sort`].
+    pub fn sort_descending<K: SortKey>(&self, keys: &mut [K]) -> Result<()> {
+        self.run::<K, u32>(keys, None, true)
+    }
+
+    /// Sorts `keys` ascending and moves each value with its key. Values are any plain-data
+    /// type of 4 or 8 bytes. The order of values whose keys are equal is fixed by the
+    /// network (the same on every backend) but is not their input order.
+    pub fn sort_by_key<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+    ) -> Result<()> {
+        self.run(keys, Some(values), false)
+    }
+
+    /// Like [`Sorter::sort_by_key`], descending.
+    pub fn sort_by_key_descending<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+    ) -> Result<()> {
+        self.run(keys, Some(values), true)
+    }
+
+    fn run<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        keys: &mut [K],
+        values: Option<&mut [V]>,
+        descending: bool,
+    ) -> Result<()> {
+        if let Some(v) = &values {
+            if v.len() != keys.len() {
+                return Err(Error::LengthMismatch {
+                    keys: keys.len(),
+                    values: v.len(),
+                });
+            }
+            let bytes = std::mem::size_of::<V>();
+            if bytes != 4 && bytes != 8 {
+                return Err(Error::UnsupportedValueSize { bytes });
+            }
+        }
+        if keys.len() <= 1 {
+            return Ok(());
+        }
+        with_value_words(values, |value_words| match K::repr(keys) {
+            KeyRepr::Words(words, kind) => {
+                self.backend
+                    .sort_words(words, value_words, KeyEncoding { kind, descending })
+            }
+            KeyRepr::Narrow => {
+                // Narrow keys travel as 32-bit ordered words, widened here.
+                let mut wide: Vec<u32> = keys.iter().map(|k| k.to_wide()).collect();
+                self.backend.sort_words(
+                    WordsMut::U32(&mut wide),
+                    value_words,
+                    KeyEncoding {
+                        kind: KeyKind::Unsigned,
+                        descending,
+                    },
+                )?;
+                for (k, w) in keys.iter_mut().zip(wide) {
+                    *k = K::from_wide(w);
+                }
+                Ok(())
+            }
+        })
+    }
+}
+
+/// Presents values as 32- or 64-bit words. A value type aligned below its size (such as
+/// `[u8; 4]`) cannot be viewed in place; it is copied to aligned words and back.
+fn with_value_words<V: bytemuck::Pod>(
+    values: Option<&mut [V]>,
+    f: impl FnOnce(Option<WordsMut<'_>>) -> Result<()>,
+) -> Result<()> {
+    let Some(values) = values else {
+        return f(None);
+    };
+    let bytes = std::mem::size_of::<V>();
+    if bytes == 4 {
+        if let Ok(words) = bytemuck::try_cast_slice_mut::<V, u32>(values) {
+            return f(Some(WordsMut::U32(words)));
+        }
+        let mut words: Vec<u32> = values.iter().map(|v| bytemuck::pod_read_unaligned(bytemuck::bytes_of(v))).collect();
+        f(Some(WordsMut::U32(&mut words)))?;
+        for (v, w) in values.iter_mut().zip(&words) {
+            *v = bytemuck::pod_read_unaligned(bytemuck::bytes_of(w));
+        }
+    } else {
+        if let Ok(words) = bytemuck::try_cast_slice_mut::<V, u64>(values) {
+            return f(Some(WordsMut::U64(words)));
+        }
+        let mut words: Vec<u64> = values.iter().map(|v| bytemuck::pod_read_unaligned(bytemuck::bytes_of(v))).collect();
+        f(Some(WordsMut::U64(&mut words)))?;
+        for (v, w) in values.iter_mut().zip(&words) {
+            *v = bytemuck::pod_read_unaligned(bytemuck::bytes_of(w));
+        }
+    }
+    Ok(())
+}
