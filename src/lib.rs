@@ -38,3 +38,8 @@ pub use error::{Error, Result};
 pub use keys::{KeyEncoding, KeyKind, SortKey, WordsMut};
 pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
 pub use sorter::{Sorter, SorterBuilder};
+
+/// The README's examples, compiled and run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

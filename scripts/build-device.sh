@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds, here, the binaries the GPU machine runs (it has no Rust toolchain): the test suite,
+# the library's unit tests and the `bitonic` command, with every feature, into .device/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+mkdir -p .device
+cargo build --release --all-features --bin bitonic
+cp target/release/bitonic .device/bitonic
+# `cargo test --no-run` names the test executables in its JSON messages.
+cargo test --release --all-features --no-run --message-format=json --test suite --lib \
+    | python3 -c '
+import json, shutil, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        name = "suite" if m["target"]["kind"] == ["test"] else "unit"
+        shutil.copy(m["executable"], ".device/" + name)
+        print("built", name, file=sys.stderr)
+'
+strip .device/* 2>/dev/null || true
+ls -la .device

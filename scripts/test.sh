@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command: sets up a fresh machine (PoCL, nvcc, libcuda stub) and runs every test
+# with every feature. Without a GPU the suite runs the CPU backend and the OpenCL kernels on
+# PoCL, and reports the CUDA trials as ignored (not passed). Extra arguments go to cargo test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+cargo build --all-features --all-targets
+cargo test --all-features "$@"
