@@ -67,7 +67,11 @@ fn sort_keys<W: Word>(keys: &mut [W], enc: KeyEncoding) {
     keys.par_iter_mut().for_each(|k| *k = enc.decode(*k));
 }
 
-fn sort_pairs<W: Word, V: bytemuck::Pod + Send>(keys: &mut [W], values: &mut [V], enc: KeyEncoding) {
+fn sort_pairs<W: Word, V: bytemuck::Pod + Send>(
+    keys: &mut [W],
+    values: &mut [V],
+    enc: KeyEncoding,
+) {
     keys.par_iter_mut().for_each(|k| *k = enc.encode(*k));
     let schedule = Schedule::new(keys.len() as u64, CPU_TILE);
     schedule::emulate(&schedule, keys, Some(values));
@@ -92,13 +96,11 @@ impl Backend for CpuBackend {
         values: Option<WordsMut<'_>>,
         encoding: KeyEncoding,
     ) -> Result<()> {
-        if let Some(v) = &values {
-            if v.len() != keys.len() {
-                return Err(Error::LengthMismatch {
-                    keys: keys.len(),
-                    values: v.len(),
-                });
-            }
+        if let Some(v) = values.as_ref().filter(|v| v.len() != keys.len()) {
+            return Err(Error::LengthMismatch {
+                keys: keys.len(),
+                values: v.len(),
+            });
         }
         match (keys, values) {
             (WordsMut::U32(k), None) => sort_keys(k, encoding),

@@ -96,7 +96,10 @@ impl fmt::Display for Error {
                 call,
                 code,
                 message,
-            } => write!(f, "{backend} call {call} failed with status {code}: {message}"),
+            } => write!(
+                f,
+                "{backend} call {call} failed with status {code}: {message}"
+            ),
             Error::KernelBuild { log } => write!(f, "OpenCL program build failed:\n{log}"),
         }
     }

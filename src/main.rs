@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bitonic::{BackendKind, Sorter, SortKey};
+use bitonic::{BackendKind, SortKey, Sorter};
 use rand::{Rng, SeedableRng};
 
 const USAGE: &str = "\
@@ -71,10 +71,7 @@ fn parse_bench(args: &[String]) -> Result<BenchConfig, String> {
             .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
         match flag.as_str() {
             "--sizes" => {
-                cfg.sizes = value
-                    .split(',')
-                    .map(parse_size)
-                    .collect::<Result<_, _>>()?;
+                cfg.sizes = value.split(',').map(parse_size).collect::<Result<_, _>>()?;
             }
             "--runs" => {
                 cfg.runs = value
@@ -140,9 +137,7 @@ fn bench(cfg: &BenchConfig) -> Result<(), String> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
     for &n in &cfg.sizes {
         let u32_keys: Vec<u32> = (0..n).map(|_| rng.r#gen()).collect();
-        let f32_keys: Vec<f32> = (0..n)
-            .map(|_| f32::from_bits(rng.r#gen::<u32>()))
-            .collect();
+        let f32_keys: Vec<f32> = (0..n).map(|_| f32::from_bits(rng.r#gen::<u32>())).collect();
         let mut u32_want = u32_keys.clone();
         u32_want.sort_unstable();
         let mut f32_want = f32_keys.clone();
@@ -176,7 +171,10 @@ fn bench_one<K: SortKey + PartialEq>(
         let elapsed = start.elapsed().as_secs_f64();
         // Compare bits, so that NaN payloads and -0.0 count.
         if bytemuck::cast_slice::<K, u8>(&work) != bytemuck::cast_slice::<K, u8>(want) {
-            return Err(format!("{label}: wrong result for {key}, n = {}", input.len()));
+            return Err(format!(
+                "{label}: wrong result for {key}, n = {}",
+                input.len()
+            ));
         }
         if run > 0 {
             times.push(elapsed);

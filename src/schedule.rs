@@ -81,7 +81,10 @@ pub struct Schedule {
 impl Schedule {
     /// Builds the schedule for `n` elements. `n <= 1` needs no pass at all.
     pub fn new(n: u64, params: TileParams) -> Schedule {
-        assert!(params.max_global_levels >= 1, "a global pass applies a level");
+        assert!(
+            params.max_global_levels >= 1,
+            "a global pass applies a level"
+        );
         let log_n = ceil_log2(n);
         let mut passes = Vec::new();
         if n > 1 {
@@ -210,13 +213,13 @@ pub fn tile_comparator(c: u64, bit: u32, flip: bool) -> (u64, u64) {
 #[inline]
 fn compare_exchange<W: Ord + Copy, V: Copy>(
     keys: &mut [W],
-    mut values: Option<&mut [V]>,
+    values: Option<&mut [V]>,
     lo: usize,
     hi: usize,
 ) {
     if hi < keys.len() && keys[lo] > keys[hi] {
         keys.swap(lo, hi);
-        if let Some(v) = values.as_deref_mut() {
+        if let Some(v) = values {
             v.swap(lo, hi);
         }
     }
@@ -224,11 +227,7 @@ fn compare_exchange<W: Ord + Copy, V: Copy>(
 
 /// Applies one tile-local pass to a single tile (`keys.len() <= 2^log_tile`; a shorter tail
 /// tile behaves as if padded with +infinity).
-fn run_tile<W: Ord + Copy, V: Copy>(
-    pass: Pass,
-    keys: &mut [W],
-    mut values: Option<&mut [V]>,
-) {
+fn run_tile<W: Ord + Copy, V: Copy>(pass: Pass, keys: &mut [W], mut values: Option<&mut [V]>) {
     let (first_stage, log_tile) = match pass {
         Pass::LocalSort { log_tile } => (1, log_tile),
         Pass::LocalMerge { log_tile } => (log_tile, log_tile),
@@ -329,7 +328,9 @@ mod tests {
     fn lcg(seed: u64) -> impl FnMut() -> u64 {
         let mut s = seed;
         move || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             s >> 33
         }
     }
@@ -383,7 +384,13 @@ mod tests {
     fn pass_counts_match_the_formula() {
         // 1 + sum over stages k = S+1..L of (ceil((k-S)/m) + 1), from GPU-MACHINE.md.
         for (s, m, l) in [(10, 4, 28), (13, 8, 28), (15, 10, 28), (3, 2, 9)] {
-            let schedule = Schedule::new(1 << l, TileParams { log_tile: s, max_global_levels: m });
+            let schedule = Schedule::new(
+                1 << l,
+                TileParams {
+                    log_tile: s,
+                    max_global_levels: m,
+                },
+            );
             let want: u32 = 1 + (s + 1..=l).map(|k| (k - s).div_ceil(m) + 1).sum::<u32>();
             assert_eq!(schedule.passes.len() as u32, want, "S={s} m={m} L={l}");
         }
@@ -398,10 +405,14 @@ mod tests {
                     let mut seen = vec![0u8; n as usize];
                     for group in 0..n >> levels {
                         for reg in 0..1u32 << levels {
-                            seen[global_index(stage, first_level, levels, group, reg) as usize] += 1;
+                            seen[global_index(stage, first_level, levels, group, reg) as usize] +=
+                                1;
                         }
                     }
-                    assert!(seen.iter().all(|&c| c == 1), "stage {stage} level {first_level}+{levels}");
+                    assert!(
+                        seen.iter().all(|&c| c == 1),
+                        "stage {stage} level {first_level}+{levels}"
+                    );
                 }
             }
         }

@@ -101,10 +101,8 @@ pub(crate) fn choose(
     backend: Option<BackendKind>,
     filter: Option<DeviceFilter>,
 ) -> Result<Box<dyn Backend>> {
-    if let Some(b) = backend {
-        if !b.is_compiled() {
-            return Err(Error::BackendNotCompiled { backend: b });
-        }
+    if let Some(b) = backend.filter(|b| !b.is_compiled()) {
+        return Err(Error::BackendNotCompiled { backend: b });
     }
     // Only probe what could be chosen, so that asking for the CPU starts no driver.
     let found: Vec<BackendDevices> = match backend {

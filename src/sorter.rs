@@ -186,7 +186,10 @@ fn with_value_words<V: bytemuck::Pod>(
         if let Ok(words) = bytemuck::try_cast_slice_mut::<V, u32>(values) {
             return f(Some(WordsMut::U32(words)));
         }
-        let mut words: Vec<u32> = values.iter().map(|v| bytemuck::pod_read_unaligned(bytemuck::bytes_of(v))).collect();
+        let mut words: Vec<u32> = values
+            .iter()
+            .map(|v| bytemuck::pod_read_unaligned(bytemuck::bytes_of(v)))
+            .collect();
         f(Some(WordsMut::U32(&mut words)))?;
         for (v, w) in values.iter_mut().zip(&words) {
             *v = bytemuck::pod_read_unaligned(bytemuck::bytes_of(w));
@@ -195,11 +198,39 @@ fn with_value_words<V: bytemuck::Pod>(
         if let Ok(words) = bytemuck::try_cast_slice_mut::<V, u64>(values) {
             return f(Some(WordsMut::U64(words)));
         }
-        let mut words: Vec<u64> = values.iter().map(|v| bytemuck::pod_read_unaligned(bytemuck::bytes_of(v))).collect();
+        let mut words: Vec<u64> = values
+            .iter()
+            .map(|v| bytemuck::pod_read_unaligned(bytemuck::bytes_of(v)))
+            .collect();
         f(Some(WordsMut::U64(&mut words)))?;
         for (v, w) in values.iter_mut().zip(&words) {
             *v = bytemuck::pod_read_unaligned(bytemuck::bytes_of(w));
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorter_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Sorter>();
+    }
+
+    #[test]
+    fn unaligned_values_are_copied_and_written_back() {
+        let sorter = Sorter::builder()
+            .ignore_env()
+            .backend(BackendKind::Cpu)
+            .build()
+            .unwrap();
+        let mut keys = vec![3u32, 1, 2];
+        let mut values = [[3u8; 4], [1u8; 4], [2u8; 4]];
+        sorter.sort_by_key(&mut keys, &mut values).unwrap();
+        assert_eq!(keys, [1, 2, 3]);
+        assert_eq!(values, [[1u8; 4], [2u8; 4], [3u8; 4]]);
+    }
 }

@@ -1,0 +1,997 @@
+//! The OpenCL executor, through `opencl3` (cargo feature `opencl`).
+//!
+//! The kernels live in `kernels/bitonic.cl` and are embedded in the library. One program is
+//! built per word variant (key word, optional value word) on first use and cached for the
+//! life of the backend. A sort uploads the words, enqueues the passes of
+//! [`crate::schedule::Schedule`] in order on one in-order queue, waits for them and reads the
+//! results back; the caller's slices are written only after every pass succeeded.
+//!
+//! Kernel objects are created per call from the cached program (their arguments are not
+//! thread-safe), so one [`OpenClBackend`] may be shared by many threads.
+
+use std::collections::HashMap;
+use std::ptr;
+use std::sync::{Arc, Mutex};
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::device::{CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU, Device};
+use opencl3::error_codes::{
+    CL_BUILD_PROGRAM_FAILURE, CL_DEVICE_NOT_FOUND, CL_INVALID_BUFFER_SIZE,
+    CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES, ClError, DLOPEN_RUNTIME_LOAD_FAILED,
+};
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
+use opencl3::platform::get_platforms;
+use opencl3::program::Program;
+use opencl3::types::{CL_BLOCKING, cl_device_id};
+
+use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
+use crate::error::{Error, Result};
+use crate::keys::{KeyEncoding, WordsMut};
+use crate::schedule::{Pass, Schedule, TileParams, Transform};
+
+/// The kernel source, built once per word variant.
+const SOURCE: &str = include_str!("../kernels/bitonic.cl");
+/// Name of the tile kernel (`Pass::LocalSort` and `Pass::LocalMerge`).
+const LOCAL_KERNEL: &str = "bitonic_local";
+/// Name of the register kernel (`Pass::GlobalMerge`).
+const GLOBAL_KERNEL: &str = "bitonic_global";
+
+/// The largest tile: 2^13 elements.
+const MAX_LOG_TILE: u32 = 13;
+/// Local memory kept free beyond the tile: some drivers report more than a kernel may use.
+const LOCAL_MEM_MARGIN: u64 = 1024;
+/// The largest work-group the kernels are launched with.
+const MAX_WORK_GROUP: usize = 256;
+/// Levels one global pass applies (the kernel holds 2^4 elements per work item).
+const MAX_GLOBAL_LEVELS: u32 = 4;
+/// The most work-groups a tile pass launches; the groups loop over the remaining tiles.
+const MAX_TILE_GROUPS: u64 = 1 << 16;
+/// The most work items a global pass launches; the items loop over the remaining groups.
+const MAX_GLOBAL_ITEMS: u64 = 1 << 22;
+
+/// Transform flags as the kernels receive them.
+const ENCODE_ON_LOAD: u32 = 1;
+const DECODE_ON_STORE: u32 = 2;
+
+/// Maps a failed OpenCL call to [`Error::Driver`] naming the call.
+fn driver(call: &'static str) -> impl FnOnce(ClError) -> Error {
+    move |e| {
+        let message = if e.0 == DLOPEN_RUNTIME_LOAD_FAILED {
+            "the OpenCL ICD loader (libOpenCL) could not be loaded".to_string()
+        } else {
+            e.to_string()
+        };
+        Error::Driver {
+            backend: BackendKind::OpenCl,
+            call: call.to_string(),
+            code: i64::from(e.0),
+            message,
+        }
+    }
+}
+
+/// Every device of every platform, platforms in `clGetPlatformIDs` order.
+fn device_ids() -> Result<Vec<cl_device_id>> {
+    let platforms = get_platforms().map_err(driver("clGetPlatformIDs"))?;
+    let mut ids = Vec::new();
+    for platform in platforms {
+        match platform.get_devices(CL_DEVICE_TYPE_ALL) {
+            Ok(found) => ids.extend(found),
+            // A platform without devices adds nothing.
+            Err(e) if e.0 == CL_DEVICE_NOT_FOUND => {}
+            Err(e) => return Err(driver("clGetDeviceIDs")(e)),
+        }
+    }
+    Ok(ids)
+}
+
+/// Describes the device at `index` of the flat list.
+fn describe(index: usize, device: &Device) -> Result<DeviceInfo> {
+    let name = device.name().map_err(driver("clGetDeviceInfo"))?;
+    let vendor = device.vendor().map_err(driver("clGetDeviceInfo"))?;
+    let kind = device.dev_type().map_err(driver("clGetDeviceInfo"))?;
+    let device_type = if kind & CL_DEVICE_TYPE_GPU != 0 {
+        DeviceType::Gpu
+    } else if kind & CL_DEVICE_TYPE_CPU != 0 {
+        DeviceType::Cpu
+    } else {
+        DeviceType::Other
+    };
+    Ok(DeviceInfo {
+        backend: BackendKind::OpenCl,
+        index,
+        name: clean(&name),
+        vendor: clean(&vendor),
+        device_type,
+        memory_bytes: device
+            .global_mem_size()
+            .map_err(driver("clGetDeviceInfo"))?,
+        compute_units: device
+            .max_compute_units()
+            .map_err(driver("clGetDeviceInfo"))?,
+    })
+}
+
+/// Driver strings may carry a terminating NUL or padding.
+fn clean(s: &str) -> String {
+    s.trim_matches(|c: char| c == '\0' || c.is_whitespace())
+        .to_string()
+}
+
+/// Lists every OpenCL device of every platform in one flat list; a device's position is the
+/// index [`OpenClBackend::open`] takes. No platform (or no ICD loader) is an
+/// [`Error::Driver`] for `clGetPlatformIDs`.
+pub fn devices() -> Result<Vec<DeviceInfo>> {
+    device_ids()?
+        .into_iter()
+        .enumerate()
+        .map(|(i, id)| describe(i, &Device::new(id)))
+        .collect()
+}
+
+/// A machine word as the kernels see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Width {
+    W32,
+    W64,
+}
+
+impl Width {
+    fn of(words: &WordsMut<'_>) -> Width {
+        match words {
+            WordsMut::U32(_) => Width::W32,
+            WordsMut::U64(_) => Width::W64,
+        }
+    }
+
+    fn bytes(self) -> u64 {
+        match self {
+            Width::W32 => 4,
+            Width::W64 => 8,
+        }
+    }
+
+    fn cl_type(self) -> &'static str {
+        match self {
+            Width::W32 => "uint",
+            Width::W64 => "ulong",
+        }
+    }
+}
+
+/// Which program: key word and optional value word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct VariantKey {
+    key: Width,
+    value: Option<Width>,
+}
+
+impl VariantKey {
+    fn element_bytes(self) -> u64 {
+        self.key.bytes() + self.value.map_or(0, Width::bytes)
+    }
+
+    fn build_options(self) -> String {
+        match self.value {
+            None => format!("-D KEY_T={} -D HAS_VALUES=0", self.key.cl_type()),
+            Some(v) => format!(
+                "-D KEY_T={} -D HAS_VALUES=1 -D VAL_T={}",
+                self.key.cl_type(),
+                v.cl_type()
+            ),
+        }
+    }
+}
+
+/// A built program with the launch sizes chosen for it.
+struct Variant {
+    program: Program,
+    params: TileParams,
+    /// Work-group size of the tile kernel.
+    local_group: usize,
+    /// Work-group size of the global kernel.
+    global_group: usize,
+}
+
+/// The device limits the launch sizes come from.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    local_mem: u64,
+    max_group: usize,
+    global_mem: u64,
+}
+
+/// The largest power of two `<= x` (1 for 0).
+fn floor_pow2(x: usize) -> usize {
+    if x <= 1 {
+        1
+    } else {
+        1 << (usize::BITS - 1 - x.leading_zeros())
+    }
+}
+
+/// Sorts on one OpenCL device: a context, an in-order queue and the programs built so far.
+pub struct OpenClBackend {
+    info: DeviceInfo,
+    device: Device,
+    context: Context,
+    queue: CommandQueue,
+    limits: Limits,
+    variants: Mutex<HashMap<VariantKey, Arc<Variant>>>,
+    /// The largest tile allowed ([`MAX_LOG_TILE`]; smaller in tests, to exercise the global
+    /// passes with short inputs).
+    max_log_tile: u32,
+}
+
+impl std::fmt::Debug for OpenClBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenClBackend")
+            .field("device", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenClBackend {
+    /// Opens the device at `index` of [`devices`]: creates its context and an in-order
+    /// command queue. Programs are built on first use.
+    pub fn open(index: usize) -> Result<OpenClBackend> {
+        let ids = device_ids()?;
+        let Some(&id) = ids.get(index) else {
+            let found = ids
+                .iter()
+                .enumerate()
+                .map(|(i, &id)| describe(i, &Device::new(id)).map(|d| d.to_string()))
+                .collect::<Result<Vec<_>>>()?;
+            return Err(Error::NoDevice {
+                requested: format!("backend opencl, device #{index}"),
+                found: if found.is_empty() {
+                    "opencl: no devices".to_string()
+                } else {
+                    found.join("; ")
+                },
+            });
+        };
+        let device = Device::new(id);
+        let info = describe(index, &device)?;
+        let max_group = device
+            .max_work_group_size()
+            .map_err(driver("clGetDeviceInfo"))?;
+        let max_item = device
+            .max_work_item_sizes()
+            .map_err(driver("clGetDeviceInfo"))?
+            .first()
+            .copied()
+            .unwrap_or(max_group);
+        let limits = Limits {
+            local_mem: device.local_mem_size().map_err(driver("clGetDeviceInfo"))?,
+            max_group: max_group.min(max_item).max(1),
+            global_mem: info.memory_bytes,
+        };
+        let context = Context::from_device(&device).map_err(driver("clCreateContext"))?;
+        let queue =
+            CommandQueue::create_default(&context, 0).map_err(driver("clCreateCommandQueue"))?;
+        Ok(OpenClBackend {
+            info,
+            device,
+            context,
+            queue,
+            limits,
+            variants: Mutex::new(HashMap::new()),
+            max_log_tile: MAX_LOG_TILE,
+        })
+    }
+
+    /// The tile parameters used for this key/value layout (building its program if needed).
+    pub fn tile_params(&self, key_bytes: usize, value_bytes: Option<usize>) -> Result<TileParams> {
+        let width = |b: usize| match b {
+            4 => Ok(Width::W32),
+            8 => Ok(Width::W64),
+            bytes => Err(Error::UnsupportedValueSize { bytes }),
+        };
+        let key = VariantKey {
+            key: width(key_bytes)?,
+            value: value_bytes.map(width).transpose()?,
+        };
+        Ok(self.variant(key)?.params)
+    }
+
+    /// The cached program for `key`, built on first use.
+    fn variant(&self, key: VariantKey) -> Result<Arc<Variant>> {
+        // The map is only ever inserted into whole, so a poisoned lock still holds a valid map.
+        let mut cache = self
+            .variants
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(v) = cache.get(&key) {
+            return Ok(Arc::clone(v));
+        }
+        let built = Arc::new(self.build(key)?);
+        cache.insert(key, Arc::clone(&built));
+        Ok(built)
+    }
+
+    /// Builds the program for `key` and chooses its tile and work-group sizes.
+    fn build(&self, key: VariantKey) -> Result<Variant> {
+        let options = key.build_options();
+        let mut program = Program::create_from_source(&self.context, SOURCE)
+            .map_err(driver("clCreateProgramWithSource"))?;
+        if let Err(e) = program.build(&[self.device.id()], &options) {
+            if e.0 == CL_BUILD_PROGRAM_FAILURE {
+                let log = program
+                    .get_build_log(self.device.id())
+                    .unwrap_or_else(|e| format!("(the build log could not be read: {e})"));
+                return Err(Error::KernelBuild {
+                    log: format!("options: {options}\n{log}"),
+                });
+            }
+            return Err(driver("clBuildProgram")(e));
+        }
+        let kernel_limit = |name: &str| -> Result<usize> {
+            let kernel = Kernel::create(&program, name).map_err(driver("clCreateKernel"))?;
+            kernel
+                .get_work_group_size(self.device.id())
+                .map_err(driver("clGetKernelWorkGroupInfo"))
+        };
+        let local_limit = kernel_limit(LOCAL_KERNEL)?;
+        let global_limit = kernel_limit(GLOBAL_KERNEL)?;
+
+        let budget = self.limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN);
+        let element = key.element_bytes();
+        let mut log_tile = self.max_log_tile;
+        while log_tile > 1 && (element << log_tile) > budget {
+            log_tile -= 1;
+        }
+        let half_tile = 1usize << (log_tile - 1);
+        let local_group = floor_pow2(
+            half_tile
+                .min(self.limits.max_group)
+                .min(local_limit)
+                .min(MAX_WORK_GROUP),
+        );
+        let global_group = floor_pow2(self.limits.max_group.min(global_limit).min(MAX_WORK_GROUP));
+        Ok(Variant {
+            program,
+            params: TileParams {
+                log_tile,
+                max_global_levels: MAX_GLOBAL_LEVELS,
+            },
+            local_group,
+            global_group,
+        })
+    }
+
+    /// Maps a failure that may mean "the device ran out of memory" to [`Error::OutOfMemory`].
+    fn memory_error(&self, call: &'static str, requested: u64) -> impl FnOnce(ClError) -> Error {
+        let device = self.info.name.clone();
+        let available = self.limits.global_mem;
+        move |e| {
+            if matches!(
+                e.0,
+                CL_MEM_OBJECT_ALLOCATION_FAILURE | CL_OUT_OF_RESOURCES | CL_INVALID_BUFFER_SIZE
+            ) {
+                Error::OutOfMemory {
+                    device,
+                    requested,
+                    available,
+                }
+            } else {
+                driver(call)(e)
+            }
+        }
+    }
+
+    /// A device buffer of `bytes` bytes, filled from `data` (a blocking upload).
+    fn upload(&self, data: &[u8], requested: u64) -> Result<Buffer<u8>> {
+        // SAFETY: no host pointer is passed (null with flags that do not use one); the size
+        // is the length of `data`, which is at least 2 words here.
+        let mut buffer = unsafe {
+            Buffer::<u8>::create(
+                &self.context,
+                CL_MEM_READ_WRITE,
+                data.len(),
+                ptr::null_mut(),
+            )
+        }
+        .map_err(self.memory_error("clCreateBuffer", requested))?;
+        // SAFETY: the write is blocking, so `data` is only read during this call, and the
+        // buffer holds exactly `data.len()` bytes.
+        unsafe {
+            self.queue
+                .enqueue_write_buffer(&mut buffer, CL_BLOCKING, 0, data, &[])
+        }
+        .map_err(self.memory_error("clEnqueueWriteBuffer", requested))?;
+        Ok(buffer)
+    }
+
+    /// Enqueues one pass of the schedule.
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_pass(
+        &self,
+        variant: &Variant,
+        kernels: &Kernels,
+        buffers: &Buffers,
+        n: u64,
+        pass: Pass,
+        transform: Transform,
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<()> {
+        let mut flags = 0;
+        if transform.encode_on_load {
+            flags |= ENCODE_ON_LOAD;
+        }
+        if transform.decode_on_store {
+            flags |= DECODE_ON_STORE;
+        }
+        let code = encoding.code();
+        let (kernel, global, local) = match pass {
+            Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
+                let merge_only = u32::from(matches!(pass, Pass::LocalMerge { .. }));
+                let tile = 1u64 << log_tile;
+                let mut args = Args::new(&kernels.local);
+                args.buffer(&buffers.keys)?;
+                if let Some(v) = &buffers.values {
+                    args.buffer(v)?;
+                }
+                args.u64(n)?;
+                args.u32(log_tile)?;
+                args.u32(merge_only)?;
+                args.u32(code)?;
+                args.u32(flags)?;
+                args.local(tile * buffers.key_bytes)?;
+                if buffers.values.is_some() {
+                    args.local(tile * buffers.value_bytes)?;
+                }
+                let groups = pass.items(n).clamp(1, MAX_TILE_GROUPS) as usize;
+                let local = variant.local_group;
+                (&kernels.local, groups * local, local)
+            }
+            Pass::GlobalMerge {
+                stage,
+                first_level,
+                levels,
+            } => {
+                let groups = pass.items(n);
+                let mut args = Args::new(&kernels.global);
+                args.buffer(&buffers.keys)?;
+                if let Some(v) = &buffers.values {
+                    args.buffer(v)?;
+                }
+                args.u64(n)?;
+                args.u64(groups)?;
+                args.u32(stage)?;
+                args.u32(first_level)?;
+                args.u32(levels)?;
+                args.u32(code)?;
+                args.u32(flags)?;
+                let local = variant.global_group;
+                let items = groups.clamp(1, MAX_GLOBAL_ITEMS) as usize;
+                (&kernels.global, items.div_ceil(local) * local, local)
+            }
+        };
+        let global_size = [global];
+        let local_size = [local];
+        // SAFETY: every argument of the kernel was set just above with the type the kernel
+        // declares for this variant; the sizes are one-dimensional arrays that outlive the
+        // call, and the global size is a multiple of the local size.
+        unsafe {
+            self.queue.enqueue_nd_range_kernel(
+                kernel.get(),
+                1,
+                ptr::null(),
+                global_size.as_ptr(),
+                local_size.as_ptr(),
+                &[],
+            )
+        }
+        .map_err(self.memory_error("clEnqueueNDRangeKernel", requested))?;
+        Ok(())
+    }
+
+    /// Uploads, sorts and downloads; `keys` and `values` are written only at the end.
+    fn run(
+        &self,
+        mut keys: WordsMut<'_>,
+        mut values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+    ) -> Result<()> {
+        let n = keys.len() as u64;
+        let key = VariantKey {
+            key: Width::of(&keys),
+            value: values.as_ref().map(Width::of),
+        };
+        let requested = n.saturating_mul(key.element_bytes());
+        if requested > self.limits.global_mem {
+            return Err(Error::OutOfMemory {
+                device: self.info.name.clone(),
+                requested,
+                available: self.limits.global_mem,
+            });
+        }
+        let variant = self.variant(key)?;
+        let schedule = Schedule::new(n, variant.params);
+
+        let buffers = Buffers {
+            keys: self.upload(keys.as_bytes(), requested)?,
+            values: match &values {
+                Some(v) => Some(self.upload(v.as_bytes(), requested)?),
+                None => None,
+            },
+            key_bytes: key.key.bytes(),
+            value_bytes: key.value.map_or(0, Width::bytes),
+        };
+        let kernels = Kernels {
+            local: Kernel::create(&variant.program, LOCAL_KERNEL)
+                .map_err(driver("clCreateKernel"))?,
+            global: Kernel::create(&variant.program, GLOBAL_KERNEL)
+                .map_err(driver("clCreateKernel"))?,
+        };
+        for (pass, transform) in schedule.steps() {
+            if let Err(e) = self.enqueue_pass(
+                &variant, &kernels, &buffers, n, pass, transform, encoding, requested,
+            ) {
+                // Let what was enqueued drain before the buffers go; its status no longer
+                // matters.
+                let _ = self.queue.finish();
+                return Err(e);
+            }
+        }
+        self.queue
+            .finish()
+            .map_err(self.memory_error("clFinish", requested))?;
+
+        // SAFETY (both reads): blocking reads of exactly the bytes each buffer holds into a
+        // slice of the same length that lives across the call.
+        unsafe {
+            self.queue
+                .enqueue_read_buffer(&buffers.keys, CL_BLOCKING, 0, keys.as_bytes_mut(), &[])
+        }
+        .map_err(self.memory_error("clEnqueueReadBuffer", requested))?;
+        if let (Some(v), Some(buf)) = (values.as_mut(), &buffers.values) {
+            // SAFETY: as above.
+            unsafe {
+                self.queue
+                    .enqueue_read_buffer(buf, CL_BLOCKING, 0, v.as_bytes_mut(), &[])
+            }
+            .map_err(self.memory_error("clEnqueueReadBuffer", requested))?;
+        }
+        Ok(())
+    }
+}
+
+/// The device buffers of one sort.
+struct Buffers {
+    keys: Buffer<u8>,
+    values: Option<Buffer<u8>>,
+    key_bytes: u64,
+    value_bytes: u64,
+}
+
+/// The kernel objects of one sort (created per call: their arguments are per-object state).
+struct Kernels {
+    local: Kernel,
+    global: Kernel,
+}
+
+/// Sets a kernel's arguments in order.
+struct Args<'a> {
+    kernel: &'a Kernel,
+    index: u32,
+}
+
+impl<'a> Args<'a> {
+    fn new(kernel: &'a Kernel) -> Self {
+        Args { kernel, index: 0 }
+    }
+
+    /// Sets the next argument to the bytes of `value`.
+    ///
+    /// # Safety
+    /// `T` must be the type the kernel declares for that argument.
+    unsafe fn set<T>(&mut self, value: &T) -> Result<()> {
+        // SAFETY: the caller guarantees the type; `value` is read during the call only.
+        unsafe { self.kernel.set_arg(self.index, value) }.map_err(driver("clSetKernelArg"))?;
+        self.index += 1;
+        Ok(())
+    }
+
+    fn buffer(&mut self, buffer: &Buffer<u8>) -> Result<()> {
+        // SAFETY: the argument is a `__global` pointer, set from a memory object handle.
+        unsafe { self.set(&buffer.get()) }
+    }
+
+    fn u64(&mut self, value: u64) -> Result<()> {
+        // SAFETY: the argument is a `ulong`, 8 bytes like `u64`.
+        unsafe { self.set(&value) }
+    }
+
+    fn u32(&mut self, value: u32) -> Result<()> {
+        // SAFETY: the argument is a `uint`, 4 bytes like `u32`.
+        unsafe { self.set(&value) }
+    }
+
+    fn local(&mut self, bytes: u64) -> Result<()> {
+        // SAFETY: the argument is a `__local` pointer; a size with no value allocates it.
+        unsafe { self.kernel.set_arg_local_buffer(self.index, bytes as usize) }
+            .map_err(driver("clSetKernelArg"))?;
+        self.index += 1;
+        Ok(())
+    }
+}
+
+impl Backend for OpenClBackend {
+    fn device(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn sort_words(
+        &self,
+        keys: WordsMut<'_>,
+        values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+    ) -> Result<()> {
+        if let Some(v) = &values
+            && v.len() != keys.len()
+        {
+            return Err(Error::LengthMismatch {
+                keys: keys.len(),
+                values: v.len(),
+            });
+        }
+        if keys.len() <= 1 {
+            return Ok(());
+        }
+        self.run(keys, values, encoding)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::CpuBackend;
+    use crate::keys::{KeyKind, KeyRepr, SortKey};
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use std::cmp::Ordering;
+    use std::sync::OnceLock;
+
+    /// Set to 1 to make a missing OpenCL device a test failure.
+    const REQUIRE: &str = "BITONIC_REQUIRE_OPENCL";
+
+    /// The first OpenCL device with the production tile, and the same device limited to tiles
+    /// of 2^log_tile (so that short inputs run global passes too); `None` when there is none.
+    fn backends() -> Option<&'static [OpenClBackend]> {
+        static CELL: OnceLock<Option<Vec<OpenClBackend>>> = OnceLock::new();
+        let found = CELL.get_or_init(|| {
+            let why = match devices() {
+                Ok(list) if !list.is_empty() => {
+                    let open = |max_log_tile: u32| {
+                        let mut b = OpenClBackend::open(0).expect("open OpenCL device 0");
+                        b.max_log_tile = max_log_tile;
+                        b
+                    };
+                    eprintln!("OpenCL tests run on {}", list[0]);
+                    return Some(vec![open(MAX_LOG_TILE), open(2), open(5)]);
+                }
+                Ok(_) => "no OpenCL device".to_string(),
+                Err(e) => e.to_string(),
+            };
+            eprintln!("OpenCL tests did not run: {why}");
+            None
+        });
+        if found.is_none() && std::env::var(REQUIRE).is_ok_and(|v| v.trim() == "1") {
+            panic!("{REQUIRE}=1 but no OpenCL device is usable");
+        }
+        found.as_deref()
+    }
+
+    /// The small-tile backends run the short inputs only: the long one would take hundreds
+    /// of passes on a CPU device, and the production tile already runs 4-level global passes
+    /// there.
+    fn keeps(b: &OpenClBackend, n: usize) -> bool {
+        b.max_log_tile == MAX_LOG_TILE || n <= 1 << 16
+    }
+
+    /// 0..=70, 2^k - 1, 2^k, 2^k + 1 for k <= 15, and about a million.
+    fn lengths(max_k: u32, big: bool) -> Vec<usize> {
+        let mut out: Vec<usize> = (0..=70).collect();
+        for k in 1..=max_k {
+            out.extend([(1 << k) - 1, 1 << k, (1 << k) + 1]);
+        }
+        if big {
+            out.push(1_000_003);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Random words: a quarter of them special, a quarter from a small range (duplicates),
+    /// the rest any bits.
+    fn words<T: Copy>(
+        rng: &mut StdRng,
+        n: usize,
+        special: &[T],
+        small: impl Fn(u64) -> T,
+        any: impl Fn(u64) -> T,
+    ) -> Vec<T> {
+        (0..n)
+            .map(|_| match rng.gen_range(0..4) {
+                0 => special[rng.gen_range(0..special.len())],
+                1 => small(rng.gen_range(0..16)),
+                _ => any(rng.r#gen()),
+            })
+            .collect()
+    }
+
+    fn as_words<T: SortKey>(keys: &mut [T]) -> (WordsMut<'_>, KeyKind) {
+        match T::repr(keys) {
+            KeyRepr::Words(w, kind) => (w, kind),
+            KeyRepr::Narrow => unreachable!("only wide keys are tested here"),
+        }
+    }
+
+    /// Sorts `keys` both ways on every backend and compares bit for bit with `cmp`.
+    fn check_keys<T: SortKey + std::fmt::Debug>(keys: &[T], cmp: fn(&T, &T) -> Ordering) {
+        let Some(backends) = backends() else { return };
+        let mut want = keys.to_vec();
+        want.sort_unstable_by(cmp);
+        for descending in [false, true] {
+            if descending {
+                want.reverse();
+            }
+            for b in backends.iter().filter(|b| keeps(b, keys.len())) {
+                let mut got = keys.to_vec();
+                let (w, kind) = as_words(&mut got);
+                b.sort_words(w, None, KeyEncoding { kind, descending })
+                    .unwrap_or_else(|e| panic!("n={} {descending}: {e}", keys.len()));
+                let same =
+                    bytemuck::cast_slice::<T, u8>(&got) == bytemuck::cast_slice::<T, u8>(&want);
+                if !same {
+                    let at = (0..keys.len())
+                        .find(|&i| bytemuck::bytes_of(&got[i]) != bytemuck::bytes_of(&want[i]))
+                        .unwrap_or(0);
+                    panic!(
+                        "n={} descending={descending} tile<=2^{}: first difference at {at}: got {:?} want {:?}",
+                        keys.len(),
+                        b.max_log_tile,
+                        got[at],
+                        want[at]
+                    );
+                }
+            }
+        }
+    }
+
+    fn run_keys<T: SortKey + std::fmt::Debug>(
+        seed: u64,
+        special: &[T],
+        small: impl Fn(u64) -> T,
+        any: impl Fn(u64) -> T,
+        cmp: fn(&T, &T) -> Ordering,
+    ) {
+        if backends().is_none() {
+            return;
+        }
+        let mut rng = StdRng::seed_from_u64(seed);
+        for n in lengths(15, true) {
+            let keys = words(&mut rng, n, special, &small, &any);
+            check_keys(&keys, cmp);
+        }
+    }
+
+    #[test]
+    fn sorts_u32() {
+        run_keys(
+            1,
+            &[0, 1, u32::MAX, u32::MAX - 1, 1 << 31],
+            |x| x as u32,
+            |x| x as u32,
+            u32::cmp,
+        );
+    }
+
+    #[test]
+    fn sorts_u64() {
+        run_keys(
+            2,
+            &[0, 1, u64::MAX, u64::MAX - 1, 1 << 63, u64::from(u32::MAX)],
+            |x| x,
+            |x| x,
+            u64::cmp,
+        );
+    }
+
+    #[test]
+    fn sorts_i32() {
+        run_keys(
+            3,
+            &[0, -1, 1, i32::MIN, i32::MAX],
+            |x| x as i32 - 8,
+            |x| x as i32,
+            i32::cmp,
+        );
+    }
+
+    #[test]
+    fn sorts_i64() {
+        run_keys(
+            4,
+            &[0, -1, 1, i64::MIN, i64::MAX],
+            |x| x as i64 - 8,
+            |x| x as i64,
+            i64::cmp,
+        );
+    }
+
+    #[test]
+    fn sorts_f32() {
+        let special = [
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7fc0_1234),
+            f32::from_bits(0xff80_0001),
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            0.0,
+            -0.0,
+            f32::MIN,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            -1e-45,
+        ];
+        run_keys(
+            5,
+            &special,
+            |x| x as f32 - 7.5,
+            |x| f32::from_bits(x as u32),
+            f32::total_cmp,
+        );
+    }
+
+    #[test]
+    fn sorts_f64() {
+        let special = [
+            f64::NAN,
+            -f64::NAN,
+            f64::from_bits(0x7ff8_0000_0000_1234),
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.0,
+            -0.0,
+            f64::MIN,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            -5e-324,
+        ];
+        run_keys(
+            6,
+            &special,
+            |x| x as f64 - 7.5,
+            f64::from_bits,
+            f64::total_cmp,
+        );
+    }
+
+    /// Key-value pairs: keys and values must equal the CPU backend's, which runs the same
+    /// network (values of equal keys included).
+    fn run_pairs<K: SortKey + std::fmt::Debug, V: bytemuck::Pod + std::fmt::Debug>(
+        seed: u64,
+        key: impl Fn(u64) -> K,
+        value: impl Fn(u64) -> V,
+        big: bool,
+    ) {
+        let Some(backends) = backends() else { return };
+        let cpu = CpuBackend::new();
+        let mut rng = StdRng::seed_from_u64(seed);
+        for n in lengths(15, big) {
+            // Few distinct keys for half the lengths, so that many keys tie.
+            let range = if n % 2 == 0 { 8 } else { u64::MAX };
+            let keys: Vec<K> = (0..n).map(|_| key(rng.gen_range(0..range))).collect();
+            let values: Vec<V> = (0..n as u64).map(&value).collect();
+            for descending in [false, true] {
+                let (mut want_k, mut want_v) = (keys.clone(), values.clone());
+                let (w, kind) = as_words(&mut want_k);
+                let encoding = KeyEncoding { kind, descending };
+                cpu.sort_words(w, Some(value_words(&mut want_v)), encoding)
+                    .expect("cpu sort");
+                for b in backends.iter().filter(|b| keeps(b, n)) {
+                    let (mut got_k, mut got_v) = (keys.clone(), values.clone());
+                    let (w, _) = as_words(&mut got_k);
+                    b.sort_words(w, Some(value_words(&mut got_v)), encoding)
+                        .unwrap_or_else(|e| panic!("n={n}: {e}"));
+                    let label = format!("n={n} descending={descending} tile<=2^{}", b.max_log_tile);
+                    assert!(
+                        bytemuck::cast_slice::<K, u8>(&got_k)
+                            == bytemuck::cast_slice::<K, u8>(&want_k),
+                        "keys differ: {label}"
+                    );
+                    assert!(
+                        bytemuck::cast_slice::<V, u8>(&got_v)
+                            == bytemuck::cast_slice::<V, u8>(&want_v),
+                        "values differ: {label}"
+                    );
+                }
+            }
+        }
+    }
+
+    fn value_words<V: bytemuck::Pod>(values: &mut [V]) -> WordsMut<'_> {
+        match std::mem::size_of::<V>() {
+            4 => WordsMut::U32(bytemuck::cast_slice_mut(values)),
+            8 => WordsMut::U64(bytemuck::cast_slice_mut(values)),
+            other => unreachable!("values of {other} bytes"),
+        }
+    }
+
+    #[test]
+    fn pairs_u32_keys_u32_values() {
+        run_pairs(11, |x| x as u32, |i| i as u32, true);
+    }
+
+    #[test]
+    fn pairs_u32_keys_u64_values() {
+        run_pairs(12, |x| x as u32, |i| i << 32 | (i ^ 0xdead_beef), false);
+    }
+
+    #[test]
+    fn pairs_u64_keys_u32_values() {
+        run_pairs(13, |x| x, |i| i as u32, false);
+    }
+
+    #[test]
+    fn pairs_u64_keys_u64_values() {
+        run_pairs(14, |x| x, |i| !i, false);
+    }
+
+    #[test]
+    fn pairs_f32_keys() {
+        run_pairs(15, |x| f32::from_bits(x as u32), |i| i as u32, false);
+    }
+
+    #[test]
+    fn rejects_mismatched_lengths_and_ignores_tiny_inputs() {
+        let Some(backends) = backends() else { return };
+        let b = &backends[0];
+        let enc = KeyEncoding {
+            kind: KeyKind::Unsigned,
+            descending: false,
+        };
+        let mut keys = vec![3u32, 1, 2];
+        let mut values = vec![1u32, 2];
+        let err = b
+            .sort_words(
+                WordsMut::U32(&mut keys),
+                Some(WordsMut::U32(&mut values)),
+                enc,
+            )
+            .expect_err("lengths differ");
+        assert_eq!(err, Error::LengthMismatch { keys: 3, values: 2 });
+        assert_eq!(keys, [3, 1, 2]);
+        let mut one = vec![7u64];
+        b.sort_words(WordsMut::U64(&mut one), None, enc)
+            .expect("one key");
+        assert_eq!(one, [7]);
+    }
+
+    #[test]
+    fn lists_devices_and_reports_tiles() {
+        let Some(backends) = backends() else { return };
+        let list = devices().expect("devices");
+        assert_eq!(list[0], *backends[0].device());
+        for (i, d) in list.iter().enumerate() {
+            assert_eq!(d.index, i);
+            assert_eq!(d.backend, BackendKind::OpenCl);
+        }
+        let p = backends[0].tile_params(4, None).expect("tile params");
+        assert!((1..=MAX_LOG_TILE).contains(&p.log_tile));
+        let p = backends[1].tile_params(8, Some(8)).expect("tile params");
+        assert_eq!(p.log_tile, 2);
+        assert!(matches!(
+            OpenClBackend::open(list.len()),
+            Err(Error::NoDevice { .. })
+        ));
+    }
+}
