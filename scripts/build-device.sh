@@ -4,9 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 mkdir -p .device
 cargo build --release --all-features --bin bitonic
-cp target/release/bitonic .device/bitonic
+cp "$CARGO_TARGET_DIR"/release/bitonic .device/bitonic
 # `cargo test --no-run` names the test executables in its JSON messages.
 cargo test --release --all-features --no-run --message-format=json --test suite --lib \
     | python3 -c '

@@ -12,13 +12,13 @@ step() { echo; echo "=== $*"; }
 step "devices";   nvidia-smi -L; .device/bitonic devices 2>&1 | tee "$out/devices.txt"
 step "unit tests"; .device/unit 2>&1 | tail -n 3 | tee "$out/unit.txt" || status=1
 step "suite (every backend, cuda and opencl required)"
-BITONIC_REQUIRE=cuda,opencl,cpu .device/suite > "$out/suite.txt" 2>&1 || status=1
+BITONIC_REQUIRE=cuda,opencl,cpu timeout 240 .device/suite > "$out/suite.txt" 2>&1 || status=1
 grep -E "^test result|FAILED|failed|panicked|did not run" "$out/suite.txt" | head -n 40
 step "compute-sanitizer memcheck (cuda trials, n <= $san_max_n)"
 BITONIC_TEST_BACKENDS=cuda BITONIC_TEST_MAX_N="$san_max_n" BITONIC_REQUIRE=cuda \
-    compute-sanitizer --tool memcheck --error-exitcode 3 .device/suite > "$out/memcheck.txt" 2>&1 || status=1
+    timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 .device/suite > "$out/memcheck.txt" 2>&1 || status=1
 grep -E "^test result|ERROR SUMMARY" "$out/memcheck.txt" | tail -n 3
 step "bench"
-.device/bitonic bench 2>&1 | tee "$out/bench.txt" || status=1
+timeout 120 .device/bitonic bench --sizes 2^10,2^16,2^20,2^24 2>&1 | tee "$out/bench.txt" || status=1
 echo; echo "gpu-check status: $status"
 exit $status

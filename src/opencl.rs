@@ -6,8 +6,9 @@
 //! [`crate::schedule::Schedule`] in order on one in-order queue, waits for them and reads the
 //! results back; the caller's slices are written only after every pass succeeded.
 //!
-//! Kernel objects are created per call from the cached program (their arguments are not
-//! thread-safe), so one [`OpenClBackend`] may be shared by many threads.
+//! Each program's two kernel objects are cached with it; their arguments are per-object
+//! state, so a sort holds the program's kernel lock while it sets arguments and enqueues.
+//! One [`OpenClBackend`] may be shared by many threads.
 
 use std::collections::HashMap;
 use std::ptr;
@@ -185,9 +186,25 @@ impl VariantKey {
     }
 }
 
-/// A built program with the launch sizes chosen for it.
+/// Serializes the creation and release of programs and kernels across the whole process.
+/// PoCL 5 (the GPU machine's) aborts in `pocl_release_dlhandle_cache` when kernels of
+/// different contexts are created and released from several threads at once; these calls
+/// are rare (once per variant and per backend), so one lock costs nothing.
+static LIFECYCLE: Mutex<()> = Mutex::new(());
+
+fn lifecycle_lock() -> std::sync::MutexGuard<'static, ()> {
+    // The lock guards no data, so a poisoned lock is as good as a clean one.
+    LIFECYCLE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A built program with its kernels and the launch sizes chosen for it.
 struct Variant {
-    program: Program,
+    /// The kernel objects; their arguments are per-object state, so a sort holds this lock
+    /// from the first argument it sets to its last enqueue.
+    /// (The kernels retain their program, so the program object is not kept here.)
+    kernels: Mutex<Kernels>,
     params: TileParams,
     /// Work-group size of the tile kernel.
     local_group: usize,
@@ -230,6 +247,17 @@ impl std::fmt::Debug for OpenClBackend {
         f.debug_struct("OpenClBackend")
             .field("device", &self.info)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for OpenClBackend {
+    fn drop(&mut self) {
+        // Release programs and kernels under the process-wide lock (see `LIFECYCLE`).
+        let _lifecycle = lifecycle_lock();
+        self.variants
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clear();
     }
 }
 
@@ -314,6 +342,7 @@ impl OpenClBackend {
 
     /// Builds the program for `key` and chooses its tile and work-group sizes.
     fn build(&self, key: VariantKey) -> Result<Variant> {
+        let _lifecycle = lifecycle_lock();
         let options = key.build_options();
         let mut program = Program::create_from_source(&self.context, SOURCE)
             .map_err(driver("clCreateProgramWithSource"))?;
@@ -328,14 +357,17 @@ impl OpenClBackend {
             }
             return Err(driver("clBuildProgram")(e));
         }
-        let kernel_limit = |name: &str| -> Result<usize> {
-            let kernel = Kernel::create(&program, name).map_err(driver("clCreateKernel"))?;
+        let kernels = Kernels {
+            local: Kernel::create(&program, LOCAL_KERNEL).map_err(driver("clCreateKernel"))?,
+            global: Kernel::create(&program, GLOBAL_KERNEL).map_err(driver("clCreateKernel"))?,
+        };
+        let kernel_limit = |kernel: &Kernel| -> Result<usize> {
             kernel
                 .get_work_group_size(self.device.id())
                 .map_err(driver("clGetKernelWorkGroupInfo"))
         };
-        let local_limit = kernel_limit(LOCAL_KERNEL)?;
-        let global_limit = kernel_limit(GLOBAL_KERNEL)?;
+        let local_limit = kernel_limit(&kernels.local)?;
+        let global_limit = kernel_limit(&kernels.global)?;
 
         let budget = self.limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN);
         let element = key.element_bytes();
@@ -352,7 +384,7 @@ impl OpenClBackend {
         );
         let global_group = floor_pow2(self.limits.max_group.min(global_limit).min(MAX_WORK_GROUP));
         Ok(Variant {
-            program,
+            kernels: Mutex::new(kernels),
             params: TileParams {
                 log_tile,
                 max_global_levels: MAX_GLOBAL_LEVELS,
@@ -522,12 +554,12 @@ impl OpenClBackend {
             key_bytes: key.key.bytes(),
             value_bytes: key.value.map_or(0, Width::bytes),
         };
-        let kernels = Kernels {
-            local: Kernel::create(&variant.program, LOCAL_KERNEL)
-                .map_err(driver("clCreateKernel"))?,
-            global: Kernel::create(&variant.program, GLOBAL_KERNEL)
-                .map_err(driver("clCreateKernel"))?,
-        };
+        // Kernel arguments are set and used under the lock; no data is behind it, so a
+        // poisoned lock is still usable.
+        let kernels = variant
+            .kernels
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         for (pass, transform) in schedule.steps() {
             if let Err(e) = self.enqueue_pass(
                 &variant, &kernels, &buffers, n, pass, transform, encoding, requested,
@@ -569,7 +601,7 @@ struct Buffers {
     value_bytes: u64,
 }
 
-/// The kernel objects of one sort (created per call: their arguments are per-object state).
+/// The two kernel objects of a program.
 struct Kernels {
     local: Kernel,
     global: Kernel,
