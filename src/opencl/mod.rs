@@ -33,7 +33,7 @@ use crate::keys::{KeyEncoding, WordsMut};
 use crate::schedule::{Pass, Schedule, TileParams, Transform};
 
 /// The kernel source, built once per word variant.
-const SOURCE: &str = include_str!("../kernels/bitonic.cl");
+const SOURCE: &str = include_str!("../../kernels/bitonic.cl");
 /// Name of the tile kernel (`Pass::LocalSort` and `Pass::LocalMerge`).
 const LOCAL_KERNEL: &str = "bitonic_local";
 /// Name of the register kernel (`Pass::GlobalMerge`).
@@ -186,17 +186,23 @@ impl VariantKey {
     }
 }
 
-/// Serializes the creation and release of programs and kernels across the whole process.
-/// PoCL 5 (the GPU machine's) aborts in `pocl_release_dlhandle_cache` when kernels of
-/// different contexts are created and released from several threads at once; these calls
-/// are rare (once per variant and per backend), so one lock costs nothing.
+/// Serializes the creation and release of programs and kernels across the whole process;
+/// these calls are rare (once per variant and per backend), so one lock costs nothing.
 static LIFECYCLE: Mutex<()> = Mutex::new(());
 
+/// Serializes whole sorts on OpenCL CPU devices across the process. PoCL 5 (the GPU
+/// machine's) aborts in `pocl_release_dlhandle_cache` when several contexts on one CPU
+/// device run kernels from several threads at once; a CPU device spreads every kernel over
+/// all cores anyway, so running one sort at a time loses little.
+static CPU_DEVICE_RUNS: Mutex<()> = Mutex::new(());
+
+/// Takes a lock that guards no data (so a poisoned lock is as good as a clean one).
+fn hold(lock: &'static Mutex<()>) -> std::sync::MutexGuard<'static, ()> {
+    lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn lifecycle_lock() -> std::sync::MutexGuard<'static, ()> {
-    // The lock guards no data, so a poisoned lock is as good as a clean one.
-    LIFECYCLE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    hold(&LIFECYCLE)
 }
 
 /// A built program with its kernels and the launch sizes chosen for it.
@@ -529,6 +535,8 @@ impl OpenClBackend {
         mut values: Option<WordsMut<'_>>,
         encoding: KeyEncoding,
     ) -> Result<()> {
+        let _one_at_a_time =
+            (self.info.device_type == DeviceType::Cpu).then(|| hold(&CPU_DEVICE_RUNS));
         let n = keys.len() as u64;
         let key = VariantKey {
             key: Width::of(&keys),
@@ -680,350 +688,4 @@ impl Backend for OpenClBackend {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cpu::CpuBackend;
-    use crate::keys::{KeyKind, KeyRepr, SortKey};
-    use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
-    use std::cmp::Ordering;
-    use std::sync::OnceLock;
-
-    /// Set to 1 to make a missing OpenCL device a test failure.
-    const REQUIRE: &str = "BITONIC_REQUIRE_OPENCL";
-
-    /// The first OpenCL device with the production tile, and the same device limited to tiles
-    /// of 2^log_tile (so that short inputs run global passes too); `None` when there is none.
-    fn backends() -> Option<&'static [OpenClBackend]> {
-        static CELL: OnceLock<Option<Vec<OpenClBackend>>> = OnceLock::new();
-        let found = CELL.get_or_init(|| {
-            let why = match devices() {
-                Ok(list) if !list.is_empty() => {
-                    let open = |max_log_tile: u32| {
-                        let mut b = OpenClBackend::open(0).expect("open OpenCL device 0");
-                        b.max_log_tile = max_log_tile;
-                        b
-                    };
-                    eprintln!("OpenCL tests run on {}", list[0]);
-                    return Some(vec![open(MAX_LOG_TILE), open(2), open(5)]);
-                }
-                Ok(_) => "no OpenCL device".to_string(),
-                Err(e) => e.to_string(),
-            };
-            eprintln!("OpenCL tests did not run: {why}");
-            None
-        });
-        if found.is_none() && std::env::var(REQUIRE).is_ok_and(|v| v.trim() == "1") {
-            panic!("{REQUIRE}=1 but no OpenCL device is usable");
-        }
-        found.as_deref()
-    }
-
-    /// The small-tile backends run the short inputs only: the long one would take hundreds
-    /// of passes on a CPU device, and the production tile already runs 4-level global passes
-    /// there.
-    fn keeps(b: &OpenClBackend, n: usize) -> bool {
-        b.max_log_tile == MAX_LOG_TILE || n <= 1 << 16
-    }
-
-    /// 0..=70, 2^k - 1, 2^k, 2^k + 1 for k <= 15, and about a million.
-    fn lengths(max_k: u32, big: bool) -> Vec<usize> {
-        let mut out: Vec<usize> = (0..=70).collect();
-        for k in 1..=max_k {
-            out.extend([(1 << k) - 1, 1 << k, (1 << k) + 1]);
-        }
-        if big {
-            out.push(1_000_003);
-        }
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
-
-    /// Random words: a quarter of them special, a quarter from a small range (duplicates),
-    /// the rest any bits.
-    fn words<T: Copy>(
-        rng: &mut StdRng,
-        n: usize,
-        special: &[T],
-        small: impl Fn(u64) -> T,
-        any: impl Fn(u64) -> T,
-    ) -> Vec<T> {
-        (0..n)
-            .map(|_| match rng.gen_range(0..4) {
-                0 => special[rng.gen_range(0..special.len())],
-                1 => small(rng.gen_range(0..16)),
-                _ => any(rng.r#gen()),
-            })
-            .collect()
-    }
-
-    fn as_words<T: SortKey>(keys: &mut [T]) -> (WordsMut<'_>, KeyKind) {
-        match T::repr(keys) {
-            KeyRepr::Words(w, kind) => (w, kind),
-            KeyRepr::Narrow => unreachable!("only wide keys are tested here"),
-        }
-    }
-
-    /// Sorts `keys` both ways on every backend and compares bit for bit with `cmp`.
-    fn check_keys<T: SortKey + std::fmt::Debug>(keys: &[T], cmp: fn(&T, &T) -> Ordering) {
-        let Some(backends) = backends() else { return };
-        let mut want = keys.to_vec();
-        want.sort_unstable_by(cmp);
-        for descending in [false, true] {
-            if descending {
-                want.reverse();
-            }
-            for b in backends.iter().filter(|b| keeps(b, keys.len())) {
-                let mut got = keys.to_vec();
-                let (w, kind) = as_words(&mut got);
-                b.sort_words(w, None, KeyEncoding { kind, descending })
-                    .unwrap_or_else(|e| panic!("n={} {descending}: {e}", keys.len()));
-                let same =
-                    bytemuck::cast_slice::<T, u8>(&got) == bytemuck::cast_slice::<T, u8>(&want);
-                if !same {
-                    let at = (0..keys.len())
-                        .find(|&i| bytemuck::bytes_of(&got[i]) != bytemuck::bytes_of(&want[i]))
-                        .unwrap_or(0);
-                    panic!(
-                        "n={} descending={descending} tile<=2^{}: first difference at {at}: got {:?} want {:?}",
-                        keys.len(),
-                        b.max_log_tile,
-                        got[at],
-                        want[at]
-                    );
-                }
-            }
-        }
-    }
-
-    fn run_keys<T: SortKey + std::fmt::Debug>(
-        seed: u64,
-        special: &[T],
-        small: impl Fn(u64) -> T,
-        any: impl Fn(u64) -> T,
-        cmp: fn(&T, &T) -> Ordering,
-    ) {
-        if backends().is_none() {
-            return;
-        }
-        let mut rng = StdRng::seed_from_u64(seed);
-        for n in lengths(15, true) {
-            let keys = words(&mut rng, n, special, &small, &any);
-            check_keys(&keys, cmp);
-        }
-    }
-
-    #[test]
-    fn sorts_u32() {
-        run_keys(
-            1,
-            &[0, 1, u32::MAX, u32::MAX - 1, 1 << 31],
-            |x| x as u32,
-            |x| x as u32,
-            u32::cmp,
-        );
-    }
-
-    #[test]
-    fn sorts_u64() {
-        run_keys(
-            2,
-            &[0, 1, u64::MAX, u64::MAX - 1, 1 << 63, u64::from(u32::MAX)],
-            |x| x,
-            |x| x,
-            u64::cmp,
-        );
-    }
-
-    #[test]
-    fn sorts_i32() {
-        run_keys(
-            3,
-            &[0, -1, 1, i32::MIN, i32::MAX],
-            |x| x as i32 - 8,
-            |x| x as i32,
-            i32::cmp,
-        );
-    }
-
-    #[test]
-    fn sorts_i64() {
-        run_keys(
-            4,
-            &[0, -1, 1, i64::MIN, i64::MAX],
-            |x| x as i64 - 8,
-            |x| x as i64,
-            i64::cmp,
-        );
-    }
-
-    #[test]
-    fn sorts_f32() {
-        let special = [
-            f32::NAN,
-            -f32::NAN,
-            f32::from_bits(0x7fc0_1234),
-            f32::from_bits(0xff80_0001),
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            0.0,
-            -0.0,
-            f32::MIN,
-            f32::MAX,
-            f32::MIN_POSITIVE,
-            -1e-45,
-        ];
-        run_keys(
-            5,
-            &special,
-            |x| x as f32 - 7.5,
-            |x| f32::from_bits(x as u32),
-            f32::total_cmp,
-        );
-    }
-
-    #[test]
-    fn sorts_f64() {
-        let special = [
-            f64::NAN,
-            -f64::NAN,
-            f64::from_bits(0x7ff8_0000_0000_1234),
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            0.0,
-            -0.0,
-            f64::MIN,
-            f64::MAX,
-            f64::MIN_POSITIVE,
-            -5e-324,
-        ];
-        run_keys(
-            6,
-            &special,
-            |x| x as f64 - 7.5,
-            f64::from_bits,
-            f64::total_cmp,
-        );
-    }
-
-    /// Key-value pairs: keys and values must equal the CPU backend's, which runs the same
-    /// network (values of equal keys included).
-    fn run_pairs<K: SortKey + std::fmt::Debug, V: bytemuck::Pod + std::fmt::Debug>(
-        seed: u64,
-        key: impl Fn(u64) -> K,
-        value: impl Fn(u64) -> V,
-        big: bool,
-    ) {
-        let Some(backends) = backends() else { return };
-        let cpu = CpuBackend::new();
-        let mut rng = StdRng::seed_from_u64(seed);
-        for n in lengths(15, big) {
-            // Few distinct keys for half the lengths, so that many keys tie.
-            let range = if n % 2 == 0 { 8 } else { u64::MAX };
-            let keys: Vec<K> = (0..n).map(|_| key(rng.gen_range(0..range))).collect();
-            let values: Vec<V> = (0..n as u64).map(&value).collect();
-            for descending in [false, true] {
-                let (mut want_k, mut want_v) = (keys.clone(), values.clone());
-                let (w, kind) = as_words(&mut want_k);
-                let encoding = KeyEncoding { kind, descending };
-                cpu.sort_words(w, Some(value_words(&mut want_v)), encoding)
-                    .expect("cpu sort");
-                for b in backends.iter().filter(|b| keeps(b, n)) {
-                    let (mut got_k, mut got_v) = (keys.clone(), values.clone());
-                    let (w, _) = as_words(&mut got_k);
-                    b.sort_words(w, Some(value_words(&mut got_v)), encoding)
-                        .unwrap_or_else(|e| panic!("n={n}: {e}"));
-                    let label = format!("n={n} descending={descending} tile<=2^{}", b.max_log_tile);
-                    assert!(
-                        bytemuck::cast_slice::<K, u8>(&got_k)
-                            == bytemuck::cast_slice::<K, u8>(&want_k),
-                        "keys differ: {label}"
-                    );
-                    assert!(
-                        bytemuck::cast_slice::<V, u8>(&got_v)
-                            == bytemuck::cast_slice::<V, u8>(&want_v),
-                        "values differ: {label}"
-                    );
-                }
-            }
-        }
-    }
-
-    fn value_words<V: bytemuck::Pod>(values: &mut [V]) -> WordsMut<'_> {
-        match std::mem::size_of::<V>() {
-            4 => WordsMut::U32(bytemuck::cast_slice_mut(values)),
-            8 => WordsMut::U64(bytemuck::cast_slice_mut(values)),
-            other => unreachable!("values of {other} bytes"),
-        }
-    }
-
-    #[test]
-    fn pairs_u32_keys_u32_values() {
-        run_pairs(11, |x| x as u32, |i| i as u32, true);
-    }
-
-    #[test]
-    fn pairs_u32_keys_u64_values() {
-        run_pairs(12, |x| x as u32, |i| i << 32 | (i ^ 0xdead_beef), false);
-    }
-
-    #[test]
-    fn pairs_u64_keys_u32_values() {
-        run_pairs(13, |x| x, |i| i as u32, false);
-    }
-
-    #[test]
-    fn pairs_u64_keys_u64_values() {
-        run_pairs(14, |x| x, |i| !i, false);
-    }
-
-    #[test]
-    fn pairs_f32_keys() {
-        run_pairs(15, |x| f32::from_bits(x as u32), |i| i as u32, false);
-    }
-
-    #[test]
-    fn rejects_mismatched_lengths_and_ignores_tiny_inputs() {
-        let Some(backends) = backends() else { return };
-        let b = &backends[0];
-        let enc = KeyEncoding {
-            kind: KeyKind::Unsigned,
-            descending: false,
-        };
-        let mut keys = vec![3u32, 1, 2];
-        let mut values = vec![1u32, 2];
-        let err = b
-            .sort_words(
-                WordsMut::U32(&mut keys),
-                Some(WordsMut::U32(&mut values)),
-                enc,
-            )
-            .expect_err("lengths differ");
-        assert_eq!(err, Error::LengthMismatch { keys: 3, values: 2 });
-        assert_eq!(keys, [3, 1, 2]);
-        let mut one = vec![7u64];
-        b.sort_words(WordsMut::U64(&mut one), None, enc)
-            .expect("one key");
-        assert_eq!(one, [7]);
-    }
-
-    #[test]
-    fn lists_devices_and_reports_tiles() {
-        let Some(backends) = backends() else { return };
-        let list = devices().expect("devices");
-        assert_eq!(list[0], *backends[0].device());
-        for (i, d) in list.iter().enumerate() {
-            assert_eq!(d.index, i);
-            assert_eq!(d.backend, BackendKind::OpenCl);
-        }
-        let p = backends[0].tile_params(4, None).expect("tile params");
-        assert!((1..=MAX_LOG_TILE).contains(&p.log_tile));
-        let p = backends[1].tile_params(8, Some(8)).expect("tile params");
-        assert_eq!(p.log_tile, 2);
-        assert!(matches!(
-            OpenClBackend::open(list.len()),
-            Err(Error::NoDevice { .. })
-        ));
-    }
-}
+mod tests;
