@@ -6,7 +6,7 @@
 //! puts them.
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
-use crate::error::{Error, Result};
+use crate::error::{Result, check_lengths};
 use crate::keys::{KeyEncoding, Word, WordsMut};
 use crate::schedule::{self, Schedule, TileParams};
 use rayon::prelude::*;
@@ -96,12 +96,7 @@ impl Backend for CpuBackend {
         values: Option<WordsMut<'_>>,
         encoding: KeyEncoding,
     ) -> Result<()> {
-        if let Some(v) = values.as_ref().filter(|v| v.len() != keys.len()) {
-            return Err(Error::LengthMismatch {
-                keys: keys.len(),
-                values: v.len(),
-            });
-        }
+        check_lengths(keys.len(), values.as_ref().map(WordsMut::len))?;
         match (keys, values) {
             (WordsMut::U32(k), None) => sort_keys(k, encoding),
             (WordsMut::U64(k), None) => sort_keys(k, encoding),

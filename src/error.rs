@@ -107,5 +107,14 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// Checks that values, when given, are as many as the keys: every entry point that takes
+/// both (the sorter and each backend) calls this before touching either slice.
+pub(crate) fn check_lengths(keys: usize, values: Option<usize>) -> Result<()> {
+    match values {
+        Some(values) if values != keys => Err(Error::LengthMismatch { keys, values }),
+        _ => Ok(()),
+    }
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

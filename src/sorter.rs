@@ -1,7 +1,7 @@
 //! The user-facing `Sorter`: typed keys and values in, sorted slices out.
 
 use crate::backend::{Backend, BackendKind, DeviceInfo};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_lengths};
 use crate::keys::{KeyEncoding, KeyKind, KeyRepr, SortKey, WordsMut};
 use crate::select::{self, DeviceFilter};
 
@@ -132,13 +132,8 @@ impl Sorter {
         values: Option<&mut [V]>,
         descending: bool,
     ) -> Result<()> {
-        if let Some(v) = &values {
-            if v.len() != keys.len() {
-                return Err(Error::LengthMismatch {
-                    keys: keys.len(),
-                    values: v.len(),
-                });
-            }
+        check_lengths(keys.len(), values.as_ref().map(|v| v.len()))?;
+        if values.is_some() {
             let bytes = std::mem::size_of::<V>();
             if bytes != 4 && bytes != 8 {
                 return Err(Error::UnsupportedValueSize { bytes });

@@ -27,7 +27,7 @@ use cust::stream::{Stream, StreamFlags};
 use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_lengths};
 use crate::keys::{KeyEncoding, WordsMut};
 use crate::schedule::{Pass, Schedule, TileParams};
 
@@ -490,14 +490,7 @@ impl Backend for CudaBackend {
         encoding: KeyEncoding,
     ) -> Result<()> {
         let n = keys.len();
-        if let Some(v) = &values
-            && v.len() != n
-        {
-            return Err(Error::LengthMismatch {
-                keys: n,
-                values: v.len(),
-            });
-        }
+        check_lengths(n, values.as_ref().map(WordsMut::len))?;
         if n <= 1 {
             return Ok(());
         }

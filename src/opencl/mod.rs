@@ -28,7 +28,7 @@ use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_device_id};
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_lengths};
 use crate::keys::{KeyEncoding, WordsMut};
 use crate::schedule::{Pass, Schedule, TileParams, Transform};
 
@@ -672,14 +672,7 @@ impl Backend for OpenClBackend {
         values: Option<WordsMut<'_>>,
         encoding: KeyEncoding,
     ) -> Result<()> {
-        if let Some(v) = &values
-            && v.len() != keys.len()
-        {
-            return Err(Error::LengthMismatch {
-                keys: keys.len(),
-                values: v.len(),
-            });
-        }
+        check_lengths(keys.len(), values.as_ref().map(WordsMut::len))?;
         if keys.len() <= 1 {
             return Ok(());
         }
