@@ -346,13 +346,11 @@ impl OpenClBackend {
         Ok(built)
     }
 
-    /// Builds the program for `key` and chooses its tile and work-group sizes.
-    fn build(&self, key: VariantKey) -> Result<Variant> {
-        let _lifecycle = lifecycle_lock();
-        let options = key.build_options();
-        let mut program = Program::create_from_source(&self.context, SOURCE)
+    /// Compiles `source` for this device; a compiler error comes back with its build log.
+    fn compile(&self, source: &str, options: &str) -> Result<Program> {
+        let mut program = Program::create_from_source(&self.context, source)
             .map_err(driver("clCreateProgramWithSource"))?;
-        if let Err(e) = program.build(&[self.device.id()], &options) {
+        if let Err(e) = program.build(&[self.device.id()], options) {
             if e.0 == CL_BUILD_PROGRAM_FAILURE {
                 let log = program
                     .get_build_log(self.device.id())
@@ -363,6 +361,13 @@ impl OpenClBackend {
             }
             return Err(driver("clBuildProgram")(e));
         }
+        Ok(program)
+    }
+
+    /// Builds the program for `key` and chooses its tile and work-group sizes.
+    fn build(&self, key: VariantKey) -> Result<Variant> {
+        let _lifecycle = lifecycle_lock();
+        let program = self.compile(SOURCE, &key.build_options())?;
         let kernels = Kernels {
             local: Kernel::create(&program, LOCAL_KERNEL).map_err(driver("clCreateKernel"))?,
             global: Kernel::create(&program, GLOBAL_KERNEL).map_err(driver("clCreateKernel"))?,

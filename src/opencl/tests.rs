@@ -8,39 +8,28 @@ use rand::{Rng, SeedableRng};
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 
-/// Set to 1 to make a missing OpenCL device a test failure.
-const REQUIRE: &str = "BITONIC_REQUIRE_OPENCL";
+// Every test here is ignored by default: they need an OpenCL device, and an ignored test
+// says it did not run where a skipped one would pass in silence. `scripts/test.sh` runs
+// them with `--ignored` (on PoCL in CI), `scripts/gpu-check.sh` on the GPU machine.
 
 /// The first OpenCL device with the production tile, and the same device limited to tiles
-/// of 2^log_tile (so that short inputs run global passes too); `None` when there is none.
-fn backends() -> Option<&'static [OpenClBackend]> {
-    static CELL: OnceLock<Option<Vec<OpenClBackend>>> = OnceLock::new();
-    let found = CELL.get_or_init(|| {
-        let why = match devices() {
-            Ok(list) if !list.is_empty() => {
-                let open = |max_log_tile: u32| {
-                    let mut b = OpenClBackend::open(0).expect("open OpenCL device 0");
-                    b.max_log_tile = max_log_tile;
-                    b
-                };
-                eprintln!("OpenCL tests run on {}", list[0]);
-                return Some(vec![open(MAX_LOG_TILE), open(2), open(5)]);
-            }
-            Ok(_) => "no OpenCL device".to_string(),
-            Err(e) => e.to_string(),
+/// of 2^2 and 2^5 (so that short inputs run global passes too). Panics without a device:
+/// these tests run only when asked for.
+fn backends() -> &'static [OpenClBackend] {
+    static CELL: OnceLock<Vec<OpenClBackend>> = OnceLock::new();
+    CELL.get_or_init(|| {
+        let list = devices().unwrap_or_else(|e| panic!("no OpenCL platform: {e}"));
+        assert!(!list.is_empty(), "no OpenCL device");
+        let open = |max_log_tile: u32| {
+            let mut b = OpenClBackend::open(0).expect("open OpenCL device 0");
+            b.max_log_tile = max_log_tile;
+            b
         };
-        eprintln!("OpenCL tests did not run: {why}");
-        None
-    });
-    if found.is_none() && std::env::var(REQUIRE).is_ok_and(|v| v.trim() == "1") {
-        panic!("{REQUIRE}=1 but no OpenCL device is usable");
-    }
-    found.as_deref()
+        eprintln!("OpenCL tests run on {}", list[0]);
+        vec![open(MAX_LOG_TILE), open(2), open(5)]
+    })
 }
 
-/// The small-tile backends run the short inputs only: the long one would take hundreds
-/// of passes on a CPU device, and the production tile already runs 4-level global passes
-/// there.
 fn keeps(b: &OpenClBackend, n: usize) -> bool {
     b.max_log_tile == MAX_LOG_TILE || n <= 1 << 16
 }
@@ -86,7 +75,7 @@ fn as_words<T: SortKey>(keys: &mut [T]) -> (WordsMut<'_>, KeyKind) {
 
 /// Sorts `keys` both ways on every backend and compares bit for bit with `cmp`.
 fn check_keys<T: SortKey + std::fmt::Debug>(keys: &[T], cmp: fn(&T, &T) -> Ordering) {
-    let Some(backends) = backends() else { return };
+    let backends = backends();
     let mut want = keys.to_vec();
     want.sort_unstable_by(cmp);
     for descending in [false, true] {
@@ -122,9 +111,6 @@ fn run_keys<T: SortKey + std::fmt::Debug>(
     any: impl Fn(u64) -> T,
     cmp: fn(&T, &T) -> Ordering,
 ) {
-    if backends().is_none() {
-        return;
-    }
     let mut rng = StdRng::seed_from_u64(seed);
     for n in lengths(15, true) {
         let keys = words(&mut rng, n, special, &small, &any);
@@ -133,6 +119,7 @@ fn run_keys<T: SortKey + std::fmt::Debug>(
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn sorts_u32() {
     run_keys(
         1,
@@ -144,6 +131,7 @@ fn sorts_u32() {
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn sorts_u64() {
     run_keys(
         2,
@@ -155,6 +143,7 @@ fn sorts_u64() {
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn sorts_i32() {
     run_keys(
         3,
@@ -166,6 +155,7 @@ fn sorts_i32() {
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn sorts_i64() {
     run_keys(
         4,
@@ -177,6 +167,7 @@ fn sorts_i64() {
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn sorts_f32() {
     let special = [
         f32::NAN,
@@ -202,6 +193,7 @@ fn sorts_f32() {
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn sorts_f64() {
     let special = [
         f64::NAN,
@@ -233,7 +225,7 @@ fn run_pairs<K: SortKey + std::fmt::Debug, V: bytemuck::Pod + std::fmt::Debug>(
     value: impl Fn(u64) -> V,
     big: bool,
 ) {
-    let Some(backends) = backends() else { return };
+    let backends = backends();
     let cpu = CpuBackend::new();
     let mut rng = StdRng::seed_from_u64(seed);
     for n in lengths(15, big) {
@@ -275,33 +267,39 @@ fn value_words<V: bytemuck::Pod>(values: &mut [V]) -> WordsMut<'_> {
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn pairs_u32_keys_u32_values() {
     run_pairs(11, |x| x as u32, |i| i as u32, true);
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn pairs_u32_keys_u64_values() {
     run_pairs(12, |x| x as u32, |i| i << 32 | (i ^ 0xdead_beef), false);
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn pairs_u64_keys_u32_values() {
     run_pairs(13, |x| x, |i| i as u32, false);
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn pairs_u64_keys_u64_values() {
     run_pairs(14, |x| x, |i| !i, false);
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn pairs_f32_keys() {
     run_pairs(15, |x| f32::from_bits(x as u32), |i| i as u32, false);
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn rejects_mismatched_lengths_and_ignores_tiny_inputs() {
-    let Some(backends) = backends() else { return };
+    let backends = backends();
     let b = &backends[0];
     let enc = KeyEncoding {
         kind: KeyKind::Unsigned,
@@ -325,8 +323,9 @@ fn rejects_mismatched_lengths_and_ignores_tiny_inputs() {
 }
 
 #[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn lists_devices_and_reports_tiles() {
-    let Some(backends) = backends() else { return };
+    let backends = backends();
     let list = devices().expect("devices");
     assert_eq!(list[0], *backends[0].device());
     for (i, d) in list.iter().enumerate() {
@@ -341,4 +340,23 @@ fn lists_devices_and_reports_tiles() {
         OpenClBackend::open(list.len()),
         Err(Error::NoDevice { .. })
     ));
+}
+
+#[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
+fn a_failed_build_returns_its_log() {
+    let b = &backends()[0];
+    match b.compile(
+        "__kernel void broken(__global uint *x) { x[0] = undeclared_name; }",
+        "",
+    ) {
+        Err(Error::KernelBuild { log }) => {
+            assert!(
+                log.contains("undeclared_name"),
+                "the log names the error: {log}"
+            )
+        }
+        Err(other) => panic!("expected a build log, got {other}"),
+        Ok(_) => panic!("a broken program built"),
+    }
 }
