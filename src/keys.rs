@@ -100,18 +100,29 @@ pub trait Word:
     const SIGN: Self;
     /// All bits set: the value that padding beyond `n` behaves as.
     const MAX: Self;
+
+    /// A slice of these words as the backend-facing [`WordsMut`].
+    fn words_mut(words: &mut [Self]) -> WordsMut<'_>;
 }
 
 impl Word for u32 {
     const ZERO: Self = 0;
     const SIGN: Self = 1 << 31;
     const MAX: Self = u32::MAX;
+
+    fn words_mut(words: &mut [Self]) -> WordsMut<'_> {
+        WordsMut::U32(words)
+    }
 }
 
 impl Word for u64 {
     const ZERO: Self = 0;
     const SIGN: Self = 1 << 63;
     const MAX: Self = u64::MAX;
+
+    fn words_mut(words: &mut [Self]) -> WordsMut<'_> {
+        WordsMut::U64(words)
+    }
 }
 
 /// A mutable slice of words that a backend sorts in place.

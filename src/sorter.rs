@@ -2,7 +2,7 @@
 
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::error::{Error, Result, check_lengths};
-use crate::keys::{KeyEncoding, KeyKind, KeyRepr, SortKey, WordsMut};
+use crate::keys::{KeyEncoding, KeyKind, KeyRepr, SortKey, Word, WordsMut};
 use crate::select::{self, DeviceFilter};
 
 /// Sorts slices on one device. Create it once and reuse it: device contexts and compiled
@@ -167,40 +167,34 @@ impl Sorter {
     }
 }
 
-/// Presents values as 32- or 64-bit words. A value type aligned below its size (such as
-/// `[u8; 4]`) cannot be viewed in place; it is copied to aligned words and back.
+/// Presents values as 32- or 64-bit words.
 fn with_value_words<V: bytemuck::Pod>(
     values: Option<&mut [V]>,
     f: impl FnOnce(Option<WordsMut<'_>>) -> Result<()>,
 ) -> Result<()> {
-    let Some(values) = values else {
-        return f(None);
-    };
-    let bytes = std::mem::size_of::<V>();
-    if bytes == 4 {
-        if let Ok(words) = bytemuck::try_cast_slice_mut::<V, u32>(values) {
-            return f(Some(WordsMut::U32(words)));
-        }
-        let mut words: Vec<u32> = values
-            .iter()
-            .map(|v| bytemuck::pod_read_unaligned(bytemuck::bytes_of(v)))
-            .collect();
-        f(Some(WordsMut::U32(&mut words)))?;
-        for (v, w) in values.iter_mut().zip(&words) {
-            *v = bytemuck::pod_read_unaligned(bytemuck::bytes_of(w));
-        }
-    } else {
-        if let Ok(words) = bytemuck::try_cast_slice_mut::<V, u64>(values) {
-            return f(Some(WordsMut::U64(words)));
-        }
-        let mut words: Vec<u64> = values
-            .iter()
-            .map(|v| bytemuck::pod_read_unaligned(bytemuck::bytes_of(v)))
-            .collect();
-        f(Some(WordsMut::U64(&mut words)))?;
-        for (v, w) in values.iter_mut().zip(&words) {
-            *v = bytemuck::pod_read_unaligned(bytemuck::bytes_of(w));
-        }
+    match values {
+        None => f(None),
+        Some(values) if std::mem::size_of::<V>() == 4 => as_words::<V, u32>(values, f),
+        Some(values) => as_words::<V, u64>(values, f),
+    }
+}
+
+/// Views `values` as words of their own size in place, or, for a type aligned below its
+/// size (such as `[u8; 4]`), copies them to aligned words and back after `f`.
+fn as_words<V: bytemuck::Pod, W: Word>(
+    values: &mut [V],
+    f: impl FnOnce(Option<WordsMut<'_>>) -> Result<()>,
+) -> Result<()> {
+    if let Ok(words) = bytemuck::try_cast_slice_mut::<V, W>(values) {
+        return f(Some(W::words_mut(words)));
+    }
+    let mut words: Vec<W> = values
+        .iter()
+        .map(|v| bytemuck::pod_read_unaligned(bytemuck::bytes_of(v)))
+        .collect();
+    f(Some(W::words_mut(&mut words)))?;
+    for (v, w) in values.iter_mut().zip(&words) {
+        *v = bytemuck::pod_read_unaligned(bytemuck::bytes_of(w));
     }
     Ok(())
 }
