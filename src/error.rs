@@ -55,6 +55,8 @@ pub enum Error {
         /// The driver's description of the status.
         message: String,
     },
+    /// The backend cannot do what was asked (for example device-resident timing on the CPU).
+    Unsupported(String),
     /// An OpenCL program failed to build; the log says why.
     KernelBuild {
         /// The compiler's build log.
@@ -100,6 +102,7 @@ impl fmt::Display for Error {
                 f,
                 "{backend} call {call} failed with status {code}: {message}"
             ),
+            Error::Unsupported(what) => write!(f, "not supported: {what}"),
             Error::KernelBuild { log } => write!(f, "OpenCL program build failed:\n{log}"),
         }
     }

@@ -96,6 +96,12 @@ impl Sorter {
         self.backend.device()
     }
 
+    /// The backend this sorter runs on (for [`Backend::time_sort_words`] and other
+    /// backend-level calls).
+    pub fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+
     /// Sorts `keys` ascending (floats in [`f32::total_cmp`] order).
     pub fn sort<K: SortKey>(&self, keys: &mut [K]) -> Result<()> {
         self.run::<K, u32>(keys, None, false)
