@@ -1,33 +1,65 @@
-// Bitonic sorting network kernels for the CUDA backend (src/cuda.rs).
+// Bitonic sorting network kernels for the CUDA backend (src/cuda/).
 //
-// These kernels execute exactly the network that src/schedule.rs describes and emulates:
-// the same tiles, the same comparator numbering (`tile_comparator`), the same register
-// groups of the global passes (`global_index`, `register_network`). Keep them in step.
+// Every launch is one pass of src/schedule.rs and runs the same comparators that the schedule
+// describes and `schedule::emulate` executes; only the grouping of a pass's levels into
+// on-chip work differs, which cannot change the result (the comparators of one level are
+// disjoint, and the levels run in order).
 //
-// Every kernel exists for 32- and 64-bit key words and for no values, 32-bit or 64-bit
-// values (six instantiations each), under extern "C" names `<kernel>_<key>_<value>`:
+// One kernel per key/value width, `tile_pass_<K>_<V>(K *keys, V *values, PassArgs args)`,
+// K in {u32, u64}, V in {none, u32, u64} (`values` is ignored for none). Each block loads a
+// *virtual tile* of 2^tile_bits elements into shared memory, applies its levels in *rounds*,
+// and stores it back:
 //
-//   local_sort_K_V   (K *keys, V *values, u64 n, u32 log_tile, u32 encoding, u32 transform)
-//   local_merge_K_V  (K *keys, V *values, u64 n, u32 log_tile, u32 encoding, u32 transform)
-//   global_merge_K_V (K *keys, V *values, u64 n, u32 stage, u32 first_level, u32 levels,
-//                     u32 encoding, u32 transform)
+//   SORT   (Pass::LocalSort):   contiguous tiles of 2^log_tile; stages 1..log_tile.
+//   MERGE  (Pass::LocalMerge):  contiguous tiles; the half-cleaners on bits log_tile-1..0.
+//   GLOBAL (Pass::GlobalMerge): 2^log_cols consecutive columns x 2^levels rows at stride
+//          2^lo (lo = stage-first_level-levels); the tile's levels are on its row bits. When
+//          the pass starts with the stage's flip, the upper half of the rows is the mirrored
+//          side with the column bits reversed, so the flip becomes row r vs row R-1-r.
 //
-// with K, V in {u32, u64} and V = none (the `values` pointer is then ignored, pass 0).
+// A round applies up to LOG_E levels on consecutive bits [lo, lo+levels) of the tile: each
+// thread takes groups of 2^levels elements into registers (the bits of the round vary inside
+// a group, all others select the group), runs the levels there, and writes the group back.
+// Rounds are separated by one barrier. Shared memory is padded (one word per 32) so that the
+// contiguous rounds (lo = 0) are free of bank conflicts.
+//
+// Rows: a batch of `rows` rows of `row_len` elements is sorted row by row in the same
+// launches. Virtual index v = row * P + column with P = 2^log_row >= row_len; columns >=
+// row_len and rows >= rows are padding: they read as the largest word, are never stored, and
+// never move (a comparator swaps only when its lower element is strictly greater). A plain
+// sort is one row of n.
+//
 // `encoding` is KeyEncoding::code() (bits 0-1 kind, bit 2 descending); `transform` bit 0
 // encodes keys as they are loaded, bit 1 decodes them as they are stored.
-//
-// Indices `>= n` are padding: they load as the all-ones word (the largest), are never
-// stored, and never move, because a comparator swaps only when its lower element is
-// strictly greater than its upper one.
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-// The most levels one global pass applies; src/cuda.rs has the same constant.
-#define MAX_GLOBAL_LEVELS 4
+// Elements per thread and round = 2^LOG_E; src/cuda/mod.rs has the same constant.
+#define LOG_E 4
+
+#define MODE_SORT 0u
+#define MODE_MERGE 1u
+#define MODE_GLOBAL 2u
 
 #define TRANSFORM_ENCODE_ON_LOAD 1u
 #define TRANSFORM_DECODE_ON_STORE 2u
+
+// The launch parameters; `PassArgs` in src/cuda/mod.rs has the same layout.
+struct PassArgs {
+    u64 row_len;      // elements per row (n for a plain sort)
+    u64 rows;         // number of rows (1 for a plain sort)
+    u32 log_row;      // P = 2^log_row >= row_len: the virtual row length
+    u32 mode;         // MODE_*
+    u32 tile_bits;    // log2 of the virtual tile
+    u32 stage;        // GLOBAL: the merge stage (blocks of 2^stage)
+    u32 first_level;  // GLOBAL: the first level applied (0 = the flip)
+    u32 levels;       // GLOBAL: how many levels
+    u32 log_cols;     // GLOBAL: log2 of the consecutive columns in a tile
+    u32 encoding;     // KeyEncoding::code()
+    u32 transform;    // TRANSFORM_* bits
+    u32 unused;
+};
 
 // The value type of key-only sorts.
 struct NoValue {};
@@ -74,228 +106,319 @@ template <typename K> __device__ __forceinline__ K decode_key(K ordered, u32 enc
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Tile-local passes: one block per tile of T = 2^log_tile elements in shared memory.
-// ---------------------------------------------------------------------------------------
+// Shared-memory slot of tile element x: one padding word after every 32.
+__device__ __forceinline__ u32 pad(u32 x) { return x + (x >> 5); }
 
-// Dynamic shared memory: T keys, then T values (sized by the host).
-extern __shared__ __align__(16) unsigned char tile_smem[];
-
-template <typename K, typename V, bool MERGE_ONLY>
-__device__ __forceinline__ void local_pass(K *__restrict__ keys, V *__restrict__ values, u64 n,
-                                           u32 log_tile, u32 encoding, u32 transform) {
-    constexpr bool HAS_V = HasValues<V>::value;
-    const u32 tile = 1u << log_tile;
-    const u32 comparators = tile >> 1;
-    K *skeys = reinterpret_cast<K *>(tile_smem);
-    V *svalues = reinterpret_cast<V *>(tile_smem + (size_t)tile * sizeof(K));
-    const bool encode = (transform & TRANSFORM_ENCODE_ON_LOAD) != 0;
-    const bool decode = (transform & TRANSFORM_DECODE_ON_STORE) != 0;
-    const u64 tiles = (n + tile - 1) >> log_tile;
-
-    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const u64 base = t << log_tile;
-        for (u32 i = threadIdx.x; i < tile; i += blockDim.x) {
-            const u64 g = base + i;
-            if (g < n) {
-                const K k = keys[g];
-                skeys[i] = encode ? encode_key(k, encoding) : k;
-                if constexpr (HAS_V) {
-                    svalues[i] = values[g];
-                }
-            } else {
-                skeys[i] = ~K(0);
-            }
-        }
-        __syncthreads();
-
-        // LocalSort: stages 1..=log_tile, each a flip then half-cleaners.
-        // LocalMerge: the half-cleaners of stage log_tile only (its flip was global).
-        const u32 first_stage = MERGE_ONLY ? log_tile : 1u;
-        for (u32 stage = first_stage; stage <= log_tile; ++stage) {
-            for (u32 level = 0; level < stage; ++level) {
-                const u32 bit = stage - 1 - level;
-                const bool flip = !MERGE_ONLY && level == 0;
-                const u32 low_mask = (1u << bit) - 1;
-                for (u32 c = threadIdx.x; c < comparators; c += blockDim.x) {
-                    const u32 lo = ((c >> bit) << (bit + 1)) | (c & low_mask);
-                    const u32 hi = flip ? (lo ^ ((2u << bit) - 1)) : (lo | (1u << bit));
-                    const K a = skeys[lo];
-                    const K b = skeys[hi];
-                    if (a > b) {
-                        skeys[lo] = b;
-                        skeys[hi] = a;
-                        if constexpr (HAS_V) {
-                            const V va = svalues[lo];
-                            svalues[lo] = svalues[hi];
-                            svalues[hi] = va;
-                        }
-                    }
-                }
-                __syncthreads();
-            }
-        }
-
-        for (u32 i = threadIdx.x; i < tile; i += blockDim.x) {
-            const u64 g = base + i;
-            if (g < n) {
-                const K k = skeys[i];
-                keys[g] = decode ? decode_key(k, encoding) : k;
-                if constexpr (HAS_V) {
-                    values[g] = svalues[i];
-                }
-            }
-        }
-        // The next tile's loads overwrite shared memory that this tile's stores read.
-        __syncthreads();
-    }
+// Words of one padded shared array of 2^bits elements, rounded up to a multiple of 4 so that
+// a following array of 8-byte values stays aligned; `padded_words` in src/cuda/mod.rs agrees.
+__device__ __forceinline__ u32 padded_words(u32 bits) {
+    const u32 size = 1u << bits;
+    return (size + (size >> 5) + 3u) & ~3u;
 }
 
-// ---------------------------------------------------------------------------------------
-// Global merge pass: each thread holds 2^LEVELS elements of one group in registers.
-// ---------------------------------------------------------------------------------------
-
+// Compare-exchange of registers: the smaller key to `a`, swapping only when a > b.
 template <typename K, typename V> __device__ __forceinline__ void exchange(K &ka, K &kb, V &va, V &vb) {
-    if (ka > kb) {
+    if constexpr (HasValues<V>::value) {
+        const bool swap = ka > kb;
         const K k = ka;
-        ka = kb;
-        kb = k;
-        if constexpr (HasValues<V>::value) {
-            const V v = va;
-            va = vb;
-            vb = v;
-        }
+        const V v = va;
+        ka = swap ? kb : ka;
+        kb = swap ? k : kb;
+        va = swap ? vb : va;
+        vb = swap ? v : vb;
+    } else {
+        const K lo = min(ka, kb);
+        kb = max(ka, kb);
+        ka = lo;
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Rounds: LEVELS levels on tile bits [lo, lo+LEVELS), the first a flip when FLIP.
+// ---------------------------------------------------------------------------------------
 
 template <typename K, typename V, u32 LEVELS, bool FLIP>
-__device__ __forceinline__ void global_pass(K *__restrict__ keys, V *__restrict__ values, u64 n,
-                                            u32 stage, u32 first_level, u32 encoding, u32 transform) {
+__device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo, u32 mirror_low) {
     constexpr bool HAS_V = HasValues<V>::value;
     constexpr u32 R = 1u << LEVELS;
     constexpr u32 HALF = R >> 1;
-    const u32 hi_bit = stage - 1 - first_level;
-    const u32 lo_bit = hi_bit + 1 - LEVELS;
-    const u64 low_mask = (1ull << lo_bit) - 1;
-    const bool encode = (transform & TRANSFORM_ENCODE_ON_LOAD) != 0;
-    const bool decode = (transform & TRANSFORM_DECODE_ON_STORE) != 0;
-    // N = 2^ceil(log2 n); n >= 2 whenever a global pass runs.
-    const u32 log_n = 64u - (u32)__clzll((long long)(n - 1));
-    const u64 groups = 1ull << (log_n - LEVELS);
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-
-    for (u64 group = (u64)blockIdx.x * blockDim.x + threadIdx.x; group < groups; group += stride) {
-        const u64 block = (group >> lo_bit) << (hi_bit + 1);
-        const u64 r = group & low_mask;
-        // Register 0 holds the lowest index of the group: nothing to do when it is padding.
-        if (block + r >= n) {
-            continue;
-        }
-        u64 idx[R];
+    const u32 groups = 1u << (tile_bits - LEVELS);
+    const u32 low_mask = (1u << lo) - 1u;
+    // The flip's partner of x is x ^ ones[mirror_low, hi]; the bits [mirror_low, lo) of that
+    // belong to the group, so the upper half of the registers reads the mirrored group.
+    const u32 mirror = low_mask & ~((1u << mirror_low) - 1u);
+    for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
+        const u32 base = ((g >> lo) << (lo + LEVELS)) | (g & low_mask);
+        u32 slot[R];
         K k[R];
         V v[R];
 #pragma unroll
-        for (u32 reg = 0; reg < R; ++reg) {
-            if (FLIP && reg >= HALF) {
-                idx[reg] = block + (1ull << hi_bit) + ((u64)(reg - HALF) << lo_bit) + (low_mask - r);
-            } else {
-                idx[reg] = block + ((u64)reg << lo_bit) + r;
-            }
-            if (idx[reg] < n) {
-                const K w = keys[idx[reg]];
-                k[reg] = encode ? encode_key(w, encoding) : w;
-                if constexpr (HAS_V) {
-                    v[reg] = values[idx[reg]];
-                }
-            } else {
-                k[reg] = ~K(0);
+        for (u32 r = 0; r < R; ++r) {
+            const u32 x = ((FLIP && r >= HALF) ? (base ^ mirror) : base) | (r << lo);
+            slot[r] = pad(x);
+            k[r] = sk[slot[r]];
+            if constexpr (HAS_V) {
+                v[r] = sv[slot[r]];
             }
         }
-
-        // The flip (when the pass starts at level 0): reg r vs reg R-1-r.
-        // Then (and otherwise) the half-cleaners: reg r vs reg r+d, d = R/2, R/4, ...
 #pragma unroll
         for (u32 s = 0; s < LEVELS; ++s) {
             const u32 d = R >> (s + 1);
 #pragma unroll
-            for (u32 r0 = 0; r0 < R; ++r0) {
-                if ((r0 & d) == 0) {
-                    const u32 partner = (FLIP && s == 0) ? (R - 1 - r0) : (r0 + d);
-                    exchange(k[r0], k[partner], v[r0], v[partner]);
+            for (u32 r = 0; r < R; ++r) {
+                if ((r & d) == 0) {
+                    const u32 partner = (FLIP && s == 0) ? (R - 1 - r) : (r + d);
+                    exchange(k[r], k[partner], v[r], v[partner]);
                 }
             }
         }
-
 #pragma unroll
-        for (u32 reg = 0; reg < R; ++reg) {
-            if (idx[reg] < n) {
-                keys[idx[reg]] = decode ? decode_key(k[reg], encoding) : k[reg];
-                if constexpr (HAS_V) {
-                    values[idx[reg]] = v[reg];
-                }
+        for (u32 r = 0; r < R; ++r) {
+            sk[slot[r]] = k[r];
+            if constexpr (HAS_V) {
+                sv[slot[r]] = v[r];
             }
         }
     }
 }
 
 template <typename K, typename V, u32 LEVELS>
-__device__ __forceinline__ void global_levels(K *keys, V *values, u64 n, u32 stage, u32 first_level,
-                                              u32 encoding, u32 transform) {
-    if (first_level == 0) {
-        global_pass<K, V, LEVELS, true>(keys, values, n, stage, first_level, encoding, transform);
+__device__ __forceinline__ void round_flip(K *sk, V *sv, u32 tile_bits, u32 lo, bool flip, u32 mirror_low) {
+    if (flip) {
+        round_levels<K, V, LEVELS, true>(sk, sv, tile_bits, lo, mirror_low);
     } else {
-        global_pass<K, V, LEVELS, false>(keys, values, n, stage, first_level, encoding, transform);
+        round_levels<K, V, LEVELS, false>(sk, sv, tile_bits, lo, mirror_low);
     }
 }
 
 template <typename K, typename V>
-__device__ __forceinline__ void global_merge(K *keys, V *values, u64 n, u32 stage, u32 first_level,
-                                             u32 levels, u32 encoding, u32 transform) {
+__device__ __forceinline__ void run_round(K *sk, V *sv, u32 tile_bits, u32 lo, u32 levels, bool flip,
+                                          u32 mirror_low) {
     switch (levels) {
     case 1:
-        global_levels<K, V, 1>(keys, values, n, stage, first_level, encoding, transform);
+        round_flip<K, V, 1>(sk, sv, tile_bits, lo, flip, mirror_low);
         break;
     case 2:
-        global_levels<K, V, 2>(keys, values, n, stage, first_level, encoding, transform);
+        round_flip<K, V, 2>(sk, sv, tile_bits, lo, flip, mirror_low);
         break;
     case 3:
-        global_levels<K, V, 3>(keys, values, n, stage, first_level, encoding, transform);
+        round_flip<K, V, 3>(sk, sv, tile_bits, lo, flip, mirror_low);
         break;
-    case 4:
-        global_levels<K, V, 4>(keys, values, n, stage, first_level, encoding, transform);
-        break;
-    default: // the host never asks for more than MAX_GLOBAL_LEVELS
+    default:
+        round_flip<K, V, 4>(sk, sv, tile_bits, lo, flip, mirror_low);
         break;
     }
 }
+static_assert(LOG_E == 4, "run_round dispatches 1..=4 levels");
 
-static_assert(MAX_GLOBAL_LEVELS == 4, "global_merge dispatches levels 1..=4");
+// The levels on tile bits top..bottom (a stage's levels from its highest bit down), in
+// rounds of LOG_E bits counted from the bottom, the top round taking the remainder and the
+// flip when `flip`. A barrier precedes every round.
+template <typename K, typename V>
+__device__ __forceinline__ void run_levels(K *sk, V *sv, u32 tile_bits, u32 top, u32 bottom, bool flip,
+                                           u32 mirror_low) {
+    const u32 bits = top - bottom + 1;
+    u32 levels = bits % LOG_E;
+    if (levels == 0) {
+        levels = LOG_E;
+    }
+    u32 hi = top;
+    while (true) {
+        const u32 lo = hi + 1 - levels;
+        __syncthreads();
+        run_round<K, V>(sk, sv, tile_bits, lo, levels, flip, mirror_low);
+        if (lo == bottom) {
+            break;
+        }
+        flip = false;
+        hi = lo - 1;
+        levels = LOG_E;
+    }
+}
+
+// Stages 1..STAGES inside groups of 2^STAGES consecutive tile elements, all in registers.
+template <typename K, typename V, u32 STAGES>
+__device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits) {
+    constexpr bool HAS_V = HasValues<V>::value;
+    constexpr u32 R = 1u << STAGES;
+    const u32 groups = 1u << (tile_bits - STAGES);
+    for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
+        K k[R];
+        V v[R];
+#pragma unroll
+        for (u32 r = 0; r < R; ++r) {
+            k[r] = sk[pad(g * R + r)];
+            if constexpr (HAS_V) {
+                v[r] = sv[pad(g * R + r)];
+            }
+        }
+#pragma unroll
+        for (u32 stage = 1; stage <= STAGES; ++stage) {
+#pragma unroll
+            for (u32 level = 0; level < stage; ++level) {
+                const u32 bit = stage - 1 - level;
+#pragma unroll
+                for (u32 r = 0; r < R; ++r) {
+                    if ((r & (1u << bit)) == 0) {
+                        const u32 partner = level == 0 ? (r ^ ((2u << bit) - 1u)) : (r | (1u << bit));
+                        exchange(k[r], k[partner], v[r], v[partner]);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (u32 r = 0; r < R; ++r) {
+            sk[pad(g * R + r)] = k[r];
+            if constexpr (HAS_V) {
+                sv[pad(g * R + r)] = v[r];
+            }
+        }
+    }
+}
+
+template <typename K, typename V>
+__device__ __forceinline__ void sort_tile(K *sk, V *sv, u32 tile_bits) {
+    const u32 first = tile_bits < LOG_E ? tile_bits : LOG_E;
+    switch (first) {
+    case 1:
+        sort_groups<K, V, 1>(sk, sv, tile_bits);
+        break;
+    case 2:
+        sort_groups<K, V, 2>(sk, sv, tile_bits);
+        break;
+    case 3:
+        sort_groups<K, V, 3>(sk, sv, tile_bits);
+        break;
+    default:
+        sort_groups<K, V, 4>(sk, sv, tile_bits);
+        break;
+    }
+    for (u32 stage = first + 1; stage <= tile_bits; ++stage) {
+        run_levels<K, V>(sk, sv, tile_bits, stage - 1, 0, true, 0);
+    }
+}
 
 // ---------------------------------------------------------------------------------------
-// Entry points.
+// The pass: load a virtual tile, run its levels, store it.
 // ---------------------------------------------------------------------------------------
 
-#define BITONIC_KERNELS(KNAME, K, VNAME, V)                                                      \
-    extern "C" __global__ void local_sort_##KNAME##_##VNAME(K *keys, V *values, u64 n,           \
-                                                            u32 log_tile, u32 encoding,          \
-                                                            u32 transform) {                     \
-        local_pass<K, V, false>(keys, values, n, log_tile, encoding, transform);                 \
-    }                                                                                            \
-    extern "C" __global__ void local_merge_##KNAME##_##VNAME(K *keys, V *values, u64 n,          \
-                                                             u32 log_tile, u32 encoding,         \
-                                                             u32 transform) {                    \
-        local_pass<K, V, true>(keys, values, n, log_tile, encoding, transform);                  \
-    }                                                                                            \
-    extern "C" __global__ void global_merge_##KNAME##_##VNAME(K *keys, V *values, u64 n,         \
-                                                              u32 stage, u32 first_level,        \
-                                                              u32 levels, u32 encoding,          \
-                                                              u32 transform) {                   \
-        global_merge<K, V>(keys, values, n, stage, first_level, levels, encoding, transform);    \
+extern __shared__ __align__(16) unsigned char tile_smem[];
+
+// Where tile element x of tile `t` lives, as a virtual index (row * P + column).
+__device__ __forceinline__ u64 virtual_index(const PassArgs &a, u64 t, u32 x) {
+    if (a.mode != MODE_GLOBAL) {
+        return (t << a.tile_bits) + x;
+    }
+    const u32 hi = a.stage - 1 - a.first_level;
+    const u32 lo = hi + 1 - a.levels;
+    const u32 c = a.log_cols;
+    const u64 col_base = (t & ((1ull << (lo - c)) - 1)) << c;
+    const u64 block = (t >> (lo - c)) << (hi + 1);
+    const u64 row = x >> c;
+    const u64 col = x & ((1u << c) - 1);
+    if (a.first_level == 0 && row >= (1ull << (a.levels - 1))) {
+        return block + (row << lo) + (((1ull << lo) - 1) - (col_base + col));
+    }
+    return block + (row << lo) + col_base + col;
+}
+
+// The memory index of virtual index v, or ~0 for padding.
+__device__ __forceinline__ u64 memory_index(const PassArgs &a, u64 v) {
+    const u64 row = v >> a.log_row;
+    const u64 col = v & ((1ull << a.log_row) - 1);
+    if (row >= a.rows || col >= a.row_len) {
+        return ~0ull;
+    }
+    return row * a.row_len + col;
+}
+
+template <typename K, typename V>
+__device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
+    constexpr bool HAS_V = HasValues<V>::value;
+    constexpr u32 BATCH = (sizeof(K) + (HAS_V ? sizeof(V) : 0)) > 8 ? 8 : 16;
+    const u32 size = 1u << a.tile_bits;
+    K *sk = reinterpret_cast<K *>(tile_smem);
+    V *sv = reinterpret_cast<V *>(tile_smem + (size_t)padded_words(a.tile_bits) * sizeof(K));
+    const bool encode = (a.transform & TRANSFORM_ENCODE_ON_LOAD) != 0;
+    const bool decode = (a.transform & TRANSFORM_DECODE_ON_STORE) != 0;
+    const u64 tiles = (a.rows << a.log_row) >> a.tile_bits;
+
+    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        // Element 0 is the tile's lowest index in its row: when it is padding, all are.
+        if (memory_index(a, virtual_index(a, t, 0)) == ~0ull) {
+            continue;
+        }
+        // Loads in batches, all issued before the first is used, so that each thread keeps
+        // BATCH loads in flight (one at a time leaves the memory system idle).
+        for (u32 x0 = threadIdx.x; x0 < size; x0 += blockDim.x * BATCH) {
+            u64 m[BATCH];
+            K w[BATCH];
+            V v[BATCH];
+#pragma unroll
+            for (u32 b = 0; b < BATCH; ++b) {
+                const u32 x = x0 + b * blockDim.x;
+                m[b] = x < size ? memory_index(a, virtual_index(a, t, x)) : ~0ull;
+            }
+#pragma unroll
+            for (u32 b = 0; b < BATCH; ++b) {
+                if (m[b] != ~0ull) {
+                    w[b] = keys[m[b]];
+                    if constexpr (HAS_V) {
+                        v[b] = values[m[b]];
+                    }
+                }
+            }
+#pragma unroll
+            for (u32 b = 0; b < BATCH; ++b) {
+                const u32 x = x0 + b * blockDim.x;
+                if (x < size) {
+                    sk[pad(x)] = m[b] != ~0ull ? (encode ? encode_key(w[b], a.encoding) : w[b]) : ~K(0);
+                    if constexpr (HAS_V) {
+                        sv[pad(x)] = v[b];
+                    }
+                }
+            }
+        }
+        __syncthreads();
+
+        switch (a.mode) {
+        case MODE_SORT:
+            sort_tile<K, V>(sk, sv, a.tile_bits);
+            break;
+        case MODE_MERGE:
+            run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, 0, false, 0);
+            break;
+        default: // GLOBAL: the row bits, the first level a flip of rows only
+            run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, a.log_cols, a.first_level == 0,
+                             a.log_cols);
+            break;
+        }
+        __syncthreads();
+
+        for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
+            const u64 m = memory_index(a, virtual_index(a, t, x));
+            if (m != ~0ull) {
+                const K k = sk[pad(x)];
+                keys[m] = decode ? decode_key(k, a.encoding) : k;
+                if constexpr (HAS_V) {
+                    values[m] = sv[pad(x)];
+                }
+            }
+        }
+        // The next tile's loads overwrite what this tile's stores read.
+        __syncthreads();
+    }
+}
+
+#define BITONIC_KERNEL(KNAME, K, VNAME, V)                                                       \
+    extern "C" __global__ void __launch_bounds__(512)                                            \
+        tile_pass_##KNAME##_##VNAME(K *keys, V *values, PassArgs args) {                         \
+        tile_pass<K, V>(keys, values, args);                                                     \
     }
 
-BITONIC_KERNELS(u32, u32, none, NoValue)
-BITONIC_KERNELS(u32, u32, u32, u32)
-BITONIC_KERNELS(u32, u32, u64, u64)
-BITONIC_KERNELS(u64, u64, none, NoValue)
-BITONIC_KERNELS(u64, u64, u32, u32)
-BITONIC_KERNELS(u64, u64, u64, u64)
+BITONIC_KERNEL(u32, u32, none, NoValue)
+BITONIC_KERNEL(u32, u32, u32, u32)
+BITONIC_KERNEL(u32, u32, u64, u64)
+BITONIC_KERNEL(u64, u64, none, NoValue)
+BITONIC_KERNEL(u64, u64, u32, u32)
+BITONIC_KERNEL(u64, u64, u64, u64)

@@ -4,23 +4,22 @@
 //! (`-arch=compute_75` unless `BITONIC_CUDA_ARCH` says otherwise) and this module embeds
 //! that PTX, which the driver JIT-compiles for the GPU at hand when a backend is opened.
 //!
-//! [`CudaBackend::open`] retains the device's primary context and loads the module, its
-//! kernels and one stream once; every sort makes that context current on the calling thread,
-//! so any thread may sort. A sort uploads the words, launches the passes of
-//! [`Schedule::steps`] in order on the stream, synchronizes, and only then downloads into the
-//! caller's slices.
-//!
-//! Tiles are as large as the per-block shared memory allows for the key and value widths
-//! (at most `2^13` elements for now); see [`DeviceLimits`] and [`launch_params`].
+//! [`CudaBackend::open`] retains the device's primary context, loads the module, opts every
+//! kernel in to the device's largest shared memory, and creates one stream; every sort makes
+//! that context current on the calling thread, so any thread may sort. A sort uploads the
+//! words, launches the passes that [`plan::plan`] derives from the schedule, synchronizes,
+//! downloads into host staging buffers, and only when every step succeeded copies into the
+//! caller's slices (so a failure leaves them untouched).
 
 use std::ffi::{CStr, CString, c_void};
 use std::fmt::{self, Write as _};
 use std::ptr;
+use std::sync::Mutex;
 
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
-use cust::function::FunctionAttribute;
+use cust::event::{Event, EventFlags};
 use cust::memory::{CopyDestination, DeviceBuffer};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
@@ -29,90 +28,26 @@ use cust::sys as cu;
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_lengths};
 use crate::keys::{KeyEncoding, WordsMut};
-use crate::schedule::{Pass, Schedule, TileParams};
+
+pub mod plan;
+
+pub use plan::{DeviceLimits, Launch, PassArgs};
 
 /// The PTX of `cuda/bitonic.cu`, compiled by the build script.
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic.ptx"));
 
-/// The most levels one global pass applies (each thread holds `2^4` elements in registers);
-/// `MAX_GLOBAL_LEVELS` in `cuda/bitonic.cu` must agree.
-pub const MAX_GLOBAL_LEVELS: u32 = 4;
-
-/// The largest tile, as log2 of its elements.
-pub const MAX_LOG_TILE: u32 = 13;
-
-/// At most this many threads run one tile.
-const MAX_LOCAL_THREADS: u32 = 512;
-
-/// Threads per block of the global passes (each holds up to 16 keys and values in registers).
-const GLOBAL_THREADS: u32 = 256;
-
 /// Shared memory per block that every CUDA device offers without opting in.
 const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
-
-/// `transform` bit of the kernels: encode keys as they are loaded.
-const ENCODE_ON_LOAD: u32 = 1;
-/// `transform` bit of the kernels: decode keys as they are stored.
-const DECODE_ON_STORE: u32 = 2;
 
 /// Key widths and value kinds in the order of the kernel table; the suffixes of the kernels'
 /// names in `cuda/bitonic.cu`.
 const KEY_NAMES: [&str; 2] = ["u32", "u64"];
 const VALUE_NAMES: [&str; 3] = ["none", "u32", "u64"];
 
-/// The device limits that the tile and block sizes are chosen from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceLimits {
-    /// Shared memory one block may use without opting in, in bytes.
-    pub shared_bytes_per_block: u32,
-    /// The most threads of one block.
-    pub max_threads_per_block: u32,
-    /// The most blocks of a grid's x dimension.
-    pub max_grid_x: u32,
-}
-
-/// Tile and block sizes for one combination of key and value widths.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchParams {
-    /// What the schedule is built from.
-    pub tile: TileParams,
-    /// Threads per block of the tile passes (at most half the tile: one per comparator).
-    pub local_threads: u32,
-}
-
-/// Chooses the tile for keys of `key_bytes` and values of `value_bytes` (0 without values):
-/// the largest power of two `T` with `T * (key_bytes + value_bytes)` bytes within the
-/// per-block shared memory, at most `2^MAX_LOG_TILE` and at least 2; then
-/// `min(T/2, max threads per block, 512)` threads per tile.
-pub fn launch_params(limits: &DeviceLimits, key_bytes: usize, value_bytes: usize) -> LaunchParams {
-    let element = (key_bytes + value_bytes).max(1) as u64;
-    let fit = u64::from(limits.shared_bytes_per_block) / element;
-    // floor(log2(fit)), with a floor of one comparator per tile.
-    let log_tile = if fit >= 2 {
-        63 - fit.leading_zeros()
-    } else {
-        1
-    }
-    .min(MAX_LOG_TILE);
-    let cap = limits.max_threads_per_block.clamp(1, MAX_LOCAL_THREADS);
-    let local_threads = ((1u32 << log_tile) / 2).clamp(1, cap);
-    LaunchParams {
-        tile: TileParams {
-            log_tile,
-            max_global_levels: MAX_GLOBAL_LEVELS,
-        },
-        local_threads,
-    }
-}
-
-/// Blocks for `blocks` work items of one block each, clamped to the grid limit (the kernels
-/// loop over what does not fit).
-fn grid_size(blocks: u64, max_grid_x: u32) -> u32 {
-    u32::try_from(blocks)
-        .unwrap_or(u32::MAX)
-        .min(max_grid_x)
-        .max(1)
-}
+/// Caps the tile (log2 of its elements) for experiments: `BITONIC_CUDA_LOG_TILE=13`.
+const LOG_TILE_ENV: &str = "BITONIC_CUDA_LOG_TILE";
+/// `BITONIC_CUDA_GRAPHS=0` times device-resident sorts with plain launches, not a graph.
+const GRAPHS_ENV: &str = "BITONIC_CUDA_GRAPHS";
 
 /// The text of a cust error, without letting a failing `Display` panic.
 fn describe(e: CudaError) -> String {
@@ -182,15 +117,24 @@ fn probe(ordinal: u32) -> Result<(Device, DeviceInfo, DeviceLimits)> {
     let name = device.name().map_err(on("cuDeviceGetName"))?;
     let memory_bytes = device.total_memory().map_err(on("cuDeviceTotalMem"))? as u64;
     let compute_units = attribute(DeviceAttribute::MultiprocessorCount)?;
+    let mut optin = 0i32;
+    // SAFETY: `optin` is a valid out-pointer and the device handle came from the driver.
+    let status = unsafe {
+        cu::cuDeviceGetAttribute(
+            &mut optin,
+            cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            device.as_raw(),
+        )
+    };
+    check("cuDeviceGetAttribute", status)?;
     let shared = attribute(DeviceAttribute::MaxSharedMemoryPerBlock)?;
     let limits = DeviceLimits {
-        shared_bytes_per_block: if shared == 0 {
-            DEFAULT_SHARED_BYTES
-        } else {
-            shared
-        },
-        max_threads_per_block: attribute(DeviceAttribute::MaxThreadsPerBlock)?.max(1),
+        shared_bytes_per_block: u32::try_from(optin)
+            .unwrap_or(0)
+            .max(shared)
+            .max(DEFAULT_SHARED_BYTES),
         max_grid_x: attribute(DeviceAttribute::MaxGridDimX)?.max(1),
+        multiprocessors: compute_units.max(1),
     };
     let info = DeviceInfo {
         backend: BackendKind::Cuda,
@@ -216,8 +160,6 @@ pub fn devices() -> Result<Vec<DeviceInfo>> {
 struct Kernel {
     /// The driver's handle; valid while the module that it came from is loaded.
     func: cu::CUfunction,
-    /// The most threads per block it can launch with (registers limit it).
-    max_threads: u32,
 }
 
 // SAFETY: a CUfunction is an immutable handle into a loaded module and the driver API is
@@ -226,56 +168,69 @@ unsafe impl Send for Kernel {}
 // SAFETY: as above; launching through a shared handle mutates nothing on the host.
 unsafe impl Sync for Kernel {}
 
-/// The three kernels of one key width and value kind.
-#[derive(Clone, Copy, Debug)]
-struct KernelSet {
-    local_sort: Kernel,
-    local_merge: Kernel,
-    global_merge: Kernel,
-}
-
-fn load_kernel(module: &Module, name: &str) -> Result<Kernel> {
+/// Looks up `tile_pass_<key>_<value>` and lets it use `shared_bytes` of shared memory.
+fn load_kernel(module: &Module, name: &str, shared_bytes: u32) -> Result<Kernel> {
     let function = module
         .get_function(name)
         .map_err(on("cuModuleGetFunction"))?;
-    let max_threads = function
-        .get_attribute(FunctionAttribute::MaxThreadsPerBlock)
-        .map_err(on("cuFuncGetAttribute"))?;
-    Ok(Kernel {
-        func: function.to_raw(),
-        max_threads: u32::try_from(max_threads).unwrap_or(1).max(1),
-    })
+    let func = function.to_raw();
+    // SAFETY: `func` belongs to `module`, loaded in the current context; the attribute takes
+    // a byte count no larger than the device's opt-in limit.
+    let status = unsafe {
+        cu::cuFuncSetAttribute(
+            func,
+            cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared_bytes as i32,
+        )
+    };
+    check("cuFuncSetAttribute", status)?;
+    Ok(Kernel { func })
 }
 
 /// The kernels indexed by `key * VALUE_NAMES.len() + value`.
-fn load_kernels(module: &Module) -> Result<Vec<KernelSet>> {
-    let mut sets = Vec::with_capacity(KEY_NAMES.len() * VALUE_NAMES.len());
+fn load_kernels(module: &Module, shared_bytes: u32) -> Result<Vec<Kernel>> {
+    let mut kernels = Vec::with_capacity(KEY_NAMES.len() * VALUE_NAMES.len());
     for key in KEY_NAMES {
         for value in VALUE_NAMES {
-            sets.push(KernelSet {
-                local_sort: load_kernel(module, &format!("local_sort_{key}_{value}"))?,
-                local_merge: load_kernel(module, &format!("local_merge_{key}_{value}"))?,
-                global_merge: load_kernel(module, &format!("global_merge_{key}_{value}"))?,
-            });
+            kernels.push(load_kernel(
+                module,
+                &format!("tile_pass_{key}_{value}"),
+                shared_bytes,
+            )?);
         }
     }
-    Ok(sets)
+    Ok(kernels)
 }
 
-/// One sort's device words and the kernels and sizes that fit them.
+/// The tile cap from `BITONIC_CUDA_LOG_TILE`, if set to a number.
+fn log_tile_cap() -> Option<u32> {
+    std::env::var(LOG_TILE_ENV).ok()?.trim().parse().ok()
+}
+
+/// One sort's device words and its launches.
 struct Job {
-    /// Number of words.
-    n: u64,
-    /// The key words on the device.
     keys: cu::CUdeviceptr,
-    /// The value words on the device, 0 without values.
+    /// 0 without values.
     values: cu::CUdeviceptr,
-    /// Bytes of one key plus one value.
-    element_bytes: u32,
-    kernels: KernelSet,
-    params: LaunchParams,
-    /// `KeyEncoding::code()`.
-    encoding: u32,
+    kernel: Kernel,
+    launches: Vec<Launch>,
+}
+
+/// An instantiated CUDA graph of one job's launches, replayed by device-resident timing.
+struct Graph {
+    exec: cu::CUgraphExec,
+    graph: cu::CUgraph,
+}
+
+impl Graph {
+    /// Destroys the graph; its context must be current.
+    fn destroy(self) {
+        // SAFETY: both handles came from the driver and are destroyed exactly once, here.
+        unsafe {
+            cu::cuGraphExecDestroy(self.exec);
+            cu::cuGraphDestroy(self.graph);
+        }
+    }
 }
 
 /// Sorts on one CUDA device. Open it once and reuse it: the context, the module and its
@@ -283,7 +238,10 @@ struct Job {
 pub struct CudaBackend {
     info: DeviceInfo,
     limits: DeviceLimits,
-    kernels: Vec<KernelSet>,
+    kernels: Vec<Kernel>,
+    /// Serializes sorts: they share the stream, and a graph capture on it must not see
+    /// another thread's launches.
+    busy: Mutex<()>,
     // Dropped in this order, after `Drop::drop` made the context current: the stream and the
     // module before the context that owns them.
     stream: Stream,
@@ -331,22 +289,35 @@ impl CudaBackend {
             message: "the embedded PTX contains a NUL byte".to_string(),
         })?;
         let module = Module::from_ptx_cstr(&image, &[]).map_err(on("cuModuleLoadDataEx"))?;
-        let kernels = load_kernels(&module)?;
-        let stream = Stream::new(StreamFlags::DEFAULT, None).map_err(on("cuStreamCreate"))?;
+        let kernels = load_kernels(&module, limits.shared_bytes_per_block)?;
+        let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
         Ok(CudaBackend {
             info,
             limits,
             kernels,
+            busy: Mutex::new(()),
             stream,
             _module: module,
             context,
         })
     }
 
-    /// The tile and block sizes this device uses for keys and values of these widths in bytes
-    /// (`value_bytes` 0 without values).
-    pub fn launch_params(&self, key_bytes: usize, value_bytes: usize) -> LaunchParams {
-        launch_params(&self.limits, key_bytes, value_bytes)
+    /// The device limits the launches are planned from.
+    pub fn limits(&self) -> DeviceLimits {
+        self.limits
+    }
+
+    /// The launches of a sort of `rows` rows of `row_len` elements, keys and values of
+    /// `element_bytes` together.
+    pub fn plan(&self, row_len: u64, rows: u64, element_bytes: u64, encoding: u32) -> Vec<Launch> {
+        plan::plan(
+            &self.limits,
+            row_len,
+            rows,
+            element_bytes,
+            encoding,
+            log_tile_cap(),
+        )
     }
 
     fn out_of_memory(&self, requested: u64) -> Error {
@@ -357,124 +328,229 @@ impl CudaBackend {
         }
     }
 
+    /// A new device buffer of `len` bytes, not initialized.
+    fn alloc(&self, len: usize, requested: u64) -> Result<DeviceBuffer<u8>> {
+        // SAFETY: every caller writes the buffer completely (an upload or a device copy)
+        // before anything reads it.
+        unsafe { DeviceBuffer::<u8>::uninitialized(len.max(1)) }.map_err(|e| match e {
+            CudaError::OutOfMemory => self.out_of_memory(requested),
+            e => driver_error("cuMemAlloc", e),
+        })
+    }
+
     /// Copies `bytes` into a new device buffer.
     fn upload(&self, bytes: &[u8], requested: u64) -> Result<DeviceBuffer<u8>> {
-        // SAFETY: the buffer is completely written by `copy_from` below before anything
-        // reads it, and dropped unread if that copy fails.
-        let mut buffer =
-            unsafe { DeviceBuffer::<u8>::uninitialized(bytes.len()) }.map_err(|e| match e {
-                CudaError::OutOfMemory => self.out_of_memory(requested),
-                e => driver_error("cuMemAlloc", e),
-            })?;
+        let mut buffer = self.alloc(bytes.len(), requested)?;
         buffer.copy_from(bytes).map_err(on("cuMemcpyHtoD"))?;
         Ok(buffer)
     }
 
-    /// Launches `kernel` on the backend's stream with one-dimensional grid and block.
-    ///
-    /// # Safety
-    /// `args` must point to one live value per kernel parameter, each of exactly the
-    /// parameter's type, and every device pointer among them must be valid for the indices
-    /// the kernel touches.
-    unsafe fn launch(
-        &self,
-        kernel: Kernel,
-        grid: u32,
-        block: u32,
-        shared_bytes: u32,
-        args: &mut [*mut c_void],
-    ) -> Result<()> {
-        // SAFETY: the handle belongs to `self.module`, which is loaded in the current context;
-        // the caller guarantees the arguments; the driver copies them before returning.
-        let status = unsafe {
-            cu::cuLaunchKernel(
-                kernel.func,
-                grid,
-                1,
-                1,
-                block,
-                1,
-                1,
-                shared_bytes,
-                self.stream.as_inner(),
-                args.as_mut_ptr(),
-                ptr::null_mut(),
-            )
-        };
-        check("cuLaunchKernel", status)
-    }
-
-    /// Enqueues every pass of the schedule of `job` on the stream.
+    /// Enqueues every launch of `job` on the stream.
     fn enqueue(&self, job: &Job) -> Result<()> {
-        let schedule = Schedule::new(job.n, job.params.tile);
-        let (kernels, params, element_bytes) = (job.kernels, job.params, job.element_bytes);
-        let (mut keys, mut values, mut n) = (job.keys, job.values, job.n);
-        let arg = |p: &mut u64| p as *mut u64 as *mut c_void;
-        for (pass, step) in schedule.steps() {
-            let mut transform = 0u32;
-            if step.encode_on_load {
-                transform |= ENCODE_ON_LOAD;
-            }
-            if step.decode_on_store {
-                transform |= DECODE_ON_STORE;
-            }
-            let mut encoding = job.encoding;
-            match pass {
-                Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
-                    let kernel = if matches!(pass, Pass::LocalSort { .. }) {
-                        kernels.local_sort
-                    } else {
-                        kernels.local_merge
-                    };
-                    let tile = 1u32 << log_tile;
-                    let cap = params.local_threads.min(kernel.max_threads).max(1);
-                    let threads = (tile / 2).clamp(1, cap);
-                    let grid = grid_size(pass.items(n), self.limits.max_grid_x);
-                    let mut log_tile = log_tile;
-                    let mut args = [
-                        arg(&mut keys),
-                        arg(&mut values),
-                        arg(&mut n),
-                        &mut log_tile as *mut u32 as *mut c_void,
-                        &mut encoding as *mut u32 as *mut c_void,
-                        &mut transform as *mut u32 as *mut c_void,
-                    ];
-                    // SAFETY: the six arguments match `local_*_K_V(K *keys, V *values, u64 n,
-                    // u32 log_tile, u32 encoding, u32 transform)`; `keys` and `values` hold
-                    // `n` words each (values 0 for the `none` kernels, which never read it);
-                    // `tile * element_bytes` fits the per-block shared memory by the choice of
-                    // the tile in `launch_params`.
-                    unsafe { self.launch(kernel, grid, threads, tile * element_bytes, &mut args) }?;
-                }
-                Pass::GlobalMerge {
-                    stage,
-                    first_level,
-                    levels,
-                } => {
-                    let kernel = kernels.global_merge;
-                    let threads = GLOBAL_THREADS.min(kernel.max_threads).max(1);
-                    let blocks = pass.items(n).div_ceil(u64::from(threads));
-                    let grid = grid_size(blocks, self.limits.max_grid_x);
-                    let (mut stage, mut first_level, mut levels) = (stage, first_level, levels);
-                    let mut args = [
-                        arg(&mut keys),
-                        arg(&mut values),
-                        arg(&mut n),
-                        &mut stage as *mut u32 as *mut c_void,
-                        &mut first_level as *mut u32 as *mut c_void,
-                        &mut levels as *mut u32 as *mut c_void,
-                        &mut encoding as *mut u32 as *mut c_void,
-                        &mut transform as *mut u32 as *mut c_void,
-                    ];
-                    // SAFETY: the eight arguments match `global_merge_K_V(K *keys, V *values,
-                    // u64 n, u32 stage, u32 first_level, u32 levels, u32 encoding,
-                    // u32 transform)`; the schedule keeps `levels <= MAX_GLOBAL_LEVELS` and
-                    // every index the kernel stores is below `n`.
-                    unsafe { self.launch(kernel, grid, threads, 0, &mut args) }?;
-                }
-            }
+        for launch in &job.launches {
+            let (mut keys, mut values, mut args) = (job.keys, job.values, launch.args);
+            let mut params = [
+                &mut keys as *mut u64 as *mut c_void,
+                &mut values as *mut u64 as *mut c_void,
+                &mut args as *mut PassArgs as *mut c_void,
+            ];
+            // SAFETY: the three parameters match `tile_pass_K_V(K *keys, V *values, PassArgs
+            // args)` (PassArgs is repr(C) with the kernel's layout, device pointers are u64);
+            // `keys` and `values` hold `rows * row_len` words each (values 0 for the `none`
+            // kernels, which never read it), and the kernel touches no index past that;
+            // `shared_bytes` is within the opt-in limit set on the kernel at open.
+            let status = unsafe {
+                cu::cuLaunchKernel(
+                    job.kernel.func,
+                    launch.grid,
+                    1,
+                    1,
+                    launch.block,
+                    1,
+                    1,
+                    launch.shared_bytes,
+                    self.stream.as_inner(),
+                    params.as_mut_ptr(),
+                    ptr::null_mut(),
+                )
+            };
+            check("cuLaunchKernel", status)?;
         }
         Ok(())
+    }
+
+    /// Records the launches of `job` into a graph and instantiates it.
+    fn capture(&self, job: &Job) -> Result<Graph> {
+        let stream = self.stream.as_inner();
+        // SAFETY: the stream belongs to the current context; nothing else launches on it
+        // while `busy` is held, so the capture sees only this job.
+        check("cuStreamBeginCapture", unsafe {
+            cu::cuStreamBeginCapture_v2(
+                stream,
+                cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            )
+        })?;
+        let enqueued = self.enqueue(job);
+        let mut graph: cu::CUgraph = ptr::null_mut();
+        // SAFETY: ends the capture begun above; `graph` is a valid out-pointer.
+        let ended = check("cuStreamEndCapture", unsafe {
+            cu::cuStreamEndCapture(stream, &mut graph)
+        });
+        enqueued?;
+        ended?;
+        let mut exec: cu::CUgraphExec = ptr::null_mut();
+        // SAFETY: `graph` is the captured graph; `exec` is a valid out-pointer.
+        let status = unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph, 0) };
+        if let Err(e) = check("cuGraphInstantiate", status) {
+            // SAFETY: the graph came from the capture and is destroyed once.
+            unsafe { cu::cuGraphDestroy(graph) };
+            return Err(e);
+        }
+        Ok(Graph { exec, graph })
+    }
+
+    /// The kernel for these word widths.
+    fn kernel(&self, key_bytes: usize, value_bytes: usize) -> Kernel {
+        let key_index = usize::from(key_bytes == 8);
+        let value_index = match value_bytes {
+            0 => 0,
+            4 => 1,
+            _ => 2,
+        };
+        self.kernels[key_index * VALUE_NAMES.len() + value_index]
+    }
+
+    /// Device-resident timing; see [`Backend::time_sort_words`].
+    fn time_rows(
+        &self,
+        keys: &mut WordsMut<'_>,
+        values: &mut Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+        row_len: usize,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<Vec<f64>> {
+        let n = keys.len();
+        check_lengths(n, values.as_ref().map(WordsMut::len))?;
+        let row_len = if row_len == 0 { n } else { row_len };
+        if n == 0 || n % row_len != 0 {
+            return Err(Error::InvalidConfig(format!(
+                "{n} words do not form rows of {row_len}"
+            )));
+        }
+        let key_bytes = keys.word_bytes();
+        let value_bytes = values.as_ref().map_or(0, |v| v.word_bytes());
+        let element_bytes = (key_bytes + value_bytes) as u64;
+        let requested = (n as u64).saturating_mul(element_bytes).saturating_mul(2);
+        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
+        let pristine_keys = self.upload(keys.as_bytes(), requested)?;
+        let work_keys = self.alloc(pristine_keys.len(), requested)?;
+        let pristine_values = match values.as_ref() {
+            Some(v) => Some(self.upload(v.as_bytes(), requested)?),
+            None => None,
+        };
+        let work_values = match &pristine_values {
+            Some(p) => Some(self.alloc(p.len(), requested)?),
+            None => None,
+        };
+        let job = Job {
+            keys: work_keys.as_device_ptr().as_raw(),
+            values: work_values
+                .as_ref()
+                .map_or(0, |v| v.as_device_ptr().as_raw()),
+            kernel: self.kernel(key_bytes, value_bytes),
+            launches: if row_len >= 2 {
+                self.plan(
+                    row_len as u64,
+                    (n / row_len) as u64,
+                    element_bytes,
+                    encoding.code(),
+                )
+            } else {
+                Vec::new()
+            },
+        };
+        let use_graph = std::env::var(GRAPHS_ENV).map_or(true, |v| v.trim() != "0");
+        let graph = if use_graph && !job.launches.is_empty() {
+            Some(self.capture(&job)?)
+        } else {
+            None
+        };
+        let result = self.timed_runs(&job, graph.as_ref(), &pristine_keys, &work_keys, &pristine_values, &work_values, warmup, runs);
+        if let Some(g) = graph {
+            g.destroy();
+        }
+        let times = result?;
+        let mut host_keys = vec![0u8; work_keys.len()];
+        work_keys
+            .copy_to(&mut host_keys[..])
+            .map_err(on("cuMemcpyDtoH"))?;
+        let host_values = match &work_values {
+            Some(w) => {
+                let mut h = vec![0u8; w.len()];
+                w.copy_to(&mut h[..]).map_err(on("cuMemcpyDtoH"))?;
+                Some(h)
+            }
+            None => None,
+        };
+        keys.as_bytes_mut().copy_from_slice(&host_keys);
+        if let (Some(h), Some(v)) = (host_values, values.as_mut()) {
+            v.as_bytes_mut().copy_from_slice(&h);
+        }
+        Ok(times)
+    }
+
+    /// Restores the unsorted words (untimed) and sorts them `warmup + runs` times, timing the
+    /// sort between two events.
+    #[allow(clippy::too_many_arguments)]
+    fn timed_runs(
+        &self,
+        job: &Job,
+        graph: Option<&Graph>,
+        pristine_keys: &DeviceBuffer<u8>,
+        work_keys: &DeviceBuffer<u8>,
+        pristine_values: &Option<DeviceBuffer<u8>>,
+        work_values: &Option<DeviceBuffer<u8>>,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<Vec<f64>> {
+        let start = Event::new(EventFlags::DEFAULT).map_err(on("cuEventCreate"))?;
+        let stop = Event::new(EventFlags::DEFAULT).map_err(on("cuEventCreate"))?;
+        let copy = |from: &DeviceBuffer<u8>, to: &DeviceBuffer<u8>| -> Result<()> {
+            // SAFETY: both buffers are live allocations of the same length in this context.
+            check("cuMemcpyDtoDAsync", unsafe {
+                cu::cuMemcpyDtoDAsync_v2(
+                    to.as_device_ptr().as_raw(),
+                    from.as_device_ptr().as_raw(),
+                    from.len(),
+                    self.stream.as_inner(),
+                )
+            })
+        };
+        let mut times = Vec::with_capacity(runs);
+        for run in 0..warmup + runs {
+            copy(pristine_keys, work_keys)?;
+            if let (Some(p), Some(w)) = (pristine_values, work_values) {
+                copy(p, w)?;
+            }
+            start.record(&self.stream).map_err(on("cuEventRecord"))?;
+            match graph {
+                // SAFETY: the graph was instantiated from this job's launches, whose buffers
+                // are still allocated.
+                Some(g) => check("cuGraphLaunch", unsafe {
+                    cu::cuGraphLaunch(g.exec, self.stream.as_inner())
+                })?,
+                None => self.enqueue(job)?,
+            }
+            stop.record(&self.stream).map_err(on("cuEventRecord"))?;
+            stop.synchronize().map_err(on("cuEventSynchronize"))?;
+            let ms = stop.elapsed_time_f32(&start).map_err(on("cuEventElapsedTime"))?;
+            if run >= warmup {
+                times.push(f64::from(ms));
+            }
+        }
+        Ok(times)
     }
 }
 
@@ -496,19 +572,12 @@ impl Backend for CudaBackend {
         }
         let key_bytes = keys.word_bytes();
         let value_bytes = values.as_ref().map_or(0, |v| v.word_bytes());
-        let requested = (n as u64).saturating_mul((key_bytes + value_bytes) as u64);
+        let element_bytes = (key_bytes + value_bytes) as u64;
+        let requested = (n as u64).saturating_mul(element_bytes);
         if requested > self.info.memory_bytes {
             return Err(self.out_of_memory(requested));
         }
-        let key_index = usize::from(key_bytes == 8);
-        let value_index = match value_bytes {
-            0 => 0,
-            4 => 1,
-            _ => 2,
-        };
-        let kernels = self.kernels[key_index * VALUE_NAMES.len() + value_index];
-        let params = launch_params(&self.limits, key_bytes, value_bytes);
-
+        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
         let device_keys = self.upload(keys.as_bytes(), requested)?;
         let device_values = match &values {
@@ -516,30 +585,48 @@ impl Backend for CudaBackend {
             None => None,
         };
         self.enqueue(&Job {
-            n: n as u64,
             keys: device_keys.as_device_ptr().as_raw(),
             values: device_values
                 .as_ref()
                 .map_or(0, |v| v.as_device_ptr().as_raw()),
-            element_bytes: (key_bytes + value_bytes) as u32,
-            kernels,
-            params,
-            encoding: encoding.code(),
+            kernel: self.kernel(key_bytes, value_bytes),
+            launches: self.plan(n as u64, 1, element_bytes, encoding.code()),
         })?;
-        // Every pass has finished, and reported its failure, before the caller's slices are
-        // touched.
+        // Every pass has finished, and reported its failure, before anything is downloaded.
         self.stream
             .synchronize()
             .map_err(on("cuStreamSynchronize"))?;
+        // Download into staging memory, so that a failed copy leaves the caller's slices as
+        // they were; only then overwrite them.
+        let mut staged_keys = vec![0u8; device_keys.len()];
         device_keys
-            .copy_to(keys.as_bytes_mut())
+            .copy_to(&mut staged_keys[..])
             .map_err(on("cuMemcpyDtoH"))?;
-        if let (Some(device), Some(host)) = (&device_values, values.as_mut()) {
-            device
-                .copy_to(host.as_bytes_mut())
-                .map_err(on("cuMemcpyDtoH"))?;
+        let staged_values = match &device_values {
+            Some(d) => {
+                let mut h = vec![0u8; d.len()];
+                d.copy_to(&mut h[..]).map_err(on("cuMemcpyDtoH"))?;
+                Some(h)
+            }
+            None => None,
+        };
+        keys.as_bytes_mut().copy_from_slice(&staged_keys);
+        if let (Some(h), Some(v)) = (staged_values, values.as_mut()) {
+            v.as_bytes_mut().copy_from_slice(&h);
         }
         Ok(())
+    }
+
+    fn time_sort_words(
+        &self,
+        mut keys: WordsMut<'_>,
+        mut values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+        row_len: usize,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<Vec<f64>> {
+        self.time_rows(&mut keys, &mut values, encoding, row_len, warmup, runs)
     }
 }
 

@@ -4,78 +4,84 @@ use super::*;
 use crate::cpu::CpuBackend;
 use crate::keys::KeyKind;
 
-const LIMITS_48K: DeviceLimits = DeviceLimits {
-    shared_bytes_per_block: 48 * 1024,
-    max_threads_per_block: 1024,
+const H200: DeviceLimits = DeviceLimits {
+    shared_bytes_per_block: 232_448,
     max_grid_x: i32::MAX as u32,
+    multiprocessors: 132,
 };
 
-fn tile(limits: &DeviceLimits, key_bytes: usize, value_bytes: usize) -> (u32, u32) {
-    let p = launch_params(limits, key_bytes, value_bytes);
-    assert_eq!(p.tile.max_global_levels, MAX_GLOBAL_LEVELS);
-    (p.tile.log_tile, p.local_threads)
-}
-
 #[test]
-fn tiles_fill_48k_of_shared_memory() {
-    assert_eq!(tile(&LIMITS_48K, 4, 0), (13, 512));
-    assert_eq!(tile(&LIMITS_48K, 4, 4), (12, 512));
-    assert_eq!(tile(&LIMITS_48K, 8, 0), (12, 512));
-    assert_eq!(tile(&LIMITS_48K, 4, 8), (12, 512));
-    assert_eq!(tile(&LIMITS_48K, 8, 4), (12, 512));
-    assert_eq!(tile(&LIMITS_48K, 8, 8), (11, 512));
-    for (k, v) in [(4, 0), (4, 4), (4, 8), (8, 0), (8, 4), (8, 8)] {
-        let (log_tile, _) = tile(&LIMITS_48K, k, v);
-        assert!((1usize << log_tile) * (k + v) <= 48 * 1024);
+fn tiles_fill_the_opt_in_shared_memory() {
+    let tile = |bytes: u64| plan::max_log_tile(&H200, bytes, None);
+    assert_eq!(tile(4), 15);
+    assert_eq!(tile(8), 14);
+    assert_eq!(tile(12), 14);
+    assert_eq!(tile(16), 13);
+    for bytes in [4u64, 8, 12, 16] {
+        assert!(plan::padded_words(tile(bytes)) * bytes <= 232_448);
     }
-}
-
-#[test]
-fn tiles_follow_small_limits() {
     let small = DeviceLimits {
-        shared_bytes_per_block: 1024,
-        max_threads_per_block: 256,
-        max_grid_x: 65535,
+        shared_bytes_per_block: 48 * 1024,
+        ..H200
     };
-    assert_eq!(tile(&small, 8, 8), (6, 32));
-    assert_eq!(tile(&small, 4, 0), (8, 128));
-    let few_threads = DeviceLimits {
-        max_threads_per_block: 64,
-        ..LIMITS_48K
-    };
-    assert_eq!(tile(&few_threads, 4, 0), (13, 64));
-    // Absurd limits still give a tile with one comparator.
+    assert_eq!(plan::max_log_tile(&small, 4, None), 13);
+    assert_eq!(plan::max_log_tile(&small, 16, None), 11);
+    assert_eq!(plan::max_log_tile(&H200, 4, Some(12)), 12);
+    // Absurd limits still give a tile of two.
     let tiny = DeviceLimits {
         shared_bytes_per_block: 3,
-        max_threads_per_block: 1,
-        max_grid_x: 1,
+        ..H200
     };
-    assert_eq!(tile(&tiny, 8, 8), (1, 1));
-    // A larger shared memory stays at the cap for now.
-    let big = DeviceLimits {
-        shared_bytes_per_block: 227 * 1024,
-        ..LIMITS_48K
-    };
-    assert_eq!(tile(&big, 8, 8), (MAX_LOG_TILE, 512));
+    assert_eq!(plan::max_log_tile(&tiny, 16, None), 1);
+}
+
+#[test]
+fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
+    for log_n in 1..=15 {
+        let launches = plan::plan(&H200, 1 << log_n, 1, 4, 0, None);
+        assert_eq!(launches.len(), 1, "2^{log_n}");
+        assert_eq!(launches[0].grid, 1);
+        assert_eq!(
+            launches[0].args.transform,
+            plan::ENCODE_ON_LOAD | plan::DECODE_ON_STORE
+        );
+    }
+    // 2^20: tiles of 2^13 give every multiprocessor one; stages 14..=20 take a global and a
+    // local pass each.
+    let launches = plan::plan(&H200, 1 << 20, 1, 4, 0, None);
+    assert_eq!(launches[0].args.tile_bits, 13);
+    assert_eq!(launches.len(), 1 + 2 * 7);
+    // 2^28: tiles of 2^15, ten levels per global pass.
+    let launches = plan::plan(&H200, 1 << 28, 1, 4, 0, None);
+    assert_eq!(launches[0].args.tile_bits, 15);
+    assert_eq!(launches.len(), 1 + 10 * 2 + 3 * 3);
+    for l in &launches {
+        assert!(l.block >= 32 && l.block <= plan::MAX_THREADS);
+        assert!(l.shared_bytes <= H200.shared_bytes_per_block);
+        assert!(l.args.tile_bits <= 15);
+    }
+    // Rows that fit a tile are one launch of one tile per row.
+    let rows = plan::plan(&H200, 1024, 16384, 4, 0, None);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].grid, 16384);
 }
 
 #[test]
 fn grids_are_clamped() {
-    assert_eq!(grid_size(0, 100), 1);
-    assert_eq!(grid_size(7, 100), 7);
-    assert_eq!(grid_size(1 << 40, 65535), 65535);
-    assert_eq!(grid_size(1 << 40, i32::MAX as u32), i32::MAX as u32);
+    let limits = DeviceLimits {
+        max_grid_x: 65535,
+        ..H200
+    };
+    let launches = plan::plan(&limits, 1 << 33, 1, 4, 0, None);
+    assert!(launches.iter().all(|l| l.grid <= 65535 && l.grid >= 1));
 }
 
 #[test]
 fn ptx_has_every_kernel() {
-    let ptx = PTX;
     for key in KEY_NAMES {
         for value in VALUE_NAMES {
-            for kernel in ["local_sort", "local_merge", "global_merge"] {
-                let entry = format!(".entry {kernel}_{key}_{value}(");
-                assert!(ptx.contains(&entry), "{entry} missing from the PTX");
-            }
+            let entry = format!(".entry tile_pass_{key}_{value}(");
+            assert!(PTX.contains(&entry), "{entry} missing from the PTX");
         }
     }
 }
@@ -242,8 +248,10 @@ fn gpu_matches_cpu() {
     assert_eq!(k, [3, 1, 2]);
 }
 
-/// Rough throughput on a real device: `cargo test --release --features cuda --lib
-/// cuda_throughput -- --ignored --nocapture`.
+/// Device-resident sort times on a real device (CUDA events, median of 15 after 3 warm-up
+/// runs): `cargo test --release --features cuda --lib cuda_throughput -- --ignored
+/// --nocapture`. `bitonic bench --compare` is the full comparison; this is the kernel
+/// developer's quick look.
 #[test]
 #[ignore = "needs a CUDA device; a timing, not a check"]
 fn cuda_throughput() {
@@ -252,25 +260,272 @@ fn cuda_throughput() {
         kind: KeyKind::Unsigned,
         descending: false,
     };
-    for log_n in [20, 24, 26] {
+    let median = |mut t: Vec<f64>| {
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    let max_log: u32 = std::env::var("BITONIC_TIMING_MAX_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(28);
+    let mut next = lcg(99);
+    let mut cases: Vec<(&str, u32, usize)> = (10..=max_log)
+        .step_by(2)
+        .map(|l| ("u32", l, 0))
+        .collect();
+    cases.extend([("u32+u32", 28, 0), ("u64", 26, 0), ("u32 rows", 24, 1024)]);
+    for (what, log_n, row_len) in cases {
+        if log_n > max_log {
+            continue;
+        }
         let n = 1usize << log_n;
-        let mut next = lcg(log_n);
-        let keys: Vec<u32> = (0..n).map(|_| next() as u32).collect();
-        for with_values in [false, true] {
-            let mut k = keys.clone();
-            let mut v: Vec<u32> = (0..n as u32).collect();
-            let start = std::time::Instant::now();
-            let values = with_values.then(|| WordsMut::U32(&mut v));
-            gpu.sort_words(WordsMut::U32(&mut k), values, encoding)
-                .expect("GPU sort");
-            let secs = start.elapsed().as_secs_f64();
-            assert!(k.windows(2).all(|w| w[0] <= w[1]));
-            eprintln!(
-                "2^{log_n} u32 keys{}: {:.1} ms incl. transfers, {:.0} Mkeys/s",
-                if with_values { " + u32 values" } else { "" },
-                secs * 1e3,
-                n as f64 / secs / 1e6
-            );
+        let ms = match what {
+            "u64" => {
+                let mut k: Vec<u64> = (0..n).map(|_| next()).collect();
+                let t = gpu
+                    .time_sort_words(WordsMut::U64(&mut k), None, encoding, row_len, 3, 15)
+                    .expect("timing");
+                assert!(k.windows(2).all(|w| w[0] <= w[1]));
+                t
+            }
+            _ => {
+                let mut k: Vec<u32> = (0..n).map(|_| next() as u32).collect();
+                let mut v: Vec<u32> = (0..n as u32).collect();
+                let values = (what == "u32+u32").then(|| WordsMut::U32(&mut v));
+                let t = gpu
+                    .time_sort_words(WordsMut::U32(&mut k), values, encoding, row_len, 3, 15)
+                    .expect("timing");
+                let row = if row_len == 0 { n } else { row_len };
+                assert!(k.chunks(row).all(|r| r.windows(2).all(|w| w[0] <= w[1])));
+                t
+            }
+        };
+        let m = median(ms);
+        eprintln!(
+            "timing {what} 2^{log_n}{}: {m:.4} ms, {:.2} Gkeys/s",
+            if row_len > 0 { format!(" rows of {row_len}") } else { String::new() },
+            n as f64 / m / 1e6
+        );
+    }
+}
+
+/// A scalar execution of `tile_pass` (cuda/bitonic.cu) for keys only, with the same index
+/// arithmetic: virtual tiles, rounds and padding. It checks the plan and the kernel's
+/// address computations without a GPU.
+mod kernel_model {
+    use super::plan::{LOG_E, Launch, MODE_GLOBAL, MODE_MERGE, MODE_SORT, PassArgs};
+
+    fn virtual_index(a: &PassArgs, t: u64, x: u64) -> u64 {
+        if a.mode != MODE_GLOBAL {
+            return (t << a.tile_bits) + x;
+        }
+        let hi = a.stage - 1 - a.first_level;
+        let lo = hi + 1 - a.levels;
+        let c = a.log_cols;
+        let col_base = (t & ((1u64 << (lo - c)) - 1)) << c;
+        let block = (t >> (lo - c)) << (hi + 1);
+        let (row, col) = (x >> c, x & ((1 << c) - 1));
+        if a.first_level == 0 && row >= 1 << (a.levels - 1) {
+            block + (row << lo) + (((1u64 << lo) - 1) - (col_base + col))
+        } else {
+            block + (row << lo) + col_base + col
         }
     }
+
+    fn memory_index(a: &PassArgs, v: u64) -> Option<u64> {
+        let (row, col) = (v >> a.log_row, v & ((1u64 << a.log_row) - 1));
+        (row < a.rows && col < a.row_len).then(|| row * a.row_len + col)
+    }
+
+    fn round(tile: &mut [u32], lo: u32, levels: u32, flip: bool, mirror_low: u32) {
+        let bits = tile.len().trailing_zeros();
+        let r_count = 1u32 << levels;
+        let low_mask = (1u32 << lo) - 1;
+        let mirror = low_mask & !((1u32 << mirror_low) - 1);
+        for g in 0..1u32 << (bits - levels) {
+            let base = ((g >> lo) << (lo + levels)) | (g & low_mask);
+            let slot: Vec<usize> = (0..r_count)
+                .map(|r| {
+                    let b = if flip && r >= r_count / 2 { base ^ mirror } else { base };
+                    (b | (r << lo)) as usize
+                })
+                .collect();
+            for s in 0..levels {
+                let d = r_count >> (s + 1);
+                for r in 0..r_count {
+                    if r & d == 0 {
+                        let p = if flip && s == 0 { r_count - 1 - r } else { r + d };
+                        let (i, j) = (slot[r as usize], slot[p as usize]);
+                        if tile[i] > tile[j] {
+                            tile.swap(i, j);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn run_levels(tile: &mut [u32], top: u32, bottom: u32, mut flip: bool, mirror_low: u32) {
+        let mut levels = (top - bottom + 1) % LOG_E;
+        if levels == 0 {
+            levels = LOG_E;
+        }
+        let mut hi = top;
+        loop {
+            let lo = hi + 1 - levels;
+            round(tile, lo, levels, flip, mirror_low);
+            if lo == bottom {
+                break;
+            }
+            flip = false;
+            hi = lo - 1;
+            levels = LOG_E;
+        }
+    }
+
+    fn sort_tile(tile: &mut [u32]) {
+        let bits = tile.len().trailing_zeros();
+        let first = bits.min(LOG_E);
+        for g in tile.chunks_mut(1 << first) {
+            for stage in 1..=first {
+                for level in 0..stage {
+                    let bit = stage - 1 - level;
+                    for r in 0..1usize << first {
+                        if r & (1 << bit) == 0 {
+                            let p = if level == 0 { r ^ ((2 << bit) - 1) } else { r | (1 << bit) };
+                            if g[r] > g[p] {
+                                g.swap(r, p);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for stage in first + 1..=bits {
+            run_levels(tile, stage - 1, 0, true, 0);
+        }
+    }
+
+    /// Runs `launches` over `keys` (already ordered words; no transform).
+    pub fn execute(launches: &[Launch], keys: &mut [u32]) {
+        for l in launches {
+            let a = &l.args;
+            let size = 1u64 << a.tile_bits;
+            let tiles = (a.rows << a.log_row) >> a.tile_bits;
+            for t in 0..tiles {
+                if memory_index(a, virtual_index(a, t, 0)).is_none() {
+                    continue;
+                }
+                let at: Vec<Option<u64>> =
+                    (0..size).map(|x| memory_index(a, virtual_index(a, t, x))).collect();
+                let mut tile: Vec<u32> = at
+                    .iter()
+                    .map(|m| m.map_or(u32::MAX, |m| keys[m as usize]))
+                    .collect();
+                match a.mode {
+                    MODE_SORT => sort_tile(&mut tile),
+                    MODE_MERGE => run_levels(&mut tile, a.tile_bits - 1, 0, false, 0),
+                    _ => run_levels(
+                        &mut tile,
+                        a.tile_bits - 1,
+                        a.log_cols,
+                        a.first_level == 0,
+                        a.log_cols,
+                    ),
+                }
+                for (m, k) in at.iter().zip(tile) {
+                    if let Some(m) = m {
+                        keys[*m as usize] = k;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn kernel_model_sorts_every_plan() {
+    let limits = DeviceLimits {
+        shared_bytes_per_block: 48 * 1024,
+        max_grid_x: 65535,
+        multiprocessors: 4,
+    };
+    let mut next = lcg(7);
+    for cap in [3u32, 6, 9, 13] {
+        let lengths = (0..=70u64).chain([127, 128, 129, 1000, 1023, 1024, 1025, 4097, 20_000, 65_537]);
+        for row_len in lengths {
+            for rows in [1u64, 3] {
+                let n = (row_len * rows) as usize;
+                let mut keys: Vec<u32> = (0..n).map(|_| (next() % 1000) as u32).collect();
+                let mut expect = keys.clone();
+                for row in expect.chunks_mut(row_len.max(1) as usize) {
+                    row.sort_unstable();
+                }
+                if row_len >= 2 {
+                    let launches = plan::plan(&limits, row_len, rows, 4, 0, Some(cap));
+                    kernel_model::execute(&launches, &mut keys);
+                }
+                assert_eq!(keys, expect, "row_len {row_len} rows {rows} cap {cap}");
+            }
+        }
+    }
+}
+
+/// Per-launch device times of one sort (CUDA events around each launch): which passes cost
+/// what. `cargo test --release --features cuda --lib cuda_pass_profile -- --ignored
+/// --nocapture`; `BITONIC_PROFILE_LOG_N` (default 24) sets the size.
+#[test]
+#[ignore = "needs a CUDA device; a timing, not a check"]
+fn cuda_pass_profile() {
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    let log_n: u32 = std::env::var("BITONIC_PROFILE_LOG_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    let n = 1usize << log_n;
+    let mut next = lcg(5);
+    let keys: Vec<u32> = (0..n).map(|_| next() as u32).collect();
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let buffer = gpu
+        .upload(bytemuck::cast_slice(&keys), 0)
+        .expect("upload");
+    let launches = gpu.plan(n as u64, 1, 4, 0);
+    let start = Event::new(EventFlags::DEFAULT).expect("event");
+    let stop = Event::new(EventFlags::DEFAULT).expect("event");
+    let mut total = 0.0;
+    for launch in &launches {
+        let job = Job {
+            keys: buffer.as_device_ptr().as_raw(),
+            values: 0,
+            kernel: gpu.kernel(4, 0),
+            launches: vec![*launch],
+        };
+        start.record(&gpu.stream).expect("record");
+        gpu.enqueue(&job).expect("launch");
+        stop.record(&gpu.stream).expect("record");
+        stop.synchronize().expect("sync");
+        let ms = f64::from(stop.elapsed_time_f32(&start).expect("elapsed"));
+        total += ms;
+        let a = launch.args;
+        let bytes = 2.0 * 4.0 * n as f64;
+        eprintln!(
+            "pass mode {} tile 2^{} stage {} first {} levels {} grid {} block {}: {ms:.4} ms ({:.0} GB/s)",
+            a.mode,
+            a.tile_bits,
+            a.stage,
+            a.first_level,
+            a.levels,
+            launch.grid,
+            launch.block,
+            bytes / ms / 1e6
+        );
+    }
+    eprintln!("2^{log_n}: {} launches, {total:.3} ms in all", launches.len());
+    let mut out = vec![0u32; n];
+    buffer
+        .copy_to(bytemuck::cast_slice_mut(&mut out[..]))
+        .expect("download");
+    let mut expect = keys;
+    expect.sort_unstable();
+    assert_eq!(out, expect);
 }

@@ -1,0 +1,214 @@
+//! Launch planning for the CUDA kernels: pure functions from the problem's shape and the
+//! device's limits to the list of launches, testable without a GPU.
+//!
+//! Each pass of [`Schedule`] becomes one launch of `tile_pass_<K>_<V>` (see
+//! `cuda/bitonic.cu`): a block loads a virtual tile of `2^tile_bits` elements into shared
+//! memory, applies the pass's levels in rounds of [`LOG_E`] levels, and stores it back.
+
+use crate::schedule::{Pass, Schedule, TileParams};
+
+/// Each thread holds `2^LOG_E` elements per round; `LOG_E` in `cuda/bitonic.cu` agrees.
+pub const LOG_E: u32 = 4;
+
+/// A global pass's tile spans `2^LOG_COLS` consecutive columns (128 bytes of `u32` keys), so
+/// its loads and stores are whole cache lines.
+pub const LOG_COLS: u32 = 5;
+
+/// The largest tile, as log2 of its elements (`2^15` keys of 4 bytes fill 132 KiB).
+pub const MAX_LOG_TILE: u32 = 15;
+
+/// Tiles below this size only when the whole row is smaller.
+const MIN_LOG_TILE: u32 = 11;
+
+/// Threads per block, at most (the kernels are compiled with `__launch_bounds__(512)`).
+pub const MAX_THREADS: u32 = 512;
+
+/// `mode` of [`PassArgs`]: sort whole tiles.
+pub const MODE_SORT: u32 = 0;
+/// `mode` of [`PassArgs`]: the half-cleaners inside tiles.
+pub const MODE_MERGE: u32 = 1;
+/// `mode` of [`PassArgs`]: levels with strides of a tile or more.
+pub const MODE_GLOBAL: u32 = 2;
+
+/// `transform` bit: encode keys as they are loaded.
+pub const ENCODE_ON_LOAD: u32 = 1;
+/// `transform` bit: decode keys as they are stored.
+pub const DECODE_ON_STORE: u32 = 2;
+
+/// The device limits the plan is made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceLimits {
+    /// Shared memory one block may use, with the opt-in attribute, in bytes.
+    pub shared_bytes_per_block: u32,
+    /// The most blocks of a grid's x dimension.
+    pub max_grid_x: u32,
+    /// Multiprocessors: tiles are kept small enough that every one has work.
+    pub multiprocessors: u32,
+}
+
+/// The kernels' parameter block; `struct PassArgs` in `cuda/bitonic.cu` has this layout.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PassArgs {
+    /// Elements per row (`n` for a plain sort).
+    pub row_len: u64,
+    /// Number of rows (1 for a plain sort).
+    pub rows: u64,
+    /// log2 of the virtual row length (the power of two at or above `row_len`).
+    pub log_row: u32,
+    /// `MODE_*`.
+    pub mode: u32,
+    /// log2 of the elements of one block's tile.
+    pub tile_bits: u32,
+    /// Global passes: the merge stage.
+    pub stage: u32,
+    /// Global passes: the first level applied (0 is the flip).
+    pub first_level: u32,
+    /// Global passes: how many levels.
+    pub levels: u32,
+    /// Global passes: log2 of the consecutive columns in a tile.
+    pub log_cols: u32,
+    /// [`crate::keys::KeyEncoding::code`].
+    pub encoding: u32,
+    /// `ENCODE_ON_LOAD` / `DECODE_ON_STORE` bits.
+    pub transform: u32,
+    /// Keeps the layout free of implicit padding.
+    pub unused: u32,
+}
+
+/// One kernel launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Launch {
+    /// The kernel's parameters.
+    pub args: PassArgs,
+    /// Blocks.
+    pub grid: u32,
+    /// Threads per block.
+    pub block: u32,
+    /// Dynamic shared memory in bytes.
+    pub shared_bytes: u32,
+}
+
+/// Words of one padded shared array of `2^bits` elements (one pad word per 32, rounded up to
+/// a multiple of 4); `padded_words` in `cuda/bitonic.cu` agrees.
+pub fn padded_words(bits: u32) -> u64 {
+    let size = 1u64 << bits;
+    (size + (size >> 5) + 3) & !3
+}
+
+/// The largest tile whose keys and values fit the shared memory, capped at
+/// [`MAX_LOG_TILE`] and at `cap` (an experiment's override); at least 2 elements.
+pub fn max_log_tile(limits: &DeviceLimits, element_bytes: u64, cap: Option<u32>) -> u32 {
+    let budget = u64::from(limits.shared_bytes_per_block);
+    let mut bits = MAX_LOG_TILE.min(cap.unwrap_or(MAX_LOG_TILE)).max(1);
+    while bits > 1 && padded_words(bits) * element_bytes.max(1) > budget {
+        bits -= 1;
+    }
+    bits
+}
+
+/// The tile for `rows` rows of virtual length `2^log_row`: the whole row when it fits (one
+/// launch); otherwise small enough that every multiprocessor gets a tile, but not below
+/// `2^MIN_LOG_TILE`.
+pub fn choose_log_tile(rows: u64, log_row: u32, max_log_tile: u32, multiprocessors: u32) -> u32 {
+    if log_row <= max_log_tile {
+        return log_row.max(1);
+    }
+    let log_rows = 64 - rows.max(1).leading_zeros() - 1;
+    let log_sms = 32 - multiprocessors.max(1).leading_zeros() - 1;
+    let log_total = log_row + log_rows;
+    log_total
+        .saturating_sub(log_sms)
+        .clamp(MIN_LOG_TILE.min(max_log_tile), max_log_tile)
+}
+
+/// The tile parameters the schedule is built from.
+pub fn tile_params(log_tile: u32) -> TileParams {
+    TileParams {
+        log_tile,
+        max_global_levels: log_tile.saturating_sub(LOG_COLS).max(1),
+    }
+}
+
+/// Every launch of a sort of `rows` rows of `row_len` elements (`row_len >= 2`), with keys
+/// and values of `element_bytes` together, under `encoding`.
+pub fn plan(
+    limits: &DeviceLimits,
+    row_len: u64,
+    rows: u64,
+    element_bytes: u64,
+    encoding: u32,
+    cap: Option<u32>,
+) -> Vec<Launch> {
+    let schedule_tile = choose_log_tile(
+        rows,
+        crate::schedule::ceil_log2(row_len),
+        max_log_tile(limits, element_bytes, cap),
+        limits.multiprocessors,
+    );
+    let schedule = Schedule::new(row_len, tile_params(schedule_tile));
+    let log_row = schedule.log_n;
+    schedule
+        .steps()
+        .map(|(pass, step)| {
+            let mut args = PassArgs {
+                row_len,
+                rows,
+                log_row,
+                mode: MODE_SORT,
+                tile_bits: 0,
+                stage: 0,
+                first_level: 0,
+                levels: 0,
+                log_cols: 0,
+                encoding,
+                transform: 0,
+                unused: 0,
+            };
+            if step.encode_on_load {
+                args.transform |= ENCODE_ON_LOAD;
+            }
+            if step.decode_on_store {
+                args.transform |= DECODE_ON_STORE;
+            }
+            match pass {
+                Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
+                    args.mode = if matches!(pass, Pass::LocalSort { .. }) {
+                        MODE_SORT
+                    } else {
+                        MODE_MERGE
+                    };
+                    args.tile_bits = log_tile;
+                }
+                Pass::GlobalMerge {
+                    stage,
+                    first_level,
+                    levels,
+                } => {
+                    let lo = stage - first_level - levels;
+                    args.mode = MODE_GLOBAL;
+                    args.stage = stage;
+                    args.first_level = first_level;
+                    args.levels = levels;
+                    args.log_cols = LOG_COLS.min(lo);
+                    args.tile_bits = args.log_cols + levels;
+                }
+            }
+            // Tiles wholly past the data exit at once; a plain sort does not launch them.
+            let tiles = if rows == 1 && args.mode != MODE_GLOBAL {
+                row_len.div_ceil(1u64 << args.tile_bits)
+            } else {
+                (rows << log_row) >> args.tile_bits
+            };
+            let threads = (1u64 << args.tile_bits.saturating_sub(LOG_E)).clamp(32, 512) as u32;
+            Launch {
+                args,
+                grid: u32::try_from(tiles)
+                    .unwrap_or(u32::MAX)
+                    .clamp(1, limits.max_grid_x.max(1)),
+                block: threads,
+                shared_bytes: (padded_words(args.tile_bits) * element_bytes) as u32,
+            }
+        })
+        .collect()
+}
