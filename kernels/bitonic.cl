@@ -1,21 +1,45 @@
-// Bitonic sorting network kernels for the OpenCL backend (src/opencl.rs).
+// Bitonic sorting network kernels for the OpenCL backend (src/opencl/).
 //
 // These kernels execute exactly the comparator network of src/schedule.rs; read its module
 // documentation first. The host builds one program per word variant with -D options:
 //   KEY_T      the key word: uint or ulong
 //   HAS_VALUES 1 when values move with the keys (absent or 0: keys only)
 //   VAL_T      the value word when HAS_VALUES: uint or ulong
+//   LOG_E      log2 of the elements a work item holds in registers in one round (1..4)
+//
+// Rows: every kernel sorts `rows` independent rows of `row_len` words each, stored one after
+// the other. Each row is padded (virtually) to P = 2^log_p >= row_len elements; virtual index
+// v in [0, rows * P) lives at physical index (v >> log_p) * row_len + (v & (P - 1)) and is
+// real only when (v & (P - 1)) < row_len. A whole-array sort is rows = 1, row_len = n.
+//
+// Padding is never read nor written: it loads as the all-ones ordered word, which a strict
+// compare-exchange never moves (the lower register always holds the lower index and swaps
+// only when strictly greater), so the result equals the schedule's, where comparators that
+// touch padding are skipped.
 //
 // Kernels:
-//   bitonic_local  - Pass::LocalSort and Pass::LocalMerge: one work-group per tile.
-//   bitonic_global - Pass::GlobalMerge: each work item holds 2^levels elements in registers.
+//   bitonic_tile   - one virtual tile per work-group in __local memory, processed by register
+//                    rounds: Pass::LocalSort (mode 0), Pass::LocalMerge (mode 1), and
+//                    Pass::GlobalMerge with more levels than one round holds (mode 2).
+//   bitonic_global - Pass::GlobalMerge with at most LOG_E levels: each work item holds one
+//                    register group, loaded straight from global memory.
 //
-// Padding (global index >= n) is never read nor written: it is the all-ones word, which a
-// strict compare-exchange never moves, so skipping comparators with hi >= n (as the schedule
-// does) and comparing against all-ones give the same result.
+// A round applies `levels` (<= LOG_E) consecutive comparator levels on the local bits
+// [lo, lo + levels) of a tile, the first optionally a flip. Register r of group g holds the
+// local index x_r = base | (r << lo), base = ((g >> lo) << (lo + levels)) | (g & (2^lo - 1));
+// in a flip round the upper half of the registers holds the mirrored side: x_r = (base ^
+// ones[mirror_low, lo)) | (r << lo). The register network is then: flip round r vs R-1-r,
+// then half-cleaners r vs r + d (d = R/4, R/8, ...); other rounds r vs r + d (d = R/2, ...).
 
 #ifndef KEY_T
 #error "KEY_T must be defined (uint or ulong)"
+#endif
+
+#ifndef LOG_E
+#define LOG_E 4
+#endif
+#if LOG_E < 1 || LOG_E > 4
+#error "LOG_E must be 1..4"
 #endif
 
 #if defined(HAS_VALUES) && HAS_VALUES
@@ -25,18 +49,30 @@
 #endif
 #define VALUES_ARG , __global VAL_T *restrict values
 #define LOCAL_VALUES_ARG , __local VAL_T *restrict lvals
+#define LV , lvals
+#define LV_PARAM , __local VAL_T *restrict lvals
 #else
 #define WITH_VALUES 0
 #define VALUES_ARG
 #define LOCAL_VALUES_ARG
+#define LV
+#define LV_PARAM
 #endif
 
 // Transform flags (the host passes them in `transform`).
 #define ENCODE_ON_LOAD 1u
 #define DECODE_ON_STORE 2u
 
+// Tile modes of bitonic_tile.
+#define MODE_SORT 0u
+#define MODE_MERGE 1u
+#define MODE_GLOBAL 2u
+
 #define KEY_SIGN ((KEY_T)1 << (sizeof(KEY_T) * 8 - 1))
 #define KEY_SENTINEL (~(KEY_T)0)
+
+// __local layout: one padding word after every 32, against bank conflicts.
+#define PAD(x) ((x) + ((x) >> 5))
 
 // Raw key word to ordered word: mirror of KeyEncoding::encode in src/keys.rs.
 // encoding bits 0-1: 0 unsigned, 1 signed, 2 float; bit 2: descending.
@@ -63,80 +99,311 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
     return y;
 }
 
-// One tile-local pass (LocalSort when merge_only == 0, LocalMerge when merge_only == 1) over
-// tiles of 2^log_tile elements; the work-group loops over tiles by the number of groups.
-// lkeys (and lvals) are __local buffers of 2^log_tile words sized by the host.
-__kernel void bitonic_local(__global KEY_T *restrict keys VALUES_ARG,
-                            const ulong n,
-                            const uint log_tile,
-                            const uint merge_only,
-                            const uint encoding,
-                            const uint transform,
-                            __local KEY_T *restrict lkeys LOCAL_VALUES_ARG) {
-    const uint tile = 1u << log_tile;
-    const uint comparators = tile >> 1;
+// Compare-exchange of registers i < j: the smaller key goes to i, swapping only when the key
+// in i is strictly greater (keys alone: min/max gives the same words).
+#if WITH_VALUES
+#define CMPX(i, j)                                                                             \
+    do {                                                                                       \
+        const KEY_T a_ = k[i];                                                                 \
+        const KEY_T b_ = k[j];                                                                 \
+        const bool s_ = a_ > b_;                                                               \
+        k[i] = s_ ? b_ : a_;                                                                   \
+        k[j] = s_ ? a_ : b_;                                                                   \
+        const VAL_T va_ = v[i];                                                                \
+        const VAL_T vb_ = v[j];                                                                \
+        v[i] = s_ ? vb_ : va_;                                                                 \
+        v[j] = s_ ? va_ : vb_;                                                                 \
+    } while (0)
+#define VREGS(R) VAL_T v[R];
+#define LLOAD(r, at)                                                                           \
+    do {                                                                                       \
+        k[r] = lkeys[at];                                                                      \
+        v[r] = lvals[at];                                                                      \
+    } while (0)
+#define LSTORE(r, at)                                                                          \
+    do {                                                                                       \
+        lkeys[at] = k[r];                                                                      \
+        lvals[at] = v[r];                                                                      \
+    } while (0)
+#else
+#define CMPX(i, j)                                                                             \
+    do {                                                                                       \
+        const KEY_T a_ = k[i];                                                                 \
+        const KEY_T b_ = k[j];                                                                 \
+        k[i] = min(a_, b_);                                                                    \
+        k[j] = max(a_, b_);                                                                    \
+    } while (0)
+#define VREGS(R)
+#define LLOAD(r, at) k[r] = lkeys[at]
+#define LSTORE(r, at) lkeys[at] = k[r]
+#endif
+
+// The register network of a round of L levels (R = 2^L registers), the first level a flip
+// when `flip`. Every index is a constant once the loops unroll, so k[] and v[] stay in
+// registers; `flip` is uniform.
+#define ROUND_NETWORK(L, flip)                                                                 \
+    do {                                                                                       \
+        const uint R_ = 1u << (L);                                                             \
+        if (flip) {                                                                            \
+            _Pragma("unroll") for (uint r = 0; r < R_ / 2u; ++r) { CMPX(r, R_ - 1u - r); }     \
+        } else {                                                                               \
+            _Pragma("unroll") for (uint r = 0; r < R_ / 2u; ++r) { CMPX(r, r + R_ / 2u); }     \
+        }                                                                                      \
+        _Pragma("unroll") for (uint t = 0; t + 1u < (L); ++t) {                                \
+            const uint d = R_ >> (t + 2u);                                                     \
+            _Pragma("unroll") for (uint r = 0; r < R_; ++r) {                                  \
+                if ((r & d) == 0u) {                                                           \
+                    CMPX(r, r + d);                                                            \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+// One round of L levels over a __local tile of 2^log_local elements (see the header):
+// groups lid, lid + lsize, ... of the 2^(log_local - L) groups. `mirror` is
+// ones[mirror_low, lo) in a flip round (0 otherwise).
+#define ROUND_FN(L)                                                                            \
+    inline void round_##L(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,        \
+                          const uint lo, const bool flip, const uint mirror) {                 \
+        const uint R = 1u << (L);                                                              \
+        const uint groups = 1u << (log_local - (L));                                           \
+        const uint low = (1u << lo) - 1u;                                                      \
+        const uint lsize = (uint)get_local_size(0);                                            \
+        for (uint g = (uint)get_local_id(0); g < groups; g += lsize) {                         \
+            const uint base = ((g >> lo) << (lo + (L))) | (g & low);                           \
+            const uint upper = flip ? (base ^ mirror) : base;                                  \
+            KEY_T k[1 << (L)];                                                                 \
+            VREGS(1 << (L))                                                                    \
+            _Pragma("unroll") for (uint r = 0; r < R; ++r) {                                   \
+                const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
+                LLOAD(r, PAD(x));                                                              \
+            }                                                                                  \
+            ROUND_NETWORK(L, flip);                                                            \
+            _Pragma("unroll") for (uint r = 0; r < R; ++r) {                                   \
+                const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
+                LSTORE(r, PAD(x));                                                             \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+// Stages 1..L of the sort on 2^L consecutive local indices per group, all in registers.
+#define SORT_REGS_FN(L)                                                                        \
+    inline void sort_regs_##L(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local) {  \
+        const uint R = 1u << (L);                                                              \
+        const uint groups = 1u << (log_local - (L));                                           \
+        const uint lsize = (uint)get_local_size(0);                                            \
+        for (uint g = (uint)get_local_id(0); g < groups; g += lsize) {                         \
+            const uint base = g << (L);                                                        \
+            KEY_T k[1 << (L)];                                                                 \
+            VREGS(1 << (L))                                                                    \
+            _Pragma("unroll") for (uint r = 0; r < R; ++r) { LLOAD(r, PAD(base | r)); }        \
+            _Pragma("unroll") for (uint s = 1; s <= (L); ++s) {                                \
+                const uint hb = 1u << (s - 1u);                                                \
+                _Pragma("unroll") for (uint r = 0; r < R; ++r) {                               \
+                    if ((r & hb) == 0u) {                                                      \
+                        CMPX(r, r ^ ((hb << 1) - 1u));                                         \
+                    }                                                                          \
+                }                                                                              \
+                _Pragma("unroll") for (uint t = 0; t + 1u < s; ++t) {                          \
+                    const uint d = hb >> (t + 1u);                                             \
+                    _Pragma("unroll") for (uint r = 0; r < R; ++r) {                           \
+                        if ((r & d) == 0u) {                                                   \
+                            CMPX(r, r + d);                                                    \
+                        }                                                                      \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+            _Pragma("unroll") for (uint r = 0; r < R; ++r) { LSTORE(r, PAD(base | r)); }       \
+        }                                                                                      \
+    }
+
+ROUND_FN(1)
+SORT_REGS_FN(1)
+#if LOG_E >= 2
+ROUND_FN(2)
+SORT_REGS_FN(2)
+#endif
+#if LOG_E >= 3
+ROUND_FN(3)
+SORT_REGS_FN(3)
+#endif
+#if LOG_E >= 4
+ROUND_FN(4)
+SORT_REGS_FN(4)
+#endif
+
+inline void run_round(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,
+                      const uint lo, const uint levels, const bool flip, const uint mirror) {
+    switch (levels) {
+#if LOG_E >= 4
+    case 4:
+        round_4(lkeys LV, log_local, lo, flip, mirror);
+        break;
+#endif
+#if LOG_E >= 3
+    case 3:
+        round_3(lkeys LV, log_local, lo, flip, mirror);
+        break;
+#endif
+#if LOG_E >= 2
+    case 2:
+        round_2(lkeys LV, log_local, lo, flip, mirror);
+        break;
+#endif
+    default:
+        round_1(lkeys LV, log_local, lo, flip, mirror);
+        break;
+    }
+}
+
+inline void run_sort_regs(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,
+                          const uint levels) {
+    switch (levels) {
+#if LOG_E >= 4
+    case 4:
+        sort_regs_4(lkeys LV, log_local);
+        break;
+#endif
+#if LOG_E >= 3
+    case 3:
+        sort_regs_3(lkeys LV, log_local);
+        break;
+#endif
+#if LOG_E >= 2
+    case 2:
+        sort_regs_2(lkeys LV, log_local);
+        break;
+#endif
+    default:
+        sort_regs_1(lkeys LV, log_local);
+        break;
+    }
+}
+
+// The levels on local bits top down to bottom, the first a flip (mirrored from mirror_low)
+// when `flip`: chunks of LOG_E bits counted from the bottom, the top chunk taking the
+// remainder, run top-down with one barrier after each. Every work item calls this with the
+// same arguments, so the barriers are uniform.
+inline void run_levels(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,
+                       const uint top, const uint bottom, const bool flip,
+                       const uint mirror_low) {
+    const uint bits = top + 1u - bottom;
+    const uint first = bits - (uint)LOG_E * ((bits - 1u) / (uint)LOG_E);
+    uint lo = top + 1u - first;
+    const uint mirror = ((1u << lo) - 1u) & ~((1u << mirror_low) - 1u);
+    run_round(lkeys LV, log_local, lo, first, flip, mirror);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    while (lo > bottom) {
+        lo -= (uint)LOG_E;
+        run_round(lkeys LV, log_local, lo, (uint)LOG_E, false, 0u);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+// Physical index of virtual index v, or -1 (all ones) when v is padding.
+inline ulong physical(const ulong v, const ulong row_len, const ulong rows, const uint log_p) {
+    const ulong row = v >> log_p;
+    const ulong col = v & (((ulong)1 << log_p) - 1ul);
+    return (col < row_len && row < rows) ? row * row_len + col : ~(ulong)0;
+}
+
+// The virtual index of local index x of tile b (see bitonic_tile).
+inline ulong tile_virtual(const uint mode, const ulong b, const uint x, const uint log_local,
+                          const uint c, const uint lo_g, const uint m, const uint flip) {
+    if (mode != MODE_GLOBAL) {
+        return (b << log_local) + x;
+    }
+    const uint hi = lo_g + m - 1u;
+    const ulong col_base = (b & (((ulong)1 << (lo_g - c)) - 1ul)) << c;
+    const ulong block_base = (b >> (lo_g - c)) << (hi + 1u);
+    const uint row = x >> c;
+    const ulong col = col_base + (x & ((1u << c) - 1u));
+    const ulong low = (flip && row >= (1u << (m - 1u))) ? ((((ulong)1 << lo_g) - 1ul) - col) : col;
+    return block_base + ((ulong)row << lo_g) + low;
+}
+
+// One pass over virtual tiles of 2^log_local elements, one work-group per tile (looping by
+// the number of groups over `tiles`):
+//   MODE_SORT   (Pass::LocalSort{log_tile = log_net}): tile b is virtual [b, b+1) * 2^log_local
+//               (log_local >= log_net: a tile may hold several network tiles, as when short
+//               rows are packed); stages 1..log_net on the local bits below log_net.
+//   MODE_MERGE  (Pass::LocalMerge{log_tile = log_net}): the half-cleaners on bits
+//               log_net-1..0.
+//   MODE_GLOBAL (Pass::GlobalMerge): the global bits hi = lo_g + m - 1 down to lo_g; a tile
+//               is 2^c columns x 2^m rows (log_local = c + m); local index x = (row << c) |
+//               col sits at virtual index block_base + (row << lo_g) + col_base + col, or with
+//               the low bits reversed in the upper half of the rows when `flip` (the stage's
+//               first level): then the first level is the row flip. Levels on local bits
+//               c+m-1..c.
+// lkeys (and lvals) hold PAD(2^log_local) words, sized by the host.
+__kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
+                           const ulong row_len,
+                           const ulong rows,
+                           const uint log_p,
+                           const ulong tiles,
+                           const uint mode,
+                           const uint log_local,
+                           const uint log_net,
+                           const uint c,
+                           const uint lo_g,
+                           const uint m,
+                           const uint flip,
+                           const uint encoding,
+                           const uint transform,
+                           __local KEY_T *restrict lkeys LOCAL_VALUES_ARG) {
+    const uint size = 1u << log_local;
     const uint lid = (uint)get_local_id(0);
     const uint lsize = (uint)get_local_size(0);
-    const ulong tiles = (n + (ulong)tile - 1) >> log_tile;
-    const uint first_stage = merge_only ? log_tile : 1u;
+    const ulong row_mask = ((ulong)1 << log_p) - 1ul;
 
-    for (ulong t = get_group_id(0); t < tiles; t += get_num_groups(0)) {
-        const ulong base = t << log_tile;
+    for (ulong b = get_group_id(0); b < tiles; b += get_num_groups(0)) {
+        // A tile whose first element is padding has nothing to do (uniform per group).
+        const ulong first = tile_virtual(mode, b, 0u, log_local, c, lo_g, m, flip);
+        if ((first & row_mask) >= row_len || (first >> log_p) >= rows) {
+            continue;
+        }
 
-        // Load; padding becomes the all-ones sentinel (its value slot stays unset: it is
-        // never moved nor stored).
-        for (uint i = lid; i < tile; i += lsize) {
-            const ulong g = base + i;
-            if (g < n) {
-                KEY_T k = keys[g];
+        for (uint x = lid; x < size; x += lsize) {
+            const ulong p =
+                physical(tile_virtual(mode, b, x, log_local, c, lo_g, m, flip), row_len, rows, log_p);
+            KEY_T k = KEY_SENTINEL;
+            if (p != ~(ulong)0) {
+                k = keys[p];
                 if (transform & ENCODE_ON_LOAD) {
                     k = encode_key(k, encoding);
                 }
-                lkeys[i] = k;
 #if WITH_VALUES
-                lvals[i] = values[g];
+                lvals[PAD(x)] = values[p];
 #endif
-            } else {
-                lkeys[i] = KEY_SENTINEL;
             }
+            lkeys[PAD(x)] = k;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
-        for (uint stage = first_stage; stage <= log_tile; ++stage) {
-            for (uint level = 0; level < stage; ++level) {
-                const uint bit = stage - 1u - level;
-                // A local merge runs only half-cleaners: its stage's flip was global.
-                const bool flip = (merge_only == 0u) && (level == 0u);
-                const uint low_mask = (1u << bit) - 1u;
-                for (uint c = lid; c < comparators; c += lsize) {
-                    const uint lo = ((c >> bit) << (bit + 1u)) | (c & low_mask);
-                    const uint hi = flip ? (lo ^ ((2u << bit) - 1u)) : (lo | (1u << bit));
-                    const KEY_T a = lkeys[lo];
-                    const KEY_T b = lkeys[hi];
-                    if (a > b) {
-                        lkeys[lo] = b;
-                        lkeys[hi] = a;
-#if WITH_VALUES
-                        const VAL_T va = lvals[lo];
-                        lvals[lo] = lvals[hi];
-                        lvals[hi] = va;
-#endif
-                    }
-                }
-                barrier(CLK_LOCAL_MEM_FENCE);
+        if (mode == MODE_SORT) {
+            const uint regs = min(log_net, (uint)LOG_E);
+            run_sort_regs(lkeys LV, log_local, regs);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (uint s = regs + 1u; s <= log_net; ++s) {
+                run_levels(lkeys LV, log_local, s - 1u, 0u, true, 0u);
             }
+        } else if (mode == MODE_MERGE) {
+            run_levels(lkeys LV, log_local, log_net - 1u, 0u, false, 0u);
+        } else {
+            run_levels(lkeys LV, log_local, c + m - 1u, c, flip != 0u, c);
         }
 
-        for (uint i = lid; i < tile; i += lsize) {
-            const ulong g = base + i;
-            if (g < n) {
-                KEY_T k = lkeys[i];
+        for (uint x = lid; x < size; x += lsize) {
+            const ulong p =
+                physical(tile_virtual(mode, b, x, log_local, c, lo_g, m, flip), row_len, rows, log_p);
+            if (p != ~(ulong)0) {
+                KEY_T k = lkeys[PAD(x)];
                 if (transform & DECODE_ON_STORE) {
                     k = decode_key(k, encoding);
                 }
-                keys[g] = k;
+                keys[p] = k;
 #if WITH_VALUES
-                values[g] = lvals[i];
+                values[p] = lvals[PAD(x)];
 #endif
             }
         }
@@ -145,136 +412,107 @@ __kernel void bitonic_local(__global KEY_T *restrict keys VALUES_ARG,
     }
 }
 
-// Compare-exchange of registers lo < hi (by index): the smaller key goes to lo.
-#if WITH_VALUES
-#define REG_CMPX(lo, hi)                                                                       \
-    do {                                                                                       \
-        if (k[lo] > k[hi]) {                                                                   \
-            const KEY_T tk = k[lo];                                                            \
-            k[lo] = k[hi];                                                                     \
-            k[hi] = tk;                                                                        \
-            const VAL_T tv = v[lo];                                                            \
-            v[lo] = v[hi];                                                                     \
-            v[hi] = tv;                                                                        \
-        }                                                                                      \
-    } while (0)
-#else
-#define REG_CMPX(lo, hi)                                                                       \
-    do {                                                                                       \
-        if (k[lo] > k[hi]) {                                                                   \
-            const KEY_T tk = k[lo];                                                            \
-            k[lo] = k[hi];                                                                     \
-            k[hi] = tk;                                                                        \
-        }                                                                                      \
-    } while (0)
-#endif
-
-// One register group of a global pass with LEVELS a compile-time constant (1..4), so that
-// the register loops unroll. Mirrors schedule::global_index and schedule::register_network.
-#define GLOBAL_GROUP_FN(LEVELS)                                                                \
-    inline void global_group_##LEVELS(__global KEY_T *restrict keys VALUES_ARG,               \
-                                      const ulong n, const ulong group, const uint stage,      \
-                                      const uint first_level, const uint encoding,             \
-                                      const uint transform) {                                  \
-        const uint size = 1u << LEVELS;                                                        \
-        const uint upper = size >> 1;                                                          \
-        const uint hi_bit = stage - 1u - first_level;                                          \
-        const uint lo_bit = hi_bit + 1u - LEVELS;                                              \
-        const ulong low_mask = ((ulong)1 << lo_bit) - 1ul;                                     \
-        const ulong block = (group >> lo_bit) << (hi_bit + 1u);                                \
-        const ulong r = group & low_mask;                                                      \
-        const bool flip = first_level == 0u;                                                   \
-        ulong idx[1 << LEVELS];                                                                \
-        KEY_T k[1 << LEVELS];                                                                  \
-        VALUE_REGS(LEVELS)                                                                     \
-        for (uint reg = 0; reg < size; ++reg) {                                                \
-            if (flip && reg >= upper) {                                                        \
-                idx[reg] = block + ((ulong)1 << hi_bit) + ((ulong)(reg - upper) << lo_bit) +   \
-                           (low_mask - r);                                                     \
-            } else {                                                                           \
-                idx[reg] = block + ((ulong)reg << lo_bit) + r;                                 \
-            }                                                                                  \
-        }                                                                                      \
-        if (idx[0] >= n) {                                                                     \
+// One register group of a global pass straight from global memory, L = m a compile-time
+// constant. Group q: block q >> lo_g of 2^(hi+1), column q & (2^lo_g - 1); register r holds
+// virtual index block_base + (r << lo_g) + column (the column reversed in the upper half
+// when `flip`).
+#define GLOBAL_GROUP_FN(L)                                                                     \
+    inline void global_group_##L(__global KEY_T *restrict keys VALUES_ARG, const ulong q,      \
+                                 const ulong row_len, const ulong rows, const uint log_p,      \
+                                 const uint lo_g, const bool flip, const uint encoding,        \
+                                 const uint transform) {                                       \
+        const uint R = 1u << (L);                                                              \
+        const uint hi = lo_g + (L) - 1u;                                                       \
+        const ulong low_mask = ((ulong)1 << lo_g) - 1ul;                                       \
+        const ulong block_base = (q >> lo_g) << (hi + 1u);                                     \
+        const ulong col = q & low_mask;                                                        \
+        const ulong upper_col = flip ? (low_mask - col) : col;                                 \
+        if (physical(block_base + col, row_len, rows, log_p) == ~(ulong)0) {                   \
             return;                                                                            \
         }                                                                                      \
-        for (uint reg = 0; reg < size; ++reg) {                                                \
-            const ulong g = idx[reg];                                                          \
-            if (g < n) {                                                                       \
-                KEY_T key = keys[g];                                                           \
+        ulong p[1 << (L)];                                                                     \
+        KEY_T k[1 << (L)];                                                                     \
+        VREGS(1 << (L))                                                                        \
+        _Pragma("unroll") for (uint r = 0; r < R; ++r) {                                       \
+            const ulong vi = block_base + ((ulong)r << lo_g) + (r < R / 2u ? col : upper_col); \
+            p[r] = physical(vi, row_len, rows, log_p);                                         \
+            KEY_T key = KEY_SENTINEL;                                                          \
+            if (p[r] != ~(ulong)0) {                                                           \
+                key = keys[p[r]];                                                              \
                 if (transform & ENCODE_ON_LOAD) {                                              \
                     key = encode_key(key, encoding);                                           \
                 }                                                                              \
-                k[reg] = key;                                                                  \
-                LOAD_VALUE(reg, g);                                                            \
-            } else {                                                                           \
-                k[reg] = KEY_SENTINEL;                                                         \
+                GLOAD_VALUE(r);                                                                \
             }                                                                                  \
+            k[r] = key;                                                                        \
         }                                                                                      \
-        for (uint s = 0; s < LEVELS; ++s) {                                                    \
-            const uint d = size >> (s + 1u);                                                   \
-            for (uint a = 0; a < size; ++a) {                                                  \
-                if (a & d) {                                                                   \
-                    continue;                                                                  \
-                }                                                                              \
-                const uint b = (flip && s == 0u) ? (size - 1u - a) : (a + d);                  \
-                REG_CMPX(a, b);                                                                \
-            }                                                                                  \
-        }                                                                                      \
-        for (uint reg = 0; reg < size; ++reg) {                                                \
-            const ulong g = idx[reg];                                                          \
-            if (g < n) {                                                                       \
-                KEY_T key = k[reg];                                                            \
+        ROUND_NETWORK(L, flip);                                                                \
+        _Pragma("unroll") for (uint r = 0; r < R; ++r) {                                       \
+            if (p[r] != ~(ulong)0) {                                                           \
+                KEY_T key = k[r];                                                              \
                 if (transform & DECODE_ON_STORE) {                                             \
                     key = decode_key(key, encoding);                                           \
                 }                                                                              \
-                keys[g] = key;                                                                 \
-                STORE_VALUE(reg, g);                                                           \
+                keys[p[r]] = key;                                                              \
+                GSTORE_VALUE(r);                                                               \
             }                                                                                  \
         }                                                                                      \
     }
 
 #if WITH_VALUES
-#define VALUE_REGS(LEVELS) VAL_T v[1 << LEVELS];
-#define LOAD_VALUE(reg, g) v[reg] = values[g]
-#define STORE_VALUE(reg, g) values[g] = v[reg]
+#define GLOAD_VALUE(r) v[r] = values[p[r]]
+#define GSTORE_VALUE(r) values[p[r]] = v[r]
 #define PASS_VALUES , values
 #else
-#define VALUE_REGS(LEVELS)
-#define LOAD_VALUE(reg, g) (void)0
-#define STORE_VALUE(reg, g) (void)0
+#define GLOAD_VALUE(r) (void)0
+#define GSTORE_VALUE(r) (void)0
 #define PASS_VALUES
 #endif
 
 GLOBAL_GROUP_FN(1)
+#if LOG_E >= 2
 GLOBAL_GROUP_FN(2)
+#endif
+#if LOG_E >= 3
 GLOBAL_GROUP_FN(3)
+#endif
+#if LOG_E >= 4
 GLOBAL_GROUP_FN(4)
+#endif
 
-// Levels first_level .. first_level + levels of stage `stage` (Pass::GlobalMerge) over the
-// groups 0 .. groups (= 2^ceil(log2 n) >> levels); work items loop by the global size.
+// Pass::GlobalMerge with m <= LOG_E levels on the global bits lo_g + m - 1 .. lo_g, the first
+// the stage's flip when `flip`, over groups 0 .. groups; work items loop by the global size.
 __kernel void bitonic_global(__global KEY_T *restrict keys VALUES_ARG,
-                             const ulong n,
+                             const ulong row_len,
+                             const ulong rows,
+                             const uint log_p,
                              const ulong groups,
-                             const uint stage,
-                             const uint first_level,
-                             const uint levels,
+                             const uint lo_g,
+                             const uint m,
+                             const uint flip,
                              const uint encoding,
                              const uint transform) {
     const ulong step = get_global_size(0);
-    for (ulong group = get_global_id(0); group < groups; group += step) {
-        switch (levels) {
-        case 1:
-            global_group_1(keys PASS_VALUES, n, group, stage, first_level, encoding, transform);
+    const bool f = flip != 0u;
+    for (ulong q = get_global_id(0); q < groups; q += step) {
+        switch (m) {
+#if LOG_E >= 4
+        case 4:
+            global_group_4(keys PASS_VALUES, q, row_len, rows, log_p, lo_g, f, encoding, transform);
             break;
-        case 2:
-            global_group_2(keys PASS_VALUES, n, group, stage, first_level, encoding, transform);
-            break;
+#endif
+#if LOG_E >= 3
         case 3:
-            global_group_3(keys PASS_VALUES, n, group, stage, first_level, encoding, transform);
+            global_group_3(keys PASS_VALUES, q, row_len, rows, log_p, lo_g, f, encoding, transform);
             break;
+#endif
+#if LOG_E >= 2
+        case 2:
+            global_group_2(keys PASS_VALUES, q, row_len, rows, log_p, lo_g, f, encoding, transform);
+            break;
+#endif
         default:
-            global_group_4(keys PASS_VALUES, n, group, stage, first_level, encoding, transform);
+            global_group_1(keys PASS_VALUES, q, row_len, rows, log_p, lo_g, f, encoding, transform);
             break;
         }
     }

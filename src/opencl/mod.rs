@@ -14,13 +14,14 @@ use std::collections::HashMap;
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
-use opencl3::command_queue::CommandQueue;
+use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::device::{CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU, Device};
 use opencl3::error_codes::{
     CL_BUILD_PROGRAM_FAILURE, CL_DEVICE_NOT_FOUND, CL_INVALID_BUFFER_SIZE,
     CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES, ClError, DLOPEN_RUNTIME_LOAD_FAILED,
 };
+use opencl3::event::Event;
 use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::platform::get_platforms;
@@ -30,31 +31,16 @@ use opencl3::types::{CL_BLOCKING, cl_device_id};
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_lengths};
 use crate::keys::{KeyEncoding, WordsMut};
-use crate::schedule::{Pass, Schedule, TileParams, Transform};
+use crate::schedule::TileParams;
+
+use plan::{Kind, LOG_E, Launch, Limits, MAX_LOG_TILE, Shape};
 
 /// The kernel source, built once per word variant.
 const SOURCE: &str = include_str!("../../kernels/bitonic.cl");
-/// Name of the tile kernel (`Pass::LocalSort` and `Pass::LocalMerge`).
-const LOCAL_KERNEL: &str = "bitonic_local";
-/// Name of the register kernel (`Pass::GlobalMerge`).
+/// Name of the tile kernel (local passes and global passes of many levels).
+const TILE_KERNEL: &str = "bitonic_tile";
+/// Name of the register kernel (global passes of at most `2^LOG_E` levels).
 const GLOBAL_KERNEL: &str = "bitonic_global";
-
-/// The largest tile: 2^13 elements.
-const MAX_LOG_TILE: u32 = 13;
-/// Local memory kept free beyond the tile: some drivers report more than a kernel may use.
-const LOCAL_MEM_MARGIN: u64 = 1024;
-/// The largest work-group the kernels are launched with.
-const MAX_WORK_GROUP: usize = 256;
-/// Levels one global pass applies (the kernel holds 2^4 elements per work item).
-const MAX_GLOBAL_LEVELS: u32 = 4;
-/// The most work-groups a tile pass launches; the groups loop over the remaining tiles.
-const MAX_TILE_GROUPS: u64 = 1 << 16;
-/// The most work items a global pass launches; the items loop over the remaining groups.
-const MAX_GLOBAL_ITEMS: u64 = 1 << 22;
-
-/// Transform flags as the kernels receive them.
-const ENCODE_ON_LOAD: u32 = 1;
-const DECODE_ON_STORE: u32 = 2;
 
 /// Maps a failed OpenCL call to [`Error::Driver`] naming the call.
 fn driver(call: &'static str) -> impl FnOnce(ClError) -> Error {
@@ -162,11 +148,12 @@ impl Width {
     }
 }
 
-/// Which program: key word and optional value word.
+/// Which program: key word, optional value word, registers per round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct VariantKey {
     key: Width,
     value: Option<Width>,
+    log_e: u32,
 }
 
 impl VariantKey {
@@ -175,14 +162,15 @@ impl VariantKey {
     }
 
     fn build_options(self) -> String {
-        match self.value {
-            None => format!("-D KEY_T={} -D HAS_VALUES=0", self.key.cl_type()),
-            Some(v) => format!(
-                "-D KEY_T={} -D HAS_VALUES=1 -D VAL_T={}",
-                self.key.cl_type(),
-                v.cl_type()
-            ),
-        }
+        let values = match self.value {
+            None => "-D HAS_VALUES=0".to_string(),
+            Some(v) => format!("-D HAS_VALUES=1 -D VAL_T={}", v.cl_type()),
+        };
+        format!(
+            "-D KEY_T={} {values} -D LOG_E={}",
+            self.key.cl_type(),
+            self.log_e
+        )
     }
 }
 
@@ -205,34 +193,23 @@ fn lifecycle_lock() -> std::sync::MutexGuard<'static, ()> {
     hold(&LIFECYCLE)
 }
 
-/// A built program with its kernels and the launch sizes chosen for it.
+/// A built program with its kernels and the limits its launches are planned from.
 struct Variant {
     /// The kernel objects; their arguments are per-object state, so a sort holds this lock
     /// from the first argument it sets to its last enqueue.
     /// (The kernels retain their program, so the program object is not kept here.)
     kernels: Mutex<Kernels>,
-    params: TileParams,
-    /// Work-group size of the tile kernel.
-    local_group: usize,
-    /// Work-group size of the global kernel.
-    global_group: usize,
+    limits: Limits,
+    element_bytes: u64,
 }
 
 /// The device limits the launch sizes come from.
 #[derive(Clone, Copy, Debug)]
-struct Limits {
+struct DeviceLimits {
     local_mem: u64,
     max_group: usize,
     global_mem: u64,
-}
-
-/// The largest power of two `<= x` (1 for 0).
-fn floor_pow2(x: usize) -> usize {
-    if x <= 1 {
-        1
-    } else {
-        1 << (usize::BITS - 1 - x.leading_zeros())
-    }
+    compute_units: u32,
 }
 
 /// Sorts on one OpenCL device: a context, an in-order queue and the programs built so far.
@@ -241,11 +218,14 @@ pub struct OpenClBackend {
     device: Device,
     context: Context,
     queue: CommandQueue,
-    limits: Limits,
+    limits: DeviceLimits,
     variants: Mutex<HashMap<VariantKey, Arc<Variant>>>,
     /// The largest tile allowed ([`MAX_LOG_TILE`]; smaller in tests, to exercise the global
     /// passes with short inputs).
     max_log_tile: u32,
+    /// log2 of the registers per round ([`LOG_E`]; smaller in tests, to exercise more
+    /// rounds and tiled global passes with short inputs).
+    log_e: u32,
 }
 
 impl std::fmt::Debug for OpenClBackend {
@@ -265,6 +245,20 @@ impl Drop for OpenClBackend {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clear();
     }
+}
+
+/// The device buffers of one sort.
+struct Buffers {
+    keys: Buffer<u8>,
+    values: Option<Buffer<u8>>,
+    key_bytes: u64,
+    value_bytes: u64,
+}
+
+/// The two kernel objects of a program.
+struct Kernels {
+    tile: Kernel,
+    global: Kernel,
 }
 
 impl OpenClBackend {
@@ -298,10 +292,11 @@ impl OpenClBackend {
             .first()
             .copied()
             .unwrap_or(max_group);
-        let limits = Limits {
+        let limits = DeviceLimits {
             local_mem: device.local_mem_size().map_err(driver("clGetDeviceInfo"))?,
             max_group: max_group.min(max_item).max(1),
             global_mem: info.memory_bytes,
+            compute_units: info.compute_units,
         };
         let context = Context::from_device(&device).map_err(driver("clCreateContext"))?;
         let queue =
@@ -314,10 +309,12 @@ impl OpenClBackend {
             limits,
             variants: Mutex::new(HashMap::new()),
             max_log_tile: MAX_LOG_TILE,
+            log_e: LOG_E,
         })
     }
 
-    /// The tile parameters used for this key/value layout (building its program if needed).
+    /// The largest tile's parameters for this key/value layout (building its program if
+    /// needed); a sort may use a smaller tile so that every compute unit gets work.
     pub fn tile_params(&self, key_bytes: usize, value_bytes: Option<usize>) -> Result<TileParams> {
         let width = |b: usize| match b {
             4 => Ok(Width::W32),
@@ -327,8 +324,13 @@ impl OpenClBackend {
         let key = VariantKey {
             key: width(key_bytes)?,
             value: value_bytes.map(width).transpose()?,
+            log_e: self.log_e,
         };
-        Ok(self.variant(key)?.params)
+        let variant = self.variant(key)?;
+        Ok(plan::tile_params(plan::max_log_tile(
+            &variant.limits,
+            variant.element_bytes,
+        )))
     }
 
     /// The cached program for `key`, built on first use.
@@ -344,6 +346,19 @@ impl OpenClBackend {
         let built = Arc::new(self.build(key)?);
         cache.insert(key, Arc::clone(&built));
         Ok(built)
+    }
+
+    /// The program for the words of a sort.
+    fn variant_for(
+        &self,
+        keys: &WordsMut<'_>,
+        values: Option<&WordsMut<'_>>,
+    ) -> Result<Arc<Variant>> {
+        self.variant(VariantKey {
+            key: Width::of(keys),
+            value: values.map(Width::of),
+            log_e: self.log_e,
+        })
     }
 
     /// Compiles `source` for this device; a compiler error comes back with its build log.
@@ -364,44 +379,33 @@ impl OpenClBackend {
         Ok(program)
     }
 
-    /// Builds the program for `key` and chooses its tile and work-group sizes.
+    /// Builds the program for `key` and records the limits its launches are planned from.
     fn build(&self, key: VariantKey) -> Result<Variant> {
         let _lifecycle = lifecycle_lock();
         let program = self.compile(SOURCE, &key.build_options())?;
         let kernels = Kernels {
-            local: Kernel::create(&program, LOCAL_KERNEL).map_err(driver("clCreateKernel"))?,
+            tile: Kernel::create(&program, TILE_KERNEL).map_err(driver("clCreateKernel"))?,
             global: Kernel::create(&program, GLOBAL_KERNEL).map_err(driver("clCreateKernel"))?,
         };
         let kernel_limit = |kernel: &Kernel| -> Result<usize> {
-            kernel
+            Ok(kernel
                 .get_work_group_size(self.device.id())
-                .map_err(driver("clGetKernelWorkGroupInfo"))
-        };
-        let local_limit = kernel_limit(&kernels.local)?;
-        let global_limit = kernel_limit(&kernels.global)?;
-
-        let budget = self.limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN);
-        let element = key.element_bytes();
-        let mut log_tile = self.max_log_tile;
-        while log_tile > 1 && (element << log_tile) > budget {
-            log_tile -= 1;
-        }
-        let half_tile = 1usize << (log_tile - 1);
-        let local_group = floor_pow2(
-            half_tile
+                .map_err(driver("clGetKernelWorkGroupInfo"))?
                 .min(self.limits.max_group)
-                .min(local_limit)
-                .min(MAX_WORK_GROUP),
-        );
-        let global_group = floor_pow2(self.limits.max_group.min(global_limit).min(MAX_WORK_GROUP));
+                .max(1))
+        };
+        let limits = Limits {
+            local_mem: self.limits.local_mem,
+            compute_units: self.limits.compute_units,
+            tile_group: kernel_limit(&kernels.tile)?,
+            global_group: kernel_limit(&kernels.global)?,
+            log_e: key.log_e,
+            max_log_tile: self.max_log_tile,
+        };
         Ok(Variant {
             kernels: Mutex::new(kernels),
-            params: TileParams {
-                log_tile,
-                max_global_levels: MAX_GLOBAL_LEVELS,
-            },
-            local_group,
-            global_group,
+            limits,
+            element_bytes: key.element_bytes(),
         })
     }
 
@@ -425,19 +429,29 @@ impl OpenClBackend {
         }
     }
 
-    /// A device buffer of `bytes` bytes, filled from `data` (a blocking upload).
-    fn upload(&self, data: &[u8], requested: u64) -> Result<Buffer<u8>> {
-        // SAFETY: no host pointer is passed (null with flags that do not use one); the size
-        // is the length of `data`, which is at least 2 words here.
-        let mut buffer = unsafe {
-            Buffer::<u8>::create(
-                &self.context,
-                CL_MEM_READ_WRITE,
-                data.len(),
-                ptr::null_mut(),
-            )
+    /// Fails early when the device cannot hold `requested` bytes at all.
+    fn check_memory(&self, requested: u64) -> Result<()> {
+        if requested > self.limits.global_mem {
+            return Err(Error::OutOfMemory {
+                device: self.info.name.clone(),
+                requested,
+                available: self.limits.global_mem,
+            });
         }
-        .map_err(self.memory_error("clCreateBuffer", requested))?;
+        Ok(())
+    }
+
+    /// An uninitialized device buffer of `bytes` bytes.
+    fn alloc(&self, bytes: usize, requested: u64) -> Result<Buffer<u8>> {
+        // SAFETY: no host pointer is passed (null with flags that do not use one); the size
+        // is at least one word here.
+        unsafe { Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, bytes, ptr::null_mut()) }
+            .map_err(self.memory_error("clCreateBuffer", requested))
+    }
+
+    /// A device buffer filled from `data` (a blocking upload).
+    fn upload(&self, data: &[u8], requested: u64) -> Result<Buffer<u8>> {
+        let mut buffer = self.alloc(data.len(), requested)?;
         // SAFETY: the write is blocking, so `data` is only read during this call, and the
         // buffer holds exactly `data.len()` bytes.
         unsafe {
@@ -448,79 +462,132 @@ impl OpenClBackend {
         Ok(buffer)
     }
 
-    /// Enqueues one pass of the schedule.
-    #[allow(clippy::too_many_arguments)]
-    fn enqueue_pass(
+    /// Device buffers holding `keys` and `values`.
+    fn upload_words(
         &self,
-        variant: &Variant,
-        kernels: &Kernels,
+        keys: &WordsMut<'_>,
+        values: Option<&WordsMut<'_>>,
+        requested: u64,
+    ) -> Result<Buffers> {
+        Ok(Buffers {
+            keys: self.upload(keys.as_bytes(), requested)?,
+            values: match values {
+                Some(v) => Some(self.upload(v.as_bytes(), requested)?),
+                None => None,
+            },
+            key_bytes: keys.word_bytes() as u64,
+            value_bytes: values.map_or(0, |v| v.word_bytes() as u64),
+        })
+    }
+
+    /// Reads `buffers` back into host staging memory, then (only when every read succeeded)
+    /// into `keys` and `values`: a failed read leaves the caller's slices as they were.
+    fn download(
+        &self,
+        queue: &CommandQueue,
         buffers: &Buffers,
-        n: u64,
-        pass: Pass,
-        transform: Transform,
-        encoding: KeyEncoding,
+        keys: &mut WordsMut<'_>,
+        values: Option<&mut WordsMut<'_>>,
         requested: u64,
     ) -> Result<()> {
-        let mut flags = 0;
-        if transform.encode_on_load {
-            flags |= ENCODE_ON_LOAD;
+        let read = |buffer: &Buffer<u8>, len: usize| -> Result<Vec<u8>> {
+            let mut staged = vec![0u8; len];
+            // SAFETY: a blocking read of exactly the bytes the buffer holds into a slice of
+            // the same length that lives across the call.
+            unsafe { queue.enqueue_read_buffer(buffer, CL_BLOCKING, 0, &mut staged, &[]) }
+                .map_err(self.memory_error("clEnqueueReadBuffer", requested))?;
+            Ok(staged)
+        };
+        let staged_keys = read(&buffers.keys, keys.as_bytes().len())?;
+        let staged_values = match (&values, &buffers.values) {
+            (Some(v), Some(buffer)) => Some(read(buffer, v.as_bytes().len())?),
+            _ => None,
+        };
+        keys.as_bytes_mut().copy_from_slice(&staged_keys);
+        if let (Some(v), Some(staged)) = (values, staged_values) {
+            v.as_bytes_mut().copy_from_slice(&staged);
         }
-        if transform.decode_on_store {
-            flags |= DECODE_ON_STORE;
-        }
+        Ok(())
+    }
+
+    /// Enqueues one launch on `queue` and returns its event.
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_launch(
+        &self,
+        queue: &CommandQueue,
+        kernels: &Kernels,
+        buffers: &Buffers,
+        shape: Shape,
+        launch: &Launch,
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<Event> {
         let code = encoding.code();
-        let (kernel, global, local) = match pass {
-            Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
-                let merge_only = u32::from(matches!(pass, Pass::LocalMerge { .. }));
-                let tile = 1u64 << log_tile;
-                let mut args = Args::new(&kernels.local);
+        let kernel = match launch.kind {
+            Kind::Tile {
+                tiles,
+                mode,
+                log_local,
+                log_net,
+                c,
+                lo_g,
+                m,
+                flip,
+            } => {
+                let mut args = Args::new(&kernels.tile);
                 args.buffer(&buffers.keys)?;
                 if let Some(v) = &buffers.values {
                     args.buffer(v)?;
                 }
-                args.u64(n)?;
-                args.u32(log_tile)?;
-                args.u32(merge_only)?;
+                args.u64(shape.row_len)?;
+                args.u64(shape.rows)?;
+                args.u32(shape.log_row)?;
+                args.u64(tiles)?;
+                args.u32(mode)?;
+                args.u32(log_local)?;
+                args.u32(log_net)?;
+                args.u32(c)?;
+                args.u32(lo_g)?;
+                args.u32(m)?;
+                args.u32(flip)?;
                 args.u32(code)?;
-                args.u32(flags)?;
-                args.local(tile * buffers.key_bytes)?;
+                args.u32(launch.transform)?;
+                args.local(launch.local_words * buffers.key_bytes)?;
                 if buffers.values.is_some() {
-                    args.local(tile * buffers.value_bytes)?;
+                    args.local(launch.local_words * buffers.value_bytes)?;
                 }
-                let groups = pass.items(n).clamp(1, MAX_TILE_GROUPS) as usize;
-                let local = variant.local_group;
-                (&kernels.local, groups * local, local)
+                &kernels.tile
             }
-            Pass::GlobalMerge {
-                stage,
-                first_level,
-                levels,
+            Kind::Global {
+                groups,
+                lo_g,
+                m,
+                flip,
             } => {
-                let groups = pass.items(n);
                 let mut args = Args::new(&kernels.global);
                 args.buffer(&buffers.keys)?;
                 if let Some(v) = &buffers.values {
                     args.buffer(v)?;
                 }
-                args.u64(n)?;
+                args.u64(shape.row_len)?;
+                args.u64(shape.rows)?;
+                args.u32(shape.log_row)?;
                 args.u64(groups)?;
-                args.u32(stage)?;
-                args.u32(first_level)?;
-                args.u32(levels)?;
+                args.u32(lo_g)?;
+                args.u32(m)?;
+                args.u32(flip)?;
                 args.u32(code)?;
-                args.u32(flags)?;
-                let local = variant.global_group;
-                let items = groups.clamp(1, MAX_GLOBAL_ITEMS) as usize;
-                (&kernels.global, items.div_ceil(local) * local, local)
+                args.u32(launch.transform)?;
+                &kernels.global
             }
         };
-        let global_size = [global];
-        let local_size = [local];
+        let global_size = [launch.groups * launch.local];
+        let local_size = [launch.local];
         // SAFETY: every argument of the kernel was set just above with the type the kernel
         // declares for this variant; the sizes are one-dimensional arrays that outlive the
         // call, and the global size is a multiple of the local size.
         unsafe {
-            self.queue.enqueue_nd_range_kernel(
+            queue.enqueue_nd_range_kernel(
                 kernel.get(),
                 1,
                 ptr::null(),
@@ -529,8 +596,34 @@ impl OpenClBackend {
                 &[],
             )
         }
-        .map_err(self.memory_error("clEnqueueNDRangeKernel", requested))?;
-        Ok(())
+        .map_err(self.memory_error("clEnqueueNDRangeKernel", requested))
+    }
+
+    /// Enqueues every launch of a sort on `queue`; returns the launches' events. On failure,
+    /// lets what was enqueued drain before the buffers go.
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_sort(
+        &self,
+        queue: &CommandQueue,
+        kernels: &Kernels,
+        buffers: &Buffers,
+        shape: Shape,
+        launches: &[Launch],
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<Vec<Event>> {
+        let mut events = Vec::with_capacity(launches.len());
+        for launch in launches {
+            match self.enqueue_launch(queue, kernels, buffers, shape, launch, encoding, requested) {
+                Ok(event) => events.push(event),
+                Err(e) => {
+                    // Its status no longer matters.
+                    let _ = queue.finish();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(events)
     }
 
     /// Uploads, sorts and downloads; `keys` and `values` are written only at the end.
@@ -543,81 +636,151 @@ impl OpenClBackend {
         let _one_at_a_time =
             (self.info.device_type == DeviceType::Cpu).then(|| hold(&CPU_DEVICE_RUNS));
         let n = keys.len() as u64;
-        let key = VariantKey {
-            key: Width::of(&keys),
-            value: values.as_ref().map(Width::of),
-        };
-        let requested = n.saturating_mul(key.element_bytes());
-        if requested > self.limits.global_mem {
-            return Err(Error::OutOfMemory {
-                device: self.info.name.clone(),
+        let variant = self.variant_for(&keys, values.as_ref())?;
+        let requested = n.saturating_mul(variant.element_bytes);
+        self.check_memory(requested)?;
+        let shape = Shape::new(n, 1);
+        let launches = plan::plan(&variant.limits, shape, variant.element_bytes);
+        let buffers = self.upload_words(&keys, values.as_ref(), requested)?;
+        {
+            // Kernel arguments are set and used under the lock; no data is behind it, so a
+            // poisoned lock is still usable.
+            let kernels = variant
+                .kernels
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            self.enqueue_sort(
+                &self.queue,
+                &kernels,
+                &buffers,
+                shape,
+                &launches,
+                encoding,
                 requested,
-                available: self.limits.global_mem,
-            });
+            )?;
         }
-        let variant = self.variant(key)?;
-        let schedule = Schedule::new(n, variant.params);
+        // Every pass has finished, and reported its failure, before anything is downloaded.
+        self.queue
+            .finish()
+            .map_err(self.memory_error("clFinish", requested))?;
+        self.download(&self.queue, &buffers, &mut keys, values.as_mut(), requested)
+    }
 
-        let buffers = Buffers {
-            keys: self.upload(keys.as_bytes(), requested)?,
+    /// Device-resident timing; see [`Backend::time_sort_words`].
+    fn time_rows(
+        &self,
+        mut keys: WordsMut<'_>,
+        mut values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+        row_len: usize,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<Vec<f64>> {
+        let n = keys.len();
+        check_lengths(n, values.as_ref().map(WordsMut::len))?;
+        let row_len = if row_len == 0 { n } else { row_len };
+        if n == 0 || n % row_len != 0 {
+            return Err(Error::InvalidConfig(format!(
+                "{n} words do not form rows of {row_len}"
+            )));
+        }
+        let _one_at_a_time =
+            (self.info.device_type == DeviceType::Cpu).then(|| hold(&CPU_DEVICE_RUNS));
+        let variant = self.variant_for(&keys, values.as_ref())?;
+        // Pristine and working copies.
+        let requested = (n as u64)
+            .saturating_mul(variant.element_bytes)
+            .saturating_mul(2);
+        self.check_memory(requested)?;
+        let shape = Shape::new(row_len as u64, (n / row_len) as u64);
+        let launches = if row_len >= 2 {
+            plan::plan(&variant.limits, shape, variant.element_bytes)
+        } else {
+            Vec::new()
+        };
+        let queue = CommandQueue::create_default(&self.context, CL_QUEUE_PROFILING_ENABLE)
+            .map_err(driver("clCreateCommandQueue"))?;
+        let pristine = self.upload_words(&keys, values.as_ref(), requested)?;
+        let mut work = Buffers {
+            keys: self.alloc(keys.as_bytes().len(), requested)?,
             values: match &values {
-                Some(v) => Some(self.upload(v.as_bytes(), requested)?),
+                Some(v) => Some(self.alloc(v.as_bytes().len(), requested)?),
                 None => None,
             },
-            key_bytes: key.key.bytes(),
-            value_bytes: key.value.map_or(0, Width::bytes),
+            key_bytes: pristine.key_bytes,
+            value_bytes: pristine.value_bytes,
         };
-        // Kernel arguments are set and used under the lock; no data is behind it, so a
-        // poisoned lock is still usable.
+        let times = self.timed_runs(
+            &queue, &variant, &pristine, &mut work, shape, &launches, encoding, requested, warmup,
+            runs,
+        );
+        let finished = queue.finish().map_err(driver("clFinish"));
+        let times = times?;
+        finished?;
+        self.download(&queue, &work, &mut keys, values.as_mut(), requested)?;
+        Ok(times)
+    }
+
+    /// Restores the unsorted words (untimed) and sorts them `warmup + runs` times (at least
+    /// once, so that the result is sorted), timing each sort from its first kernel's start to
+    /// its last kernel's end.
+    #[allow(clippy::too_many_arguments)]
+    fn timed_runs(
+        &self,
+        queue: &CommandQueue,
+        variant: &Variant,
+        pristine: &Buffers,
+        work: &mut Buffers,
+        shape: Shape,
+        launches: &[Launch],
+        encoding: KeyEncoding,
+        requested: u64,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<Vec<f64>> {
         let kernels = variant
             .kernels
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        for (pass, transform) in schedule.steps() {
-            if let Err(e) = self.enqueue_pass(
-                &variant, &kernels, &buffers, n, pass, transform, encoding, requested,
-            ) {
-                // Let what was enqueued drain before the buffers go; its status no longer
-                // matters.
-                let _ = self.queue.finish();
-                return Err(e);
+        let copy = |from: &Buffer<u8>, to: &mut Buffer<u8>| -> Result<()> {
+            let bytes = from.size().map_err(driver("clGetMemObjectInfo"))?;
+            // SAFETY: both buffers are live allocations of `bytes` bytes in this context.
+            unsafe { queue.enqueue_copy_buffer(from, to, 0, 0, bytes, &[]) }
+                .map(drop)
+                .map_err(self.memory_error("clEnqueueCopyBuffer", requested))
+        };
+        let mut times = Vec::with_capacity(runs);
+        for run in 0..(warmup + runs).max(1) {
+            copy(&pristine.keys, &mut work.keys)?;
+            if let (Some(from), Some(to)) = (&pristine.values, &mut work.values) {
+                copy(from, to)?;
+            }
+            let events =
+                self.enqueue_sort(queue, &kernels, work, shape, launches, encoding, requested)?;
+            queue
+                .finish()
+                .map_err(self.memory_error("clFinish", requested))?;
+            if run < warmup {
+                continue;
+            }
+            let ms = match (events.first(), events.last()) {
+                (Some(first), Some(last)) => {
+                    let start = first
+                        .profiling_command_start()
+                        .map_err(driver("clGetEventProfilingInfo"))?;
+                    let end = last
+                        .profiling_command_end()
+                        .map_err(driver("clGetEventProfilingInfo"))?;
+                    end.saturating_sub(start) as f64 / 1e6
+                }
+                _ => 0.0,
+            };
+            if times.len() < runs {
+                times.push(ms);
             }
         }
-        self.queue
-            .finish()
-            .map_err(self.memory_error("clFinish", requested))?;
-
-        // SAFETY (both reads): blocking reads of exactly the bytes each buffer holds into a
-        // slice of the same length that lives across the call.
-        unsafe {
-            self.queue
-                .enqueue_read_buffer(&buffers.keys, CL_BLOCKING, 0, keys.as_bytes_mut(), &[])
-        }
-        .map_err(self.memory_error("clEnqueueReadBuffer", requested))?;
-        if let (Some(v), Some(buf)) = (values.as_mut(), &buffers.values) {
-            // SAFETY: as above.
-            unsafe {
-                self.queue
-                    .enqueue_read_buffer(buf, CL_BLOCKING, 0, v.as_bytes_mut(), &[])
-            }
-            .map_err(self.memory_error("clEnqueueReadBuffer", requested))?;
-        }
-        Ok(())
+        Ok(times)
     }
-}
-
-/// The device buffers of one sort.
-struct Buffers {
-    keys: Buffer<u8>,
-    values: Option<Buffer<u8>>,
-    key_bytes: u64,
-    value_bytes: u64,
-}
-
-/// The two kernel objects of a program.
-struct Kernels {
-    local: Kernel,
-    global: Kernel,
 }
 
 /// Sets a kernel's arguments in order.
@@ -683,7 +846,21 @@ impl Backend for OpenClBackend {
         }
         self.run(keys, values, encoding)
     }
+
+    fn time_sort_words(
+        &self,
+        keys: WordsMut<'_>,
+        values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+        row_len: usize,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<Vec<f64>> {
+        self.time_rows(keys, values, encoding, row_len, warmup, runs)
+    }
 }
+
+mod plan;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,389 @@
+//! Launch planning for the OpenCL kernels: pure functions from the problem's shape and the
+//! device's limits to the list of launches, testable without a device.
+//!
+//! Each pass of [`Schedule`] becomes one launch (see `kernels/bitonic.cl`):
+//! - `Pass::LocalSort` and `Pass::LocalMerge`: `bitonic_tile` over virtual tiles of
+//!   `2^log_local` elements in `__local` memory (short rows are packed several to a tile);
+//! - `Pass::GlobalMerge` with more levels than a round holds: `bitonic_tile` over tiles of
+//!   `2^c` columns by `2^levels` rows;
+//! - `Pass::GlobalMerge` with at most `2^log_e` levels: `bitonic_global`, one register group
+//!   per work item straight from global memory (no `__local` round trip, no barrier).
+
+use crate::schedule::{Pass, Schedule, TileParams, ceil_log2};
+
+/// log2 of the elements a work item holds in registers in one round (`LOG_E` in the kernel).
+pub const LOG_E: u32 = 4;
+/// A global tile spans at most `2^MAX_LOG_COLS` consecutive columns (128 bytes of `u32`).
+pub const MAX_LOG_COLS: u32 = 5;
+/// The largest tile: 2^13 elements (32 KiB of `u32` keys).
+pub const MAX_LOG_TILE: u32 = 13;
+/// Tiles are made smaller than the largest (so that every compute unit gets one) only down
+/// to this size.
+const MIN_LOG_TILE: u32 = 11;
+/// Local memory kept free beyond the tile: some drivers report more than a kernel may use
+/// (NVIDIA reports 49152 bytes and accepts 48128).
+pub const LOCAL_MEM_MARGIN: u64 = 1024;
+/// The most work items of a tile work-group.
+pub const MAX_TILE_GROUP: usize = 512;
+/// Work items of a `bitonic_global` work-group, at most.
+pub const MAX_GLOBAL_GROUP: usize = 256;
+/// The most work-groups a tile pass launches; the groups loop over the remaining tiles.
+const MAX_TILE_GROUPS: u64 = 1 << 16;
+/// The most work items a global pass launches; the items loop over the remaining groups.
+const MAX_GLOBAL_ITEMS: u64 = 1 << 22;
+
+/// `mode` of `bitonic_tile`: stages `1..=log_net` inside tiles.
+pub const MODE_SORT: u32 = 0;
+/// `mode` of `bitonic_tile`: the half-cleaners below `log_net`.
+pub const MODE_MERGE: u32 = 1;
+/// `mode` of `bitonic_tile`: global levels on a tile of columns by rows.
+pub const MODE_GLOBAL: u32 = 2;
+
+/// `transform` bit: raw keys become ordered words as they are loaded (the first pass).
+pub const ENCODE_ON_LOAD: u32 = 1;
+/// `transform` bit: ordered words become raw keys as they are stored (the last pass).
+pub const DECODE_ON_STORE: u32 = 2;
+
+/// What the plan needs to know about the device and the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// `CL_DEVICE_LOCAL_MEM_SIZE`.
+    pub local_mem: u64,
+    /// Compute units: tiles shrink (not below `2^MIN_LOG_TILE`) so each gets work.
+    pub compute_units: u32,
+    /// The largest work-group `bitonic_tile` may be launched with.
+    pub tile_group: usize,
+    /// The largest work-group `bitonic_global` may be launched with.
+    pub global_group: usize,
+    /// log2 of the registers per round the program was built with.
+    pub log_e: u32,
+    /// The largest tile allowed (tests lower it to exercise global passes on short inputs).
+    pub max_log_tile: u32,
+}
+
+/// Words of one `__local` array of `2^bits` elements padded with one word per 32
+/// (`PAD(x) = x + (x >> 5)` in the kernel).
+pub fn padded_words(bits: u32) -> u64 {
+    let size = 1u64 << bits;
+    size + (size >> 5)
+}
+
+/// The largest tile whose padded keys and values fit the local memory (less the margin),
+/// capped at `limits.max_log_tile`; at least 2 elements.
+pub fn max_log_tile(limits: &Limits, element_bytes: u64) -> u32 {
+    let budget = limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN);
+    let mut bits = limits.max_log_tile.clamp(1, MAX_LOG_TILE);
+    while bits > 1 && padded_words(bits) * element_bytes.max(1) > budget {
+        bits -= 1;
+    }
+    bits
+}
+
+/// log2 of the columns of a global tile for a device whose largest tile is `2^log_tile`:
+/// [`MAX_LOG_COLS`], or half the tile's bits on small devices (so that a global pass still
+/// applies several levels).
+pub fn log_cols(log_tile: u32) -> u32 {
+    MAX_LOG_COLS.min(log_tile / 2)
+}
+
+/// The tile parameters of the schedule for a tile of `2^log_tile`.
+pub fn tile_params(log_tile: u32) -> TileParams {
+    TileParams {
+        log_tile,
+        max_global_levels: (log_tile - log_cols(log_tile)).max(1),
+    }
+}
+
+/// The schedule's tile for `rows` rows of virtual length `2^log_row`: the whole row when it
+/// fits; otherwise small enough that every compute unit gets a tile, not below
+/// `2^MIN_LOG_TILE` (nor above `2^max_log_tile`).
+pub fn choose_log_tile(rows: u64, log_row: u32, max_log_tile: u32, compute_units: u32) -> u32 {
+    if log_row <= max_log_tile {
+        return log_row.max(1);
+    }
+    let log_rows = 63 - rows.max(1).leading_zeros();
+    let log_units = 31 - compute_units.max(1).leading_zeros();
+    (log_row + log_rows)
+        .saturating_sub(log_units)
+        .clamp(MIN_LOG_TILE.min(max_log_tile), max_log_tile)
+}
+
+/// The shape of one sort: `rows` rows of `row_len` elements, each padded to `2^log_row`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Elements per row (`n` for a plain sort).
+    pub row_len: u64,
+    /// Rows (1 for a plain sort).
+    pub rows: u64,
+    /// `ceil(log2(row_len))`.
+    pub log_row: u32,
+}
+
+impl Shape {
+    /// `rows` rows of `row_len` elements.
+    pub fn new(row_len: u64, rows: u64) -> Shape {
+        Shape {
+            row_len,
+            rows,
+            log_row: ceil_log2(row_len),
+        }
+    }
+
+    /// Virtual elements of all rows.
+    fn virtual_len(&self) -> u64 {
+        self.rows << self.log_row
+    }
+}
+
+/// Which kernel a launch runs, with its pass-specific arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `bitonic_tile`.
+    Tile {
+        /// Virtual tiles (work-groups loop over them).
+        tiles: u64,
+        /// `MODE_*`.
+        mode: u32,
+        /// log2 of a tile's elements.
+        log_local: u32,
+        /// Local passes: the schedule's tile (`log_tile` of the pass).
+        log_net: u32,
+        /// Global passes: log2 of the columns.
+        c: u32,
+        /// Global passes: the lowest global bit.
+        lo_g: u32,
+        /// Global passes: the levels.
+        m: u32,
+        /// Global passes: 1 when the first level is the stage's flip.
+        flip: u32,
+    },
+    /// `bitonic_global`.
+    Global {
+        /// Register groups (work items loop over them).
+        groups: u64,
+        /// The lowest global bit.
+        lo_g: u32,
+        /// The levels (at most `2^log_e`).
+        m: u32,
+        /// 1 when the first level is the stage's flip.
+        flip: u32,
+    },
+}
+
+/// One kernel launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// The kernel and its pass arguments.
+    pub kind: Kind,
+    /// `ENCODE_ON_LOAD` / `DECODE_ON_STORE` bits.
+    pub transform: u32,
+    /// Work-groups.
+    pub groups: usize,
+    /// Work items per work-group.
+    pub local: usize,
+    /// Words of each `__local` array (tile launches; 0 otherwise).
+    pub local_words: u64,
+}
+
+/// The largest power of two `<= x` (1 for 0).
+pub fn floor_pow2(x: usize) -> usize {
+    if x <= 1 {
+        1
+    } else {
+        1 << (usize::BITS - 1 - x.leading_zeros())
+    }
+}
+
+/// The schedule a sort of `shape` with elements of `element_bytes` runs.
+pub fn schedule(limits: &Limits, shape: Shape, element_bytes: u64) -> Schedule {
+    let log_tile = choose_log_tile(
+        shape.rows,
+        shape.log_row,
+        max_log_tile(limits, element_bytes),
+        limits.compute_units,
+    );
+    Schedule::new(shape.row_len, tile_params(log_tile))
+}
+
+/// Every launch of a sort of `shape` (with `row_len >= 2`).
+pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
+    let schedule = schedule(limits, shape, element_bytes);
+    let max_local = max_log_tile(limits, element_bytes);
+    let tile_group = floor_pow2(limits.tile_group.clamp(1, MAX_TILE_GROUP));
+    let global_group = floor_pow2(limits.global_group.clamp(1, MAX_GLOBAL_GROUP));
+    let virtual_len = shape.virtual_len();
+    let last_index = shape.row_len - 1;
+    schedule
+        .steps()
+        .map(|(pass, step)| {
+            let mut transform = 0;
+            if step.encode_on_load {
+                transform |= ENCODE_ON_LOAD;
+            }
+            if step.decode_on_store {
+                transform |= DECODE_ON_STORE;
+            }
+            let tile_launch = |kind: Kind, log_local: u32, tiles: u64| Launch {
+                kind,
+                transform,
+                groups: tiles.clamp(1, MAX_TILE_GROUPS) as usize,
+                local: floor_pow2(1usize << log_local.saturating_sub(limits.log_e)).min(tile_group),
+                local_words: padded_words(log_local),
+            };
+            match pass {
+                Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
+                    // Short rows: several rows to a work-group's tile.
+                    let log_local = log_tile.max(max_local.min(ceil_log2(virtual_len)));
+                    let tiles = if shape.rows == 1 {
+                        shape.row_len.div_ceil(1 << log_local)
+                    } else {
+                        virtual_len.div_ceil(1 << log_local)
+                    };
+                    let mode = if matches!(pass, Pass::LocalSort { .. }) {
+                        MODE_SORT
+                    } else {
+                        MODE_MERGE
+                    };
+                    let kind = Kind::Tile {
+                        tiles,
+                        mode,
+                        log_local,
+                        log_net: log_tile,
+                        c: 0,
+                        lo_g: 0,
+                        m: 0,
+                        flip: 0,
+                    };
+                    tile_launch(kind, log_local, tiles)
+                }
+                Pass::GlobalMerge {
+                    stage,
+                    first_level,
+                    levels,
+                } => {
+                    let hi = stage - 1 - first_level;
+                    let lo_g = hi + 1 - levels;
+                    let flip = u32::from(first_level == 0);
+                    // Groups (or tiles of 2^c groups) are numbered so that their first element
+                    // grows with the number: in a plain sort, stop at the last one that holds
+                    // data.
+                    let count = |c: u32| {
+                        if shape.rows == 1 {
+                            let block = last_index >> (hi + 1);
+                            let column = (last_index & ((2u64 << hi) - 1)).min((1 << lo_g) - 1);
+                            (block << (lo_g - c)) + (column >> c) + 1
+                        } else {
+                            virtual_len >> (levels + c)
+                        }
+                    };
+                    if levels <= limits.log_e {
+                        let groups = count(0);
+                        let items = groups.clamp(1, MAX_GLOBAL_ITEMS) as usize;
+                        let local = global_group.min(floor_pow2(items));
+                        Launch {
+                            kind: Kind::Global {
+                                groups,
+                                lo_g,
+                                m: levels,
+                                flip,
+                            },
+                            transform,
+                            groups: items.div_ceil(local),
+                            local,
+                            local_words: 0,
+                        }
+                    } else {
+                        let c = log_cols(schedule_log_tile(&schedule)).min(lo_g);
+                        let tiles = count(c);
+                        let kind = Kind::Tile {
+                            tiles,
+                            mode: MODE_GLOBAL,
+                            log_local: c + levels,
+                            log_net: 0,
+                            c,
+                            lo_g,
+                            m: levels,
+                            flip,
+                        };
+                        tile_launch(kind, c + levels, tiles)
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
+/// The tile size the schedule was built with (from its first pass).
+fn schedule_log_tile(schedule: &Schedule) -> u32 {
+    match schedule.passes.first() {
+        Some(Pass::LocalSort { log_tile }) => *log_tile,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nvidia(element_bytes: u64) -> u32 {
+        let limits = Limits {
+            local_mem: 49152,
+            compute_units: 132,
+            tile_group: 1024,
+            global_group: 1024,
+            log_e: LOG_E,
+            max_log_tile: MAX_LOG_TILE,
+        };
+        max_log_tile(&limits, element_bytes)
+    }
+
+    #[test]
+    fn tiles_fit_48_kib_of_local_memory() {
+        // (2^S + 2^(S-5)) * bytes <= 48128.
+        assert_eq!(nvidia(4), 13);
+        assert_eq!(nvidia(8), 12);
+        assert_eq!(nvidia(12), 11);
+        assert_eq!(nvidia(16), 11);
+        for bytes in [4, 8, 12, 16] {
+            assert!(padded_words(nvidia(bytes)) * bytes <= 49152 - LOCAL_MEM_MARGIN);
+        }
+    }
+
+    #[test]
+    fn global_tiles_fit_the_local_tile() {
+        for log_tile in 1..=MAX_LOG_TILE {
+            let p = tile_params(log_tile);
+            assert!(p.max_global_levels >= 1);
+            assert!(log_cols(log_tile) + p.max_global_levels <= log_tile.max(2));
+        }
+    }
+
+    #[test]
+    fn launches_cover_the_data() {
+        let limits = Limits {
+            local_mem: 49152,
+            compute_units: 132,
+            tile_group: 1024,
+            global_group: 1024,
+            log_e: LOG_E,
+            max_log_tile: MAX_LOG_TILE,
+        };
+        for (row_len, rows) in [(1u64 << 20, 1u64), ((1 << 20) + 1, 1), (1000, 7), (3, 5)] {
+            let shape = Shape::new(row_len, rows);
+            for launch in plan(&limits, shape, 4) {
+                assert!(launch.local >= 1 && launch.local <= MAX_TILE_GROUP);
+                assert!(launch.local_words * 4 <= 48128, "{launch:?}");
+                match launch.kind {
+                    Kind::Tile {
+                        tiles, log_local, ..
+                    } => {
+                        assert!(tiles << log_local >= row_len, "{launch:?}");
+                    }
+                    Kind::Global { groups, m, .. } => {
+                        assert!(groups << m >= row_len, "{launch:?}");
+                    }
+                }
+            }
+        }
+    }
+}
