@@ -401,6 +401,7 @@ impl OpenClBackend {
             global_group: kernel_limit(&kernels.global)?,
             log_e: key.log_e,
             max_log_tile: self.max_log_tile,
+            uniform_groups: self.info.device_type == DeviceType::Cpu,
         };
         Ok(Variant {
             kernels: Mutex::new(kernels),

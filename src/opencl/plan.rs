@@ -59,6 +59,10 @@ pub struct Limits {
     pub log_e: u32,
     /// The largest tile allowed (tests lower it to exercise global passes on short inputs).
     pub max_log_tile: u32,
+    /// Launch every pass of a kernel with one work-group size (the largest it needs). PoCL
+    /// compiles a kernel anew for every work-group size it meets (seconds each), and a CPU
+    /// loses nothing to idle work items; a GPU gets sizes that fit each pass.
+    pub uniform_groups: bool,
 }
 
 /// Words of one `__local` array of `2^bits` elements padded with one word per 32
@@ -227,7 +231,12 @@ pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
                 kind,
                 transform,
                 groups: tiles.clamp(1, MAX_TILE_GROUPS) as usize,
-                local: floor_pow2(1usize << log_local.saturating_sub(limits.log_e)).min(tile_group),
+                local: if limits.uniform_groups {
+                    1usize << max_local.saturating_sub(limits.log_e)
+                } else {
+                    1usize << log_local.saturating_sub(limits.log_e)
+                }
+                .min(tile_group),
                 local_words: padded_words(log_local),
             };
             match pass {
@@ -279,7 +288,11 @@ pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
                     if levels <= limits.log_e {
                         let groups = count(0);
                         let items = groups.clamp(1, MAX_GLOBAL_ITEMS) as usize;
-                        let local = global_group.min(floor_pow2(items));
+                        let local = if limits.uniform_groups {
+                            global_group
+                        } else {
+                            global_group.min(floor_pow2(items))
+                        };
                         Launch {
                             kind: Kind::Global {
                                 groups,
@@ -333,6 +346,7 @@ mod tests {
             global_group: 1024,
             log_e: LOG_E,
             max_log_tile: MAX_LOG_TILE,
+            uniform_groups: false,
         };
         max_log_tile(&limits, element_bytes)
     }
@@ -367,6 +381,7 @@ mod tests {
             global_group: 1024,
             log_e: LOG_E,
             max_log_tile: MAX_LOG_TILE,
+            uniform_groups: false,
         };
         for (row_len, rows) in [(1u64 << 20, 1u64), ((1 << 20) + 1, 1), (1000, 7), (3, 5)] {
             let shape = Shape::new(row_len, rows);

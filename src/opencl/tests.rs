@@ -12,21 +12,28 @@ use std::sync::OnceLock;
 // says it did not run where a skipped one would pass in silence. `scripts/test.sh` runs
 // them with `--ignored` (on PoCL in CI), `scripts/gpu-check.sh` on the GPU machine.
 
-/// The first OpenCL device with the production tile, and the same device limited to tiles
-/// of 2^2 and 2^5 (so that short inputs run global passes too). Panics without a device:
-/// these tests run only when asked for.
+/// The first OpenCL device with the production tile and rounds, and the same device limited
+/// to tiles of 2^2, 2^5 (rounds of 2^3 registers) and 2^7 (rounds of 2^2 registers), so that
+/// short inputs run global passes, several rounds per stage and global passes of several
+/// rounds too. Panics without a device: these tests run only when asked for.
 fn backends() -> &'static [OpenClBackend] {
     static CELL: OnceLock<Vec<OpenClBackend>> = OnceLock::new();
     CELL.get_or_init(|| {
         let list = devices().unwrap_or_else(|e| panic!("no OpenCL platform: {e}"));
         assert!(!list.is_empty(), "no OpenCL device");
-        let open = |max_log_tile: u32| {
+        let open = |max_log_tile: u32, log_e: u32| {
             let mut b = OpenClBackend::open(0).expect("open OpenCL device 0");
             b.max_log_tile = max_log_tile;
+            b.log_e = log_e;
             b
         };
         eprintln!("OpenCL tests run on {}", list[0]);
-        vec![open(MAX_LOG_TILE), open(2), open(5)]
+        vec![
+            open(MAX_LOG_TILE, LOG_E),
+            open(2, LOG_E),
+            open(5, 3),
+            open(7, 2),
+        ]
     })
 }
 
@@ -93,9 +100,10 @@ fn check_keys<T: SortKey + std::fmt::Debug>(keys: &[T], cmp: fn(&T, &T) -> Order
                     .find(|&i| bytemuck::bytes_of(&got[i]) != bytemuck::bytes_of(&want[i]))
                     .unwrap_or(0);
                 panic!(
-                    "n={} descending={descending} tile<=2^{}: first difference at {at}: got {:?} want {:?}",
+                    "n={} descending={descending} tile<=2^{} rounds of 2^{}: first difference at {at}: got {:?} want {:?}",
                     keys.len(),
                     b.max_log_tile,
+                    b.log_e,
                     got[at],
                     want[at]
                 );
@@ -244,7 +252,10 @@ fn run_pairs<K: SortKey + std::fmt::Debug, V: bytemuck::Pod + std::fmt::Debug>(
                 let (w, _) = as_words(&mut got_k);
                 b.sort_words(w, Some(value_words(&mut got_v)), encoding)
                     .unwrap_or_else(|e| panic!("n={n}: {e}"));
-                let label = format!("n={n} descending={descending} tile<=2^{}", b.max_log_tile);
+                let label = format!(
+                    "n={n} descending={descending} tile<=2^{} rounds of 2^{}",
+                    b.max_log_tile, b.log_e
+                );
                 assert!(
                     bytemuck::cast_slice::<K, u8>(&got_k) == bytemuck::cast_slice::<K, u8>(&want_k),
                     "keys differ: {label}"
@@ -336,6 +347,9 @@ fn lists_devices_and_reports_tiles() {
     assert!((1..=MAX_LOG_TILE).contains(&p.log_tile));
     let p = backends[1].tile_params(8, Some(8)).expect("tile params");
     assert_eq!(p.log_tile, 2);
+    let p = backends[3].tile_params(4, Some(4)).expect("tile params");
+    assert_eq!(p.log_tile, 7);
+    assert_eq!(p.max_global_levels, 4);
     assert!(matches!(
         OpenClBackend::open(list.len()),
         Err(Error::NoDevice { .. })
@@ -358,5 +372,184 @@ fn a_failed_build_returns_its_log() {
         }
         Err(other) => panic!("expected a build log, got {other}"),
         Ok(_) => panic!("a broken program built"),
+    }
+}
+
+/// Sorts `rows` rows of `row_len` through `time_sort_words` on `b` and checks every row
+/// against the CPU backend's network run on that row alone (keys and values bit for bit).
+fn check_rows(b: &OpenClBackend, rng: &mut StdRng, row_len: usize, rows: usize, ties: bool) {
+    let n = row_len * rows;
+    let range = if ties { 5 } else { u64::MAX };
+    let keys: Vec<u32> = (0..n).map(|_| rng.gen_range(0..range) as u32).collect();
+    let values: Vec<u32> = (0..n as u32).collect();
+    let cpu = CpuBackend::new();
+    for descending in [false, true] {
+        let encoding = KeyEncoding {
+            kind: KeyKind::Signed,
+            descending,
+        };
+        let (mut want_k, mut want_v) = (keys.clone(), values.clone());
+        for (k, v) in want_k.chunks_mut(row_len).zip(want_v.chunks_mut(row_len)) {
+            cpu.sort_words(WordsMut::U32(k), Some(WordsMut::U32(v)), encoding)
+                .expect("cpu sort");
+        }
+        let label = format!(
+            "{rows} rows of {row_len} descending={descending} tile<=2^{} rounds of 2^{}",
+            b.max_log_tile, b.log_e
+        );
+        // Keys alone.
+        let mut got_k = keys.clone();
+        let times = b
+            .time_sort_words(WordsMut::U32(&mut got_k), None, encoding, row_len, 0, 1)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert_eq!(times.len(), 1, "{label}");
+        assert!(got_k == want_k, "keys differ: {label}");
+        // Key-value pairs.
+        let (mut got_k, mut got_v) = (keys.clone(), values.clone());
+        b.time_sort_words(
+            WordsMut::U32(&mut got_k),
+            Some(WordsMut::U32(&mut got_v)),
+            encoding,
+            row_len,
+            0,
+            1,
+        )
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert!(got_k == want_k, "keys differ (pairs): {label}");
+        assert!(got_v == want_v, "values differ: {label}");
+    }
+}
+
+#[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
+fn sorts_rows_independently() {
+    let mut rng = StdRng::seed_from_u64(21);
+    for b in backends() {
+        for row_len in [1, 2, 3, 1000, 1024, 1025, 5000] {
+            for rows in [1, 2, 3, 7, 16] {
+                check_rows(b, &mut rng, row_len, rows, rows % 2 == 0);
+            }
+        }
+    }
+    // Many short rows packed into each tile, and long rows that need global passes.
+    let b = &backends()[0];
+    check_rows(b, &mut rng, 17, 999, true);
+    check_rows(b, &mut rng, 70_001, 3, false);
+}
+
+#[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
+fn times_device_resident_sorts() {
+    let b = &backends()[0];
+    let encoding = KeyEncoding {
+        kind: KeyKind::Float,
+        descending: false,
+    };
+    let mut rng = StdRng::seed_from_u64(22);
+    for (n, values) in [
+        (1usize << 16, false),
+        ((1 << 16) + 3, true),
+        (1 << 20, false),
+    ] {
+        let keys: Vec<f32> = (0..n).map(|_| rng.gen_range(-1e6f32..1e6)).collect();
+        let mut got = keys.clone();
+        let mut vals: Vec<u64> = (0..n as u64).collect();
+        let (w, _) = as_words(&mut got);
+        let times = b
+            .time_sort_words(
+                w,
+                values.then(|| WordsMut::U64(&mut vals)),
+                encoding,
+                0,
+                1,
+                3,
+            )
+            .unwrap_or_else(|e| panic!("n={n}: {e}"));
+        assert_eq!(times.len(), 3, "n={n}");
+        assert!(times.iter().all(|&t| t > 0.0 && t.is_finite()), "{times:?}");
+        let mut want = keys.clone();
+        want.sort_unstable_by(f32::total_cmp);
+        assert!(
+            bytemuck::cast_slice::<f32, u32>(&got) == bytemuck::cast_slice::<f32, u32>(&want),
+            "n={n}: not sorted"
+        );
+        if values {
+            for (k, v) in got.iter().zip(&vals) {
+                assert_eq!(k.to_bits(), keys[*v as usize].to_bits(), "n={n}");
+            }
+        }
+        let median = {
+            let mut t = times.clone();
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        };
+        eprintln!(
+            "time_sort_words n={n} values={values} on {}: {median:.3} ms (of {times:?})",
+            b.device().name
+        );
+    }
+    // No run asked for still sorts; rows must divide the words.
+    let mut keys = vec![3u32, 1, 2, 0];
+    let enc = KeyEncoding {
+        kind: KeyKind::Unsigned,
+        descending: false,
+    };
+    let times = b
+        .time_sort_words(WordsMut::U32(&mut keys), None, enc, 2, 0, 0)
+        .expect("no timed run");
+    assert!(times.is_empty());
+    assert_eq!(keys, [1, 3, 0, 2]);
+    let err = b
+        .time_sort_words(WordsMut::U32(&mut keys), None, enc, 3, 0, 1)
+        .expect_err("4 words are not rows of 3");
+    assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+    assert_eq!(keys, [1, 3, 0, 2]);
+}
+
+/// Key-value results equal the schedule's CPU emulation bit for bit (values of equal keys
+/// included), for lengths around the tile sizes and powers of two.
+#[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
+fn pairs_match_the_network_emulation() {
+    use crate::schedule::{Schedule, TileParams, emulate};
+    let mut rng = StdRng::seed_from_u64(23);
+    let mut lengths = vec![2usize, 3, 5, 31, 33, 100];
+    for k in [5u32, 7, 8, 10, 11, 12, 13, 14, 16, 18] {
+        lengths.extend([(1 << k) - 1, 1 << k, (1 << k) + 1]);
+    }
+    // Any tile parameters: the network does not depend on how passes group its levels.
+    let params = TileParams {
+        log_tile: 6,
+        max_global_levels: 3,
+    };
+    for n in lengths {
+        let encoding = KeyEncoding {
+            kind: KeyKind::Signed,
+            descending: n % 2 == 1,
+        };
+        let keys: Vec<u64> = (0..n).map(|_| rng.gen_range(0..6u64)).collect();
+        let values: Vec<u32> = (0..n as u32).collect();
+        let mut want_k: Vec<u64> = keys.iter().map(|&k| encoding.encode(k)).collect();
+        let mut want_v = values.clone();
+        emulate(
+            &Schedule::new(n as u64, params),
+            &mut want_k,
+            Some(&mut want_v),
+        );
+        for k in &mut want_k {
+            *k = encoding.decode(*k);
+        }
+        for b in backends().iter().filter(|b| keeps(b, n)) {
+            let (mut got_k, mut got_v) = (keys.clone(), values.clone());
+            b.sort_words(
+                WordsMut::U64(&mut got_k),
+                Some(WordsMut::U32(&mut got_v)),
+                encoding,
+            )
+            .unwrap_or_else(|e| panic!("n={n}: {e}"));
+            let label = format!("n={n} tile<=2^{} rounds of 2^{}", b.max_log_tile, b.log_e);
+            assert!(got_k == want_k, "keys differ: {label}");
+            assert!(got_v == want_v, "values differ: {label}");
+        }
     }
 }
