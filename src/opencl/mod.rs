@@ -680,7 +680,7 @@ impl OpenClBackend {
         let n = keys.len();
         check_lengths(n, values.as_ref().map(WordsMut::len))?;
         let row_len = if row_len == 0 { n } else { row_len };
-        if n == 0 || n % row_len != 0 {
+        if n == 0 || !n.is_multiple_of(row_len) {
             return Err(Error::InvalidConfig(format!(
                 "{n} words do not form rows of {row_len}"
             )));
