@@ -149,16 +149,15 @@ __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo
     const u32 mirror = low_mask & ~((1u << mirror_low) - 1u);
     for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
         const u32 base = ((g >> lo) << (lo + LEVELS)) | (g & low_mask);
-        u32 slot[R];
+        // Slots are recomputed for the stores: cheaper than holding R more registers.
         K k[R];
         V v[R];
 #pragma unroll
         for (u32 r = 0; r < R; ++r) {
-            const u32 x = ((FLIP && r >= HALF) ? (base ^ mirror) : base) | (r << lo);
-            slot[r] = pad(x);
-            k[r] = sk[slot[r]];
+            const u32 slot = pad(((FLIP && r >= HALF) ? (base ^ mirror) : base) | (r << lo));
+            k[r] = sk[slot];
             if constexpr (HAS_V) {
-                v[r] = sv[slot[r]];
+                v[r] = sv[slot];
             }
         }
 #pragma unroll
@@ -174,9 +173,10 @@ __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo
         }
 #pragma unroll
         for (u32 r = 0; r < R; ++r) {
-            sk[slot[r]] = k[r];
+            const u32 slot = pad(((FLIP && r >= HALF) ? (base ^ mirror) : base) | (r << lo));
+            sk[slot] = k[r];
             if constexpr (HAS_V) {
-                sv[slot[r]] = v[r];
+                sv[slot] = v[r];
             }
         }
     }
@@ -335,7 +335,7 @@ __device__ __forceinline__ u64 memory_index(const PassArgs &a, u64 v) {
 template <typename K, typename V>
 __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
     constexpr bool HAS_V = HasValues<V>::value;
-    constexpr u32 BATCH = (sizeof(K) + (HAS_V ? sizeof(V) : 0)) > 8 ? 8 : 16;
+    constexpr u32 BATCH = 8;
     const u32 size = 1u << a.tile_bits;
     K *sk = reinterpret_cast<K *>(tile_smem);
     V *sv = reinterpret_cast<V *>(tile_smem + (size_t)padded_words(a.tile_bits) * sizeof(K));
@@ -410,15 +410,18 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
     }
 }
 
-#define BITONIC_KERNEL(KNAME, K, VNAME, V)                                                       \
-    extern "C" __global__ void __launch_bounds__(512)                                            \
+// MIN_BLOCKS: blocks of 512 threads that must fit one multiprocessor's registers (two let
+// one block's memory phase overlap another's shared-memory rounds);
+// `blocks_per_multiprocessor` in src/cuda/plan.rs agrees.
+#define BITONIC_KERNEL(KNAME, K, VNAME, V, MIN_BLOCKS)                                           \
+    extern "C" __global__ void __launch_bounds__(512, MIN_BLOCKS)                                \
         tile_pass_##KNAME##_##VNAME(K *keys, V *values, PassArgs args) {                         \
         tile_pass<K, V>(keys, values, args);                                                     \
     }
 
-BITONIC_KERNEL(u32, u32, none, NoValue)
-BITONIC_KERNEL(u32, u32, u32, u32)
-BITONIC_KERNEL(u32, u32, u64, u64)
-BITONIC_KERNEL(u64, u64, none, NoValue)
-BITONIC_KERNEL(u64, u64, u32, u32)
-BITONIC_KERNEL(u64, u64, u64, u64)
+BITONIC_KERNEL(u32, u32, none, NoValue, 2)
+BITONIC_KERNEL(u32, u32, u32, u32, 1)
+BITONIC_KERNEL(u32, u32, u64, u64, 1)
+BITONIC_KERNEL(u64, u64, none, NoValue, 1)
+BITONIC_KERNEL(u64, u64, u32, u32, 1)
+BITONIC_KERNEL(u64, u64, u64, u64, 1)

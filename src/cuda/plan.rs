@@ -96,10 +96,25 @@ pub fn padded_words(bits: u32) -> u64 {
     (size + (size >> 5) + 3) & !3
 }
 
-/// The largest tile whose keys and values fit the shared memory, capped at
-/// [`MAX_LOG_TILE`] and at `cap` (an experiment's override); at least 2 elements.
+/// Blocks per multiprocessor the kernel for these element widths is compiled for
+/// (`MIN_BLOCKS` in `cuda/bitonic.cu`): two for `u32` keys alone, whose registers allow it,
+/// so that one block's loads overlap another's rounds; one for the wider variants.
+pub fn blocks_per_multiprocessor(element_bytes: u64) -> u32 {
+    if element_bytes == 4 { 2 } else { 1 }
+}
+
+/// Shared memory the driver reserves per block (1 KiB on Volta and later).
+const RESERVED_SHARED_BYTES: u64 = 1024;
+
+/// The largest tile whose keys and values fit the shared memory (shared by
+/// [`blocks_per_multiprocessor`] blocks), capped at [`MAX_LOG_TILE`] and at `cap` (an
+/// experiment's override); at least 2 elements.
 pub fn max_log_tile(limits: &DeviceLimits, element_bytes: u64, cap: Option<u32>) -> u32 {
-    let budget = u64::from(limits.shared_bytes_per_block);
+    let blocks = u64::from(blocks_per_multiprocessor(element_bytes));
+    let per_sm = u64::from(limits.shared_bytes_per_block) + RESERVED_SHARED_BYTES;
+    let budget = (per_sm / blocks)
+        .saturating_sub(RESERVED_SHARED_BYTES)
+        .min(u64::from(limits.shared_bytes_per_block));
     let mut bits = MAX_LOG_TILE.min(cap.unwrap_or(MAX_LOG_TILE)).max(1);
     while bits > 1 && padded_words(bits) * element_bytes.max(1) > budget {
         bits -= 1;
@@ -190,7 +205,10 @@ pub fn plan(
                     args.stage = stage;
                     args.first_level = first_level;
                     args.levels = levels;
-                    args.log_cols = LOG_COLS.min(lo);
+                    // As many consecutive columns as the tile holds beside its rows: a
+                    // pass of few levels still moves whole tiles (2^6-element blocks of one
+                    // warp ran 4x slower than full tiles), and at least LOG_COLS of them.
+                    args.log_cols = lo.min(schedule_tile.saturating_sub(levels).max(LOG_COLS));
                     args.tile_bits = args.log_cols + levels;
                 }
             }

@@ -13,7 +13,7 @@ const H200: DeviceLimits = DeviceLimits {
 #[test]
 fn tiles_fill_the_opt_in_shared_memory() {
     let tile = |bytes: u64| plan::max_log_tile(&H200, bytes, None);
-    assert_eq!(tile(4), 15);
+    assert_eq!(tile(4), 14);
     assert_eq!(tile(8), 14);
     assert_eq!(tile(12), 14);
     assert_eq!(tile(16), 13);
@@ -24,7 +24,7 @@ fn tiles_fill_the_opt_in_shared_memory() {
         shared_bytes_per_block: 48 * 1024,
         ..H200
     };
-    assert_eq!(plan::max_log_tile(&small, 4, None), 13);
+    assert_eq!(plan::max_log_tile(&small, 4, None), 12);
     assert_eq!(plan::max_log_tile(&small, 16, None), 11);
     assert_eq!(plan::max_log_tile(&H200, 4, Some(12)), 12);
     // Absurd limits still give a tile of two.
@@ -37,7 +37,7 @@ fn tiles_fill_the_opt_in_shared_memory() {
 
 #[test]
 fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
-    for log_n in 1..=15 {
+    for log_n in 1..=14 {
         let launches = plan::plan(&H200, 1 << log_n, 1, 4, 0, None);
         assert_eq!(launches.len(), 1, "2^{log_n}");
         assert_eq!(launches[0].grid, 1);
@@ -51,10 +51,13 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     let launches = plan::plan(&H200, 1 << 20, 1, 4, 0, None);
     assert_eq!(launches[0].args.tile_bits, 13);
     assert_eq!(launches.len(), 1 + 2 * 7);
-    // 2^28: tiles of 2^15, ten levels per global pass.
+    // 2^28 u32 keys: tiles of 2^14 (two blocks per multiprocessor), nine levels per global
+    // pass; key-value pairs: tiles of 2^14, one block.
     let launches = plan::plan(&H200, 1 << 28, 1, 4, 0, None);
-    assert_eq!(launches[0].args.tile_bits, 15);
-    assert_eq!(launches.len(), 1 + 10 * 2 + 3 * 3);
+    assert_eq!(launches[0].args.tile_bits, 14);
+    assert_eq!(launches.len(), 1 + 9 * 2 + 5 * 3);
+    let launches = plan::plan(&H200, 1 << 28, 1, 8, 0, None);
+    assert_eq!(launches[0].args.tile_bits, 14);
     for l in &launches {
         assert!(l.block >= 32 && l.block <= plan::MAX_THREADS);
         assert!(l.shared_bytes <= H200.shared_bytes_per_block);
