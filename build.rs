@@ -1,5 +1,6 @@
 //! Build script: with the `cuda` feature, compiles `cuda/*.cu` to PTX in `OUT_DIR` with nvcc
-//! (`cuda/bitonic.cu` becomes `$OUT_DIR/bitonic.ptx`, which `src/cuda.rs` embeds). Without the
+//! (`cuda/bitonic.cu` becomes `$OUT_DIR/bitonic.ptx`, and `bitonic_sm80.ptx` for compute capability
+//! 8.0 and newer; `src/cuda/mod.rs` embeds both and loads the one the device can run). Without the
 //! feature it does nothing, so no CUDA toolkit is needed.
 //!
 //! Environment: `NVCC` (the compiler to use), `CUDA_PATH` / `CUDA_HOME` (toolkit roots whose
@@ -56,6 +57,16 @@ fn main() {
             .unwrap_or_else(|| fail(&format!("odd source name {}", source.display())));
         let ptx = out_dir.join(format!("{stem}.ptx"));
         compile(&nvcc, source, &ptx, &arch);
+        // A second PTX for compute capability 8.0 and newer, whose kernels copy tiles into
+        // shared memory asynchronously (cp.async); the backend loads it on such devices. An
+        // explicit BITONIC_CUDA_ARCH is used for both.
+        let ptx80 = out_dir.join(format!("{stem}_sm80.ptx"));
+        let arch80 = if env::var("BITONIC_CUDA_ARCH").is_ok_and(|a| !a.trim().is_empty()) {
+            arch.clone()
+        } else {
+            "compute_80".to_string()
+        };
+        compile(&nvcc, source, &ptx80, &arch80);
     }
     peers::build(&nvcc, &manifest_dir, &out_dir);
 }

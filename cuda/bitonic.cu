@@ -116,6 +116,20 @@ __device__ __forceinline__ u32 padded_words(u32 bits) {
     return (size + (size >> 5) + 3u) & ~3u;
 }
 
+#if __CUDA_ARCH__ >= 800
+// Starts an asynchronous copy of one word from global to shared memory (cp.async, sm_80+);
+// `cp.async.wait_all` completes it.
+template <typename T> __device__ __forceinline__ void copy_async(T *shared, const T *global) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async copies 4 or 8 bytes here");
+    const u32 to = (u32)__cvta_generic_to_shared(shared);
+    if constexpr (sizeof(T) == 4) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(to), "l"(global) : "memory");
+    } else {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(to), "l"(global) : "memory");
+    }
+}
+#endif
+
 // Compare-exchange of registers: the smaller key to `a`, swapping only when a > b.
 template <typename K, typename V> __device__ __forceinline__ void exchange(K &ka, K &kb, V &va, V &vb) {
     if constexpr (HasValues<V>::value) {
@@ -335,7 +349,6 @@ __device__ __forceinline__ u64 memory_index(const PassArgs &a, u64 v) {
 template <typename K, typename V>
 __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
     constexpr bool HAS_V = HasValues<V>::value;
-    constexpr u32 BATCH = 8;
     const u32 size = 1u << a.tile_bits;
     K *sk = reinterpret_cast<K *>(tile_smem);
     V *sv = reinterpret_cast<V *>(tile_smem + (size_t)padded_words(a.tile_bits) * sizeof(K));
@@ -348,6 +361,31 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         if (memory_index(a, virtual_index(a, t, 0)) == ~0ull) {
             continue;
         }
+#if __CUDA_ARCH__ >= 800
+        // Asynchronous copies straight into shared memory: every element of the tile is in
+        // flight at once, without holding registers (one load at a time per thread left
+        // the memory system idle). Keys are encoded in place once they have arrived.
+        for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
+            const u64 m = memory_index(a, virtual_index(a, t, x));
+            if (m != ~0ull) {
+                copy_async(&sk[pad(x)], &keys[m]);
+                if constexpr (HAS_V) {
+                    copy_async(&sv[pad(x)], &values[m]);
+                }
+            } else {
+                sk[pad(x)] = ~K(0);
+            }
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        if (encode) {
+            for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
+                if (memory_index(a, virtual_index(a, t, x)) != ~0ull) {
+                    sk[pad(x)] = encode_key(sk[pad(x)], a.encoding);
+                }
+            }
+        }
+#else
+        constexpr u32 BATCH = 8;
         // Loads in batches, all issued before the first is used, so that each thread keeps
         // BATCH loads in flight (one at a time leaves the memory system idle).
         for (u32 x0 = threadIdx.x; x0 < size; x0 += blockDim.x * BATCH) {
@@ -379,6 +417,7 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
                 }
             }
         }
+#endif
         __syncthreads();
 
         switch (a.mode) {

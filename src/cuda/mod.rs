@@ -33,8 +33,12 @@ pub mod plan;
 
 pub use plan::{DeviceLimits, Launch, PassArgs};
 
-/// The PTX of `cuda/bitonic.cu`, compiled by the build script.
+/// The PTX of `cuda/bitonic.cu`, compiled by the build script for compute capability 7.5.
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic.ptx"));
+
+/// The same kernels for compute capability 8.0 and newer, which copy tiles into shared
+/// memory asynchronously.
+const PTX_SM80: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic_sm80.ptx"));
 
 /// Shared memory per block that every CUDA device offers without opting in.
 const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
@@ -282,7 +286,11 @@ impl CudaBackend {
         let (device, info, limits) = probe(ordinal)?;
         let context = Context::new(device).map_err(on("cuDevicePrimaryCtxRetain"))?;
         CurrentContext::set_current(&context).map_err(on("cuCtxSetCurrent"))?;
-        let image = CString::new(PTX).map_err(|_| Error::Driver {
+        let major = device
+            .get_attribute(DeviceAttribute::ComputeCapabilityMajor)
+            .map_err(on("cuDeviceGetAttribute"))?;
+        let ptx = if major >= 8 { PTX_SM80 } else { PTX };
+        let image = CString::new(ptx).map_err(|_| Error::Driver {
             backend: BackendKind::Cuda,
             call: "cuModuleLoadDataEx".to_string(),
             code: i64::from(CudaError::InvalidPtx as u32),

@@ -85,6 +85,7 @@ fn ptx_has_every_kernel() {
         for value in VALUE_NAMES {
             let entry = format!(".entry tile_pass_{key}_{value}(");
             assert!(PTX.contains(&entry), "{entry} missing from the PTX");
+            assert!(PTX_SM80.contains(&entry), "{entry} missing from the sm_80 PTX");
         }
     }
 }
