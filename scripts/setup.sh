@@ -31,7 +31,7 @@ if [ -z "${NVCC:-}" ]; then
     if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
         echo "setup: installing nvcc 13.0 from PyPI" >&2
         python3 -m pip install -q nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 \
-            nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96 >&2
+            nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85 >&2
         NVCC="$(nvcc_path)"
     fi
 fi
