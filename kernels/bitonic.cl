@@ -59,6 +59,15 @@
 #define LV_PARAM
 #endif
 
+// Full unrolling keeps the register arrays in registers (every index becomes a constant).
+// The host rebuilds with NO_UNROLL_PRAGMA if a compiler rejects the _Pragma operator; the
+// loops have constant trip counts, so optimizers unroll them anyway.
+#ifdef NO_UNROLL_PRAGMA
+#define UNROLL
+#else
+#define UNROLL _Pragma("unroll")
+#endif
+
 // Transform flags (the host passes them in `transform`).
 #define ENCODE_ON_LOAD 1u
 #define DECODE_ON_STORE 2u
@@ -145,13 +154,13 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
     do {                                                                                       \
         const uint R_ = 1u << (L);                                                             \
         if (flip) {                                                                            \
-            _Pragma("unroll") for (uint r = 0; r < R_ / 2u; ++r) { CMPX(r, R_ - 1u - r); }     \
+            UNROLL for (uint r = 0; r < R_ / 2u; ++r) { CMPX(r, R_ - 1u - r); }                \
         } else {                                                                               \
-            _Pragma("unroll") for (uint r = 0; r < R_ / 2u; ++r) { CMPX(r, r + R_ / 2u); }     \
+            UNROLL for (uint r = 0; r < R_ / 2u; ++r) { CMPX(r, r + R_ / 2u); }                \
         }                                                                                      \
-        _Pragma("unroll") for (uint t = 0; t + 1u < (L); ++t) {                                \
+        UNROLL for (uint t = 0; t + 1u < (L); ++t) {                                           \
             const uint d = R_ >> (t + 2u);                                                     \
-            _Pragma("unroll") for (uint r = 0; r < R_; ++r) {                                  \
+            UNROLL for (uint r = 0; r < R_; ++r) {                                             \
                 if ((r & d) == 0u) {                                                           \
                     CMPX(r, r + d);                                                            \
                 }                                                                              \
@@ -174,12 +183,12 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
             const uint upper = flip ? (base ^ mirror) : base;                                  \
             KEY_T k[1 << (L)];                                                                 \
             VREGS(1 << (L))                                                                    \
-            _Pragma("unroll") for (uint r = 0; r < R; ++r) {                                   \
+            UNROLL for (uint r = 0; r < R; ++r) {                                              \
                 const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
                 LLOAD(r, PAD(x));                                                              \
             }                                                                                  \
             ROUND_NETWORK(L, flip);                                                            \
-            _Pragma("unroll") for (uint r = 0; r < R; ++r) {                                   \
+            UNROLL for (uint r = 0; r < R; ++r) {                                              \
                 const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
                 LSTORE(r, PAD(x));                                                             \
             }                                                                                  \
@@ -196,24 +205,24 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
             const uint base = g << (L);                                                        \
             KEY_T k[1 << (L)];                                                                 \
             VREGS(1 << (L))                                                                    \
-            _Pragma("unroll") for (uint r = 0; r < R; ++r) { LLOAD(r, PAD(base | r)); }        \
-            _Pragma("unroll") for (uint s = 1; s <= (L); ++s) {                                \
+            UNROLL for (uint r = 0; r < R; ++r) { LLOAD(r, PAD(base | r)); }                   \
+            UNROLL for (uint s = 1; s <= (L); ++s) {                                           \
                 const uint hb = 1u << (s - 1u);                                                \
-                _Pragma("unroll") for (uint r = 0; r < R; ++r) {                               \
+                UNROLL for (uint r = 0; r < R; ++r) {                                          \
                     if ((r & hb) == 0u) {                                                      \
                         CMPX(r, r ^ ((hb << 1) - 1u));                                         \
                     }                                                                          \
                 }                                                                              \
-                _Pragma("unroll") for (uint t = 0; t + 1u < s; ++t) {                          \
+                UNROLL for (uint t = 0; t + 1u < s; ++t) {                                     \
                     const uint d = hb >> (t + 1u);                                             \
-                    _Pragma("unroll") for (uint r = 0; r < R; ++r) {                           \
+                    UNROLL for (uint r = 0; r < R; ++r) {                                      \
                         if ((r & d) == 0u) {                                                   \
                             CMPX(r, r + d);                                                    \
                         }                                                                      \
                     }                                                                          \
                 }                                                                              \
             }                                                                                  \
-            _Pragma("unroll") for (uint r = 0; r < R; ++r) { LSTORE(r, PAD(base | r)); }       \
+            UNROLL for (uint r = 0; r < R; ++r) { LSTORE(r, PAD(base | r)); }                  \
         }                                                                                      \
     }
 
@@ -364,8 +373,8 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
         }
 
         for (uint x = lid; x < size; x += lsize) {
-            const ulong p =
-                physical(tile_virtual(mode, b, x, log_local, c, lo_g, m, flip), row_len, rows, log_p);
+            const ulong v = tile_virtual(mode, b, x, log_local, c, lo_g, m, flip);
+            const ulong p = physical(v, row_len, rows, log_p);
             KEY_T k = KEY_SENTINEL;
             if (p != ~(ulong)0) {
                 k = keys[p];
@@ -394,8 +403,8 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
         }
 
         for (uint x = lid; x < size; x += lsize) {
-            const ulong p =
-                physical(tile_virtual(mode, b, x, log_local, c, lo_g, m, flip), row_len, rows, log_p);
+            const ulong v = tile_virtual(mode, b, x, log_local, c, lo_g, m, flip);
+            const ulong p = physical(v, row_len, rows, log_p);
             if (p != ~(ulong)0) {
                 KEY_T k = lkeys[PAD(x)];
                 if (transform & DECODE_ON_STORE) {
@@ -433,7 +442,7 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
         ulong p[1 << (L)];                                                                     \
         KEY_T k[1 << (L)];                                                                     \
         VREGS(1 << (L))                                                                        \
-        _Pragma("unroll") for (uint r = 0; r < R; ++r) {                                       \
+        UNROLL for (uint r = 0; r < R; ++r) {                                                  \
             const ulong vi = block_base + ((ulong)r << lo_g) + (r < R / 2u ? col : upper_col); \
             p[r] = physical(vi, row_len, rows, log_p);                                         \
             KEY_T key = KEY_SENTINEL;                                                          \
@@ -447,7 +456,7 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
             k[r] = key;                                                                        \
         }                                                                                      \
         ROUND_NETWORK(L, flip);                                                                \
-        _Pragma("unroll") for (uint r = 0; r < R; ++r) {                                       \
+        UNROLL for (uint r = 0; r < R; ++r) {                                                  \
             if (p[r] != ~(ulong)0) {                                                           \
                 KEY_T key = k[r];                                                              \
                 if (transform & DECODE_ON_STORE) {                                             \

@@ -382,7 +382,16 @@ impl OpenClBackend {
     /// Builds the program for `key` and records the limits its launches are planned from.
     fn build(&self, key: VariantKey) -> Result<Variant> {
         let _lifecycle = lifecycle_lock();
-        let program = self.compile(SOURCE, &key.build_options())?;
+        let options = key.build_options();
+        let program = match self.compile(SOURCE, &options) {
+            Ok(program) => program,
+            // A compiler without the C99 `_Pragma` operator gets the loops without the
+            // unroll hint; if that fails too, the first build's log is the one to read.
+            Err(first @ Error::KernelBuild { .. }) => self
+                .compile(SOURCE, &format!("{options} -D NO_UNROLL_PRAGMA"))
+                .map_err(|_| first)?,
+            Err(e) => return Err(e),
+        };
         let kernels = Kernels {
             tile: Kernel::create(&program, TILE_KERNEL).map_err(driver("clCreateKernel"))?,
             global: Kernel::create(&program, GLOBAL_KERNEL).map_err(driver("clCreateKernel"))?,

@@ -553,3 +553,20 @@ fn pairs_match_the_network_emulation() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
+fn builds_without_the_unroll_pragma() {
+    let b = &backends()[0];
+    for log_e in 1..=LOG_E {
+        let key = VariantKey {
+            key: Width::W64,
+            value: Some(Width::W32),
+            log_e,
+        };
+        let options = format!("{} -D NO_UNROLL_PRAGMA", key.build_options());
+        let _lifecycle = lifecycle_lock();
+        let program = b.compile(SOURCE, &options).expect("builds");
+        drop(program);
+    }
+}
