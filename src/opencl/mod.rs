@@ -2,9 +2,11 @@
 //!
 //! The kernels live in `kernels/bitonic.cl` and are embedded in the library. One program is
 //! built per word variant (key word, optional value word) on first use and cached for the
-//! life of the backend. A sort uploads the words, enqueues the passes of
-//! [`crate::schedule::Schedule`] in order on one in-order queue, waits for them and reads the
-//! results back; the caller's slices are written only after every pass succeeded.
+//! life of the backend. A sort uploads the words, enqueues the launches that `plan.rs` makes
+//! from [`crate::schedule::Schedule`] in order on one in-order queue, waits for them and reads
+//! the results back into host staging memory; the caller's slices are written only after
+//! every pass and every read succeeded. [`Backend::time_sort_words`] runs the same launches on
+//! a profiling queue and times them with the kernels' own events.
 //!
 //! Each program's two kernel objects are cached with it; their arguments are per-object
 //! state, so a sort holds the program's kernel lock while it sets arguments and enqueues.
