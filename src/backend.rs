@@ -141,6 +141,27 @@ pub trait Backend: Send + Sync {
         encoding: KeyEncoding,
     ) -> Result<()>;
 
+    /// Sorts each row of `row_len` words independently, every row in the same launches:
+    /// `keys.len()` is a multiple of `row_len` (checked by the caller), and `row_len ==
+    /// keys.len()` is a plain [`Backend::sort_words`]. On error the slices are left as they
+    /// were. Backends that cannot sort rows return [`Error::Unsupported`] for more than one
+    /// row.
+    fn sort_rows_words(
+        &self,
+        keys: WordsMut<'_>,
+        values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+        row_len: usize,
+    ) -> Result<()> {
+        if row_len == keys.len() {
+            return self.sort_words(keys, values, encoding);
+        }
+        Err(Error::Unsupported(format!(
+            "sorting rows on {}",
+            self.device().backend
+        )))
+    }
+
     /// Device-resident timing, for benchmarks. Uploads `keys` (and `values`) once, then
     /// `warmup + runs` times restores the unsorted words on the device (untimed) and sorts
     /// them, timing only the sort with the device's own events (CUDA events, OpenCL profiling

@@ -85,6 +85,30 @@ fn sort_pairs_any<W: Word>(keys: &mut [W], values: WordsMut<'_>, enc: KeyEncodin
     }
 }
 
+/// Sorts `keys` (and `values`) in rows of `row_len`, rows in parallel.
+fn sort_rows<W: Word>(
+    keys: &mut [W],
+    values: Option<WordsMut<'_>>,
+    enc: KeyEncoding,
+    row_len: usize,
+) {
+    fn pairs<W: Word, V: bytemuck::Pod + Send>(
+        keys: &mut [W],
+        values: &mut [V],
+        enc: KeyEncoding,
+        row_len: usize,
+    ) {
+        keys.par_chunks_mut(row_len)
+            .zip(values.par_chunks_mut(row_len))
+            .for_each(|(k, v)| sort_pairs(k, v, enc));
+    }
+    match values {
+        None => keys.par_chunks_mut(row_len).for_each(|k| sort_keys(k, enc)),
+        Some(WordsMut::U32(v)) => pairs(keys, v, enc, row_len),
+        Some(WordsMut::U64(v)) => pairs(keys, v, enc, row_len),
+    }
+}
+
 impl Backend for CpuBackend {
     fn device(&self) -> &DeviceInfo {
         &self.info
@@ -102,6 +126,27 @@ impl Backend for CpuBackend {
             (WordsMut::U64(k), None) => sort_keys(k, encoding),
             (WordsMut::U32(k), Some(v)) => sort_pairs_any(k, v, encoding),
             (WordsMut::U64(k), Some(v)) => sort_pairs_any(k, v, encoding),
+        }
+        Ok(())
+    }
+
+    fn sort_rows_words(
+        &self,
+        keys: WordsMut<'_>,
+        values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+        row_len: usize,
+    ) -> Result<()> {
+        check_lengths(keys.len(), values.as_ref().map(WordsMut::len))?;
+        if row_len == 0 || !keys.len().is_multiple_of(row_len) {
+            return Err(crate::error::Error::InvalidConfig(format!(
+                "{} words do not form rows of {row_len}",
+                keys.len()
+            )));
+        }
+        match keys {
+            WordsMut::U32(k) => sort_rows(k, values, encoding, row_len),
+            WordsMut::U64(k) => sort_rows(k, values, encoding, row_len),
         }
         Ok(())
     }

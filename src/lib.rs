@@ -21,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+mod argsort;
 pub mod backend;
 pub mod cpu;
 #[cfg(feature = "cuda")]

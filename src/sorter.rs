@@ -132,37 +132,93 @@ impl Sorter {
         self.run(keys, Some(values), true)
     }
 
+    /// Sorts each row of a row-major matrix ascending: `data` holds `data.len() / row_len`
+    /// rows of `row_len` keys (any length, also longer than a tile), each sorted on its own,
+    /// all rows in the same launches.
+    ///
+    /// ```
+    /// let sorter = bitonic::Sorter::new()?;
+    /// let mut m = vec![3u32, 1, 2, 9, 8, 7];
+    /// sorter.sort_rows(&mut m, 3)?;
+    /// assert_eq!(m, [1, 2, 3, 7, 8, 9]);
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn sort_rows<K: SortKey>(&self, data: &mut [K], row_len: usize) -> Result<()> {
+        self.run_rows::<K, u32>(data, None, false, row_len)
+    }
+
+    /// Like [`Sorter::sort_rows`], each row descending.
+    pub fn sort_rows_descending<K: SortKey>(&self, data: &mut [K], row_len: usize) -> Result<()> {
+        self.run_rows::<K, u32>(data, None, true, row_len)
+    }
+
+    /// Sorts each row of `keys` ascending and moves `values` (the same shape) with them.
+    pub fn sort_rows_by_key<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+        row_len: usize,
+    ) -> Result<()> {
+        self.run_rows(keys, Some(values), false, row_len)
+    }
+
+    /// Like [`Sorter::sort_rows_by_key`], each row descending.
+    pub fn sort_rows_by_key_descending<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+        row_len: usize,
+    ) -> Result<()> {
+        self.run_rows(keys, Some(values), true, row_len)
+    }
+
     fn run<K: SortKey, V: bytemuck::Pod>(
         &self,
         keys: &mut [K],
         values: Option<&mut [V]>,
         descending: bool,
     ) -> Result<()> {
+        let n = keys.len();
+        self.run_rows(keys, values, descending, n.max(1))
+    }
+
+    /// Every keyed sort: rows of `row_len` (the whole slice for a plain sort).
+    pub(crate) fn run_rows<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        keys: &mut [K],
+        values: Option<&mut [V]>,
+        descending: bool,
+        row_len: usize,
+    ) -> Result<()> {
         check_lengths(keys.len(), values.as_ref().map(|v| v.len()))?;
+        check_rows(keys.len(), row_len)?;
         if values.is_some() {
             let bytes = std::mem::size_of::<V>();
             if bytes != 4 && bytes != 8 {
                 return Err(Error::UnsupportedValueSize { bytes });
             }
         }
-        if keys.len() <= 1 {
+        if keys.len() <= 1 || row_len <= 1 {
             return Ok(());
         }
         with_value_words(values, |value_words| match K::repr(keys) {
-            KeyRepr::Words(words, kind) => {
-                self.backend
-                    .sort_words(words, value_words, KeyEncoding { kind, descending })
-            }
+            KeyRepr::Words(words, kind) => self.backend.sort_rows_words(
+                words,
+                value_words,
+                KeyEncoding { kind, descending },
+                row_len,
+            ),
             KeyRepr::Narrow => {
                 // Narrow keys travel as 32-bit ordered words, widened here.
                 let mut wide: Vec<u32> = keys.iter().map(|k| k.to_wide()).collect();
-                self.backend.sort_words(
+                self.backend.sort_rows_words(
                     WordsMut::U32(&mut wide),
                     value_words,
                     KeyEncoding {
                         kind: KeyKind::Unsigned,
                         descending,
                     },
+                    row_len,
                 )?;
                 for (k, w) in keys.iter_mut().zip(wide) {
                     *k = K::from_wide(w);
@@ -170,6 +226,17 @@ impl Sorter {
                 Ok(())
             }
         })
+    }
+}
+
+/// Checks that `len` elements form whole rows of `row_len` (no rows at all is fine).
+pub(crate) fn check_rows(len: usize, row_len: usize) -> Result<()> {
+    if len == 0 || (row_len > 0 && len.is_multiple_of(row_len)) {
+        Ok(())
+    } else {
+        Err(Error::InvalidConfig(format!(
+            "{len} elements do not form rows of {row_len}"
+        )))
     }
 }
 

@@ -441,7 +441,7 @@ impl CudaBackend {
         let n = keys.len();
         check_lengths(n, values.as_ref().map(WordsMut::len))?;
         let row_len = if row_len == 0 { n } else { row_len };
-        if n == 0 || n % row_len != 0 {
+        if n == 0 || !n.is_multiple_of(row_len) {
             return Err(Error::InvalidConfig(format!(
                 "{n} words do not form rows of {row_len}"
             )));
@@ -485,27 +485,21 @@ impl CudaBackend {
         } else {
             None
         };
-        let result = self.timed_runs(&job, graph.as_ref(), &pristine_keys, &work_keys, &pristine_values, &work_values, warmup, runs);
+        let result = self.timed_runs(
+            &job,
+            graph.as_ref(),
+            &pristine_keys,
+            &work_keys,
+            &pristine_values,
+            &work_values,
+            warmup,
+            runs,
+        );
         if let Some(g) = graph {
             g.destroy();
         }
         let times = result?;
-        let mut host_keys = vec![0u8; work_keys.len()];
-        work_keys
-            .copy_to(&mut host_keys[..])
-            .map_err(on("cuMemcpyDtoH"))?;
-        let host_values = match &work_values {
-            Some(w) => {
-                let mut h = vec![0u8; w.len()];
-                w.copy_to(&mut h[..]).map_err(on("cuMemcpyDtoH"))?;
-                Some(h)
-            }
-            None => None,
-        };
-        keys.as_bytes_mut().copy_from_slice(&host_keys);
-        if let (Some(h), Some(v)) = (host_values, values.as_mut()) {
-            v.as_bytes_mut().copy_from_slice(&h);
-        }
+        download(&work_keys, work_values.as_ref(), keys, values)?;
         Ok(times)
     }
 
@@ -553,13 +547,37 @@ impl CudaBackend {
             }
             stop.record(&self.stream).map_err(on("cuEventRecord"))?;
             stop.synchronize().map_err(on("cuEventSynchronize"))?;
-            let ms = stop.elapsed_time_f32(&start).map_err(on("cuEventElapsedTime"))?;
+            let ms = stop
+                .elapsed_time_f32(&start)
+                .map_err(on("cuEventElapsedTime"))?;
             if run >= warmup {
                 times.push(f64::from(ms));
             }
         }
         Ok(times)
     }
+}
+
+/// Copies device keys (and values) into the caller's slices through host staging memory, so
+/// that a failed copy leaves the slices as they were.
+fn download(
+    device_keys: &DeviceBuffer<u8>,
+    device_values: Option<&DeviceBuffer<u8>>,
+    keys: &mut WordsMut<'_>,
+    values: &mut Option<WordsMut<'_>>,
+) -> Result<()> {
+    let stage = |d: &DeviceBuffer<u8>| -> Result<Vec<u8>> {
+        let mut h = vec![0u8; d.len()];
+        d.copy_to(&mut h[..]).map_err(on("cuMemcpyDtoH"))?;
+        Ok(h)
+    };
+    let staged_keys = stage(device_keys)?;
+    let staged_values = device_values.map(stage).transpose()?;
+    keys.as_bytes_mut().copy_from_slice(&staged_keys);
+    if let (Some(h), Some(v)) = (staged_values, values.as_mut()) {
+        v.as_bytes_mut().copy_from_slice(&h);
+    }
+    Ok(())
 }
 
 impl Backend for CudaBackend {
@@ -569,13 +587,29 @@ impl Backend for CudaBackend {
 
     fn sort_words(
         &self,
-        mut keys: WordsMut<'_>,
-        mut values: Option<WordsMut<'_>>,
+        keys: WordsMut<'_>,
+        values: Option<WordsMut<'_>>,
         encoding: KeyEncoding,
     ) -> Result<()> {
         let n = keys.len();
+        self.sort_rows_words(keys, values, encoding, n.max(1))
+    }
+
+    fn sort_rows_words(
+        &self,
+        mut keys: WordsMut<'_>,
+        mut values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+        row_len: usize,
+    ) -> Result<()> {
+        let n = keys.len();
         check_lengths(n, values.as_ref().map(WordsMut::len))?;
-        if n <= 1 {
+        if row_len == 0 || !n.is_multiple_of(row_len) {
+            return Err(Error::InvalidConfig(format!(
+                "{n} words do not form rows of {row_len}"
+            )));
+        }
+        if row_len <= 1 {
             return Ok(());
         }
         let key_bytes = keys.word_bytes();
@@ -598,31 +632,18 @@ impl Backend for CudaBackend {
                 .as_ref()
                 .map_or(0, |v| v.as_device_ptr().as_raw()),
             kernel: self.kernel(key_bytes, value_bytes),
-            launches: self.plan(n as u64, 1, element_bytes, encoding.code()),
+            launches: self.plan(
+                row_len as u64,
+                (n / row_len) as u64,
+                element_bytes,
+                encoding.code(),
+            ),
         })?;
         // Every pass has finished, and reported its failure, before anything is downloaded.
         self.stream
             .synchronize()
             .map_err(on("cuStreamSynchronize"))?;
-        // Download into staging memory, so that a failed copy leaves the caller's slices as
-        // they were; only then overwrite them.
-        let mut staged_keys = vec![0u8; device_keys.len()];
-        device_keys
-            .copy_to(&mut staged_keys[..])
-            .map_err(on("cuMemcpyDtoH"))?;
-        let staged_values = match &device_values {
-            Some(d) => {
-                let mut h = vec![0u8; d.len()];
-                d.copy_to(&mut h[..]).map_err(on("cuMemcpyDtoH"))?;
-                Some(h)
-            }
-            None => None,
-        };
-        keys.as_bytes_mut().copy_from_slice(&staged_keys);
-        if let (Some(h), Some(v)) = (staged_values, values.as_mut()) {
-            v.as_bytes_mut().copy_from_slice(&h);
-        }
-        Ok(())
+        download(&device_keys, device_values.as_ref(), &mut keys, &mut values)
     }
 
     fn time_sort_words(

@@ -85,7 +85,10 @@ fn ptx_has_every_kernel() {
         for value in VALUE_NAMES {
             let entry = format!(".entry tile_pass_{key}_{value}(");
             assert!(PTX.contains(&entry), "{entry} missing from the PTX");
-            assert!(PTX_SM80.contains(&entry), "{entry} missing from the sm_80 PTX");
+            assert!(
+                PTX_SM80.contains(&entry),
+                "{entry} missing from the sm_80 PTX"
+            );
         }
     }
 }
@@ -273,10 +276,8 @@ fn cuda_throughput() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(28);
     let mut next = lcg(99);
-    let mut cases: Vec<(&str, u32, usize)> = (10..=max_log)
-        .step_by(2)
-        .map(|l| ("u32", l, 0))
-        .collect();
+    let mut cases: Vec<(&str, u32, usize)> =
+        (10..=max_log).step_by(2).map(|l| ("u32", l, 0)).collect();
     cases.extend([("u32+u32", 28, 0), ("u64", 26, 0), ("u32 rows", 24, 1024)]);
     for (what, log_n, row_len) in cases {
         if log_n > max_log {
@@ -307,7 +308,11 @@ fn cuda_throughput() {
         let m = median(ms);
         eprintln!(
             "timing {what} 2^{log_n}{}: {m:.4} ms, {:.2} Gkeys/s",
-            if row_len > 0 { format!(" rows of {row_len}") } else { String::new() },
+            if row_len > 0 {
+                format!(" rows of {row_len}")
+            } else {
+                String::new()
+            },
             n as f64 / m / 1e6
         );
     }
@@ -350,7 +355,11 @@ mod kernel_model {
             let base = ((g >> lo) << (lo + levels)) | (g & low_mask);
             let slot: Vec<usize> = (0..r_count)
                 .map(|r| {
-                    let b = if flip && r >= r_count / 2 { base ^ mirror } else { base };
+                    let b = if flip && r >= r_count / 2 {
+                        base ^ mirror
+                    } else {
+                        base
+                    };
                     (b | (r << lo)) as usize
                 })
                 .collect();
@@ -358,7 +367,11 @@ mod kernel_model {
                 let d = r_count >> (s + 1);
                 for r in 0..r_count {
                     if r & d == 0 {
-                        let p = if flip && s == 0 { r_count - 1 - r } else { r + d };
+                        let p = if flip && s == 0 {
+                            r_count - 1 - r
+                        } else {
+                            r + d
+                        };
                         let (i, j) = (slot[r as usize], slot[p as usize]);
                         if tile[i] > tile[j] {
                             tile.swap(i, j);
@@ -396,7 +409,11 @@ mod kernel_model {
                     let bit = stage - 1 - level;
                     for r in 0..1usize << first {
                         if r & (1 << bit) == 0 {
-                            let p = if level == 0 { r ^ ((2 << bit) - 1) } else { r | (1 << bit) };
+                            let p = if level == 0 {
+                                r ^ ((2 << bit) - 1)
+                            } else {
+                                r | (1 << bit)
+                            };
                             if g[r] > g[p] {
                                 g.swap(r, p);
                             }
@@ -420,8 +437,9 @@ mod kernel_model {
                 if memory_index(a, virtual_index(a, t, 0)).is_none() {
                     continue;
                 }
-                let at: Vec<Option<u64>> =
-                    (0..size).map(|x| memory_index(a, virtual_index(a, t, x))).collect();
+                let at: Vec<Option<u64>> = (0..size)
+                    .map(|x| memory_index(a, virtual_index(a, t, x)))
+                    .collect();
                 let mut tile: Vec<u32> = at
                     .iter()
                     .map(|m| m.map_or(u32::MAX, |m| keys[m as usize]))
@@ -456,7 +474,8 @@ fn kernel_model_sorts_every_plan() {
     };
     let mut next = lcg(7);
     for cap in [3u32, 6, 9, 13] {
-        let lengths = (0..=70u64).chain([127, 128, 129, 1000, 1023, 1024, 1025, 4097, 20_000, 65_537]);
+        let lengths =
+            (0..=70u64).chain([127, 128, 129, 1000, 1023, 1024, 1025, 4097, 20_000, 65_537]);
         for row_len in lengths {
             for rows in [1u64, 3] {
                 let n = (row_len * rows) as usize;
@@ -490,9 +509,7 @@ fn cuda_pass_profile() {
     let mut next = lcg(5);
     let keys: Vec<u32> = (0..n).map(|_| next() as u32).collect();
     CurrentContext::set_current(&gpu.context).expect("context");
-    let buffer = gpu
-        .upload(bytemuck::cast_slice(&keys), 0)
-        .expect("upload");
+    let buffer = gpu.upload(bytemuck::cast_slice(&keys), 0).expect("upload");
     let launches = gpu.plan(n as u64, 1, 4, 0);
     let start = Event::new(EventFlags::DEFAULT).expect("event");
     let stop = Event::new(EventFlags::DEFAULT).expect("event");
@@ -524,7 +541,10 @@ fn cuda_pass_profile() {
             bytes / ms / 1e6
         );
     }
-    eprintln!("2^{log_n}: {} launches, {total:.3} ms in all", launches.len());
+    eprintln!(
+        "2^{log_n}: {} launches, {total:.3} ms in all",
+        launches.len()
+    );
     let mut out = vec![0u32; n];
     buffer
         .copy_to(bytemuck::cast_slice_mut(&mut out[..]))

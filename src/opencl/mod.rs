@@ -638,12 +638,14 @@ impl OpenClBackend {
         Ok(events)
     }
 
-    /// Uploads, sorts and downloads; `keys` and `values` are written only at the end.
+    /// Uploads, sorts rows of `row_len` and downloads; `keys` and `values` are written only
+    /// at the end.
     fn run(
         &self,
         mut keys: WordsMut<'_>,
         mut values: Option<WordsMut<'_>>,
         encoding: KeyEncoding,
+        row_len: u64,
     ) -> Result<()> {
         let _one_at_a_time =
             (self.info.device_type == DeviceType::Cpu).then(|| hold(&CPU_DEVICE_RUNS));
@@ -651,7 +653,7 @@ impl OpenClBackend {
         let variant = self.variant_for(&keys, values.as_ref())?;
         let requested = n.saturating_mul(variant.element_bytes);
         self.check_memory(requested)?;
-        let shape = Shape::new(n, 1);
+        let shape = Shape::new(row_len, n / row_len);
         let launches = plan::plan(&variant.limits, shape, variant.element_bytes);
         let buffers = self.upload_words(&keys, values.as_ref(), requested)?;
         {
@@ -852,11 +854,28 @@ impl Backend for OpenClBackend {
         values: Option<WordsMut<'_>>,
         encoding: KeyEncoding,
     ) -> Result<()> {
-        check_lengths(keys.len(), values.as_ref().map(WordsMut::len))?;
-        if keys.len() <= 1 {
+        let n = keys.len();
+        self.sort_rows_words(keys, values, encoding, n.max(1))
+    }
+
+    fn sort_rows_words(
+        &self,
+        keys: WordsMut<'_>,
+        values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+        row_len: usize,
+    ) -> Result<()> {
+        let n = keys.len();
+        check_lengths(n, values.as_ref().map(WordsMut::len))?;
+        if row_len == 0 || !n.is_multiple_of(row_len) {
+            return Err(Error::InvalidConfig(format!(
+                "{n} words do not form rows of {row_len}"
+            )));
+        }
+        if row_len <= 1 {
             return Ok(());
         }
-        self.run(keys, values, encoding)
+        self.run(keys, values, encoding, row_len as u64)
     }
 
     fn time_sort_words(

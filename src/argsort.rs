@@ -1,0 +1,278 @@
+//! Stable argsort, stable key-value sorts and ragged segments, built from the network sorts.
+//!
+//! A sorting network is not stable, so stability comes from a second sort: the first sorts
+//! the keys with their positions as values; a host scan numbers the runs of equal keys; when
+//! there are ties, a second sort of the 64-bit words `run << 32 | position` puts every run in
+//! position order. Segments use the same idea with the segment number as the high word. Both
+//! sorts run on the sorter's device; positions are 32-bit, so one array (or row) holds at
+//! most 2^32 elements here.
+
+use crate::error::{Error, Result};
+use crate::keys::{KeyEncoding, KeyKind, KeyRepr, SortKey, WordsMut};
+use crate::sorter::{Sorter, check_rows};
+
+/// The most elements whose positions fit the 32-bit indices these calls use.
+const MAX_INDEXED: u64 = 1 << 32;
+
+fn check_indexable(len: usize, what: &str) -> Result<()> {
+    if len as u64 > MAX_INDEXED {
+        return Err(Error::Unsupported(format!(
+            "{what} of {len} elements: positions are 32-bit, at most 2^32 elements"
+        )));
+    }
+    Ok(())
+}
+
+/// The keys of a row as raw words of one width, with their kind.
+enum Words {
+    U32(Vec<u32>, KeyKind),
+    U64(Vec<u64>, KeyKind),
+}
+
+impl Words {
+    /// Copies `keys` as words: 32/64-bit keys keep their raw bits (the device encodes them),
+    /// narrow keys become ordered 32-bit words.
+    fn of<K: SortKey>(keys: &[K]) -> Words {
+        let mut copy = keys.to_vec();
+        match K::repr(&mut copy) {
+            KeyRepr::Words(WordsMut::U32(w), kind) => Words::U32(w.to_vec(), kind),
+            KeyRepr::Words(WordsMut::U64(w), kind) => Words::U64(w.to_vec(), kind),
+            KeyRepr::Narrow => Words::U32(
+                keys.iter().map(|k| k.to_wide()).collect(),
+                KeyKind::Unsigned,
+            ),
+        }
+    }
+
+    /// Whether sorted positions `i - 1` and `i` hold equal keys.
+    fn same_as_previous(&self, i: usize) -> bool {
+        match self {
+            Words::U32(w, _) => w[i] == w[i - 1],
+            Words::U64(w, _) => w[i] == w[i - 1],
+        }
+    }
+}
+
+impl Sorter {
+    /// The permutation that sorts `keys` ascending, stably: `keys[p[0]] <= keys[p[1]] <=
+    /// ...`, and equal keys keep their input order (numpy's `argsort(kind="stable")`).
+    /// Floats order as [`f32::total_cmp`]. At most 2^32 keys ([`Error::Unsupported`] beyond).
+    ///
+    /// ```
+    /// let sorter = bitonic::Sorter::new()?;
+    /// assert_eq!(sorter.argsort(&[3.0f32, 1.0, 3.0, 2.0])?, [1, 3, 0, 2]);
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn argsort<K: SortKey>(&self, keys: &[K]) -> Result<Vec<u32>> {
+        self.argsort_rows_impl(keys, keys.len().max(1), false)
+    }
+
+    /// The stable permutation that sorts `keys` descending (equal keys keep input order).
+    pub fn argsort_descending<K: SortKey>(&self, keys: &[K]) -> Result<Vec<u32>> {
+        self.argsort_rows_impl(keys, keys.len().max(1), true)
+    }
+
+    /// [`Sorter::argsort`] of every row of a row-major matrix: entry `r * row_len + i` is the
+    /// position within row `r` of its `i`-th smallest key.
+    pub fn argsort_rows<K: SortKey>(&self, keys: &[K], row_len: usize) -> Result<Vec<u32>> {
+        self.argsort_rows_impl(keys, row_len, false)
+    }
+
+    /// [`Sorter::argsort_rows`], each row descending.
+    pub fn argsort_rows_descending<K: SortKey>(
+        &self,
+        keys: &[K],
+        row_len: usize,
+    ) -> Result<Vec<u32>> {
+        self.argsort_rows_impl(keys, row_len, true)
+    }
+
+    /// Sorts `keys` ascending and moves `values` with them, stably: the result equals Rust's
+    /// `sort_by` on the pairs by key (floats by `total_cmp`), element for element. Values
+    /// may be any `Copy` type.
+    ///
+    /// ```
+    /// let sorter = bitonic::Sorter::new()?;
+    /// let mut keys = vec![2u8, 1, 2, 1];
+    /// let mut names = vec!["a", "b", "c", "d"];
+    /// sorter.sort_by_key_stable(&mut keys, &mut names)?;
+    /// assert_eq!(names, ["b", "d", "a", "c"]);
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn sort_by_key_stable<K: SortKey, V: Copy>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+    ) -> Result<()> {
+        self.stable_by_key(keys, values, false)
+    }
+
+    /// Like [`Sorter::sort_by_key_stable`], descending (equal keys keep input order).
+    pub fn sort_by_key_stable_descending<K: SortKey, V: Copy>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+    ) -> Result<()> {
+        self.stable_by_key(keys, values, true)
+    }
+
+    /// Sorts every segment `data[offsets[i]..offsets[i + 1]]` ascending on its own (the
+    /// offsets CUB's segmented sort takes: non-decreasing, within `data`; elements before
+    /// the first offset or after the last stay where they are). Empty segments are fine.
+    ///
+    /// ```
+    /// let sorter = bitonic::Sorter::new()?;
+    /// let mut data = vec![5i32, 4, 9, 8, 7, 0];
+    /// sorter.sort_segments(&mut data, &[0, 2, 2, 5, 6])?;
+    /// assert_eq!(data, [4, 5, 7, 8, 9, 0]);
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn sort_segments<K: SortKey>(&self, data: &mut [K], offsets: &[usize]) -> Result<()> {
+        self.segments(data, offsets, false)
+    }
+
+    /// Like [`Sorter::sort_segments`], each segment descending.
+    pub fn sort_segments_descending<K: SortKey>(
+        &self,
+        data: &mut [K],
+        offsets: &[usize],
+    ) -> Result<()> {
+        self.segments(data, offsets, true)
+    }
+
+    fn stable_by_key<K: SortKey, V: Copy>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+        descending: bool,
+    ) -> Result<()> {
+        crate::error::check_lengths(keys.len(), Some(values.len()))?;
+        let order = self.argsort_rows_impl(keys, keys.len().max(1), descending)?;
+        let sorted_keys: Vec<K> = order.iter().map(|&i| keys[i as usize]).collect();
+        let sorted_values: Vec<V> = order.iter().map(|&i| values[i as usize]).collect();
+        keys.copy_from_slice(&sorted_keys);
+        values.copy_from_slice(&sorted_values);
+        Ok(())
+    }
+
+    /// Stable argsort of rows: a sort of keys with their positions, then, where equal keys
+    /// exist, a sort of `run << 32 | position` within each row.
+    fn argsort_rows_impl<K: SortKey>(
+        &self,
+        keys: &[K],
+        row_len: usize,
+        descending: bool,
+    ) -> Result<Vec<u32>> {
+        check_rows(keys.len(), row_len)?;
+        check_indexable(row_len, "an argsort row")?;
+        let n = keys.len();
+        let mut order: Vec<u32> = (0..n).map(|i| (i % row_len.max(1)) as u32).collect();
+        if n <= 1 || row_len <= 1 {
+            return Ok(order);
+        }
+        let mut words = Words::of(keys);
+        let values = Some(WordsMut::U32(&mut order));
+        match &mut words {
+            Words::U32(w, kind) => self.backend().sort_rows_words(
+                WordsMut::U32(w),
+                values,
+                KeyEncoding {
+                    kind: *kind,
+                    descending,
+                },
+                row_len,
+            )?,
+            Words::U64(w, kind) => self.backend().sort_rows_words(
+                WordsMut::U64(w),
+                values,
+                KeyEncoding {
+                    kind: *kind,
+                    descending,
+                },
+                row_len,
+            )?,
+        }
+        // Runs of equal keys, numbered within each row.
+        let mut ties = false;
+        let mut composite = Vec::with_capacity(n);
+        let mut run = 0u64;
+        for (i, &position) in order.iter().enumerate() {
+            if i % row_len == 0 {
+                run = 0;
+            } else if words.same_as_previous(i) {
+                ties = true;
+            } else {
+                run += 1;
+            }
+            composite.push(run << 32 | u64::from(position));
+        }
+        if !ties {
+            return Ok(order);
+        }
+        self.backend().sort_rows_words(
+            WordsMut::U64(&mut composite),
+            None,
+            KeyEncoding {
+                kind: KeyKind::Unsigned,
+                descending: false,
+            },
+            row_len,
+        )?;
+        Ok(composite.into_iter().map(|c| c as u32).collect())
+    }
+
+    fn segments<K: SortKey>(
+        &self,
+        data: &mut [K],
+        offsets: &[usize],
+        descending: bool,
+    ) -> Result<()> {
+        let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+            return Ok(());
+        };
+        if offsets.windows(2).any(|w| w[0] > w[1]) || last > data.len() {
+            return Err(Error::InvalidConfig(format!(
+                "segment offsets must be non-decreasing and at most the data length {}",
+                data.len()
+            )));
+        }
+        let span = &mut data[first..last];
+        check_indexable(span.len(), "sort_segments")?;
+        check_indexable(offsets.len(), "sort_segments' segment count")?;
+        if span.len() <= 1 {
+            return Ok(());
+        }
+        // Key order of the whole span (stability is not needed: equal keys are equal).
+        let mut by_key: Vec<u32> = (0..span.len() as u32).collect();
+        {
+            let mut keys = span.to_vec();
+            self.run_rows(&mut keys, Some(&mut by_key), descending, span.len())?;
+        }
+        // Segment number of every position, then segment-major order keeping key order.
+        let mut segment_of = vec![0u32; span.len()];
+        for (s, w) in offsets.windows(2).enumerate() {
+            segment_of[w[0] - first..w[1] - first].fill(s as u32);
+        }
+        let mut composite: Vec<u64> = by_key
+            .iter()
+            .enumerate()
+            .map(|(rank, &p)| u64::from(segment_of[p as usize]) << 32 | rank as u64)
+            .collect();
+        let len = composite.len();
+        self.backend().sort_rows_words(
+            WordsMut::U64(&mut composite),
+            None,
+            KeyEncoding {
+                kind: KeyKind::Unsigned,
+                descending: false,
+            },
+            len,
+        )?;
+        let sorted: Vec<K> = composite
+            .iter()
+            .map(|&c| span[by_key[(c as u32) as usize] as usize])
+            .collect();
+        span.copy_from_slice(&sorted);
+        Ok(())
+    }
+}
