@@ -191,6 +191,8 @@ pub fn parse(args: &[String], usage: &str) -> Result<CompareConfig, String> {
         cfg.sizes.retain(|&n| (n as u128) <= 1u128 << k);
     }
     cfg.sizes.retain(|&n| n > 0);
+    cfg.sizes.sort_unstable();
+    cfg.sizes.dedup();
     cfg.cases = explicit_cases.unwrap_or(extra_cases);
     cfg.cases.dedup();
     if cfg.cases.is_empty() {
@@ -400,6 +402,7 @@ fn entries(cfg: &CompareConfig) -> Vec<Entry> {
                 Ok(s) => {
                     println!("{name:<7} {d}");
                     if d.backend == BackendKind::Cuda && out.is_empty() {
+                        // CUB runs on the GPU of our first CUDA device.
                         cuda_ordinal = d.index as i32;
                     }
                     out.push(Entry {
@@ -412,6 +415,15 @@ fn entries(cfg: &CompareConfig) -> Vec<Entry> {
             }
         }
     }
+    // Ours in the order the ratios want: CUDA, then OpenCL GPUs, then other OpenCL devices
+    // (the reference is measured first at each size).
+    out.sort_by_key(|e| match &e.runner {
+        Runner::Ours(s) => (
+            s.device().backend != BackendKind::Cuda,
+            s.device().device_type != DeviceType::Gpu,
+        ),
+        _ => (true, true),
+    });
     match cub::probe(cuda_ordinal) {
         Ok(dev) => {
             println!(
@@ -1001,7 +1013,7 @@ mod tests {
             "",
         )
         .unwrap();
-        assert_eq!(cfg.sizes, [1 << 10, 1000]);
+        assert_eq!(cfg.sizes, [1000, 1 << 10]);
         assert_eq!(cfg.cases, [Case::Kv]);
         assert!(parse(&args("--compare --rows 12"), "").is_err());
         assert!(parse(&args("--compare --runs 0"), "").is_err());

@@ -69,7 +69,12 @@ fn panel_svg(out: &mut String, panel: &Panel, y0: f64, color: &dyn Fn(&str) -> &
     };
     let (x_lo, x_hi) = bounds(points().map(|p| p.0.log2()));
     let (y_lo, y_hi) = bounds(points().map(|p| p.1.log10()));
-    let (x_lo, x_hi) = (x_lo.floor(), x_hi.ceil().max(x_lo.floor() + 1.0));
+    let (mut x_lo, mut x_hi) = (x_lo.floor(), x_hi.ceil());
+    if x_hi - x_lo < 2.0 {
+        // One size (the rows case): centre it.
+        x_lo -= 1.0;
+        x_hi += 1.0;
+    }
     let (y_lo, y_hi) = (y_lo.floor(), y_hi.ceil().max(y_lo.floor() + 1.0));
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = PANEL_HEIGHT - TOP - BOTTOM;
@@ -130,8 +135,9 @@ fn panel_svg(out: &mut String, panel: &Panel, y0: f64, color: &dyn Fn(&str) -> &
     // Lines and markers, then the legend.
     for (i, s) in panel.series.iter().enumerate() {
         let c = color(&s.label);
-        let pts: Vec<String> = s
-            .points
+        let mut sorted = s.points.clone();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let pts: Vec<String> = sorted
             .iter()
             .filter(|(n, k)| *n > 0.0 && *k > 0.0 && k.is_finite())
             .map(|&(n, k)| format!("{:.1},{:.1}", x_of(n), y_of(k)))
