@@ -363,15 +363,11 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
     const uint size = 1u << log_local;
     const uint lid = (uint)get_local_id(0);
     const uint lsize = (uint)get_local_size(0);
-    const ulong row_mask = ((ulong)1 << log_p) - 1ul;
 
+    // No early exit for tiles that hold only padding (their loads read sentinels, their
+    // stores are skipped): PoCL 5's work-group compiler aborts on a `continue` in a loop
+    // with barriers, and the host launches no such tiles in a single-row sort.
     for (ulong b = get_group_id(0); b < tiles; b += get_num_groups(0)) {
-        // A tile whose first element is padding has nothing to do (uniform per group).
-        const ulong first = tile_virtual(mode, b, 0u, log_local, c, lo_g, m, flip);
-        if ((first & row_mask) >= row_len || (first >> log_p) >= rows) {
-            continue;
-        }
-
         for (uint x = lid; x < size; x += lsize) {
             const ulong v = tile_virtual(mode, b, x, log_local, c, lo_g, m, flip);
             const ulong p = physical(v, row_len, rows, log_p);
