@@ -306,7 +306,7 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
                 entries[r].label(),
                 entries[r].sorter
             ),
-            None => println!("   ratio: none (no bitonic GPU backend to compare with)"),
+            None => println!("   ratio: none (no bitonic device to compare with)"),
         }
         println!(
             "{:>6}  {:<14} {:<34} {:>11} {:>11} {:>9} {:>7} {:>13}  note",
