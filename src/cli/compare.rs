@@ -645,26 +645,22 @@ where
                         notes.push(error_note(&what, "device timing error", &e.to_string()));
                     }
                 }
-                if row_len == 0 {
-                    match roundtrip_ours(sorter, &input, cfg.roundtrip_runs) {
-                        Ok((ms, k, v)) => {
-                            if record_check(
-                                input.check(&k, v.as_deref()),
-                                &what,
-                                "round trip",
-                                failures,
-                                &mut notes,
-                            ) {
-                                row.roundtrip_ms = ms;
-                            }
-                        }
-                        Err(e) => {
-                            failures.errors += 1;
-                            notes.push(error_note(&what, "round trip error", &e.to_string()));
+                match roundtrip_ours(sorter, &input, cfg.roundtrip_runs) {
+                    Ok((ms, k, v)) => {
+                        if record_check(
+                            input.check(&k, v.as_deref()),
+                            &what,
+                            "round trip",
+                            failures,
+                            &mut notes,
+                        ) {
+                            row.roundtrip_ms = ms;
                         }
                     }
-                } else {
-                    notes.push("no round trip: rows have no host API".into());
+                    Err(e) => {
+                        failures.errors += 1;
+                        notes.push(error_note(&what, "round trip error", &e.to_string()));
+                    }
                 }
             }
             Runner::Cpu => {
@@ -817,8 +813,8 @@ fn time_ours<W: Word>(
     Ok((ms, keys, values))
 }
 
-/// Our host round trip: the wall clock of `Sorter::sort` / `sort_by_key` (upload, sort,
-/// download), one untimed run first.
+/// Our host round trip: the wall clock of `Sorter::sort` / `sort_by_key` (rows:
+/// `sort_rows` / `sort_rows_by_key`): upload, sort, download; one untimed run first.
 fn roundtrip_ours<W: Word + SortKey>(
     sorter: &Sorter,
     input: &Input<W>,
@@ -833,9 +829,11 @@ fn roundtrip_ours<W: Word + SortKey>(
             v.copy_from_slice(src);
         }
         let start = Instant::now();
-        match values.as_mut() {
-            Some(v) => sorter.sort_by_key(&mut keys, v)?,
-            None => sorter.sort(&mut keys)?,
+        match (values.as_mut(), input.row_len) {
+            (Some(v), 0) => sorter.sort_by_key(&mut keys, v)?,
+            (None, 0) => sorter.sort(&mut keys)?,
+            (Some(v), row_len) => sorter.sort_rows_by_key(&mut keys, v, row_len)?,
+            (None, row_len) => sorter.sort_rows(&mut keys, row_len)?,
         }
         let elapsed = start.elapsed().as_secs_f64() * 1e3;
         if run > 0 {
