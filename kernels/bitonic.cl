@@ -268,6 +268,8 @@ inline void run_round(__local KEY_T *restrict lkeys LV_PARAM, const uint log_loc
 inline void run_sort_regs(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,
                           const uint levels) {
     switch (levels) {
+    case 0: // nothing to sort in registers (merge and global passes)
+        break;
 #if LOG_E >= 4
     case 4:
         sort_regs_4(lkeys LV, log_local);
@@ -296,15 +298,18 @@ inline void run_sort_regs(__local KEY_T *restrict lkeys LV_PARAM, const uint log
 inline void run_levels(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,
                        const uint top, const uint bottom, const bool flip,
                        const uint mirror_low) {
+    // A counted loop with a barrier at the end of its body and no early exit: the shape
+    // PoCL's work-group compiler handles (it aborted on a while loop entered after a
+    // barrier, and on conditional barriers).
     const uint bits = top + 1u - bottom;
-    const uint first = bits - (uint)LOG_E * ((bits - 1u) / (uint)LOG_E);
-    uint lo = top + 1u - first;
-    const uint mirror = ((1u << lo) - 1u) & ~((1u << mirror_low) - 1u);
-    run_round(lkeys LV, log_local, lo, first, flip, mirror);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    while (lo > bottom) {
-        lo -= (uint)LOG_E;
-        run_round(lkeys LV, log_local, lo, (uint)LOG_E, false, 0u);
+    const uint chunks = (bits + (uint)LOG_E - 1u) / (uint)LOG_E;
+    const uint first = bits - (uint)LOG_E * (chunks - 1u);
+    for (uint i = 0; i < chunks; ++i) {
+        const uint levels = i == 0u ? first : (uint)LOG_E;
+        const uint lo = top + 1u - first - (uint)LOG_E * i;
+        const bool flip_now = flip && i == 0u;
+        const uint mirror = flip_now ? (((1u << lo) - 1u) & ~((1u << mirror_low) - 1u)) : 0u;
+        run_round(lkeys LV, log_local, lo, levels, flip_now, mirror);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
@@ -385,17 +390,21 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
-        if (mode == MODE_SORT) {
-            const uint regs = min(log_net, (uint)LOG_E);
-            run_sort_regs(lkeys LV, log_local, regs);
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (uint s = regs + 1u; s <= log_net; ++s) {
-                run_levels(lkeys LV, log_local, s - 1u, 0u, true, 0u);
-            }
-        } else if (mode == MODE_MERGE) {
-            run_levels(lkeys LV, log_local, log_net - 1u, 0u, false, 0u);
-        } else {
-            run_levels(lkeys LV, log_local, c + m - 1u, c, flip != 0u, c);
+        // One barrier structure for every mode (no barrier under a condition, see
+        // run_levels): a sort first sorts groups of 2^regs in registers, then runs stages
+        // regs+1 ..= log_net; a merge or global pass runs one "stage" of its levels.
+        const bool sort = mode == MODE_SORT;
+        const uint regs = sort ? min(log_net, (uint)LOG_E) : 0u;
+        run_sort_regs(lkeys LV, log_local, regs);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const uint first_stage = sort ? regs + 1u : 1u;
+        const uint last_stage = sort ? log_net : 1u;
+        const uint bottom = mode == MODE_GLOBAL ? c : 0u;
+        const uint fixed_top = mode == MODE_GLOBAL ? c + m - 1u : log_net - 1u;
+        const bool flip_first = sort || (mode == MODE_GLOBAL && flip != 0u);
+        for (uint s = first_stage; s <= last_stage; ++s) {
+            run_levels(lkeys LV, log_local, sort ? s - 1u : fixed_top, bottom, flip_first,
+                       bottom);
         }
 
         for (uint x = lid; x < size; x += lsize) {

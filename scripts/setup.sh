@@ -8,7 +8,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-if ! ldconfig -p | grep -q 'libpocl\.so' || ! command -v clinfo >/dev/null; then
+if ! ldconfig -p | grep 'libpocl\.so' >/dev/null || ! command -v clinfo >/dev/null; then
     echo "setup: installing PoCL (OpenCL on the CPU)" >&2
     export DEBIAN_FRONTEND=noninteractive
     sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
@@ -46,6 +46,6 @@ fi
 # cust_raw's build script looks for lib64/ here; at run time the real driver, where one is
 # installed, is found before the stub (the stub only answers "no device").
 export CUDA_LIBRARY_PATH="$stub"
-if ! ldconfig -p | grep -q 'libcuda\.so\.1'; then
+if ! ldconfig -p | grep 'libcuda\.so\.1' >/dev/null; then
     export LD_LIBRARY_PATH="$stub/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
