@@ -148,15 +148,14 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
 #endif
 
 // The register network of a round of L levels (R = 2^L registers), the first level a flip
-// when `flip`. Every index is a constant once the loops unroll, so k[] and v[] stay in
-// registers; `flip` is uniform.
-#define ROUND_NETWORK(L, flip)                                                                 \
+// when FLIP (a literal 0 or 1, so that no branch on it is left inside the work-item loop:
+// PoCL 5's work-group compiler aborted on one). Every index is a constant once the loops
+// unroll, so k[] and v[] stay in registers.
+#define ROUND_NETWORK(L, FLIP)                                                                 \
     do {                                                                                       \
         const uint R_ = 1u << (L);                                                             \
-        if (flip) {                                                                            \
-            UNROLL for (uint r = 0; r < R_ / 2u; ++r) { CMPX(r, R_ - 1u - r); }                \
-        } else {                                                                               \
-            UNROLL for (uint r = 0; r < R_ / 2u; ++r) { CMPX(r, r + R_ / 2u); }                \
+        UNROLL for (uint r = 0; r < R_ / 2u; ++r) {                                            \
+            CMPX(r, (FLIP) ? R_ - 1u - r : r + R_ / 2u);                                        \
         }                                                                                      \
         UNROLL for (uint t = 0; t + 1u < (L); ++t) {                                           \
             const uint d = R_ >> (t + 2u);                                                     \
@@ -171,23 +170,23 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
 // One round of L levels over a __local tile of 2^log_local elements (see the header):
 // groups lid, lid + lsize, ... of the 2^(log_local - L) groups. `mirror` is
 // ones[mirror_low, lo) in a flip round (0 otherwise).
-#define ROUND_FN(L)                                                                            \
-    inline void round_##L(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,        \
-                          const uint lo, const bool flip, const uint mirror) {                 \
+#define ROUND_FN(L, FLIP, NAME)                                                                \
+    inline void NAME(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,             \
+                     const uint lo, const uint mirror) {                                       \
         const uint R = 1u << (L);                                                              \
         const uint groups = 1u << (log_local - (L));                                           \
         const uint low = (1u << lo) - 1u;                                                      \
         const uint lsize = (uint)get_local_size(0);                                            \
         for (uint g = (uint)get_local_id(0); g < groups; g += lsize) {                         \
             const uint base = ((g >> lo) << (lo + (L))) | (g & low);                           \
-            const uint upper = flip ? (base ^ mirror) : base;                                  \
+            const uint upper = base ^ mirror;                                                  \
             KEY_T k[1 << (L)];                                                                 \
             VREGS(1 << (L))                                                                    \
             UNROLL for (uint r = 0; r < R; ++r) {                                              \
                 const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
                 LLOAD(r, PAD(x));                                                              \
             }                                                                                  \
-            ROUND_NETWORK(L, flip);                                                            \
+            ROUND_NETWORK(L, FLIP);                                                            \
             UNROLL for (uint r = 0; r < R; ++r) {                                              \
                 const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
                 LSTORE(r, PAD(x));                                                             \
@@ -226,43 +225,70 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
         }                                                                                      \
     }
 
-ROUND_FN(1)
+ROUND_FN(1, 0, round_1)
+#if LOG_E >= 2
+ROUND_FN(1, 1, round_1_flip)
+#endif
 SORT_REGS_FN(1)
 #if LOG_E >= 2
-ROUND_FN(2)
+ROUND_FN(2, 0, round_2)
+ROUND_FN(2, 1, round_2_flip)
 SORT_REGS_FN(2)
 #endif
 #if LOG_E >= 3
-ROUND_FN(3)
+ROUND_FN(3, 0, round_3)
+ROUND_FN(3, 1, round_3_flip)
 SORT_REGS_FN(3)
 #endif
 #if LOG_E >= 4
-ROUND_FN(4)
+ROUND_FN(4, 0, round_4)
+ROUND_FN(4, 1, round_4_flip)
 SORT_REGS_FN(4)
 #endif
 
 inline void run_round(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,
                       const uint lo, const uint levels, const bool flip, const uint mirror) {
-    switch (levels) {
+#if LOG_E == 1
+    // One round function only, and no branch: a flip round of one level differs from a
+    // half-cleaner only by its mirrored upper register (`mirror`, 0 when not flipping).
+    // CPU devices build this (PoCL 5 aborts on a branch between different rounds).
+    round_1(lkeys LV, log_local, lo, flip ? mirror : 0u);
+#else
+    // `mirror` is 0 outside flip rounds, where it is not used.
+    const uint which = (levels << 1) | (flip ? 1u : 0u);
+    switch (which) {
 #if LOG_E >= 4
-    case 4:
-        round_4(lkeys LV, log_local, lo, flip, mirror);
+    case 9:
+        round_4_flip(lkeys LV, log_local, lo, mirror);
+        break;
+    case 8:
+        round_4(lkeys LV, log_local, lo, 0u);
         break;
 #endif
 #if LOG_E >= 3
-    case 3:
-        round_3(lkeys LV, log_local, lo, flip, mirror);
+    case 7:
+        round_3_flip(lkeys LV, log_local, lo, mirror);
+        break;
+    case 6:
+        round_3(lkeys LV, log_local, lo, 0u);
         break;
 #endif
 #if LOG_E >= 2
-    case 2:
-        round_2(lkeys LV, log_local, lo, flip, mirror);
+    case 5:
+        round_2_flip(lkeys LV, log_local, lo, mirror);
+        break;
+    case 4:
+        round_2(lkeys LV, log_local, lo, 0u);
         break;
 #endif
+    case 3:
+        round_1_flip(lkeys LV, log_local, lo, mirror);
+        break;
     default:
-        round_1(lkeys LV, log_local, lo, flip, mirror);
+        round_1(lkeys LV, log_local, lo, 0u);
         break;
     }
+#endif
 }
 
 inline void run_sort_regs(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,

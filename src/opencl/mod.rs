@@ -326,7 +326,7 @@ impl OpenClBackend {
         let key = VariantKey {
             key: width(key_bytes)?,
             value: value_bytes.map(width).transpose()?,
-            log_e: self.log_e,
+            log_e: self.round_log_e(),
         };
         let variant = self.variant(key)?;
         Ok(plan::tile_params(plan::max_log_tile(
@@ -359,8 +359,19 @@ impl OpenClBackend {
         self.variant(VariantKey {
             key: Width::of(keys),
             value: values.map(Width::of),
-            log_e: self.log_e,
+            log_e: self.round_log_e(),
         })
+    }
+
+    /// Levels per register round: one on CPU devices, whose compilers need no registers
+    /// and one of which (PoCL 5) aborts on a kernel that chooses between rounds of
+    /// different sizes (`createParallelRegionBefore` assertion); `log_e` elsewhere.
+    fn round_log_e(&self) -> u32 {
+        if self.info.device_type == DeviceType::Cpu {
+            1
+        } else {
+            self.log_e
+        }
     }
 
     /// Compiles `source` for this device; a compiler error comes back with its build log.
