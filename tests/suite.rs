@@ -13,7 +13,12 @@
 //! - `BITONIC_TEST_MAX_N` (default 4_000_000): the largest length sorted;
 //! - `BITONIC_TEST_SEED`: the base seed of every input (printed in failure messages);
 //! - `BITONIC_TEST_TIMES=1`: print each trial's run time to stderr.
+//!
+//! The calls built on the network sorts (rows, stable argsort, stable key-value sorts,
+//! segments) have their trials in `support/derived.rs`, registered for every target too.
 
+#[path = "support/derived.rs"]
+mod derived;
 mod support;
 
 use std::fmt::Debug;
@@ -596,6 +601,8 @@ fn register_target(suite: &mut Suite, slot: &Slot, cfg: &Config) {
     add_pairs_all_values::<f32>(suite, slot, cfg);
     add_pairs_all_values::<f64>(suite, slot, cfg);
     add_pairs_all_values::<u8>(suite, slot, cfg);
+
+    derived::register(suite, slot, cfg);
 }
 
 // ---------------------------------------------------------------------------------------
