@@ -9,7 +9,7 @@ mkdir -p .device
 cargo build --release --all-features --bin bitonic
 cp "$CARGO_TARGET_DIR"/release/bitonic .device/bitonic
 # `cargo test --no-run` names the test executables in its JSON messages.
-cargo test --release --all-features --no-run --message-format=json --test suite --test huge --lib \
+cargo test --release --all-features --no-run --message-format=json --test suite --test huge --test properties --test threads --lib \
     | python3 -c '
 import json, shutil, sys
 for line in sys.stdin:
