@@ -6,7 +6,7 @@
 //! puts them.
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
-use crate::error::{Result, check_lengths};
+use crate::error::{Result, check_lengths, check_rows_words};
 use crate::keys::{KeyEncoding, Word, WordsMut};
 use crate::schedule::{self, Schedule, TileParams};
 use rayon::prelude::*;
@@ -137,13 +137,7 @@ impl Backend for CpuBackend {
         encoding: KeyEncoding,
         row_len: usize,
     ) -> Result<()> {
-        check_lengths(keys.len(), values.as_ref().map(WordsMut::len))?;
-        if row_len == 0 || !keys.len().is_multiple_of(row_len) {
-            return Err(crate::error::Error::InvalidConfig(format!(
-                "{} words do not form rows of {row_len}",
-                keys.len()
-            )));
-        }
+        check_rows_words(keys.len(), values.as_ref().map(WordsMut::len), row_len)?;
         match keys {
             WordsMut::U32(k) => sort_rows(k, values, encoding, row_len),
             WordsMut::U64(k) => sort_rows(k, values, encoding, row_len),

@@ -119,5 +119,17 @@ pub(crate) fn check_lengths(keys: usize, values: Option<usize>) -> Result<()> {
     }
 }
 
+/// Checks the shape of a call on rows of words: values (when given) as many as keys, and a
+/// nonzero `row_len` that divides the number of keys. Every backend calls this first.
+pub(crate) fn check_rows_words(keys: usize, values: Option<usize>, row_len: usize) -> Result<()> {
+    check_lengths(keys, values)?;
+    if row_len == 0 || !keys.is_multiple_of(row_len) {
+        return Err(Error::InvalidConfig(format!(
+            "{keys} words do not form rows of {row_len}"
+        )));
+    }
+    Ok(())
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -26,7 +26,7 @@ use cust::stream::{Stream, StreamFlags};
 use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
-use crate::error::{Error, Result, check_lengths};
+use crate::error::{Error, Result, check_rows_words};
 use crate::keys::{KeyEncoding, WordsMut};
 
 pub mod plan;
@@ -439,13 +439,8 @@ impl CudaBackend {
         runs: usize,
     ) -> Result<Vec<f64>> {
         let n = keys.len();
-        check_lengths(n, values.as_ref().map(WordsMut::len))?;
         let row_len = if row_len == 0 { n } else { row_len };
-        if n == 0 || !n.is_multiple_of(row_len) {
-            return Err(Error::InvalidConfig(format!(
-                "{n} words do not form rows of {row_len}"
-            )));
-        }
+        check_rows_words(n, values.as_ref().map(WordsMut::len), row_len)?;
         let key_bytes = keys.word_bytes();
         let value_bytes = values.as_ref().map_or(0, |v| v.word_bytes());
         let element_bytes = (key_bytes + value_bytes) as u64;
@@ -603,12 +598,7 @@ impl Backend for CudaBackend {
         row_len: usize,
     ) -> Result<()> {
         let n = keys.len();
-        check_lengths(n, values.as_ref().map(WordsMut::len))?;
-        if row_len == 0 || !n.is_multiple_of(row_len) {
-            return Err(Error::InvalidConfig(format!(
-                "{n} words do not form rows of {row_len}"
-            )));
-        }
+        check_rows_words(n, values.as_ref().map(WordsMut::len), row_len)?;
         if row_len <= 1 {
             return Ok(());
         }

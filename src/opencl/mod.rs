@@ -31,7 +31,7 @@ use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_device_id};
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
-use crate::error::{Error, Result, check_lengths};
+use crate::error::{Error, Result, check_rows_words};
 use crate::keys::{KeyEncoding, WordsMut};
 use crate::schedule::TileParams;
 
@@ -702,13 +702,8 @@ impl OpenClBackend {
         runs: usize,
     ) -> Result<Vec<f64>> {
         let n = keys.len();
-        check_lengths(n, values.as_ref().map(WordsMut::len))?;
         let row_len = if row_len == 0 { n } else { row_len };
-        if n == 0 || !n.is_multiple_of(row_len) {
-            return Err(Error::InvalidConfig(format!(
-                "{n} words do not form rows of {row_len}"
-            )));
-        }
+        check_rows_words(n, values.as_ref().map(WordsMut::len), row_len)?;
         let _one_at_a_time =
             (self.info.device_type == DeviceType::Cpu).then(|| hold(&CPU_DEVICE_RUNS));
         let variant = self.variant_for(&keys, values.as_ref())?;
@@ -877,12 +872,7 @@ impl Backend for OpenClBackend {
         row_len: usize,
     ) -> Result<()> {
         let n = keys.len();
-        check_lengths(n, values.as_ref().map(WordsMut::len))?;
-        if row_len == 0 || !n.is_multiple_of(row_len) {
-            return Err(Error::InvalidConfig(format!(
-                "{n} words do not form rows of {row_len}"
-            )));
-        }
+        check_rows_words(n, values.as_ref().map(WordsMut::len), row_len)?;
         if row_len <= 1 {
             return Ok(());
         }
