@@ -123,44 +123,40 @@ pub struct BackendDevices {
 
 /// An executor of the sorting network on one device.
 ///
-/// [`crate::Sorter`] turns typed keys into words and calls [`Backend::sort_words`]; a backend
-/// computes the pass list with [`crate::schedule::Schedule`] from its own tile parameters and
-/// runs it. All backends produce bit-identical results, values included, because they run the
-/// same comparator network.
+/// [`crate::Sorter`] turns typed keys into words and calls [`Backend::sort_rows_words`] (a
+/// plain sort is one row); a backend computes the pass list with
+/// [`crate::schedule::Schedule`] from its own tile parameters and runs it. All backends
+/// produce bit-identical results, values included, because they run the same comparator
+/// network.
 pub trait Backend: Send + Sync {
     /// The device this backend sorts on.
     fn device(&self) -> &DeviceInfo;
 
     /// Sorts `keys` in place: on entry they are raw key words of `encoding.kind`, on return
     /// the same words in the order `encoding` asks for. `values`, when given, has the same
-    /// length and moves with the keys. On error the slices are left as they were.
+    /// length and moves with the keys. On error the slices are left as they were. This is
+    /// [`Backend::sort_rows_words`] with one row.
     fn sort_words(
         &self,
         keys: WordsMut<'_>,
         values: Option<WordsMut<'_>>,
         encoding: KeyEncoding,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        let n = keys.len();
+        self.sort_rows_words(keys, values, encoding, n.max(1))
+    }
 
-    /// Sorts each row of `row_len` words independently, every row in the same launches:
-    /// `keys.len()` is a multiple of `row_len` (checked by the caller), and `row_len ==
-    /// keys.len()` is a plain [`Backend::sort_words`]. On error the slices are left as they
-    /// were. Backends that cannot sort rows return [`Error::Unsupported`] for more than one
-    /// row.
+    /// Sorts each row of `row_len` words independently, every row in the same launches, as
+    /// [`Backend::sort_words`] sorts one: `keys.len()` must be a multiple of a nonzero
+    /// `row_len` ([`Error::InvalidConfig`] otherwise). On error the slices are left as they
+    /// were.
     fn sort_rows_words(
         &self,
         keys: WordsMut<'_>,
         values: Option<WordsMut<'_>>,
         encoding: KeyEncoding,
         row_len: usize,
-    ) -> Result<()> {
-        if row_len == keys.len() {
-            return self.sort_words(keys, values, encoding);
-        }
-        Err(Error::Unsupported(format!(
-            "sorting rows on {}",
-            self.device().backend
-        )))
-    }
+    ) -> Result<()>;
 
     /// Device-resident timing, for benchmarks. Uploads `keys` (and `values`) once, then
     /// `warmup + runs` times restores the unsorted words on the device (untimed) and sorts

@@ -6,7 +6,7 @@
 //! puts them.
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
-use crate::error::{Result, check_lengths, check_rows_words};
+use crate::error::{Result, check_rows_words};
 use crate::keys::{KeyEncoding, Word, WordsMut};
 use crate::schedule::{self, Schedule, TileParams};
 use rayon::prelude::*;
@@ -78,13 +78,6 @@ fn sort_pairs<W: Word, V: bytemuck::Pod + Send>(
     keys.par_iter_mut().for_each(|k| *k = enc.decode(*k));
 }
 
-fn sort_pairs_any<W: Word>(keys: &mut [W], values: WordsMut<'_>, enc: KeyEncoding) {
-    match values {
-        WordsMut::U32(v) => sort_pairs(keys, v, enc),
-        WordsMut::U64(v) => sort_pairs(keys, v, enc),
-    }
-}
-
 /// Sorts `keys` (and `values`) in rows of `row_len`, rows in parallel.
 fn sort_rows<W: Word>(
     keys: &mut [W],
@@ -112,22 +105,6 @@ fn sort_rows<W: Word>(
 impl Backend for CpuBackend {
     fn device(&self) -> &DeviceInfo {
         &self.info
-    }
-
-    fn sort_words(
-        &self,
-        keys: WordsMut<'_>,
-        values: Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-    ) -> Result<()> {
-        check_lengths(keys.len(), values.as_ref().map(WordsMut::len))?;
-        match (keys, values) {
-            (WordsMut::U32(k), None) => sort_keys(k, encoding),
-            (WordsMut::U64(k), None) => sort_keys(k, encoding),
-            (WordsMut::U32(k), Some(v)) => sort_pairs_any(k, v, encoding),
-            (WordsMut::U64(k), Some(v)) => sort_pairs_any(k, v, encoding),
-        }
-        Ok(())
     }
 
     fn sort_rows_words(

@@ -854,16 +854,6 @@ impl Backend for OpenClBackend {
         &self.info
     }
 
-    fn sort_words(
-        &self,
-        keys: WordsMut<'_>,
-        values: Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-    ) -> Result<()> {
-        let n = keys.len();
-        self.sort_rows_words(keys, values, encoding, n.max(1))
-    }
-
     fn sort_rows_words(
         &self,
         keys: WordsMut<'_>,
