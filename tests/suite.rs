@@ -29,12 +29,11 @@ use bitonic::{BackendKind, DeviceInfo, Error, Sorter};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use rand::Rng;
 use support::{
-    Pattern, TestKey, TestValue, around, first_key_diff, input_seed, pair_multiset, rng_for,
-    show_key, show_value,
+    DEFAULT_SEED, Pattern, TestKey, TestValue, around, env_backends, env_number, env_string,
+    first_key_diff, input_seed, pair_multiset, rng_for, show_key, show_value,
 };
 
 const DEFAULT_MAX_N: usize = 4_000_000;
-const DEFAULT_SEED: u64 = 0xB170_71C5_0127_5EED;
 
 // ---------------------------------------------------------------------------------------
 // Configuration from the environment.
@@ -45,44 +44,6 @@ struct Config {
     only: Option<Vec<BackendKind>>,
     require: Vec<BackendKind>,
     times: bool,
-}
-
-fn env_string(var: &str) -> Result<Option<String>, String> {
-    match std::env::var(var) {
-        Ok(s) if s.trim().is_empty() => Ok(None),
-        Ok(s) => Ok(Some(s.trim().to_string())),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(e) => Err(format!("{var}: {e}")),
-    }
-}
-
-fn env_backends(var: &str) -> Result<Option<Vec<BackendKind>>, String> {
-    let Some(s) = env_string(var)? else {
-        return Ok(None);
-    };
-    s.split(',')
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            BackendKind::parse(part)
-                .ok_or_else(|| format!("{var}={s:?}: {part:?} is not one of cuda, opencl, cpu"))
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
-}
-
-fn env_number(var: &str) -> Result<Option<u64>, String> {
-    let Some(s) = env_string(var)? else {
-        return Ok(None);
-    };
-    let digits = s.replace('_', "");
-    let parsed = match digits.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => digits.parse(),
-    };
-    parsed
-        .map(Some)
-        .map_err(|e| format!("{var}={s:?} is not a number: {e}"))
 }
 
 /// The setting, or none when it is malformed (the problem is kept for `config::env`).

@@ -291,3 +291,50 @@ pub fn pair_multiset<K: TestKey, V: TestValue>(keys: &[K], values: &[V]) -> Vec<
     pairs.sort_unstable();
     pairs
 }
+
+// ---------------------------------------------------------------------------------------
+// Settings from the environment, read the same way by every test binary.
+
+/// The base seed of every input unless `BITONIC_TEST_SEED` says otherwise.
+pub const DEFAULT_SEED: u64 = 0xB170_71C5_0127_5EED;
+
+/// A trimmed, non-empty environment variable; none when unset or blank.
+pub fn env_string(var: &str) -> Result<Option<String>, String> {
+    match std::env::var(var) {
+        Ok(s) if s.trim().is_empty() => Ok(None),
+        Ok(s) => Ok(Some(s.trim().to_string())),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(e) => Err(format!("{var}: {e}")),
+    }
+}
+
+/// A comma-separated list of backends (`cuda,opencl,cpu`); none when unset.
+pub fn env_backends(var: &str) -> Result<Option<Vec<bitonic::BackendKind>>, String> {
+    let Some(s) = env_string(var)? else {
+        return Ok(None);
+    };
+    s.split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            bitonic::BackendKind::parse(part)
+                .ok_or_else(|| format!("{var}={s:?}: {part:?} is not one of cuda, opencl, cpu"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// A number from the environment (decimal with `_`, or `0x` hex); none when unset.
+pub fn env_number(var: &str) -> Result<Option<u64>, String> {
+    let Some(s) = env_string(var)? else {
+        return Ok(None);
+    };
+    let digits = s.replace('_', "");
+    let parsed = match digits.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => digits.parse(),
+    };
+    parsed
+        .map(Some)
+        .map_err(|e| format!("{var}={s:?} is not a number: {e}"))
+}

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use bitonic::{BackendKind, DeviceInfo, DeviceType, Sorter};
 use libtest_mimic::{Completion, Failed, Trial};
 
-/// The default base seed (the suite's).
-pub const DEFAULT_SEED: u64 = 0xB170_71C5_0127_5EED;
+use crate::support::env_backends;
+pub use crate::support::{DEFAULT_SEED, env_number};
 
 /// One device, with a sorter on it that all of its trials share.
 pub struct Target {
@@ -110,45 +110,6 @@ pub struct Found {
     pub failures: Vec<Trial>,
     /// The base seed of every input.
     pub seed: u64,
-}
-
-fn env_string(var: &str) -> Result<Option<String>, String> {
-    match std::env::var(var) {
-        Ok(s) if s.trim().is_empty() => Ok(None),
-        Ok(s) => Ok(Some(s.trim().to_string())),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(e) => Err(format!("{var}: {e}")),
-    }
-}
-
-fn env_backends(var: &str) -> Result<Option<Vec<BackendKind>>, String> {
-    let Some(s) = env_string(var)? else {
-        return Ok(None);
-    };
-    s.split(',')
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            BackendKind::parse(part)
-                .ok_or_else(|| format!("{var}={s:?}: {part:?} is not one of cuda, opencl, cpu"))
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
-}
-
-/// A number from the environment (decimal with `_`, or `0x` hex); none when unset.
-pub fn env_number(var: &str) -> Result<Option<u64>, String> {
-    let Some(s) = env_string(var)? else {
-        return Ok(None);
-    };
-    let digits = s.replace('_', "");
-    let parsed = match digits.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => digits.parse(),
-    };
-    parsed
-        .map(Some)
-        .map_err(|e| format!("{var}={s:?} is not a number: {e}"))
 }
 
 fn failure(name: impl Into<String>, message: String) -> Trial {
