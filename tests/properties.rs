@@ -26,7 +26,7 @@ mod support;
 #[path = "support/targets.rs"]
 mod targets;
 
-use bitonic::{BackendKind, DeviceType, Sorter};
+use bitonic::{BackendKind, DeviceType};
 use libtest_mimic::{Arguments, Failed, Trial};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -35,7 +35,9 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{
     Config, RngAlgorithm, TestCaseError, TestCaseResult, TestError, TestRng, TestRunner,
 };
-use support::{TestKey, TestValue, around, first_key_diff, input_seed, pair_multiset, show_key};
+use support::{
+    TestKey, TestValue, check_keys, expected, input_seed, pair_multiset, sort_keys, sort_pairs,
+};
 use targets::{Slot, Target};
 
 // ---------------------------------------------------------------------------------------
@@ -295,56 +297,12 @@ fn input<K: PropKey>() -> impl Strategy<Value = (String, Vec<K>)> {
 // ---------------------------------------------------------------------------------------
 // The properties.
 
-fn expected<K: TestKey>(input: &[K], descending: bool) -> Vec<K> {
-    let mut want = input.to_vec();
-    K::reference_sort(&mut want);
-    if descending {
-        want.reverse();
-    }
-    want
-}
-
-fn check_keys<K: TestKey>(got: &[K], want: &[K]) -> Result<(), TestCaseError> {
-    match first_key_diff(got, want) {
-        None => Ok(()),
-        Some(i) => Err(TestCaseError::fail(format!(
-            "wrong key at index {i} of {}: got {}, want {}; got {}, want {}",
-            want.len(),
-            show_key(got[i]),
-            show_key(want[i]),
-            around(got, i),
-            around(want, i)
-        ))),
-    }
-}
-
-fn sort_keys<K: TestKey>(s: &Sorter, keys: &mut [K], descending: bool) -> bitonic::Result<()> {
-    if descending {
-        s.sort_descending(keys)
-    } else {
-        s.sort(keys)
-    }
-}
-
-fn sort_pairs<K: TestKey, V: bytemuck::Pod>(
-    s: &Sorter,
-    keys: &mut [K],
-    values: &mut [V],
-    descending: bool,
-) -> bitonic::Result<()> {
-    if descending {
-        s.sort_by_key_descending(keys, values)
-    } else {
-        s.sort_by_key(keys, values)
-    }
-}
-
 /// Keys alone equal the reference sort.
 fn keys_property<K: PropKey>(t: &Target, input: &[K], descending: bool) -> TestCaseResult {
     let mut got = input.to_vec();
     sort_keys(&t.sorter, &mut got, descending)
         .map_err(|e| TestCaseError::fail(format!("the sort returned an error: {e}")))?;
-    check_keys(&got, &expected(input, descending))
+    check_keys(&got, &expected(input, descending)).map_err(TestCaseError::fail)
 }
 
 /// Key-value: keys sorted, pairs a permutation of the input's, and (off the CPU backend)
@@ -360,7 +318,7 @@ fn pairs_property<K: PropKey, V: TestValue>(
     sort_pairs(&t.sorter, &mut keys, &mut values, descending)
         .map_err(|e| TestCaseError::fail(format!("the sort returned an error: {e}")))?;
     let want = expected(input, descending);
-    check_keys(&keys, &want)?;
+    check_keys(&keys, &want).map_err(TestCaseError::fail)?;
     if pair_multiset(&keys, &values) != pair_multiset(input, &values_in) {
         return Err(TestCaseError::fail(
             "the output (key, value) pairs are not a permutation of the input pairs",

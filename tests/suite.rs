@@ -29,8 +29,9 @@ use bitonic::{BackendKind, DeviceInfo, Error, Sorter};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use rand::Rng;
 use support::{
-    DEFAULT_SEED, Pattern, TestKey, TestValue, around, env_backends, env_number, env_string,
-    first_key_diff, input_seed, pair_multiset, rng_for, show_key, show_value,
+    DEFAULT_SEED, Pattern, TestKey, TestValue, check_keys, env_backends, env_number, env_string,
+    expected, first_key_diff, input_seed, pair_multiset, rng_for, show_key, show_value, sort_keys,
+    sort_pairs,
 };
 
 const DEFAULT_MAX_N: usize = 4_000_000;
@@ -235,50 +236,6 @@ fn order_name(descending: bool) -> &'static str {
 
 fn capped(lengths: impl IntoIterator<Item = usize>, max_n: usize) -> Vec<usize> {
     lengths.into_iter().filter(|&n| n <= max_n).collect()
-}
-
-fn sort_keys<K: TestKey>(sorter: &Sorter, keys: &mut [K], descending: bool) -> bitonic::Result<()> {
-    if descending {
-        sorter.sort_descending(keys)
-    } else {
-        sorter.sort(keys)
-    }
-}
-
-fn sort_pairs<K: TestKey, V: bytemuck::Pod>(
-    sorter: &Sorter,
-    keys: &mut [K],
-    values: &mut [V],
-    descending: bool,
-) -> bitonic::Result<()> {
-    if descending {
-        sorter.sort_by_key_descending(keys, values)
-    } else {
-        sorter.sort_by_key(keys, values)
-    }
-}
-
-/// The expected keys: the reference sort, reversed for descending.
-fn expected<K: TestKey>(input: &[K], descending: bool) -> Vec<K> {
-    let mut want = input.to_vec();
-    K::reference_sort(&mut want);
-    if descending {
-        want.reverse();
-    }
-    want
-}
-
-fn check_keys<K: TestKey>(got: &[K], want: &[K]) -> Result<(), String> {
-    match first_key_diff(got, want) {
-        None => Ok(()),
-        Some(i) => Err(format!(
-            "wrong key at index {i}: got {}, want {}; got {}, want {}",
-            show_key(got[i]),
-            show_key(want[i]),
-            around(got, i),
-            around(want, i)
-        )),
-    }
 }
 
 fn run_keys<K: TestKey>(t: &Target, case: &Case) -> Result<(), Failed> {

@@ -25,7 +25,8 @@ use bitonic::Sorter;
 use libtest_mimic::{Arguments, Failed};
 use rand::Rng;
 use support::{
-    Pattern, TestKey, TestValue, first_key_diff, input_seed, pair_multiset, rng_for, show_key,
+    Pattern, TestKey, TestValue, check_keys, expected, input_seed, pair_multiset, rng_for,
+    sort_keys, sort_pairs,
 };
 use targets::Target;
 
@@ -84,49 +85,12 @@ fn jobs(variant: &str, base_seed: u64, t: usize) -> Vec<Job> {
         .collect()
 }
 
-fn expected<K: TestKey>(input: &[K], descending: bool) -> Vec<K> {
-    let mut want = input.to_vec();
-    K::reference_sort(&mut want);
-    if descending {
-        want.reverse();
-    }
-    want
-}
-
-fn check_keys<K: TestKey>(got: &[K], want: &[K]) -> Result<(), String> {
-    match first_key_diff(got, want) {
-        None => Ok(()),
-        Some(i) => Err(format!(
-            "wrong key at index {i}: got {}, want {}",
-            show_key(got[i]),
-            show_key(want[i])
-        )),
-    }
-}
-
 fn run_keys<K: TestKey>(sorter: &Sorter, job: &Job) -> Result<(), String> {
     let input: Vec<K> = job.pattern.keys(job.n, &mut rng_for(job.seed));
     let mut got = input.clone();
-    let result = if job.descending {
-        sorter.sort_descending(&mut got)
-    } else {
-        sorter.sort(&mut got)
-    };
-    result.map_err(|e| format!("the sort returned an error: {e}"))?;
+    sort_keys(sorter, &mut got, job.descending)
+        .map_err(|e| format!("the sort returned an error: {e}"))?;
     check_keys(&got, &expected(&input, job.descending))
-}
-
-fn sort_pairs<K: TestKey, V: TestValue>(
-    sorter: &Sorter,
-    keys: &mut [K],
-    values: &mut [V],
-    descending: bool,
-) -> bitonic::Result<()> {
-    if descending {
-        sorter.sort_by_key_descending(keys, values)
-    } else {
-        sorter.sort_by_key(keys, values)
-    }
 }
 
 fn run_pairs<K: TestKey, V: TestValue>(

@@ -338,3 +338,58 @@ pub fn env_number(var: &str) -> Result<Option<u64>, String> {
         .map(Some)
         .map_err(|e| format!("{var}={s:?} is not a number: {e}"))
 }
+
+// ---------------------------------------------------------------------------------------
+// Sorting through the public API and checking against the reference, for every test binary.
+
+/// Sorts `keys` with `sorter`, descending when asked.
+pub fn sort_keys<K: TestKey>(
+    sorter: &bitonic::Sorter,
+    keys: &mut [K],
+    descending: bool,
+) -> bitonic::Result<()> {
+    if descending {
+        sorter.sort_descending(keys)
+    } else {
+        sorter.sort(keys)
+    }
+}
+
+/// Sorts `keys` with their `values`, descending when asked.
+pub fn sort_pairs<K: TestKey, V: bytemuck::Pod>(
+    sorter: &bitonic::Sorter,
+    keys: &mut [K],
+    values: &mut [V],
+    descending: bool,
+) -> bitonic::Result<()> {
+    if descending {
+        sorter.sort_by_key_descending(keys, values)
+    } else {
+        sorter.sort_by_key(keys, values)
+    }
+}
+
+/// The expected keys: the reference sort, reversed for descending.
+pub fn expected<K: TestKey>(input: &[K], descending: bool) -> Vec<K> {
+    let mut want = input.to_vec();
+    K::reference_sort(&mut want);
+    if descending {
+        want.reverse();
+    }
+    want
+}
+
+/// `got` equals `want`, or where and how they first differ.
+pub fn check_keys<K: TestKey>(got: &[K], want: &[K]) -> Result<(), String> {
+    match first_key_diff(got, want) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "wrong key at index {i} of {}: got {}, want {}; got {}, want {}",
+            want.len(),
+            show_key(got[i]),
+            show_key(want[i]),
+            around(got, i),
+            around(want, i)
+        )),
+    }
+}
