@@ -557,14 +557,7 @@ impl OpenClBackend {
                 m,
                 flip,
             } => {
-                let mut args = Args::new(&kernels.tile);
-                args.buffer(&buffers.keys)?;
-                if let Some(v) = &buffers.values {
-                    args.buffer(v)?;
-                }
-                args.u64(shape.row_len)?;
-                args.u64(shape.rows)?;
-                args.u32(shape.log_row)?;
+                let mut args = Args::with_data(&kernels.tile, buffers, shape)?;
                 args.u64(tiles)?;
                 args.u32(mode)?;
                 args.u32(log_local)?;
@@ -587,14 +580,7 @@ impl OpenClBackend {
                 m,
                 flip,
             } => {
-                let mut args = Args::new(&kernels.global);
-                args.buffer(&buffers.keys)?;
-                if let Some(v) = &buffers.values {
-                    args.buffer(v)?;
-                }
-                args.u64(shape.row_len)?;
-                args.u64(shape.rows)?;
-                args.u32(shape.log_row)?;
+                let mut args = Args::with_data(&kernels.global, buffers, shape)?;
                 args.u64(groups)?;
                 args.u32(lo_g)?;
                 args.u32(m)?;
@@ -810,8 +796,18 @@ struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
-    fn new(kernel: &'a Kernel) -> Self {
-        Args { kernel, index: 0 }
+    /// The arguments both kernels begin with: the key (and value) buffers, then the rows'
+    /// shape (`row_len`, `rows`, `log_p`).
+    fn with_data(kernel: &'a Kernel, buffers: &Buffers, shape: Shape) -> Result<Self> {
+        let mut args = Args { kernel, index: 0 };
+        args.buffer(&buffers.keys)?;
+        if let Some(v) = &buffers.values {
+            args.buffer(v)?;
+        }
+        args.u64(shape.row_len)?;
+        args.u64(shape.rows)?;
+        args.u32(shape.log_row)?;
+        Ok(args)
     }
 
     /// Sets the next argument to the bytes of `value`.
