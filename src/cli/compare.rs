@@ -628,14 +628,10 @@ where
         match &entry.runner {
             Runner::Ours(sorter) => {
                 match time_ours(sorter, &input, cfg.warmup, cfg.runs) {
-                    Ok((ms, k, v)) => {
-                        if record_check(
-                            input.check(&k, v.as_deref()),
-                            &what,
-                            "device",
-                            failures,
-                            &mut notes,
-                        ) {
+                    Ok(timed) => {
+                        if let Some(ms) =
+                            checked_times(&input, timed, &what, "device", failures, &mut notes)
+                        {
                             row.device_ms = ms;
                         }
                     }
@@ -646,14 +642,10 @@ where
                     }
                 }
                 match roundtrip_ours(sorter, &input, cfg.roundtrip_runs) {
-                    Ok((ms, k, v)) => {
-                        if record_check(
-                            input.check(&k, v.as_deref()),
-                            &what,
-                            "round trip",
-                            failures,
-                            &mut notes,
-                        ) {
+                    Ok(timed) => {
+                        if let Some(ms) =
+                            checked_times(&input, timed, &what, "round trip", failures, &mut notes)
+                        {
                             row.roundtrip_ms = ms;
                         }
                     }
@@ -664,14 +656,8 @@ where
                 }
             }
             Runner::Cpu => {
-                let (ms, k, v) = time_cpu(&input, cfg.warmup, cfg.runs);
-                if record_check(
-                    input.check(&k, v.as_deref()),
-                    &what,
-                    "cpu",
-                    failures,
-                    &mut notes,
-                ) {
+                let timed = time_cpu(&input, cfg.warmup, cfg.runs);
+                if let Some(ms) = checked_times(&input, timed, &what, "cpu", failures, &mut notes) {
                     row.roundtrip_ms = ms.clone();
                     row.device_ms = ms;
                 }
@@ -687,14 +673,10 @@ where
                     cfg.runs,
                 );
                 match got {
-                    Ok((ms, k, v)) => {
-                        if record_check(
-                            input.check(&k, v.as_deref()),
-                            &what,
-                            "device",
-                            failures,
-                            &mut notes,
-                        ) {
+                    Ok(timed) => {
+                        if let Some(ms) =
+                            checked_times(&input, timed, &what, "device", failures, &mut notes)
+                        {
                             row.device_ms = ms;
                         }
                     }
@@ -722,6 +704,26 @@ fn error_note(what: &str, kind: &str, error: &str) -> String {
         eprintln!("{what}: {kind}:\n{error}");
     }
     format!("{kind}: {}", truncate(first, 160))
+}
+
+/// The times of a run whose output passed the check against the CPU's sort; none when it
+/// failed (recorded by [`record_check`]).
+fn checked_times<W: Word>(
+    input: &Input<W>,
+    (ms, keys, values): Timed<W>,
+    what: &str,
+    stage: &str,
+    failures: &mut Failures,
+    notes: &mut Vec<String>,
+) -> Option<Vec<f64>> {
+    record_check(
+        input.check(&keys, values.as_deref()),
+        what,
+        stage,
+        failures,
+        notes,
+    )
+    .then_some(ms)
 }
 
 /// Records a failed check loudly: on stderr at once, in the row's note, and for the exit
