@@ -124,6 +124,24 @@ impl Schedule {
     }
 }
 
+/// Tiles below `2^MIN_LOG_TILE` elements only when the whole row is smaller.
+pub const MIN_LOG_TILE: u32 = 11;
+
+/// The tile for `rows` rows of virtual length `2^log_row` on a device with `compute_units`
+/// multiprocessors or compute units and tiles of at most `2^max_log_tile`: the whole row
+/// when it fits (one launch); otherwise small enough that every compute unit gets a tile,
+/// but not below `2^MIN_LOG_TILE`. Both GPU backends choose their tile here.
+pub fn choose_log_tile(rows: u64, log_row: u32, max_log_tile: u32, compute_units: u32) -> u32 {
+    if log_row <= max_log_tile {
+        return log_row.max(1);
+    }
+    let log_rows = 63 - rows.max(1).leading_zeros();
+    let log_units = 31 - compute_units.max(1).leading_zeros();
+    (log_row + log_rows)
+        .saturating_sub(log_units)
+        .clamp(MIN_LOG_TILE.min(max_log_tile), max_log_tile)
+}
+
 /// `ceil(log2(n))`, 0 for n <= 1.
 pub fn ceil_log2(n: u64) -> u32 {
     if n <= 1 {

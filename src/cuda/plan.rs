@@ -5,7 +5,7 @@
 //! `cuda/bitonic.cu`): a block loads a virtual tile of `2^tile_bits` elements into shared
 //! memory, applies the pass's levels in rounds of [`LOG_E`] levels, and stores it back.
 
-use crate::schedule::{Pass, Schedule, TileParams};
+use crate::schedule::{Pass, Schedule, TileParams, choose_log_tile};
 
 /// Each thread holds `2^LOG_E` elements per round; `LOG_E` in `cuda/bitonic.cu` agrees.
 pub const LOG_E: u32 = 4;
@@ -16,9 +16,6 @@ pub const LOG_COLS: u32 = 5;
 
 /// The largest tile, as log2 of its elements (`2^15` keys of 4 bytes fill 132 KiB).
 pub const MAX_LOG_TILE: u32 = 15;
-
-/// Tiles below this size only when the whole row is smaller.
-const MIN_LOG_TILE: u32 = 11;
 
 /// Threads per block, at most (the kernels are compiled with `__launch_bounds__(512)`).
 pub const MAX_THREADS: u32 = 512;
@@ -120,21 +117,6 @@ pub fn max_log_tile(limits: &DeviceLimits, element_bytes: u64, cap: Option<u32>)
         bits -= 1;
     }
     bits
-}
-
-/// The tile for `rows` rows of virtual length `2^log_row`: the whole row when it fits (one
-/// launch); otherwise small enough that every multiprocessor gets a tile, but not below
-/// `2^MIN_LOG_TILE`.
-pub fn choose_log_tile(rows: u64, log_row: u32, max_log_tile: u32, multiprocessors: u32) -> u32 {
-    if log_row <= max_log_tile {
-        return log_row.max(1);
-    }
-    let log_rows = 64 - rows.max(1).leading_zeros() - 1;
-    let log_sms = 32 - multiprocessors.max(1).leading_zeros() - 1;
-    let log_total = log_row + log_rows;
-    log_total
-        .saturating_sub(log_sms)
-        .clamp(MIN_LOG_TILE.min(max_log_tile), max_log_tile)
 }
 
 /// The tile parameters the schedule is built from.

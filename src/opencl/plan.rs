@@ -9,7 +9,7 @@
 //! - `Pass::GlobalMerge` with at most `2^log_e` levels: `bitonic_global`, one register group
 //!   per work item straight from global memory (no `__local` round trip, no barrier).
 
-use crate::schedule::{Pass, Schedule, TileParams, ceil_log2};
+use crate::schedule::{Pass, Schedule, TileParams, ceil_log2, choose_log_tile};
 
 /// log2 of the elements a work item holds in registers in one round (`LOG_E` in the kernel).
 pub const LOG_E: u32 = 4;
@@ -17,9 +17,6 @@ pub const LOG_E: u32 = 4;
 pub const MAX_LOG_COLS: u32 = 5;
 /// The largest tile: 2^13 elements (32 KiB of `u32` keys).
 pub const MAX_LOG_TILE: u32 = 13;
-/// Tiles are made smaller than the largest (so that every compute unit gets one) only down
-/// to this size.
-const MIN_LOG_TILE: u32 = 11;
 /// Local memory kept free beyond the tile: some drivers report more than a kernel may use
 /// (NVIDIA reports 49152 bytes and accepts 48128).
 pub const LOCAL_MEM_MARGIN: u64 = 1024;
@@ -49,7 +46,7 @@ pub const DECODE_ON_STORE: u32 = 2;
 pub struct Limits {
     /// `CL_DEVICE_LOCAL_MEM_SIZE`.
     pub local_mem: u64,
-    /// Compute units: tiles shrink (not below `2^MIN_LOG_TILE`) so each gets work.
+    /// Compute units: tiles shrink (not below `2^schedule::MIN_LOG_TILE`) so each gets work.
     pub compute_units: u32,
     /// The largest work-group `bitonic_tile` may be launched with.
     pub tile_group: usize,
@@ -96,20 +93,6 @@ pub fn tile_params(log_tile: u32) -> TileParams {
         log_tile,
         max_global_levels: (log_tile - log_cols(log_tile)).max(1),
     }
-}
-
-/// The schedule's tile for `rows` rows of virtual length `2^log_row`: the whole row when it
-/// fits; otherwise small enough that every compute unit gets a tile, not below
-/// `2^MIN_LOG_TILE` (nor above `2^max_log_tile`).
-pub fn choose_log_tile(rows: u64, log_row: u32, max_log_tile: u32, compute_units: u32) -> u32 {
-    if log_row <= max_log_tile {
-        return log_row.max(1);
-    }
-    let log_rows = 63 - rows.max(1).leading_zeros();
-    let log_units = 31 - compute_units.max(1).leading_zeros();
-    (log_row + log_rows)
-        .saturating_sub(log_units)
-        .clamp(MIN_LOG_TILE.min(max_log_tile), max_log_tile)
 }
 
 /// The shape of one sort: `rows` rows of `row_len` elements, each padded to `2^log_row`.
