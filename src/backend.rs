@@ -158,6 +158,23 @@ pub trait Backend: Send + Sync {
         row_len: usize,
     ) -> Result<()>;
 
+    /// Bytes of device memory this backend keeps between sorts (see
+    /// [`crate::Sorter::cached_device_bytes`]); 0 for backends that keep none.
+    fn cached_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Frees the device memory kept between sorts (see
+    /// [`crate::Sorter::release_device_memory`]).
+    fn release_cached(&self) {}
+
+    /// The backend as [`std::any::Any`], so that [`crate::Sorter`] can hand out the concrete
+    /// CUDA or OpenCL backend for its device-resident calls. Backends outside this crate
+    /// need not override it.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+
     /// Device-resident timing, for benchmarks. Uploads `keys` (and `values`) once, then
     /// `warmup + runs` times restores the unsorted words on the device (untimed) and sorts
     /// them, timing only the sort with the device's own events (CUDA events, OpenCL profiling

@@ -57,6 +57,9 @@ pub enum Error {
     },
     /// The backend cannot do what was asked (for example device-resident timing on the CPU).
     Unsupported(String),
+    /// A device buffer, stream or queue passed to a device-resident sort belongs to another
+    /// context or device than the backend's, or its size does not fit its element type.
+    ForeignBuffer(String),
     /// An OpenCL program failed to build; the log says why.
     KernelBuild {
         /// The compiler's build log.
@@ -103,6 +106,7 @@ impl fmt::Display for Error {
                 "{backend} call {call} failed with status {code}: {message}"
             ),
             Error::Unsupported(what) => write!(f, "not supported: {what}"),
+            Error::ForeignBuffer(what) => write!(f, "unusable device buffer: {what}"),
             Error::KernelBuild { log } => write!(f, "OpenCL program build failed:\n{log}"),
         }
     }

@@ -65,6 +65,14 @@ impl KeyEncoding {
         if self.descending { !ordered } else { ordered }
     }
 
+    /// The encoding of key type `K` in `order`.
+    pub fn of<K: WordKey>(order: Order) -> KeyEncoding {
+        KeyEncoding {
+            kind: K::KIND,
+            descending: order == Order::Descending,
+        }
+    }
+
     /// Ordered word back to the raw key word; the inverse of [`KeyEncoding::encode`].
     #[inline]
     pub fn decode<W: Word>(self, ordered: W) -> W {
@@ -81,6 +89,17 @@ impl KeyEncoding {
             }
         }
     }
+}
+
+/// The order of a sort, for calls that take it as an argument (the device-resident sorts of
+/// the CUDA and OpenCL backends).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// Smallest first (floats in [`f32::total_cmp`] order).
+    #[default]
+    Ascending,
+    /// Largest first: the exact reverse of ascending.
+    Descending,
 }
 
 /// An unsigned machine word that the network sorts: `u32` or `u64`.
@@ -210,8 +229,22 @@ pub trait SortKey: bytemuck::Pod + Send + Sync + sealed::Sealed {
     fn from_wide(word: u32) -> Self;
 }
 
+/// A key type that the GPU kernels read directly as one 32- or 64-bit word: `u32`, `i32`,
+/// `f32`, `u64`, `i64`, `f64`. Device-resident sorts take only these: narrower keys are
+/// widened on the host, which keys already in device memory cannot be.
+pub trait WordKey: SortKey {
+    /// Bytes per key: 4 or 8.
+    const WORD_BYTES: usize;
+    /// How the kernels turn its bits into ordered bits.
+    const KIND: KeyKind;
+}
+
 macro_rules! wide_key {
     ($t:ty, $word:ident, $variant:ident, $kind:expr) => {
+        impl WordKey for $t {
+            const WORD_BYTES: usize = std::mem::size_of::<$t>();
+            const KIND: KeyKind = $kind;
+        }
         impl sealed::Sealed for $t {}
         impl SortKey for $t {
             fn repr(keys: &mut [Self]) -> KeyRepr<'_> {

@@ -36,7 +36,7 @@ mod sorter;
 
 pub use backend::{Backend, BackendDevices, BackendKind, DeviceInfo, DeviceType};
 pub use error::{Error, Result};
-pub use keys::{KeyEncoding, KeyKind, SortKey, WordsMut};
+pub use keys::{KeyEncoding, KeyKind, Order, SortKey, WordKey, WordsMut};
 pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
 pub use sorter::{Sorter, SorterBuilder};
 

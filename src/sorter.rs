@@ -102,6 +102,34 @@ impl Sorter {
         self.backend.as_ref()
     }
 
+    /// The CUDA backend under this sorter, when it runs on one: its `sort_device*` calls sort
+    /// keys already in device memory ([`crate::cuda::CudaBackend::sort_device`]).
+    #[cfg(feature = "cuda")]
+    pub fn cuda(&self) -> Option<&crate::cuda::CudaBackend> {
+        self.backend.as_any()?.downcast_ref()
+    }
+
+    /// The OpenCL backend under this sorter, when it runs on one: its `sort_device*` calls
+    /// sort keys already in device memory ([`crate::opencl::OpenClBackend::sort_device`]).
+    #[cfg(feature = "opencl")]
+    pub fn opencl(&self) -> Option<&crate::opencl::OpenClBackend> {
+        self.backend.as_any()?.downcast_ref()
+    }
+
+    /// Bytes of device memory kept for the next sort. A sort of host slices needs device
+    /// buffers as large as its keys plus values; the CUDA and OpenCL backends keep the
+    /// largest they have needed so far, so sorting many arrays in a row allocates once.
+    /// Nothing else is allocated on the device: the network sorts in place.
+    pub fn cached_device_bytes(&self) -> u64 {
+        self.backend.cached_bytes()
+    }
+
+    /// Frees the device buffers kept between sorts ([`Sorter::cached_device_bytes`] becomes
+    /// 0); the next sort allocates again. Dropping the sorter frees them too.
+    pub fn release_device_memory(&self) {
+        self.backend.release_cached()
+    }
+
     /// Sorts `keys` ascending (floats in [`f32::total_cmp`] order).
     pub fn sort<K: SortKey>(&self, keys: &mut [K]) -> Result<()> {
         self.run::<K, u32>(keys, None, false)

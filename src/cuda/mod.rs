@@ -9,12 +9,17 @@
 //! that context current on the calling thread, so any thread may sort. A sort uploads the
 //! words, launches the passes that [`plan::plan`] derives from the schedule, synchronizes,
 //! downloads into host staging buffers, and only when every step succeeded copies into the
-//! caller's slices (so a failure leaves them untouched).
+//! caller's slices (so a failure leaves them untouched). The device buffers are kept for the
+//! next sort and grow to the largest sort so far ([`CudaBackend::release_cached`] frees them).
+//!
+//! Keys already in device memory are sorted in place on the caller's stream by the calls in
+//! `device_slices.rs` ([`CudaBackend::sort_device`] and its siblings).
 
 use std::ffi::{CStr, CString, c_void};
 use std::fmt::{self, Write as _};
 use std::ptr;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
@@ -29,6 +34,7 @@ use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
 use crate::keys::{KeyEncoding, WordsMut};
 
+mod device_slices;
 pub mod plan;
 
 pub use plan::{DeviceLimits, Launch, PassArgs};
@@ -237,15 +243,33 @@ impl Graph {
     }
 }
 
+/// The device buffers that sorts of host slices reuse: each grows to the largest sort so
+/// far, and a sort uses its first `n` words.
+#[derive(Default)]
+struct Scratch {
+    keys: Option<DeviceBuffer<u8>>,
+    values: Option<DeviceBuffer<u8>>,
+}
+
+impl Scratch {
+    fn bytes(&self) -> u64 {
+        let len = |b: &Option<DeviceBuffer<u8>>| b.as_ref().map_or(0, |b| b.len() as u64);
+        len(&self.keys) + len(&self.values)
+    }
+}
+
 /// Sorts on one CUDA device. Open it once and reuse it: the context, the module and its
-/// kernels are created in [`CudaBackend::open`] and kept.
+/// kernels are created in [`CudaBackend::open`] and kept, and so are the device buffers of
+/// the largest sort so far.
 pub struct CudaBackend {
     info: DeviceInfo,
     limits: DeviceLimits,
     kernels: Vec<Kernel>,
-    /// Serializes sorts: they share the stream, and a graph capture on it must not see
-    /// another thread's launches.
-    busy: Mutex<()>,
+    /// Serializes sorts of host slices: they share the stream and the scratch buffers, and a
+    /// graph capture on the stream must not see another thread's launches.
+    busy: Mutex<Scratch>,
+    /// `busy`'s scratch bytes, readable while a sort holds the lock.
+    cached: AtomicU64,
     // Dropped in this order, after `Drop::drop` made the context current: the stream and the
     // module before the context that owns them.
     stream: Stream,
@@ -303,7 +327,8 @@ impl CudaBackend {
             info,
             limits,
             kernels,
-            busy: Mutex::new(()),
+            busy: Mutex::new(Scratch::default()),
+            cached: AtomicU64::new(0),
             stream,
             _module: module,
             context,
@@ -353,8 +378,29 @@ impl CudaBackend {
         Ok(buffer)
     }
 
-    /// Enqueues every launch of `job` on the stream.
-    fn enqueue(&self, job: &Job) -> Result<()> {
+    /// Copies `bytes` into the scratch buffer `slot`, first growing it when it is shorter
+    /// (the old buffer is freed before the new one is allocated); returns its address.
+    fn upload_into(
+        &self,
+        slot: &mut Option<DeviceBuffer<u8>>,
+        bytes: &[u8],
+        requested: u64,
+    ) -> Result<cu::CUdeviceptr> {
+        if slot.as_ref().is_none_or(|b| b.len() < bytes.len()) {
+            *slot = None;
+            *slot = Some(self.alloc(bytes.len(), requested)?);
+        }
+        let ptr = slot.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
+        // SAFETY: the buffer at `ptr` holds at least `bytes.len()` bytes, and the copy is
+        // synchronous, so `bytes` is only read during the call.
+        check("cuMemcpyHtoD", unsafe {
+            cu::cuMemcpyHtoD_v2(ptr, bytes.as_ptr().cast(), bytes.len())
+        })?;
+        Ok(ptr)
+    }
+
+    /// Enqueues every launch of `job` on `stream`.
+    fn enqueue(&self, job: &Job, stream: cu::CUstream) -> Result<()> {
         for launch in &job.launches {
             let (mut keys, mut values, mut args) = (job.keys, job.values, launch.args);
             let mut params = [
@@ -377,7 +423,7 @@ impl CudaBackend {
                     1,
                     1,
                     launch.shared_bytes,
-                    self.stream.as_inner(),
+                    stream,
                     params.as_mut_ptr(),
                     ptr::null_mut(),
                 )
@@ -398,7 +444,7 @@ impl CudaBackend {
                 cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
             )
         })?;
-        let enqueued = self.enqueue(job);
+        let enqueued = self.enqueue(job, stream);
         let mut graph: cu::CUgraph = ptr::null_mut();
         // SAFETY: ends the capture begun above; `graph` is a valid out-pointer.
         let ended = check("cuStreamEndCapture", unsafe {
@@ -494,7 +540,12 @@ impl CudaBackend {
             g.destroy();
         }
         let times = result?;
-        download(&work_keys, work_values.as_ref(), keys, values)?;
+        download(
+            work_keys.as_device_ptr().as_raw(),
+            work_values.as_ref().map(|v| v.as_device_ptr().as_raw()),
+            keys,
+            values,
+        )?;
         Ok(times)
     }
 
@@ -538,7 +589,7 @@ impl CudaBackend {
                 Some(g) => check("cuGraphLaunch", unsafe {
                     cu::cuGraphLaunch(g.exec, self.stream.as_inner())
                 })?,
-                None => self.enqueue(job)?,
+                None => self.enqueue(job, self.stream.as_inner())?,
             }
             stop.record(&self.stream).map_err(on("cuEventRecord"))?;
             stop.synchronize().map_err(on("cuEventSynchronize"))?;
@@ -553,21 +604,29 @@ impl CudaBackend {
     }
 }
 
-/// Copies device keys (and values) into the caller's slices through host staging memory, so
-/// that a failed copy leaves the slices as they were.
+/// Copies device keys (and values) at these addresses, as many bytes as the slices hold, into
+/// the caller's slices through host staging memory, so that a failed copy leaves the slices
+/// as they were.
 fn download(
-    device_keys: &DeviceBuffer<u8>,
-    device_values: Option<&DeviceBuffer<u8>>,
+    device_keys: cu::CUdeviceptr,
+    device_values: Option<cu::CUdeviceptr>,
     keys: &mut WordsMut<'_>,
     values: &mut Option<WordsMut<'_>>,
 ) -> Result<()> {
-    let stage = |d: &DeviceBuffer<u8>| -> Result<Vec<u8>> {
-        let mut h = vec![0u8; d.len()];
-        d.copy_to(&mut h[..]).map_err(on("cuMemcpyDtoH"))?;
+    let stage = |from: cu::CUdeviceptr, len: usize| -> Result<Vec<u8>> {
+        let mut h = vec![0u8; len];
+        // SAFETY: the device buffer at `from` holds at least `len` bytes (it was filled from
+        // a slice of that length), `h` holds exactly `len`, and the copy is synchronous.
+        check("cuMemcpyDtoH", unsafe {
+            cu::cuMemcpyDtoH_v2(h.as_mut_ptr().cast(), from, len)
+        })?;
         Ok(h)
     };
-    let staged_keys = stage(device_keys)?;
-    let staged_values = device_values.map(stage).transpose()?;
+    let staged_keys = stage(device_keys, keys.as_bytes().len())?;
+    let staged_values = match (device_values, values.as_ref()) {
+        (Some(from), Some(v)) => Some(stage(from, v.as_bytes().len())?),
+        _ => None,
+    };
     keys.as_bytes_mut().copy_from_slice(&staged_keys);
     if let (Some(h), Some(v)) = (staged_values, values.as_mut()) {
         v.as_bytes_mut().copy_from_slice(&h);
@@ -599,31 +658,61 @@ impl Backend for CudaBackend {
         if requested > self.info.memory_bytes {
             return Err(self.out_of_memory(requested));
         }
-        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut scratch = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
-        let device_keys = self.upload(keys.as_bytes(), requested)?;
-        let device_values = match &values {
-            Some(v) => Some(self.upload(v.as_bytes(), requested)?),
-            None => None,
+        let scratch = &mut *scratch;
+        let upload = |scratch: &mut Scratch| -> Result<_> {
+            let device_keys = self.upload_into(&mut scratch.keys, keys.as_bytes(), requested)?;
+            let device_values = match &values {
+                Some(v) => Some(self.upload_into(&mut scratch.values, v.as_bytes(), requested)?),
+                None => None,
+            };
+            Ok((device_keys, device_values))
         };
-        self.enqueue(&Job {
-            keys: device_keys.as_device_ptr().as_raw(),
-            values: device_values
-                .as_ref()
-                .map_or(0, |v| v.as_device_ptr().as_raw()),
-            kernel: self.kernel(key_bytes, value_bytes),
-            launches: self.plan(
-                row_len as u64,
-                (n / row_len) as u64,
-                element_bytes,
-                encoding.code(),
-            ),
-        })?;
+        let mut uploaded = upload(scratch);
+        if matches!(uploaded, Err(Error::OutOfMemory { .. })) && scratch.bytes() > 0 {
+            // Buffers kept from earlier sorts may be what is in the way: free them all, retry.
+            *scratch = Scratch::default();
+            uploaded = upload(scratch);
+        }
+        self.cached.store(scratch.bytes(), Ordering::Relaxed);
+        let (device_keys, device_values) = uploaded?;
+        self.enqueue(
+            &Job {
+                keys: device_keys,
+                values: device_values.unwrap_or(0),
+                kernel: self.kernel(key_bytes, value_bytes),
+                launches: self.plan(
+                    row_len as u64,
+                    (n / row_len) as u64,
+                    element_bytes,
+                    encoding.code(),
+                ),
+            },
+            self.stream.as_inner(),
+        )?;
         // Every pass has finished, and reported its failure, before anything is downloaded.
         self.stream
             .synchronize()
             .map_err(on("cuStreamSynchronize"))?;
-        download(&device_keys, device_values.as_ref(), &mut keys, &mut values)
+        download(device_keys, device_values, &mut keys, &mut values)
+    }
+
+    fn cached_bytes(&self) -> u64 {
+        self.cached.load(Ordering::Relaxed)
+    }
+
+    fn release_cached(&self) {
+        let mut scratch = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        // The buffers are freed in their context; without it current they are kept.
+        if CurrentContext::set_current(&self.context).is_ok() {
+            *scratch = Scratch::default();
+            self.cached.store(0, Ordering::Relaxed);
+        }
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn time_sort_words(

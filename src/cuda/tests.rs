@@ -522,7 +522,7 @@ fn cuda_pass_profile() {
             launches: vec![*launch],
         };
         start.record(&gpu.stream).expect("record");
-        gpu.enqueue(&job).expect("launch");
+        gpu.enqueue(&job, gpu.stream.as_inner()).expect("launch");
         stop.record(&gpu.stream).expect("record");
         stop.synchronize().expect("sync");
         let ms = f64::from(stop.elapsed_time_f32(&start).expect("elapsed"));

@@ -10,11 +10,15 @@
 //!
 //! Each program's two kernel objects are cached with it; their arguments are per-object
 //! state, so a sort holds the program's kernel lock while it sets arguments and enqueues.
-//! One [`OpenClBackend`] may be shared by many threads.
+//! One [`OpenClBackend`] may be shared by many threads. Sorts of host slices reuse device
+//! buffers kept from the largest sort so far; keys already in device memory are sorted in
+//! place on the caller's queue by the calls in `device_buffers.rs`
+//! ([`OpenClBackend::sort_device`] and its siblings).
 
 use std::collections::HashMap;
 use std::ptr;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
@@ -28,7 +32,7 @@ use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::platform::get_platforms;
 use opencl3::program::Program;
-use opencl3::types::{CL_BLOCKING, cl_device_id};
+use opencl3::types::{CL_BLOCKING, cl_device_id, cl_mem};
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
@@ -222,6 +226,11 @@ pub struct OpenClBackend {
     queue: CommandQueue,
     limits: DeviceLimits,
     variants: Mutex<HashMap<VariantKey, Arc<Variant>>>,
+    /// Device buffers kept between sorts of host slices. A sort that finds them taken by
+    /// another thread allocates its own for the call instead of waiting.
+    scratch: Mutex<Scratch>,
+    /// `scratch`'s bytes, readable while a sort holds the lock.
+    cached: AtomicU64,
     /// The largest tile allowed ([`MAX_LOG_TILE`]; smaller in tests, to exercise the global
     /// passes with short inputs).
     max_log_tile: u32,
@@ -249,12 +258,49 @@ impl Drop for OpenClBackend {
     }
 }
 
-/// The device buffers of one sort.
+/// Device buffers this backend owns: the pristine and working copies of device-resident
+/// timing.
 struct Buffers {
     keys: Buffer<u8>,
     values: Option<Buffer<u8>>,
     key_bytes: u64,
     value_bytes: u64,
+}
+
+impl Buffers {
+    fn operands(&self) -> Operands {
+        Operands {
+            keys: self.keys.get(),
+            values: self.values.as_ref().map(|v| v.get()),
+            key_bytes: self.key_bytes,
+            value_bytes: self.value_bytes,
+        }
+    }
+}
+
+/// The memory objects a sort's kernels work on (the backend's buffers or the caller's) and
+/// their word widths.
+#[derive(Clone, Copy)]
+struct Operands {
+    keys: cl_mem,
+    values: Option<cl_mem>,
+    key_bytes: u64,
+    value_bytes: u64,
+}
+
+/// The device buffers that sorts of host slices reuse: each grows to the largest sort so
+/// far, and a sort uses its first `n` words.
+#[derive(Default)]
+struct Scratch {
+    keys: Option<Buffer<u8>>,
+    values: Option<Buffer<u8>>,
+}
+
+impl Scratch {
+    fn bytes(&self) -> u64 {
+        let size = |b: &Option<Buffer<u8>>| b.as_ref().map_or(0, |b| b.size().unwrap_or(0));
+        (size(&self.keys) + size(&self.values)) as u64
+    }
 }
 
 /// The two kernel objects of a program.
@@ -310,6 +356,8 @@ impl OpenClBackend {
             queue,
             limits,
             variants: Mutex::new(HashMap::new()),
+            scratch: Mutex::new(Scratch::default()),
+            cached: AtomicU64::new(0),
             max_log_tile: MAX_LOG_TILE,
             log_e: LOG_E,
         })
@@ -318,21 +366,29 @@ impl OpenClBackend {
     /// The largest tile's parameters for this key/value layout (building its program if
     /// needed); a sort may use a smaller tile so that every compute unit gets work.
     pub fn tile_params(&self, key_bytes: usize, value_bytes: Option<usize>) -> Result<TileParams> {
+        let variant = self.variant_of_widths(key_bytes, value_bytes)?;
+        Ok(plan::tile_params(plan::max_log_tile(
+            &variant.limits,
+            variant.element_bytes,
+        )))
+    }
+
+    /// The program for keys and values (when given) of these byte widths, each 4 or 8.
+    fn variant_of_widths(
+        &self,
+        key_bytes: usize,
+        value_bytes: Option<usize>,
+    ) -> Result<Arc<Variant>> {
         let width = |b: usize| match b {
             4 => Ok(Width::W32),
             8 => Ok(Width::W64),
             bytes => Err(Error::UnsupportedValueSize { bytes }),
         };
-        let key = VariantKey {
+        self.variant(VariantKey {
             key: width(key_bytes)?,
             value: value_bytes.map(width).transpose()?,
             log_e: self.round_log_e(),
-        };
-        let variant = self.variant(key)?;
-        Ok(plan::tile_params(plan::max_log_tile(
-            &variant.limits,
-            variant.element_bytes,
-        )))
+        })
     }
 
     /// The cached program for `key`, built on first use.
@@ -503,12 +559,55 @@ impl OpenClBackend {
         })
     }
 
-    /// Reads `buffers` back into host staging memory, then (only when every read succeeded)
-    /// into `keys` and `values`: a failed read leaves the caller's slices as they were.
+    /// Fills the scratch buffers with `keys` and `values`, growing a buffer that is too short
+    /// (freeing the old one first), and returns them as kernel operands.
+    fn upload_scratch(
+        &self,
+        scratch: &mut Scratch,
+        keys: &WordsMut<'_>,
+        values: Option<&WordsMut<'_>>,
+        requested: u64,
+    ) -> Result<Operands> {
+        let fill = |slot: &mut Option<Buffer<u8>>, data: &[u8]| -> Result<cl_mem> {
+            if slot
+                .as_ref()
+                .is_none_or(|b| b.size().unwrap_or(0) < data.len())
+            {
+                *slot = None;
+                *slot = Some(self.alloc(data.len(), requested)?);
+            }
+            let Some(buffer) = slot.as_mut() else {
+                unreachable!("filled just above")
+            };
+            // SAFETY: the write is blocking, so `data` is only read during this call, and
+            // the buffer holds at least `data.len()` bytes.
+            unsafe {
+                self.queue
+                    .enqueue_write_buffer(buffer, CL_BLOCKING, 0, data, &[])
+            }
+            .map_err(self.memory_error("clEnqueueWriteBuffer", requested))?;
+            Ok(buffer.get())
+        };
+        Ok(Operands {
+            keys: fill(&mut scratch.keys, keys.as_bytes())?,
+            values: match values {
+                Some(v) => Some(fill(&mut scratch.values, v.as_bytes())?),
+                None => None,
+            },
+            key_bytes: keys.word_bytes() as u64,
+            value_bytes: values.map_or(0, |v| v.word_bytes() as u64),
+        })
+    }
+
+    /// Reads `device_keys` and `device_values` (as many bytes as the slices hold) back into
+    /// host staging memory, then (only when every read succeeded) into `keys` and `values`:
+    /// a failed read leaves the caller's slices as they were.
+    #[allow(clippy::too_many_arguments)]
     fn download(
         &self,
         queue: &CommandQueue,
-        buffers: &Buffers,
+        device_keys: &Buffer<u8>,
+        device_values: Option<&Buffer<u8>>,
         keys: &mut WordsMut<'_>,
         values: Option<&mut WordsMut<'_>>,
         requested: u64,
@@ -521,8 +620,8 @@ impl OpenClBackend {
                 .map_err(self.memory_error("clEnqueueReadBuffer", requested))?;
             Ok(staged)
         };
-        let staged_keys = read(&buffers.keys, keys.as_bytes().len())?;
-        let staged_values = match (&values, &buffers.values) {
+        let staged_keys = read(device_keys, keys.as_bytes().len())?;
+        let staged_values = match (&values, device_values) {
             (Some(v), Some(buffer)) => Some(read(buffer, v.as_bytes().len())?),
             _ => None,
         };
@@ -539,7 +638,7 @@ impl OpenClBackend {
         &self,
         queue: &CommandQueue,
         kernels: &Kernels,
-        buffers: &Buffers,
+        buffers: Operands,
         shape: Shape,
         launch: &Launch,
         encoding: KeyEncoding,
@@ -615,7 +714,7 @@ impl OpenClBackend {
         &self,
         queue: &CommandQueue,
         kernels: &Kernels,
-        buffers: &Buffers,
+        buffers: Operands,
         shape: Shape,
         launches: &[Launch],
         encoding: KeyEncoding,
@@ -652,7 +751,25 @@ impl OpenClBackend {
         self.check_memory(requested)?;
         let shape = Shape::new(row_len, n / row_len);
         let launches = plan::plan(&variant.limits, shape, variant.element_bytes);
-        let buffers = self.upload_words(&keys, values.as_ref(), requested)?;
+        // The kept buffers, or (while another thread's sort uses them) this call's own.
+        let mut kept = match self.scratch.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        let keeps = kept.is_some();
+        let mut own = Scratch::default();
+        let scratch = kept.as_deref_mut().unwrap_or(&mut own);
+        let mut uploaded = self.upload_scratch(scratch, &keys, values.as_ref(), requested);
+        if matches!(uploaded, Err(Error::OutOfMemory { .. })) && scratch.bytes() > 0 {
+            // Buffers kept from earlier sorts may be what is in the way: free them all, retry.
+            *scratch = Scratch::default();
+            uploaded = self.upload_scratch(scratch, &keys, values.as_ref(), requested);
+        }
+        if keeps {
+            self.cached.store(scratch.bytes(), Ordering::Relaxed);
+        }
+        let operands = uploaded?;
         {
             // Kernel arguments are set and used under the lock; no data is behind it, so a
             // poisoned lock is still usable.
@@ -663,7 +780,7 @@ impl OpenClBackend {
             self.enqueue_sort(
                 &self.queue,
                 &kernels,
-                &buffers,
+                operands,
                 shape,
                 &launches,
                 encoding,
@@ -674,7 +791,17 @@ impl OpenClBackend {
         self.queue
             .finish()
             .map_err(self.memory_error("clFinish", requested))?;
-        self.download(&self.queue, &buffers, &mut keys, values.as_mut(), requested)
+        let (Some(device_keys), device_values) = (&scratch.keys, scratch.values.as_ref()) else {
+            unreachable!("upload_scratch filled the key buffer")
+        };
+        self.download(
+            &self.queue,
+            device_keys,
+            device_values,
+            &mut keys,
+            values.as_mut(),
+            requested,
+        )
     }
 
     /// Device-resident timing; see [`Backend::time_sort_words`].
@@ -723,7 +850,14 @@ impl OpenClBackend {
         let finished = queue.finish().map_err(driver("clFinish"));
         let times = times?;
         finished?;
-        self.download(&queue, &work, &mut keys, values.as_mut(), requested)?;
+        self.download(
+            &queue,
+            &work.keys,
+            work.values.as_ref(),
+            &mut keys,
+            values.as_mut(),
+            requested,
+        )?;
         Ok(times)
     }
 
@@ -761,8 +895,15 @@ impl OpenClBackend {
             if let (Some(from), Some(to)) = (&pristine.values, &mut work.values) {
                 copy(from, to)?;
             }
-            let events =
-                self.enqueue_sort(queue, &kernels, work, shape, launches, encoding, requested)?;
+            let events = self.enqueue_sort(
+                queue,
+                &kernels,
+                work.operands(),
+                shape,
+                launches,
+                encoding,
+                requested,
+            )?;
             queue
                 .finish()
                 .map_err(self.memory_error("clFinish", requested))?;
@@ -798,10 +939,10 @@ struct Args<'a> {
 impl<'a> Args<'a> {
     /// The arguments both kernels begin with: the key (and value) buffers, then the rows'
     /// shape (`row_len`, `rows`, `log_p`).
-    fn with_data(kernel: &'a Kernel, buffers: &Buffers, shape: Shape) -> Result<Self> {
+    fn with_data(kernel: &'a Kernel, buffers: Operands, shape: Shape) -> Result<Self> {
         let mut args = Args { kernel, index: 0 };
-        args.buffer(&buffers.keys)?;
-        if let Some(v) = &buffers.values {
+        args.buffer(buffers.keys)?;
+        if let Some(v) = buffers.values {
             args.buffer(v)?;
         }
         args.u64(shape.row_len)?;
@@ -821,9 +962,9 @@ impl<'a> Args<'a> {
         Ok(())
     }
 
-    fn buffer(&mut self, buffer: &Buffer<u8>) -> Result<()> {
+    fn buffer(&mut self, buffer: cl_mem) -> Result<()> {
         // SAFETY: the argument is a `__global` pointer, set from a memory object handle.
-        unsafe { self.set(&buffer.get()) }
+        unsafe { self.set(&buffer) }
     }
 
     fn u64(&mut self, value: u64) -> Result<()> {
@@ -865,6 +1006,20 @@ impl Backend for OpenClBackend {
         self.run(keys, values, encoding, row_len as u64)
     }
 
+    fn cached_bytes(&self) -> u64 {
+        self.cached.load(Ordering::Relaxed)
+    }
+
+    fn release_cached(&self) {
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        *scratch = Scratch::default();
+        self.cached.store(0, Ordering::Relaxed);
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     fn time_sort_words(
         &self,
         keys: WordsMut<'_>,
@@ -878,6 +1033,7 @@ impl Backend for OpenClBackend {
     }
 }
 
+mod device_buffers;
 mod plan;
 
 #[cfg(test)]

@@ -1,0 +1,207 @@
+//! Sorting keys that already live in device memory: the caller's `cust` slices, in place, on
+//! the caller's stream, with no host copy and no extra device memory.
+//!
+//! These calls only enqueue: the launches run after whatever the caller enqueued on the
+//! stream before, and the caller synchronizes (or records an event) before reading the
+//! result. A failure to launch is returned at once; a failure while the kernels run shows up
+//! at the caller's next synchronization, as for any stream-ordered CUDA call.
+
+use std::ptr;
+
+use cust::context::CurrentContext;
+use cust::memory::{DeviceCopy, DeviceSlice};
+use cust::stream::Stream;
+use cust::sys as cu;
+
+use super::{CudaBackend, Job, check, on};
+use crate::error::{Error, Result, check_rows_words};
+use crate::keys::{KeyEncoding, Order, WordKey};
+
+/// A caller's device slice as words: its address, length and word width.
+#[derive(Clone, Copy)]
+struct DeviceWords {
+    ptr: cu::CUdeviceptr,
+    len: usize,
+    word_bytes: usize,
+}
+
+impl DeviceWords {
+    fn of<T: DeviceCopy>(slice: &DeviceSlice<T>) -> DeviceWords {
+        DeviceWords {
+            ptr: slice.as_device_ptr().as_raw(),
+            len: slice.len(),
+            word_bytes: std::mem::size_of::<T>(),
+        }
+    }
+}
+
+impl CudaBackend {
+    /// Sorts `keys`, which live on this backend's device, in place on `stream`.
+    ///
+    /// `keys` and `stream` must belong to this backend's context, which is the device's
+    /// primary context (the one `cust::quick_init` and `cust::context::Context::new` use);
+    /// otherwise the call returns [`Error::ForeignBuffer`] and enqueues nothing. The sort is
+    /// enqueued, not finished: synchronize `stream` before reading the keys.
+    ///
+    /// ```no_run
+    /// use cust::memory::{CopyDestination, DeviceBuffer};
+    /// use cust::stream::{Stream, StreamFlags};
+    ///
+    /// let sorter = bitonic::Sorter::builder().backend(bitonic::BackendKind::Cuda).build()?;
+    /// let cuda = sorter.cuda().expect("a CUDA sorter");
+    /// let stream = Stream::new(StreamFlags::NON_BLOCKING, None).unwrap();
+    /// let mut keys = DeviceBuffer::from_slice(&[3.0f32, -1.0, 2.0]).unwrap();
+    /// cuda.sort_device(&mut keys, bitonic::Order::Ascending, &stream)?;
+    /// stream.synchronize().unwrap();
+    /// let mut host = [0.0f32; 3];
+    /// keys.copy_to(&mut host[..]).unwrap();
+    /// assert_eq!(host, [-1.0, 2.0, 3.0]);
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn sort_device<K: WordKey + DeviceCopy>(
+        &self,
+        keys: &mut DeviceSlice<K>,
+        order: Order,
+        stream: &Stream,
+    ) -> Result<()> {
+        let n = keys.len();
+        self.sort_device_words(
+            DeviceWords::of(keys),
+            None,
+            KeyEncoding::of::<K>(order),
+            n.max(1),
+            stream,
+        )
+    }
+
+    /// Sorts `keys` in place on `stream` and moves `values` (4- or 8-byte elements, as many
+    /// as the keys) with them; see [`CudaBackend::sort_device`].
+    pub fn sort_device_by_key<K: WordKey + DeviceCopy, V: DeviceCopy>(
+        &self,
+        keys: &mut DeviceSlice<K>,
+        values: &mut DeviceSlice<V>,
+        order: Order,
+        stream: &Stream,
+    ) -> Result<()> {
+        let n = keys.len();
+        self.sort_device_words(
+            DeviceWords::of(keys),
+            Some(DeviceWords::of(values)),
+            KeyEncoding::of::<K>(order),
+            n.max(1),
+            stream,
+        )
+    }
+
+    /// Sorts each row of `row_len` keys on its own, in place on `stream`; `keys.len()` must
+    /// be a multiple of `row_len`. See [`CudaBackend::sort_device`].
+    pub fn sort_device_rows<K: WordKey + DeviceCopy>(
+        &self,
+        keys: &mut DeviceSlice<K>,
+        row_len: usize,
+        order: Order,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.sort_device_words(
+            DeviceWords::of(keys),
+            None,
+            KeyEncoding::of::<K>(order),
+            row_len,
+            stream,
+        )
+    }
+
+    /// [`CudaBackend::sort_device_rows`] with `values` (the same shape) moving with the keys.
+    pub fn sort_device_rows_by_key<K: WordKey + DeviceCopy, V: DeviceCopy>(
+        &self,
+        keys: &mut DeviceSlice<K>,
+        values: &mut DeviceSlice<V>,
+        row_len: usize,
+        order: Order,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.sort_device_words(
+            DeviceWords::of(keys),
+            Some(DeviceWords::of(values)),
+            KeyEncoding::of::<K>(order),
+            row_len,
+            stream,
+        )
+    }
+
+    /// Every device-resident sort: checks the shapes and that the slices and the stream are
+    /// this backend's, then enqueues the planned launches on the caller's stream.
+    fn sort_device_words(
+        &self,
+        keys: DeviceWords,
+        values: Option<DeviceWords>,
+        encoding: KeyEncoding,
+        row_len: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        check_rows_words(keys.len, values.map(|v| v.len), row_len)?;
+        let value_bytes = values.map_or(0, |v| v.word_bytes);
+        if values.is_some() && value_bytes != 4 && value_bytes != 8 {
+            return Err(Error::UnsupportedValueSize { bytes: value_bytes });
+        }
+        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
+        let ours = self.context.as_raw();
+        let mut context: cu::CUcontext = ptr::null_mut();
+        // SAFETY: the stream handle is live (borrowed from the caller's `Stream`) and
+        // `context` is a valid out-pointer.
+        check("cuStreamGetCtx", unsafe {
+            cu::cuStreamGetCtx(stream.as_inner(), &mut context)
+        })?;
+        if context != ours {
+            return Err(Error::ForeignBuffer(format!(
+                "the stream belongs to another CUDA context than {}'s primary context",
+                self.info.name
+            )));
+        }
+        for (what, words) in [("keys", Some(keys)), ("values", values)] {
+            match words {
+                Some(w) if w.len > 0 => self.check_owner(what, w.ptr)?,
+                _ => {}
+            }
+        }
+        if row_len <= 1 {
+            return Ok(());
+        }
+        let element_bytes = (keys.word_bytes + value_bytes) as u64;
+        let job = Job {
+            keys: keys.ptr,
+            values: values.map_or(0, |v| v.ptr),
+            kernel: self.kernel(keys.word_bytes, value_bytes),
+            launches: self.plan(
+                row_len as u64,
+                (keys.len / row_len) as u64,
+                element_bytes,
+                encoding.code(),
+            ),
+        };
+        // The launches read and write only the slices' `len` words. The caller's buffers stay
+        // allocated until the kernels finish: freeing device memory with `cuMemFree` (what
+        // `DeviceBuffer`'s drop does) waits for the work that uses it.
+        self.enqueue(&job, stream.as_inner())
+    }
+
+    /// Checks that device memory at `ptr` belongs to this backend's context.
+    fn check_owner(&self, what: &str, ptr: cu::CUdeviceptr) -> Result<()> {
+        let mut context: cu::CUcontext = ptr::null_mut();
+        // SAFETY: `context` is a valid out-pointer of the size the CONTEXT attribute writes.
+        let status = unsafe {
+            cu::cuPointerGetAttribute(
+                (&mut context as *mut cu::CUcontext).cast(),
+                cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_CONTEXT,
+                ptr,
+            )
+        };
+        if status != cu::CUresult::CUDA_SUCCESS || context != self.context.as_raw() {
+            return Err(Error::ForeignBuffer(format!(
+                "the {what} are not device memory of {}'s primary context",
+                self.info.name
+            )));
+        }
+        Ok(())
+    }
+}

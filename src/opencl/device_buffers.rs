@@ -1,0 +1,231 @@
+//! Sorting keys that already live in device memory: the caller's `opencl3` buffers, in place,
+//! on the caller's command queue, with no host copy and no extra device memory.
+//!
+//! The buffers and the queue must belong to this backend's context ([`OpenClBackend::context`])
+//! and device; create them there. These calls only enqueue (except on CPU devices, see
+//! [`OpenClBackend::sort_device`]): the kernels run after whatever the caller enqueued
+//! before on an in-order queue, and the caller waits (`finish`, or a blocking read) before
+//! reading the result.
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::error_codes::ClError;
+use opencl3::memory::{Buffer, ClMem};
+use opencl3::types::{cl_device_id, cl_mem};
+
+use super::plan::{self, Shape};
+use super::{CPU_DEVICE_RUNS, OpenClBackend, Operands, driver, hold};
+use crate::backend::DeviceType;
+use crate::error::{Error, Result, check_rows_words};
+use crate::keys::{KeyEncoding, Order, WordKey};
+
+/// A caller's buffer: its handle, its length in elements and the element width.
+#[derive(Clone, Copy)]
+struct DeviceWords {
+    mem: cl_mem,
+    len: usize,
+    word_bytes: usize,
+}
+
+impl DeviceWords {
+    /// Reads the buffer's size; a size that is not a whole number of elements is an error.
+    fn of<T>(what: &str, buffer: &Buffer<T>) -> Result<DeviceWords> {
+        let word_bytes = std::mem::size_of::<T>();
+        let bytes = buffer.size().map_err(driver("clGetMemObjectInfo"))?;
+        if word_bytes == 0 || !bytes.is_multiple_of(word_bytes) {
+            return Err(Error::ForeignBuffer(format!(
+                "the {what} buffer holds {bytes} bytes, not a whole number of \
+                 {word_bytes}-byte elements"
+            )));
+        }
+        Ok(DeviceWords {
+            mem: buffer.get(),
+            len: bytes / word_bytes,
+            word_bytes,
+        })
+    }
+}
+
+impl OpenClBackend {
+    /// The backend's OpenCL context: create the buffers and the queue for the `sort_device*`
+    /// calls in it.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The backend's device.
+    pub fn device_id(&self) -> cl_device_id {
+        self.device.id()
+    }
+
+    /// The backend's own in-order queue, which its sorts of host slices also use.
+    pub fn queue(&self) -> &CommandQueue {
+        &self.queue
+    }
+
+    /// Sorts the whole of `keys`, which live in this backend's context, in place on `queue`
+    /// (an in-order queue of this backend's context and device).
+    ///
+    /// A buffer or queue of another context or device returns [`Error::ForeignBuffer`] and
+    /// enqueues nothing. The sort is enqueued, not finished: wait on `queue` before reading
+    /// the keys. On a CPU device (such as PoCL) the call waits for the sort itself, because
+    /// that driver must not run kernels of several contexts at once.
+    ///
+    /// ```no_run
+    /// use opencl3::command_queue::CommandQueue;
+    /// use opencl3::memory::{Buffer, CL_MEM_READ_WRITE};
+    /// use opencl3::types::CL_BLOCKING;
+    ///
+    /// let sorter = bitonic::Sorter::builder().backend(bitonic::BackendKind::OpenCl).build()?;
+    /// let cl = sorter.opencl().expect("an OpenCL sorter");
+    /// let queue = CommandQueue::create_default(cl.context(), 0).unwrap();
+    /// let mut host = [3i64, -1, 2];
+    /// let mut keys = unsafe {
+    ///     Buffer::<i64>::create(cl.context(), CL_MEM_READ_WRITE, 3, std::ptr::null_mut())
+    /// }
+    /// .unwrap();
+    /// unsafe { queue.enqueue_write_buffer(&mut keys, CL_BLOCKING, 0, &host, &[]) }.unwrap();
+    /// cl.sort_device(&mut keys, bitonic::Order::Ascending, &queue)?;
+    /// unsafe { queue.enqueue_read_buffer(&keys, CL_BLOCKING, 0, &mut host, &[]) }.unwrap();
+    /// assert_eq!(host, [-1, 2, 3]);
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn sort_device<K: WordKey>(
+        &self,
+        keys: &mut Buffer<K>,
+        order: Order,
+        queue: &CommandQueue,
+    ) -> Result<()> {
+        let keys = DeviceWords::of("keys", keys)?;
+        self.sort_device_words(
+            keys,
+            None,
+            KeyEncoding::of::<K>(order),
+            keys.len.max(1),
+            queue,
+        )
+    }
+
+    /// Sorts `keys` in place on `queue` and moves `values` (4- or 8-byte elements, as many
+    /// as the keys) with them; see [`OpenClBackend::sort_device`].
+    pub fn sort_device_by_key<K: WordKey, V>(
+        &self,
+        keys: &mut Buffer<K>,
+        values: &mut Buffer<V>,
+        order: Order,
+        queue: &CommandQueue,
+    ) -> Result<()> {
+        let keys = DeviceWords::of("keys", keys)?;
+        let values = DeviceWords::of("values", values)?;
+        self.sort_device_words(
+            keys,
+            Some(values),
+            KeyEncoding::of::<K>(order),
+            keys.len.max(1),
+            queue,
+        )
+    }
+
+    /// Sorts each row of `row_len` keys on its own, in place on `queue`; the buffer must hold
+    /// a multiple of `row_len` keys. See [`OpenClBackend::sort_device`].
+    pub fn sort_device_rows<K: WordKey>(
+        &self,
+        keys: &mut Buffer<K>,
+        row_len: usize,
+        order: Order,
+        queue: &CommandQueue,
+    ) -> Result<()> {
+        let keys = DeviceWords::of("keys", keys)?;
+        self.sort_device_words(keys, None, KeyEncoding::of::<K>(order), row_len, queue)
+    }
+
+    /// [`OpenClBackend::sort_device_rows`] with `values` (the same shape) moving with the
+    /// keys.
+    pub fn sort_device_rows_by_key<K: WordKey, V>(
+        &self,
+        keys: &mut Buffer<K>,
+        values: &mut Buffer<V>,
+        row_len: usize,
+        order: Order,
+        queue: &CommandQueue,
+    ) -> Result<()> {
+        let keys = DeviceWords::of("keys", keys)?;
+        let values = DeviceWords::of("values", values)?;
+        self.sort_device_words(
+            keys,
+            Some(values),
+            KeyEncoding::of::<K>(order),
+            row_len,
+            queue,
+        )
+    }
+
+    /// Every device-resident sort: checks the shapes and that the buffers and the queue are
+    /// this backend's, then enqueues the planned launches on the caller's queue.
+    fn sort_device_words(
+        &self,
+        keys: DeviceWords,
+        values: Option<DeviceWords>,
+        encoding: KeyEncoding,
+        row_len: usize,
+        queue: &CommandQueue,
+    ) -> Result<()> {
+        check_rows_words(keys.len, values.map(|v| v.len), row_len)?;
+        let value_bytes = values.map(|v| v.word_bytes);
+        let variant = self.variant_of_widths(keys.word_bytes, value_bytes)?;
+        let ours = self.context.get();
+        if queue.context().map_err(driver("clGetCommandQueueInfo"))? != ours
+            || queue.device().map_err(driver("clGetCommandQueueInfo"))? != self.device.id()
+        {
+            return Err(Error::ForeignBuffer(format!(
+                "the command queue is not on this backend's context and device ({})",
+                self.info.name
+            )));
+        }
+        for (what, words) in [("keys", Some(keys)), ("values", values)] {
+            let Some(words) = words else { continue };
+            let context =
+                opencl3::memory::get_mem_object_info(words.mem, opencl3::memory::CL_MEM_CONTEXT)
+                    .map_err(|code| driver("clGetMemObjectInfo")(ClError(code)))?;
+            if isize::from(context) as opencl3::types::cl_context != ours {
+                return Err(Error::ForeignBuffer(format!(
+                    "the {what} buffer belongs to another OpenCL context than this \
+                     backend's ({})",
+                    self.info.name
+                )));
+            }
+        }
+        if row_len <= 1 {
+            return Ok(());
+        }
+        let n = keys.len as u64;
+        let requested = n.saturating_mul(variant.element_bytes);
+        let shape = Shape::new(row_len as u64, n / row_len as u64);
+        let launches = plan::plan(&variant.limits, shape, variant.element_bytes);
+        let operands = Operands {
+            keys: keys.mem,
+            values: values.map(|v| v.mem),
+            key_bytes: keys.word_bytes as u64,
+            value_bytes: value_bytes.unwrap_or(0) as u64,
+        };
+        let on_cpu = self.info.device_type == DeviceType::Cpu;
+        let _one_at_a_time = on_cpu.then(|| hold(&CPU_DEVICE_RUNS));
+        {
+            // Kernel arguments are set and used under the lock (see `Variant::kernels`).
+            let kernels = variant
+                .kernels
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            // The kernels touch only the buffers' `n` elements. The buffers outlive the
+            // launches: OpenCL retains a memory object for as long as enqueued commands use
+            // it, whatever the caller releases.
+            self.enqueue_sort(
+                queue, &kernels, operands, shape, &launches, encoding, requested,
+            )?;
+        }
+        if on_cpu {
+            queue.finish().map_err(driver("clFinish"))?;
+        }
+        Ok(())
+    }
+}
