@@ -318,26 +318,62 @@ __device__ __forceinline__ void sort_tile(K *sk, V *sv, u32 tile_bits) {
 
 extern __shared__ __align__(16) unsigned char tile_smem[];
 
-// Where tile element x of tile `t` lives, as a virtual index (row * P + column).
-__device__ __forceinline__ u64 virtual_index(const PassArgs &a, u64 t, u32 x) {
+// Where the elements of one tile live, computed once per tile so that each element's
+// address costs a few instructions (recomputing it from the pass's parameters for every
+// element made the passes instruction-bound). Tile element x has tile row r = x >> c and
+// column q = x & (2^c - 1); its virtual index (row * P + column) is
+//   origin + (r << lo) + q          for r below mirror_row,
+//   mirror_origin + (r << lo) - q   for the mirrored rows of a flip.
+// A local pass's tile is one contiguous tile row (c = tile_bits).
+struct TileMap {
+    u64 origin;
+    u64 mirror_origin;
+    u32 c;
+    u32 lo;
+    u32 mirror_row;
+};
+
+__device__ __forceinline__ TileMap tile_map(const PassArgs &a, u64 t) {
+    TileMap map;
     if (a.mode != MODE_GLOBAL) {
-        return (t << a.tile_bits) + x;
+        map.origin = t << a.tile_bits;
+        map.mirror_origin = 0;
+        map.c = a.tile_bits;
+        map.lo = a.tile_bits;
+        map.mirror_row = ~0u;
+        return map;
     }
     const u32 hi = a.stage - 1 - a.first_level;
     const u32 lo = hi + 1 - a.levels;
     const u32 c = a.log_cols;
     const u64 col_base = (t & ((1ull << (lo - c)) - 1)) << c;
     const u64 block = (t >> (lo - c)) << (hi + 1);
-    const u64 row = x >> c;
-    const u64 col = x & ((1u << c) - 1);
-    if (a.first_level == 0 && row >= (1ull << (a.levels - 1))) {
-        return block + (row << lo) + (((1ull << lo) - 1) - (col_base + col));
-    }
-    return block + (row << lo) + col_base + col;
+    map.origin = block + col_base;
+    // The mirrored column of col_base + q is 2^lo - 1 - col_base - q.
+    map.mirror_origin = block + ((1ull << lo) - 1) - col_base;
+    map.c = c;
+    map.lo = lo;
+    map.mirror_row = a.first_level == 0 ? (1u << (a.levels - 1)) : ~0u;
+    return map;
 }
 
-// The memory index of virtual index v, or ~0 for padding.
+// Virtual index of tile element x.
+__device__ __forceinline__ u64 virtual_index(const TileMap &map, u32 x) {
+    const u32 r = x >> map.c;
+    const u32 q = x & ((1u << map.c) - 1u);
+    const u64 row = (u64)r << map.lo;
+    return r >= map.mirror_row ? map.mirror_origin + row - q : map.origin + row + q;
+}
+
+// The memory index of virtual index v, or ~0 for padding. One row (a plain sort) and rows
+// of a power-of-two length, the common cases, need no division of v into row and column.
 __device__ __forceinline__ u64 memory_index(const PassArgs &a, u64 v) {
+    if (a.rows == 1) {
+        return v < a.row_len ? v : ~0ull;
+    }
+    if (a.row_len == (1ull << a.log_row)) {
+        return v < (a.rows << a.log_row) ? v : ~0ull;
+    }
     const u64 row = v >> a.log_row;
     const u64 col = v & ((1ull << a.log_row) - 1);
     if (row >= a.rows || col >= a.row_len) {
@@ -357,8 +393,9 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
     const u64 tiles = (a.rows << a.log_row) >> a.tile_bits;
 
     for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const TileMap map = tile_map(a, t);
         // Element 0 is the tile's lowest index in its row: when it is padding, all are.
-        if (memory_index(a, virtual_index(a, t, 0)) == ~0ull) {
+        if (memory_index(a, virtual_index(map, 0)) == ~0ull) {
             continue;
         }
 #if __CUDA_ARCH__ >= 800
@@ -366,7 +403,7 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         // flight at once, without holding registers (one load at a time per thread left
         // the memory system idle). Keys are encoded in place once they have arrived.
         for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
-            const u64 m = memory_index(a, virtual_index(a, t, x));
+            const u64 m = memory_index(a, virtual_index(map, x));
             if (m != ~0ull) {
                 copy_async(&sk[pad(x)], &keys[m]);
                 if constexpr (HAS_V) {
@@ -379,7 +416,7 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         asm volatile("cp.async.wait_all;\n" ::: "memory");
         if (encode) {
             for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
-                if (memory_index(a, virtual_index(a, t, x)) != ~0ull) {
+                if (memory_index(a, virtual_index(map, x)) != ~0ull) {
                     sk[pad(x)] = encode_key(sk[pad(x)], a.encoding);
                 }
             }
@@ -395,7 +432,7 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
 #pragma unroll
             for (u32 b = 0; b < BATCH; ++b) {
                 const u32 x = x0 + b * blockDim.x;
-                m[b] = x < size ? memory_index(a, virtual_index(a, t, x)) : ~0ull;
+                m[b] = x < size ? memory_index(a, virtual_index(map, x)) : ~0ull;
             }
 #pragma unroll
             for (u32 b = 0; b < BATCH; ++b) {
@@ -435,7 +472,7 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         __syncthreads();
 
         for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
-            const u64 m = memory_index(a, virtual_index(a, t, x));
+            const u64 m = memory_index(a, virtual_index(map, x));
             if (m != ~0ull) {
                 const K k = sk[pad(x)];
                 keys[m] = decode ? decode_key(k, a.encoding) : k;

@@ -340,26 +340,64 @@ inline void run_levels(__local KEY_T *restrict lkeys LV_PARAM, const uint log_lo
     }
 }
 
-// Physical index of virtual index v, or -1 (all ones) when v is padding.
+// Physical index of virtual index v, or -1 (all ones) when v is padding. One row (a plain
+// sort) and rows of a power-of-two length, the common cases, need no division into row and
+// column.
 inline ulong physical(const ulong v, const ulong row_len, const ulong rows, const uint log_p) {
+    if (rows == 1ul) {
+        return v < row_len ? v : ~(ulong)0;
+    }
+    if (row_len == ((ulong)1 << log_p)) {
+        return v < (rows << log_p) ? v : ~(ulong)0;
+    }
     const ulong row = v >> log_p;
     const ulong col = v & (((ulong)1 << log_p) - 1ul);
     return (col < row_len && row < rows) ? row * row_len + col : ~(ulong)0;
 }
 
-// The virtual index of local index x of tile b (see bitonic_tile).
-inline ulong tile_virtual(const uint mode, const ulong b, const uint x, const uint log_local,
-                          const uint c, const uint lo_g, const uint m, const uint flip) {
+// Where tile b's elements live, computed once per tile so that each element's address costs
+// a few instructions (recomputing it from the pass's parameters for every element made the
+// CUDA passes instruction-bound). Local index x has tile row r = x >> cols and column
+// q = x & (2^cols - 1); its virtual index is origin + (r << row_shift) + q, or for the
+// mirrored rows of a flip (r >= mirror_row) mirror_origin + (r << row_shift) - q. A local
+// pass's tile is one contiguous tile row.
+typedef struct {
+    ulong origin;
+    ulong mirror_origin;
+    uint cols;
+    uint row_shift;
+    uint mirror_row;
+} TileMap;
+
+inline TileMap tile_map(const uint mode, const ulong b, const uint log_local, const uint c,
+                        const uint lo_g, const uint m, const uint flip) {
+    TileMap map;
     if (mode != MODE_GLOBAL) {
-        return (b << log_local) + x;
+        map.origin = b << log_local;
+        map.mirror_origin = 0ul;
+        map.cols = log_local;
+        map.row_shift = log_local;
+        map.mirror_row = ~0u;
+        return map;
     }
     const uint hi = lo_g + m - 1u;
     const ulong col_base = (b & (((ulong)1 << (lo_g - c)) - 1ul)) << c;
     const ulong block_base = (b >> (lo_g - c)) << (hi + 1u);
-    const uint row = x >> c;
-    const ulong col = col_base + (x & ((1u << c) - 1u));
-    const ulong low = (flip && row >= (1u << (m - 1u))) ? ((((ulong)1 << lo_g) - 1ul) - col) : col;
-    return block_base + ((ulong)row << lo_g) + low;
+    map.origin = block_base + col_base;
+    // The mirrored column of col_base + q is 2^lo_g - 1 - col_base - q.
+    map.mirror_origin = block_base + (((ulong)1 << lo_g) - 1ul) - col_base;
+    map.cols = c;
+    map.row_shift = lo_g;
+    map.mirror_row = flip ? (1u << (m - 1u)) : ~0u;
+    return map;
+}
+
+// The virtual index of local index x of the tile `map` describes.
+inline ulong tile_virtual(const TileMap map, const uint x) {
+    const uint r = x >> map.cols;
+    const uint q = x & ((1u << map.cols) - 1u);
+    const ulong row = (ulong)r << map.row_shift;
+    return r >= map.mirror_row ? map.mirror_origin + row - q : map.origin + row + q;
 }
 
 // One pass over virtual tiles of 2^log_local elements, one work-group per tile (looping by
@@ -399,8 +437,9 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
     // stores are skipped): PoCL 5's work-group compiler aborts on a `continue` in a loop
     // with barriers, and the host launches no such tiles in a single-row sort.
     for (ulong b = get_group_id(0); b < tiles; b += get_num_groups(0)) {
+        const TileMap map = tile_map(mode, b, log_local, c, lo_g, m, flip);
         for (uint x = lid; x < size; x += lsize) {
-            const ulong v = tile_virtual(mode, b, x, log_local, c, lo_g, m, flip);
+            const ulong v = tile_virtual(map, x);
             const ulong p = physical(v, row_len, rows, log_p);
             KEY_T k = KEY_SENTINEL;
             if (p != ~(ulong)0) {
@@ -434,7 +473,7 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
         }
 
         for (uint x = lid; x < size; x += lsize) {
-            const ulong v = tile_virtual(mode, b, x, log_local, c, lo_g, m, flip);
+            const ulong v = tile_virtual(map, x);
             const ulong p = physical(v, row_len, rows, log_p);
             if (p != ~(ulong)0) {
                 KEY_T k = lkeys[PAD(x)];

@@ -127,12 +127,18 @@ impl Schedule {
 /// Tiles below `2^MIN_LOG_TILE` elements only when the whole row is smaller.
 pub const MIN_LOG_TILE: u32 = 11;
 
+/// The largest single row sorted as one tile (one block, one launch). Above it, several
+/// smaller tiles and a few merge launches win: on an H200, 2^14 `u32` keys took 49 us as one
+/// tile of 2^14 and 41 us as tiles of 2^11 or 2^13 (`docs/perf.md`, change 5).
+pub const MAX_LOG_SINGLE_TILE: u32 = 13;
+
 /// The tile for `rows` rows of virtual length `2^log_row` on a device with `compute_units`
 /// multiprocessors or compute units and tiles of at most `2^max_log_tile`: the whole row
-/// when it fits (one launch); otherwise small enough that every compute unit gets a tile,
-/// but not below `2^MIN_LOG_TILE`. Both GPU backends choose their tile here.
+/// when it fits and there are several rows or the row is at most `2^MAX_LOG_SINGLE_TILE`
+/// (one launch); otherwise small enough that every compute unit gets a tile, but not below
+/// `2^MIN_LOG_TILE`. Both GPU backends choose their tile here.
 pub fn choose_log_tile(rows: u64, log_row: u32, max_log_tile: u32, compute_units: u32) -> u32 {
-    if log_row <= max_log_tile {
+    if log_row <= max_log_tile && (rows > 1 || log_row <= MAX_LOG_SINGLE_TILE) {
         return log_row.max(1);
     }
     let log_rows = 63 - rows.max(1).leading_zeros();

@@ -25,7 +25,7 @@ use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
 use cust::event::{Event, EventFlags};
-use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::memory::DeviceBuffer;
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::sys as cu;
@@ -373,8 +373,8 @@ impl CudaBackend {
 
     /// Copies `bytes` into a new device buffer.
     fn upload(&self, bytes: &[u8], requested: u64) -> Result<DeviceBuffer<u8>> {
-        let mut buffer = self.alloc(bytes.len(), requested)?;
-        buffer.copy_from(bytes).map_err(on("cuMemcpyHtoD"))?;
+        let buffer = self.alloc(bytes.len(), requested)?;
+        self.copy_in(buffer.as_device_ptr().as_raw(), bytes)?;
         Ok(buffer)
     }
 
@@ -391,12 +391,25 @@ impl CudaBackend {
             *slot = Some(self.alloc(bytes.len(), requested)?);
         }
         let ptr = slot.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
-        // SAFETY: the buffer at `ptr` holds at least `bytes.len()` bytes, and the copy is
-        // synchronous, so `bytes` is only read during the call.
-        check("cuMemcpyHtoD", unsafe {
-            cu::cuMemcpyHtoD_v2(ptr, bytes.as_ptr().cast(), bytes.len())
-        })?;
+        self.copy_in(ptr, bytes)?;
         Ok(ptr)
+    }
+
+    /// Copies `bytes` to device memory at `ptr`, which holds at least as many.
+    fn copy_in(&self, ptr: cu::CUdeviceptr, bytes: &[u8]) -> Result<()> {
+        // On the backend's own stream, not the legacy default stream: a legacy-stream copy
+        // breaks a graph capture that another thread has under way on any blocking stream.
+        // SAFETY: the buffer at `ptr` holds at least `bytes.len()` bytes; the stream is
+        // synchronized before returning, so `bytes` is only read during the call.
+        check("cuMemcpyHtoDAsync", unsafe {
+            cu::cuMemcpyHtoDAsync_v2(
+                ptr,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                self.stream.as_inner(),
+            )
+        })?;
+        self.stream.synchronize().map_err(on("cuStreamSynchronize"))
     }
 
     /// Enqueues every launch of `job` on `stream`.
@@ -541,6 +554,7 @@ impl CudaBackend {
         }
         let times = result?;
         download(
+            &self.stream,
             work_keys.as_device_ptr().as_raw(),
             work_values.as_ref().map(|v| v.as_device_ptr().as_raw()),
             keys,
@@ -608,6 +622,7 @@ impl CudaBackend {
 /// the caller's slices through host staging memory, so that a failed copy leaves the slices
 /// as they were.
 fn download(
+    stream: &Stream,
     device_keys: cu::CUdeviceptr,
     device_values: Option<cu::CUdeviceptr>,
     keys: &mut WordsMut<'_>,
@@ -615,11 +630,14 @@ fn download(
 ) -> Result<()> {
     let stage = |from: cu::CUdeviceptr, len: usize| -> Result<Vec<u8>> {
         let mut h = vec![0u8; len];
+        // On `stream`, not the legacy default stream (see `upload_into`).
         // SAFETY: the device buffer at `from` holds at least `len` bytes (it was filled from
-        // a slice of that length), `h` holds exactly `len`, and the copy is synchronous.
-        check("cuMemcpyDtoH", unsafe {
-            cu::cuMemcpyDtoH_v2(h.as_mut_ptr().cast(), from, len)
+        // a slice of that length), `h` holds exactly `len` and outlives the copy, which has
+        // finished when the stream is synchronized below.
+        check("cuMemcpyDtoHAsync", unsafe {
+            cu::cuMemcpyDtoHAsync_v2(h.as_mut_ptr().cast(), from, len, stream.as_inner())
         })?;
+        stream.synchronize().map_err(on("cuStreamSynchronize"))?;
         Ok(h)
     };
     let staged_keys = stage(device_keys, keys.as_bytes().len())?;
@@ -695,7 +713,13 @@ impl Backend for CudaBackend {
         self.stream
             .synchronize()
             .map_err(on("cuStreamSynchronize"))?;
-        download(device_keys, device_values, &mut keys, &mut values)
+        download(
+            &self.stream,
+            device_keys,
+            device_values,
+            &mut keys,
+            &mut values,
+        )
     }
 
     fn cached_bytes(&self) -> u64 {

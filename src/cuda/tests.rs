@@ -3,6 +3,7 @@
 use super::*;
 use crate::cpu::CpuBackend;
 use crate::keys::KeyKind;
+use cust::memory::CopyDestination;
 
 const H200: DeviceLimits = DeviceLimits {
     shared_bytes_per_block: 232_448,
@@ -37,7 +38,7 @@ fn tiles_fill_the_opt_in_shared_memory() {
 
 #[test]
 fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
-    for log_n in 1..=14 {
+    for log_n in 1..=crate::schedule::MAX_LOG_SINGLE_TILE {
         let launches = plan::plan(&H200, 1 << log_n, 1, 4, 0, None);
         assert_eq!(launches.len(), 1, "2^{log_n}");
         assert_eq!(launches[0].grid, 1);
@@ -46,6 +47,11 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
             plan::ENCODE_ON_LOAD | plan::DECODE_ON_STORE
         );
     }
+    // 2^14 fits one tile but sorts faster as tiles of 2^11: a local sort, then stages
+    // 12..=14 take a global and a local pass each.
+    let launches = plan::plan(&H200, 1 << 14, 1, 4, 0, None);
+    assert_eq!(launches[0].args.tile_bits, 11);
+    assert_eq!(launches.len(), 1 + 2 * 3);
     // 2^20: tiles of 2^13 give every multiprocessor one; stages 14..=20 take a global and a
     // local pass each.
     let launches = plan::plan(&H200, 1 << 20, 1, 4, 0, None);
