@@ -1305,7 +1305,7 @@ mod cuda {
         Context as LegacyContext, ContextFlags as LegacyFlags, ContextStack,
     };
     use cust::device::Device;
-    use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, LockedBuffer};
+    use cust::memory::{AsyncCopyDestination, DeviceBuffer, LockedBuffer};
     use cust::stream::{Stream, StreamFlags};
     use libtest_mimic::{Failed, Trial};
 
@@ -1372,7 +1372,14 @@ mod cuda {
                 .synchronize()
                 .map_err(cu("cuStreamSynchronize"))?;
             let mut data = vec![T::zeroed(); buf.len()];
-            buf.copy_to(&mut data[..]).map_err(cu("cuMemcpyDtoH"))?;
+            // On the caller's stream (a copy on the legacy default stream would disturb a
+            // graph capture under way on another thread).
+            // SAFETY: `data` outlives the copy: the stream is synchronized before returning.
+            unsafe { buf.async_copy_to(&mut data[..], &self.stream) }
+                .map_err(cu("cuMemcpyDtoHAsync"))?;
+            self.stream
+                .synchronize()
+                .map_err(cu("cuStreamSynchronize"))?;
             Ok(data)
         }
 
