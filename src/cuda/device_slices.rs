@@ -49,7 +49,8 @@ impl CudaBackend {
     ///
     /// let sorter = bitonic::Sorter::builder().backend(bitonic::BackendKind::Cuda).build()?;
     /// let cuda = sorter.cuda().expect("a CUDA sorter");
-    /// let stream = Stream::new(StreamFlags::NON_BLOCKING, None).unwrap();
+    /// // A DEFAULT stream waits for the legacy-stream upload below.
+    /// let stream = Stream::new(StreamFlags::DEFAULT, None).unwrap();
     /// let mut keys = DeviceBuffer::from_slice(&[3.0f32, -1.0, 2.0]).unwrap();
     /// cuda.sort_device(&mut keys, bitonic::Order::Ascending, &stream)?;
     /// stream.synchronize().unwrap();
@@ -185,7 +186,9 @@ impl CudaBackend {
         self.enqueue(&job, stream.as_inner())
     }
 
-    /// Checks that device memory at `ptr` belongs to this backend's context.
+    /// Checks that device memory at `ptr` belongs to this backend's context, or, for memory
+    /// that belongs to no context (stream-ordered allocations from a memory pool), to its
+    /// device.
     fn check_owner(&self, what: &str, ptr: cu::CUdeviceptr) -> Result<()> {
         let mut context: cu::CUcontext = ptr::null_mut();
         // SAFETY: `context` is a valid out-pointer of the size the CONTEXT attribute writes.
@@ -196,7 +199,23 @@ impl CudaBackend {
                 ptr,
             )
         };
-        if status != cu::CUresult::CUDA_SUCCESS || context != self.context.as_raw() {
+        let owned = if status == cu::CUresult::CUDA_SUCCESS && !context.is_null() {
+            context == self.context.as_raw()
+        } else {
+            let mut ordinal: i32 = -1;
+            // SAFETY: `ordinal` is a valid out-pointer of the size the DEVICE_ORDINAL
+            // attribute writes (an int).
+            let status = unsafe {
+                cu::cuPointerGetAttribute(
+                    (&mut ordinal as *mut i32).cast(),
+                    cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                    ptr,
+                )
+            };
+            status == cu::CUresult::CUDA_SUCCESS
+                && usize::try_from(ordinal).is_ok_and(|o| o == self.info.index)
+        };
+        if !owned {
             return Err(Error::ForeignBuffer(format!(
                 "the {what} are not device memory of {}'s primary context",
                 self.info.name

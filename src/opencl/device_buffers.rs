@@ -7,7 +7,7 @@
 //! before on an in-order queue, and the caller waits (`finish`, or a blocking read) before
 //! reading the result.
 
-use opencl3::command_queue::CommandQueue;
+use opencl3::command_queue::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::error_codes::ClError;
 use opencl3::memory::{Buffer, ClMem};
@@ -66,8 +66,8 @@ impl OpenClBackend {
     /// Sorts the whole of `keys`, which live in this backend's context, in place on `queue`
     /// (an in-order queue of this backend's context and device).
     ///
-    /// A buffer or queue of another context or device returns [`Error::ForeignBuffer`] and
-    /// enqueues nothing. The sort is enqueued, not finished: wait on `queue` before reading
+    /// A buffer or queue of another context or device returns [`Error::ForeignBuffer`], an
+    /// out-of-order queue [`Error::Unsupported`]; either enqueues nothing. The sort is enqueued, not finished: wait on `queue` before reading
     /// the keys. On a CPU device (such as PoCL) the call waits for the sort itself, because
     /// that driver must not run kernels of several contexts at once.
     ///
@@ -181,6 +181,15 @@ impl OpenClBackend {
                 "the command queue is not on this backend's context and device ({})",
                 self.info.name
             )));
+        }
+        let properties = queue
+            .properties()
+            .map_err(driver("clGetCommandQueueInfo"))?;
+        if properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0 {
+            // The passes depend on each other and are enqueued without events between them.
+            return Err(Error::Unsupported(
+                "an out-of-order command queue: sort on an in-order queue".to_string(),
+            ));
         }
         for (what, words) in [("keys", Some(keys)), ("values", values)] {
             let Some(words) = words else { continue };
