@@ -338,6 +338,7 @@ impl CudaBackend {
 
     /// A new device buffer of `len` bytes, not initialized.
     fn alloc(&self, len: usize, requested: u64) -> Result<DeviceBuffer<u8>> {
+        crate::fault::point(BackendKind::Cuda, "cuMemAlloc")?;
         // SAFETY: every caller writes the buffer completely (an upload or a device copy)
         // before anything reads it.
         unsafe { DeviceBuffer::<u8>::uninitialized(len.max(1)) }.map_err(|e| match e {
@@ -349,6 +350,7 @@ impl CudaBackend {
     /// Copies `bytes` into a new device buffer.
     fn upload(&self, bytes: &[u8], requested: u64) -> Result<DeviceBuffer<u8>> {
         let mut buffer = self.alloc(bytes.len(), requested)?;
+        crate::fault::point(BackendKind::Cuda, "cuMemcpyHtoD")?;
         buffer.copy_from(bytes).map_err(on("cuMemcpyHtoD"))?;
         Ok(buffer)
     }
@@ -356,6 +358,7 @@ impl CudaBackend {
     /// Enqueues every launch of `job` on the stream.
     fn enqueue(&self, job: &Job) -> Result<()> {
         for launch in &job.launches {
+            crate::fault::point(BackendKind::Cuda, "cuLaunchKernel")?;
             let (mut keys, mut values, mut args) = (job.keys, job.values, launch.args);
             let mut params = [
                 &mut keys as *mut u64 as *mut c_void,
@@ -563,6 +566,7 @@ fn download(
 ) -> Result<()> {
     let stage = |d: &DeviceBuffer<u8>| -> Result<Vec<u8>> {
         let mut h = vec![0u8; d.len()];
+        crate::fault::point(BackendKind::Cuda, "cuMemcpyDtoH")?;
         d.copy_to(&mut h[..]).map_err(on("cuMemcpyDtoH"))?;
         Ok(h)
     };
@@ -600,6 +604,7 @@ impl Backend for CudaBackend {
             return Err(self.out_of_memory(requested));
         }
         let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
         let device_keys = self.upload(keys.as_bytes(), requested)?;
         let device_values = match &values {
@@ -620,6 +625,7 @@ impl Backend for CudaBackend {
             ),
         })?;
         // Every pass has finished, and reported its failure, before anything is downloaded.
+        crate::fault::point(BackendKind::Cuda, "cuStreamSynchronize")?;
         self.stream
             .synchronize()
             .map_err(on("cuStreamSynchronize"))?;
