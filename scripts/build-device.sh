@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Builds, here, the binaries the GPU machine runs (it has no Rust toolchain): the test suite,
-# the 2^32+3 test, the library's unit tests and the `bitonic` command, with every feature, into .device/.
+# Builds, here, the binaries the GPU machine runs (it has no Rust toolchain) into .device/:
+# the `bitonic` command with CUDA and OpenCL (not the test-only fault injection), and, with
+# every feature, the test suite, the 2^32+3 test, properties, threads, the fault-injection
+# test (faults) and the library's unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 mkdir -p .device
-cargo build --release --all-features --bin bitonic
+cargo build --release --features cuda,opencl --bin bitonic
 cp "$CARGO_TARGET_DIR"/release/bitonic .device/bitonic
 # `cargo test --no-run` names the test executables in its JSON messages.
-cargo test --release --all-features --no-run --message-format=json --test suite --test huge --test properties --test threads --lib \
+cargo test --release --all-features --no-run --message-format=json --test suite --test huge --test properties --test threads --test faults --test device_buffers --lib \
     | python3 -c '
 import json, shutil, sys
 for line in sys.stdin:

@@ -27,6 +27,12 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;
+/// Test-only fault injection (cargo feature `fault-injection`); see `tests/faults.rs`.
+#[cfg(feature = "fault-injection")]
+#[doc(hidden)]
+pub mod fault;
+#[cfg(not(feature = "fault-injection"))]
+mod fault;
 pub mod keys;
 #[cfg(feature = "opencl")]
 pub mod opencl;

@@ -363,6 +363,7 @@ impl CudaBackend {
 
     /// A new device buffer of `len` bytes, not initialized.
     fn alloc(&self, len: usize, requested: u64) -> Result<DeviceBuffer<u8>> {
+        crate::fault::point(BackendKind::Cuda, "cuMemAlloc")?;
         // SAFETY: every caller writes the buffer completely (an upload or a device copy)
         // before anything reads it.
         unsafe { DeviceBuffer::<u8>::uninitialized(len.max(1)) }.map_err(|e| match e {
@@ -397,6 +398,7 @@ impl CudaBackend {
 
     /// Copies `bytes` to device memory at `ptr`, which holds at least as many.
     fn copy_in(&self, ptr: cu::CUdeviceptr, bytes: &[u8]) -> Result<()> {
+        crate::fault::point(BackendKind::Cuda, "cuMemcpyHtoDAsync")?;
         // On the backend's own stream, not the legacy default stream: a legacy-stream copy
         // breaks a graph capture that another thread has under way on any blocking stream.
         // SAFETY: the buffer at `ptr` holds at least `bytes.len()` bytes; the stream is
@@ -415,6 +417,7 @@ impl CudaBackend {
     /// Enqueues every launch of `job` on `stream`.
     fn enqueue(&self, job: &Job, stream: cu::CUstream) -> Result<()> {
         for launch in &job.launches {
+            crate::fault::point(BackendKind::Cuda, "cuLaunchKernel")?;
             let (mut keys, mut values, mut args) = (job.keys, job.values, launch.args);
             let mut params = [
                 &mut keys as *mut u64 as *mut c_void,
@@ -630,6 +633,7 @@ fn download(
 ) -> Result<()> {
     let stage = |from: cu::CUdeviceptr, len: usize| -> Result<Vec<u8>> {
         let mut h = vec![0u8; len];
+        crate::fault::point(BackendKind::Cuda, "cuMemcpyDtoHAsync")?;
         // On `stream`, not the legacy default stream (see `upload_into`).
         // SAFETY: the device buffer at `from` holds at least `len` bytes (it was filled from
         // a slice of that length), `h` holds exactly `len` and outlives the copy, which has
@@ -677,6 +681,7 @@ impl Backend for CudaBackend {
             return Err(self.out_of_memory(requested));
         }
         let mut scratch = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
         let scratch = &mut *scratch;
         let upload = |scratch: &mut Scratch| -> Result<_> {
@@ -695,7 +700,7 @@ impl Backend for CudaBackend {
         }
         self.cached.store(scratch.bytes(), Ordering::Relaxed);
         let (device_keys, device_values) = uploaded?;
-        self.enqueue(
+        let enqueued = self.enqueue(
             &Job {
                 keys: device_keys,
                 values: device_values.unwrap_or(0),
@@ -708,8 +713,15 @@ impl Backend for CudaBackend {
                 ),
             },
             self.stream.as_inner(),
-        )?;
+        );
+        if enqueued.is_err() {
+            // Let the launches already queued finish before the buffers are reused or freed;
+            // the launch error is the one to report.
+            let _ = self.stream.synchronize();
+        }
+        enqueued?;
         // Every pass has finished, and reported its failure, before anything is downloaded.
+        crate::fault::point(BackendKind::Cuda, "cuStreamSynchronize")?;
         self.stream
             .synchronize()
             .map_err(on("cuStreamSynchronize"))?;

@@ -522,6 +522,7 @@ impl OpenClBackend {
 
     /// An uninitialized device buffer of `bytes` bytes.
     fn alloc(&self, bytes: usize, requested: u64) -> Result<Buffer<u8>> {
+        crate::fault::point(BackendKind::OpenCl, "clCreateBuffer")?;
         // SAFETY: no host pointer is passed (null with flags that do not use one); the size
         // is at least one word here.
         unsafe { Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, bytes, ptr::null_mut()) }
@@ -531,6 +532,7 @@ impl OpenClBackend {
     /// A device buffer filled from `data` (a blocking upload).
     fn upload(&self, data: &[u8], requested: u64) -> Result<Buffer<u8>> {
         let mut buffer = self.alloc(data.len(), requested)?;
+        crate::fault::point(BackendKind::OpenCl, "clEnqueueWriteBuffer")?;
         // SAFETY: the write is blocking, so `data` is only read during this call, and the
         // buffer holds exactly `data.len()` bytes.
         unsafe {
@@ -579,6 +581,7 @@ impl OpenClBackend {
             let Some(buffer) = slot.as_mut() else {
                 unreachable!("filled just above")
             };
+            crate::fault::point(BackendKind::OpenCl, "clEnqueueWriteBuffer")?;
             // SAFETY: the write is blocking, so `data` is only read during this call, and
             // the buffer holds at least `data.len()` bytes.
             unsafe {
@@ -614,6 +617,7 @@ impl OpenClBackend {
     ) -> Result<()> {
         let read = |buffer: &Buffer<u8>, len: usize| -> Result<Vec<u8>> {
             let mut staged = vec![0u8; len];
+            crate::fault::point(BackendKind::OpenCl, "clEnqueueReadBuffer")?;
             // SAFETY: a blocking read of exactly the bytes the buffer holds into a slice of
             // the same length that lives across the call.
             unsafe { queue.enqueue_read_buffer(buffer, CL_BLOCKING, 0, &mut staged, &[]) }
@@ -691,6 +695,7 @@ impl OpenClBackend {
         };
         let global_size = [launch.groups * launch.local];
         let local_size = [launch.local];
+        crate::fault::point(BackendKind::OpenCl, "clEnqueueNDRangeKernel")?;
         // SAFETY: every argument of the kernel was set just above with the type the kernel
         // declares for this variant; the sizes are one-dimensional arrays that outlive the
         // call, and the global size is a multiple of the local size.
@@ -788,6 +793,7 @@ impl OpenClBackend {
             )?;
         }
         // Every pass has finished, and reported its failure, before anything is downloaded.
+        crate::fault::point(BackendKind::OpenCl, "clFinish")?;
         self.queue
             .finish()
             .map_err(self.memory_error("clFinish", requested))?;
@@ -956,6 +962,7 @@ impl<'a> Args<'a> {
     /// # Safety
     /// `T` must be the type the kernel declares for that argument.
     unsafe fn set<T>(&mut self, value: &T) -> Result<()> {
+        crate::fault::point(BackendKind::OpenCl, "clSetKernelArg")?;
         // SAFETY: the caller guarantees the type; `value` is read during the call only.
         unsafe { self.kernel.set_arg(self.index, value) }.map_err(driver("clSetKernelArg"))?;
         self.index += 1;
@@ -978,6 +985,7 @@ impl<'a> Args<'a> {
     }
 
     fn local(&mut self, bytes: u64) -> Result<()> {
+        crate::fault::point(BackendKind::OpenCl, "clSetKernelArg")?;
         // SAFETY: the argument is a `__local` pointer; a size with no value allocates it.
         unsafe { self.kernel.set_arg_local_buffer(self.index, bytes as usize) }
             .map_err(driver("clSetKernelArg"))?;

@@ -368,7 +368,13 @@ fn a_failed_build_returns_its_log() {
             assert!(
                 log.contains("undeclared_name"),
                 "the log names the error: {log}"
-            )
+            );
+            // What a caller prints shows the whole log.
+            let shown = Error::KernelBuild { log: log.clone() }.to_string();
+            assert!(
+                shown.contains(&log),
+                "the error's text shows the log: {shown}"
+            );
         }
         Err(other) => panic!("expected a build log, got {other}"),
         Ok(_) => panic!("a broken program built"),
