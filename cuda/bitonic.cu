@@ -58,7 +58,7 @@ struct PassArgs {
     u32 log_cols;     // GLOBAL: log2 of the consecutive columns in a tile
     u32 encoding;     // KeyEncoding::code()
     u32 transform;    // TRANSFORM_* bits
-    u32 buffers;      // 2: double-buffered tiles (sm_80+, see tile_pass_pipelined); else 1
+    u32 unused;
 };
 
 // The value type of key-only sorts.
@@ -382,136 +382,10 @@ __device__ __forceinline__ u64 memory_index(const PassArgs &a, u64 v) {
     return row * a.row_len + col;
 }
 
-// Runs the pass's levels on the tile in shared memory.
 template <typename K, typename V>
-__device__ __forceinline__ void run_pass_levels(K *sk, V *sv, const PassArgs &a) {
-    switch (a.mode) {
-    case MODE_SORT:
-        sort_tile<K, V>(sk, sv, a.tile_bits);
-        break;
-    case MODE_MERGE:
-        run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, 0, false, 0);
-        break;
-    default: // GLOBAL: the row bits, the first level a flip of rows only
-        run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, a.log_cols, a.first_level == 0, a.log_cols);
-        break;
-    }
-}
-
-// Stores the tile in shared memory to its places in global memory (padding is not stored).
-template <typename K, typename V>
-__device__ __forceinline__ void store_tile(K *__restrict__ keys, V *__restrict__ values, const K *sk, const V *sv,
-                                           const PassArgs &a, const TileMap &map, bool decode) {
-    const u32 size = 1u << a.tile_bits;
-    for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
-        const u64 m = memory_index(a, virtual_index(map, x));
-        if (m != ~0ull) {
-            const K k = sk[pad(x)];
-            keys[m] = decode ? decode_key(k, a.encoding) : k;
-            if constexpr (HasValues<V>::value) {
-                values[m] = sv[pad(x)];
-            }
-        }
-    }
-}
-
-#if __CUDA_ARCH__ >= 800
-// Starts the asynchronous copies of a tile into shared memory and writes the padding
-// sentinels; `cp.async.wait_*` and a barrier complete them.
-template <typename K, typename V>
-__device__ __forceinline__ void start_tile_loads(const K *__restrict__ keys, const V *__restrict__ values, K *sk,
-                                                 V *sv, const PassArgs &a, const TileMap &map) {
-    const u32 size = 1u << a.tile_bits;
-    for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
-        const u64 m = memory_index(a, virtual_index(map, x));
-        if (m != ~0ull) {
-            copy_async(&sk[pad(x)], &keys[m]);
-            if constexpr (HasValues<V>::value) {
-                copy_async(&sv[pad(x)], &values[m]);
-            }
-        } else {
-            sk[pad(x)] = ~K(0);
-        }
-    }
-}
-
-// Encodes the tile's real keys in shared memory (after their copies completed).
-template <typename K>
-__device__ __forceinline__ void encode_tile(K *sk, const PassArgs &a, const TileMap &map) {
-    const u32 size = 1u << a.tile_bits;
-    for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
-        if (memory_index(a, virtual_index(map, x)) != ~0ull) {
-            sk[pad(x)] = encode_key(sk[pad(x)], a.encoding);
-        }
-    }
-}
-
-// The pass with two tile buffers per block (`args.buffers == 2`): a block takes tiles
-// blockIdx.x, + gridDim.x, ... and starts the copies of its next tile into the other buffer
-// before it runs the levels of this one, so the next tile's memory traffic overlaps this
-// tile's shared-memory rounds and stores (with one tile per buffer, a block's load, rounds
-// and store ran one after another).
-template <typename K, typename V>
-__device__ __forceinline__ void tile_pass_pipelined(K *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
-    constexpr bool HAS_V = HasValues<V>::value;
-    const u32 words = padded_words(a.tile_bits);
-    const u32 buffer_bytes = words * (u32)(sizeof(K) + (HAS_V ? sizeof(V) : 0));
-    // Buffer b's keys, and its values after them (pointers, not arrays indexed at run time,
-    // which would live in local memory).
-    auto keys_of = [&](u32 b) { return reinterpret_cast<K *>(tile_smem + b * buffer_bytes); };
-    auto values_of = [&](u32 b) {
-        return reinterpret_cast<V *>(tile_smem + b * buffer_bytes + words * (u32)sizeof(K));
-    };
-    const bool encode = (a.transform & TRANSFORM_ENCODE_ON_LOAD) != 0;
-    const bool decode = (a.transform & TRANSFORM_DECODE_ON_STORE) != 0;
-    const u64 tiles = (a.rows << a.log_row) >> a.tile_bits;
-    u64 t = blockIdx.x;
-    if (t >= tiles) {
-        return;
-    }
-    start_tile_loads<K, V>(keys, values, keys_of(0), values_of(0), a, tile_map(a, t));
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-    for (u32 cur = 0; t < tiles; t += gridDim.x, cur ^= 1u) {
-        const u64 next = t + gridDim.x;
-        if (next < tiles) {
-            // The other buffer was last read by the previous tile's stores, which the
-            // barrier at the end of the previous iteration completed.
-            start_tile_loads<K, V>(keys, values, keys_of(cur ^ 1u), values_of(cur ^ 1u), a, tile_map(a, next));
-            asm volatile("cp.async.commit_group;\n" ::: "memory");
-            asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-        } else {
-            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-        }
-        __syncthreads();
-        const TileMap map = tile_map(a, t);
-        K *sk = keys_of(cur);
-        V *sv = values_of(cur);
-        // Element 0 is the tile's lowest index in its row: when it is padding, all are (the
-        // test is the same for every thread of the block, so the barriers below are safe).
-        if (memory_index(a, virtual_index(map, 0)) != ~0ull) {
-            if (encode) {
-                encode_tile<K>(sk, a, map);
-            }
-            run_pass_levels<K, V>(sk, sv, a);
-            __syncthreads();
-            store_tile<K, V>(keys, values, sk, sv, a, map, decode);
-        }
-        // This buffer receives the tile after next, once every thread's stores read it.
-        __syncthreads();
-    }
-}
-#endif
-
-// PIPELINED: this kernel has the double-buffered path (only `u32` keys alone: the wider
-// variants' tiles do not fit shared memory twice, and the extra code costs them registers).
-template <typename K, typename V, bool PIPELINED>
 __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
-#if __CUDA_ARCH__ >= 800
-    if (PIPELINED && a.buffers == 2) {
-        tile_pass_pipelined<K, V>(keys, values, a);
-        return;
-    }
-#endif
+    constexpr bool HAS_V = HasValues<V>::value;
+    const u32 size = 1u << a.tile_bits;
     K *sk = reinterpret_cast<K *>(tile_smem);
     V *sv = reinterpret_cast<V *>(tile_smem + (size_t)padded_words(a.tile_bits) * sizeof(K));
     const bool encode = (a.transform & TRANSFORM_ENCODE_ON_LOAD) != 0;
@@ -527,16 +401,27 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
 #if __CUDA_ARCH__ >= 800
         // Asynchronous copies straight into shared memory: every element of the tile is in
         // flight at once, without holding registers (one load at a time per thread left
-        // the memory system idle). Keys are encoded in place once they have arrived (each
-        // thread encodes the elements it copied, so no barrier is needed in between).
-        start_tile_loads<K, V>(keys, values, sk, sv, a, map);
+        // the memory system idle). Keys are encoded in place once they have arrived.
+        for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
+            const u64 m = memory_index(a, virtual_index(map, x));
+            if (m != ~0ull) {
+                copy_async(&sk[pad(x)], &keys[m]);
+                if constexpr (HAS_V) {
+                    copy_async(&sv[pad(x)], &values[m]);
+                }
+            } else {
+                sk[pad(x)] = ~K(0);
+            }
+        }
         asm volatile("cp.async.wait_all;\n" ::: "memory");
         if (encode) {
-            encode_tile<K>(sk, a, map);
+            for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
+                if (memory_index(a, virtual_index(map, x)) != ~0ull) {
+                    sk[pad(x)] = encode_key(sk[pad(x)], a.encoding);
+                }
+            }
         }
 #else
-        constexpr bool HAS_V = HasValues<V>::value;
-        const u32 size = 1u << a.tile_bits;
         constexpr u32 BATCH = 8;
         // Loads in batches, all issued before the first is used, so that each thread keeps
         // BATCH loads in flight (one at a time leaves the memory system idle).
@@ -571,27 +456,48 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         }
 #endif
         __syncthreads();
-        run_pass_levels<K, V>(sk, sv, a);
+
+        switch (a.mode) {
+        case MODE_SORT:
+            sort_tile<K, V>(sk, sv, a.tile_bits);
+            break;
+        case MODE_MERGE:
+            run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, 0, false, 0);
+            break;
+        default: // GLOBAL: the row bits, the first level a flip of rows only
+            run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, a.log_cols, a.first_level == 0,
+                             a.log_cols);
+            break;
+        }
         __syncthreads();
-        store_tile<K, V>(keys, values, sk, sv, a, map, decode);
+
+        for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
+            const u64 m = memory_index(a, virtual_index(map, x));
+            if (m != ~0ull) {
+                const K k = sk[pad(x)];
+                keys[m] = decode ? decode_key(k, a.encoding) : k;
+                if constexpr (HAS_V) {
+                    values[m] = sv[pad(x)];
+                }
+            }
+        }
         // The next tile's loads overwrite what this tile's stores read.
         __syncthreads();
     }
 }
 
-// MAX_THREADS x MIN_BLOCKS threads must fit one multiprocessor's registers. `u32` keys alone
-// run as two blocks of 512 threads (one block's memory phase overlaps the other's rounds),
-// or on sm_80+ as one double-buffered block of 1024 threads: both cap registers at 64 per
-// thread. `blocks_per_multiprocessor` and `max_threads` in src/cuda/plan.rs agree.
-#define BITONIC_KERNEL(KNAME, K, VNAME, V, MAX_THREADS, MIN_BLOCKS, PIPELINED)                   \
-    extern "C" __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS)                        \
+// MIN_BLOCKS: blocks of 512 threads that must fit one multiprocessor's registers (two let
+// one block's memory phase overlap another's shared-memory rounds);
+// `blocks_per_multiprocessor` in src/cuda/plan.rs agrees.
+#define BITONIC_KERNEL(KNAME, K, VNAME, V, MIN_BLOCKS)                                           \
+    extern "C" __global__ void __launch_bounds__(512, MIN_BLOCKS)                                \
         tile_pass_##KNAME##_##VNAME(K *keys, V *values, PassArgs args) {                         \
-        tile_pass<K, V, PIPELINED>(keys, values, args);                                          \
+        tile_pass<K, V>(keys, values, args);                                                     \
     }
 
-BITONIC_KERNEL(u32, u32, none, NoValue, 1024, 1, true)
-BITONIC_KERNEL(u32, u32, u32, u32, 512, 1, false)
-BITONIC_KERNEL(u32, u32, u64, u64, 512, 1, false)
-BITONIC_KERNEL(u64, u64, none, NoValue, 512, 1, false)
-BITONIC_KERNEL(u64, u64, u32, u32, 512, 1, false)
-BITONIC_KERNEL(u64, u64, u64, u64, 512, 1, false)
+BITONIC_KERNEL(u32, u32, none, NoValue, 2)
+BITONIC_KERNEL(u32, u32, u32, u32, 1)
+BITONIC_KERNEL(u32, u32, u64, u64, 1)
+BITONIC_KERNEL(u64, u64, none, NoValue, 1)
+BITONIC_KERNEL(u64, u64, u32, u32, 1)
+BITONIC_KERNEL(u64, u64, u64, u64, 1)

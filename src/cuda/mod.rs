@@ -56,8 +56,6 @@ const VALUE_NAMES: [&str; 3] = ["none", "u32", "u64"];
 
 /// Caps the tile (log2 of its elements) for experiments: `BITONIC_CUDA_LOG_TILE=13`.
 const LOG_TILE_ENV: &str = "BITONIC_CUDA_LOG_TILE";
-/// `BITONIC_CUDA_PIPELINE=0` turns off double-buffered tiles (for comparisons).
-const PIPELINE_ENV: &str = "BITONIC_CUDA_PIPELINE";
 /// `BITONIC_CUDA_GRAPHS=0` times device-resident sorts with plain launches, not a graph.
 const GRAPHS_ENV: &str = "BITONIC_CUDA_GRAPHS";
 
@@ -147,8 +145,6 @@ fn probe(ordinal: u32) -> Result<(Device, DeviceInfo, DeviceLimits)> {
             .max(DEFAULT_SHARED_BYTES),
         max_grid_x: attribute(DeviceAttribute::MaxGridDimX)?.max(1),
         multiprocessors: compute_units.max(1),
-        async_copies: attribute(DeviceAttribute::ComputeCapabilityMajor)? >= 8
-            && std::env::var(PIPELINE_ENV).map_or(true, |v| v.trim() != "0"),
     };
     let info = DeviceInfo {
         backend: BackendKind::Cuda,

@@ -20,9 +20,6 @@ pub const MAX_LOG_TILE: u32 = 15;
 /// Threads per block, at most (the kernels are compiled with `__launch_bounds__(512)`).
 pub const MAX_THREADS: u32 = 512;
 
-/// Threads per block of the double-buffered `u32` kernel (`__launch_bounds__(1024, 1)`).
-pub const MAX_PIPELINED_THREADS: u32 = 1024;
-
 /// `mode` of [`PassArgs`]: sort whole tiles.
 pub const MODE_SORT: u32 = 0;
 /// `mode` of [`PassArgs`]: the half-cleaners inside tiles.
@@ -44,9 +41,6 @@ pub struct DeviceLimits {
     pub max_grid_x: u32,
     /// Multiprocessors: tiles are kept small enough that every one has work.
     pub multiprocessors: u32,
-    /// Compute capability 8.0 or newer: tiles can arrive by `cp.async`, and `u32` keys alone
-    /// run double-buffered ([`PassArgs::buffers`]).
-    pub async_copies: bool,
 }
 
 /// The kernels' parameter block; `struct PassArgs` in `cuda/bitonic.cu` has this layout.
@@ -75,10 +69,8 @@ pub struct PassArgs {
     pub encoding: u32,
     /// `ENCODE_ON_LOAD` / `DECODE_ON_STORE` bits.
     pub transform: u32,
-    /// 2: each block double-buffers its tiles (one block of up to [`MAX_PIPELINED_THREADS`]
-    /// per multiprocessor, the next tile's copies in flight during this tile's rounds); 1:
-    /// one tile at a time.
-    pub buffers: u32,
+    /// Keeps the layout free of implicit padding.
+    pub unused: u32,
 }
 
 /// One kernel launch.
@@ -101,10 +93,9 @@ pub fn padded_words(bits: u32) -> u64 {
     (size + (size >> 5) + 3) & !3
 }
 
-/// Tiles in shared memory per multiprocessor for these element widths: two for `u32` keys
-/// alone (two blocks of 512 threads, whose registers allow it, so that one block's loads
-/// overlap another's rounds; or on sm_80+ one block of 1024 threads with two tile buffers),
-/// one for the wider variants (`MIN_BLOCKS` in `cuda/bitonic.cu`).
+/// Blocks per multiprocessor the kernel for these element widths is compiled for
+/// (`MIN_BLOCKS` in `cuda/bitonic.cu`): two for `u32` keys alone, whose registers allow it,
+/// so that one block's loads overlap another's rounds; one for the wider variants.
 pub fn blocks_per_multiprocessor(element_bytes: u64) -> u32 {
     if element_bytes == 4 { 2 } else { 1 }
 }
@@ -169,7 +160,7 @@ pub fn plan(
                 log_cols: 0,
                 encoding,
                 transform: 0,
-                buffers: 1,
+                unused: 0,
             };
             if step.encode_on_load {
                 args.transform |= ENCODE_ON_LOAD;
@@ -209,22 +200,14 @@ pub fn plan(
             } else {
                 (rows << log_row) >> args.tile_bits
             };
-            // `u32` keys alone on sm_80+: one double-buffered block per multiprocessor takes
-            // every tile it is given in turn (the others: one block per tile).
-            let pipelined = limits.async_copies && element_bytes == 4;
-            let (max_threads, grid_cap) = if pipelined {
-                args.buffers = 2;
-                (MAX_PIPELINED_THREADS, limits.multiprocessors.max(1))
-            } else {
-                (MAX_THREADS, limits.max_grid_x.max(1))
-            };
-            let threads = (1u64 << args.tile_bits.saturating_sub(LOG_E))
-                .clamp(32, u64::from(max_threads)) as u32;
+            let threads = (1u64 << args.tile_bits.saturating_sub(LOG_E)).clamp(32, 512) as u32;
             Launch {
                 args,
-                grid: u32::try_from(tiles).unwrap_or(u32::MAX).clamp(1, grid_cap),
+                grid: u32::try_from(tiles)
+                    .unwrap_or(u32::MAX)
+                    .clamp(1, limits.max_grid_x.max(1)),
                 block: threads,
-                shared_bytes: (padded_words(args.tile_bits) * element_bytes) as u32 * args.buffers,
+                shared_bytes: (padded_words(args.tile_bits) * element_bytes) as u32,
             }
         })
         .collect()

@@ -9,7 +9,6 @@ const H200: DeviceLimits = DeviceLimits {
     shared_bytes_per_block: 232_448,
     max_grid_x: i32::MAX as u32,
     multiprocessors: 132,
-    async_copies: true,
 };
 
 #[test]
@@ -67,32 +66,13 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     assert_eq!(launches[0].args.tile_bits, 14);
     for l in &launches {
         assert!(l.block >= 32 && l.block <= plan::MAX_THREADS);
-        assert_eq!(l.args.buffers, 1, "pairs are not double-buffered");
         assert!(l.shared_bytes <= H200.shared_bytes_per_block);
         assert!(l.args.tile_bits <= 15);
     }
-    // u32 keys alone on sm_80+: double-buffered blocks of up to 1024 threads, one per
-    // multiprocessor, twice the tile's shared memory.
-    for l in &plan::plan(&H200, 1 << 28, 1, 4, 0, None) {
-        assert_eq!(l.args.buffers, 2);
-        assert!(l.block <= plan::MAX_PIPELINED_THREADS && l.grid <= H200.multiprocessors);
-        assert!(l.shared_bytes <= H200.shared_bytes_per_block);
-    }
-    let older = DeviceLimits {
-        async_copies: false,
-        ..H200
-    };
-    for l in &plan::plan(&older, 1 << 28, 1, 4, 0, None) {
-        assert_eq!(l.args.buffers, 1);
-        assert!(l.block <= plan::MAX_THREADS);
-    }
     // Rows that fit a tile are one launch of one tile per row.
-    let rows = plan::plan(&older, 1024, 16384, 4, 0, None);
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].grid, 16384);
     let rows = plan::plan(&H200, 1024, 16384, 4, 0, None);
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].grid, H200.multiprocessors);
+    assert_eq!(rows[0].grid, 16384);
 }
 
 #[test]
@@ -497,7 +477,6 @@ fn kernel_model_sorts_every_plan() {
         shared_bytes_per_block: 48 * 1024,
         max_grid_x: 65535,
         multiprocessors: 4,
-        async_copies: true,
     };
     let mut next = lcg(7);
     for cap in [3u32, 6, 9, 13] {
