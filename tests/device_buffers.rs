@@ -227,6 +227,14 @@ mod device {
     macro_rules! elem {
         ($($t:ty),*) => { $(impl Elem for $t {})* };
     }
+
+    /// Checks that a call refused a queue, stream or buffer of another context.
+    pub fn foreign_result(call: &str, got: bitonic::Result<()>) -> Result<(), String> {
+        match got {
+            Err(Error::ForeignBuffer(_)) => Ok(()),
+            other => Err(format!("{call}: want Err(ForeignBuffer), got {other:?}")),
+        }
+    }
     elem!(u8, u16, u32, i32, f32, u64, i64, f64);
 
     /// A key type of the device-resident sorts, with what the checks need.
@@ -878,7 +886,7 @@ mod opencl {
     use std::sync::Arc;
 
     use bitonic::opencl::OpenClBackend;
-    use bitonic::{Error, Order, Sorter};
+    use bitonic::{Order, Sorter};
     use libtest_mimic::{Failed, Trial};
     use opencl3::command_queue::{CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CommandQueue};
     use opencl3::context::Context;
@@ -886,7 +894,8 @@ mod opencl {
     use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 
     use crate::device::{
-        DevKey, DeviceApi, Elem, check_sorted_pairs, random_pairs, register as register_device,
+        DevKey, DeviceApi, Elem, check_sorted_pairs, foreign_result, random_pairs,
+        register as register_device,
     };
     use crate::support::{check_keys, expected};
     use crate::targets::{Slot, Target};
@@ -992,13 +1001,6 @@ mod opencl {
         ) -> bitonic::Result<()> {
             self.cl()
                 .sort_device_rows_by_key(keys, values, row_len, order, &self.queue)
-        }
-    }
-
-    fn foreign_result(call: &str, got: bitonic::Result<()>) -> Result<(), String> {
-        match got {
-            Err(Error::ForeignBuffer(_)) => Ok(()),
-            other => Err(format!("{call}: want Err(ForeignBuffer), got {other:?}")),
         }
     }
 
@@ -1306,7 +1308,7 @@ mod cuda {
     use std::sync::Arc;
 
     use bitonic::cuda::CudaBackend;
-    use bitonic::{Error, Order, Sorter};
+    use bitonic::{Order, Sorter};
     use cust::context::Context;
     use cust::context::legacy::{
         Context as LegacyContext, ContextFlags as LegacyFlags, ContextStack,
@@ -1317,7 +1319,8 @@ mod cuda {
     use libtest_mimic::{Failed, Trial};
 
     use crate::device::{
-        DevKey, DeviceApi, Elem, check_sorted_pairs, random_pairs, register as register_device,
+        DevKey, DeviceApi, Elem, check_sorted_pairs, foreign_result, random_pairs,
+        register as register_device,
     };
     use crate::targets::{Slot, Target};
 
@@ -1423,13 +1426,6 @@ mod cuda {
         ) -> bitonic::Result<()> {
             self.cuda()
                 .sort_device_rows_by_key(keys, values, row_len, order, &self.stream)
-        }
-    }
-
-    fn foreign_result(call: &str, got: bitonic::Result<()>) -> Result<(), String> {
-        match got {
-            Err(Error::ForeignBuffer(_)) => Ok(()),
-            other => Err(format!("{call}: want Err(ForeignBuffer), got {other:?}")),
         }
     }
 
