@@ -6,10 +6,11 @@
 //! floats `sort_by(total_cmp)`, descending its reverse) bit for bit. Key-value output must
 //! hold the keys sorted and be a permutation of the input pairs (checked as a multiset), and
 //! on a backend other than the CPU equal the CPU backend's result bit for bit (the same
-//! network runs everywhere).
+//! network runs everywhere). Stable calls (`sort_by_key_stable*` with positions as values,
+//! and `argsort*`) must give exactly the permutation of Rust's stable `sort_by`.
 //!
 //! One libtest-mimic trial per target, key type, order and mode, named
-//! `<target>::props::<key>::<order>::<keys|pairs_u32|pairs_u64>`; each runs a proptest
+//! `<target>::props::<key>::<order>::<keys|pairs_u32|pairs_u64|stable>`; each runs a proptest
 //! `TestRunner` for its cases and reports the shrunk failing input. Targets and gating are
 //! the suite's (`support/targets.rs`): an unavailable backend's trials are ignored with the
 //! reason, `BITONIC_REQUIRE` turns that into a failure. Environment:
@@ -342,6 +343,63 @@ fn pairs_property<K: PropKey, V: TestValue>(
     Ok(())
 }
 
+/// The permutation Rust's stable `sort_by` gives the input: positions ordered by key (the
+/// reference sort's order, reversed for descending), ties in input order.
+fn stable_permutation<K: PropKey>(input: &[K], descending: bool) -> Vec<u32> {
+    // Rank every distinct key by its place in the reference sort; equal bits are ties.
+    let mut sorted = input.to_vec();
+    K::reference_sort(&mut sorted);
+    let mut rank = std::collections::HashMap::new();
+    for k in &sorted {
+        let next = rank.len();
+        rank.entry(k.bits()).or_insert(next);
+    }
+    let mut positions: Vec<u32> = (0..input.len() as u32).collect();
+    if descending {
+        positions.sort_by_key(|&i| std::cmp::Reverse(rank[&input[i as usize].bits()]));
+    } else {
+        positions.sort_by_key(|&i| rank[&input[i as usize].bits()]);
+    }
+    positions
+}
+
+/// Stable calls: `sort_by_key_stable` with positions as values moves them exactly as Rust's
+/// stable `sort_by` does, and `argsort` returns that same permutation.
+fn stable_property<K: PropKey>(t: &Target, input: &[K], descending: bool) -> TestCaseResult {
+    let fail = |what: &str, e: bitonic::Error| TestCaseError::fail(format!("{what}: {e}"));
+    let want = stable_permutation(input, descending);
+    let (mut keys, mut values) = (input.to_vec(), (0..input.len() as u32).collect::<Vec<_>>());
+    if descending {
+        t.sorter
+            .sort_by_key_stable_descending(&mut keys, &mut values)
+            .map_err(|e| fail("sort_by_key_stable_descending", e))?;
+    } else {
+        t.sorter
+            .sort_by_key_stable(&mut keys, &mut values)
+            .map_err(|e| fail("sort_by_key_stable", e))?;
+    }
+    check_keys(&keys, &expected(input, descending)).map_err(TestCaseError::fail)?;
+    if let Some(i) = (0..want.len()).find(|&i| values[i] != want[i]) {
+        return Err(TestCaseError::fail(format!(
+            "sort_by_key_stable: position {} at index {i}, Rust's stable sort_by has {}",
+            values[i], want[i]
+        )));
+    }
+    let order = if descending {
+        t.sorter.argsort_descending(input)
+    } else {
+        t.sorter.argsort(input)
+    }
+    .map_err(|e| fail("argsort", e))?;
+    if let Some(i) = (0..want.len()).find(|&i| order[i] != want[i]) {
+        return Err(TestCaseError::fail(format!(
+            "argsort: position {} at index {i}, Rust's stable sort_by has {}",
+            order[i], want[i]
+        )));
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------
 // Trials.
 
@@ -350,16 +408,19 @@ enum Mode {
     Keys,
     PairsU32,
     PairsU64,
+    /// `sort_by_key_stable` and `argsort` against Rust's stable sort.
+    Stable,
 }
 
 impl Mode {
-    const ALL: [Mode; 3] = [Mode::Keys, Mode::PairsU32, Mode::PairsU64];
+    const ALL: [Mode; 4] = [Mode::Keys, Mode::PairsU32, Mode::PairsU64, Mode::Stable];
 
     fn name(self) -> &'static str {
         match self {
             Mode::Keys => "keys",
             Mode::PairsU32 => "pairs_u32",
             Mode::PairsU64 => "pairs_u64",
+            Mode::Stable => "stable",
         }
     }
 }
@@ -411,6 +472,7 @@ fn run_property<K: PropKey>(
         Mode::Keys => keys_property(t, &keys, descending),
         Mode::PairsU32 => pairs_property::<K, u32>(t, &keys, descending),
         Mode::PairsU64 => pairs_property::<K, u64>(t, &keys, descending),
+        Mode::Stable => stable_property(t, &keys, descending),
     });
     match result {
         Ok(()) => Ok(()),
