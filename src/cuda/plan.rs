@@ -10,9 +10,11 @@ use crate::schedule::{Pass, Schedule, TileParams, choose_log_tile};
 /// Each thread holds `2^LOG_E` elements per round; `LOG_E` in `cuda/bitonic.cu` agrees.
 pub const LOG_E: u32 = 4;
 
-/// A global pass's tile spans `2^LOG_COLS` consecutive columns (128 bytes of `u32` keys), so
-/// its loads and stores are whole cache lines.
-pub const LOG_COLS: u32 = 5;
+/// A global pass's tile spans `2^LOG_COLS` consecutive columns (64 bytes of `u32` keys, two
+/// whole 32-byte sectors), so that a tile of `2^S` keys takes up to `S - 4` levels: 16
+/// columns instead of 32 saved a pass per stage with 10 global levels and 2-3% of the time
+/// from 2^24 on (`docs/perf.md`, change 8).
+pub const LOG_COLS: u32 = 4;
 
 /// The largest tile, as log2 of its elements (`2^15` keys of 4 bytes fill 132 KiB).
 pub const MAX_LOG_TILE: u32 = 15;

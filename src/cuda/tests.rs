@@ -57,11 +57,12 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     let launches = plan::plan(&H200, 1 << 20, 1, 4, 0, None);
     assert_eq!(launches[0].args.tile_bits, 13);
     assert_eq!(launches.len(), 1 + 2 * 7);
-    // 2^28 u32 keys: tiles of 2^14 (two blocks per multiprocessor), nine levels per global
-    // pass; key-value pairs: tiles of 2^14, one block.
+    // 2^28 u32 keys: tiles of 2^14 (two blocks per multiprocessor), ten levels per global
+    // pass (stages 15..=24 take one global pass, 25..=28 two); key-value pairs: tiles of
+    // 2^14, one block.
     let launches = plan::plan(&H200, 1 << 28, 1, 4, 0, None);
     assert_eq!(launches[0].args.tile_bits, 14);
-    assert_eq!(launches.len(), 1 + 9 * 2 + 5 * 3);
+    assert_eq!(launches.len(), 1 + 10 * 2 + 4 * 3);
     let launches = plan::plan(&H200, 1 << 28, 1, 8, 0, None);
     assert_eq!(launches[0].args.tile_bits, 14);
     for l in &launches {
