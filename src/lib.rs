@@ -33,6 +33,8 @@ mod error;
 pub mod fault;
 #[cfg(not(feature = "fault-injection"))]
 mod fault;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+mod kept;
 pub mod keys;
 #[cfg(feature = "opencl")]
 pub mod opencl;

@@ -32,6 +32,7 @@ use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
+use crate::kept::{DeviceBytes, Kept, grow};
 use crate::keys::{KeyEncoding, WordsMut};
 
 mod device_slices;
@@ -243,18 +244,12 @@ impl Graph {
     }
 }
 
-/// The device buffers that sorts of host slices reuse: each grows to the largest sort so
-/// far, and a sort uses its first `n` words.
-#[derive(Default)]
-struct Scratch {
-    keys: Option<DeviceBuffer<u8>>,
-    values: Option<DeviceBuffer<u8>>,
-}
+/// The device buffers that sorts of host slices reuse (`crate::kept`).
+type Scratch = Kept<DeviceBuffer<u8>>;
 
-impl Scratch {
-    fn bytes(&self) -> u64 {
-        let len = |b: &Option<DeviceBuffer<u8>>| b.as_ref().map_or(0, |b| b.len() as u64);
-        len(&self.keys) + len(&self.values)
+impl DeviceBytes for DeviceBuffer<u8> {
+    fn byte_len(&self) -> usize {
+        self.len()
     }
 }
 
@@ -379,19 +374,16 @@ impl CudaBackend {
         Ok(buffer)
     }
 
-    /// Copies `bytes` into the scratch buffer `slot`, first growing it when it is shorter
-    /// (the old buffer is freed before the new one is allocated); returns its address.
+    /// Copies `bytes` into the scratch buffer `slot`, first growing it when it is shorter;
+    /// returns its address.
     fn upload_into(
         &self,
         slot: &mut Option<DeviceBuffer<u8>>,
         bytes: &[u8],
         requested: u64,
     ) -> Result<cu::CUdeviceptr> {
-        if slot.as_ref().is_none_or(|b| b.len() < bytes.len()) {
-            *slot = None;
-            *slot = Some(self.alloc(bytes.len(), requested)?);
-        }
-        let ptr = slot.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
+        let buffer = grow(slot, bytes.len(), |len| self.alloc(len, requested))?;
+        let ptr = buffer.as_device_ptr().as_raw();
         self.copy_in(ptr, bytes)?;
         Ok(ptr)
     }
@@ -634,7 +626,7 @@ fn download(
     let stage = |from: cu::CUdeviceptr, len: usize| -> Result<Vec<u8>> {
         let mut h = vec![0u8; len];
         crate::fault::point(BackendKind::Cuda, "cuMemcpyDtoHAsync")?;
-        // On `stream`, not the legacy default stream (see `upload_into`).
+        // On `stream`, not the legacy default stream (see `CudaBackend::copy_in`).
         // SAFETY: the device buffer at `from` holds at least `len` bytes (it was filled from
         // a slice of that length), `h` holds exactly `len` and outlives the copy, which has
         // finished when the stream is synchronized below.
@@ -683,21 +675,14 @@ impl Backend for CudaBackend {
         let mut scratch = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
-        let scratch = &mut *scratch;
-        let upload = |scratch: &mut Scratch| -> Result<_> {
+        let uploaded = scratch.fill(|scratch| {
             let device_keys = self.upload_into(&mut scratch.keys, keys.as_bytes(), requested)?;
             let device_values = match &values {
                 Some(v) => Some(self.upload_into(&mut scratch.values, v.as_bytes(), requested)?),
                 None => None,
             };
             Ok((device_keys, device_values))
-        };
-        let mut uploaded = upload(scratch);
-        if matches!(uploaded, Err(Error::OutOfMemory { .. })) && scratch.bytes() > 0 {
-            // Buffers kept from earlier sorts may be what is in the way: free them all, retry.
-            *scratch = Scratch::default();
-            uploaded = upload(scratch);
-        }
+        });
         self.cached.store(scratch.bytes(), Ordering::Relaxed);
         let (device_keys, device_values) = uploaded?;
         let enqueued = self.enqueue(

@@ -36,6 +36,7 @@ use opencl3::types::{CL_BLOCKING, cl_device_id, cl_mem};
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
+use crate::kept::{DeviceBytes, Kept, grow};
 use crate::keys::{KeyEncoding, WordsMut};
 use crate::schedule::TileParams;
 
@@ -288,18 +289,12 @@ struct Operands {
     value_bytes: u64,
 }
 
-/// The device buffers that sorts of host slices reuse: each grows to the largest sort so
-/// far, and a sort uses its first `n` words.
-#[derive(Default)]
-struct Scratch {
-    keys: Option<Buffer<u8>>,
-    values: Option<Buffer<u8>>,
-}
+/// The device buffers that sorts of host slices reuse (`crate::kept`).
+type Scratch = Kept<Buffer<u8>>;
 
-impl Scratch {
-    fn bytes(&self) -> u64 {
-        let size = |b: &Option<Buffer<u8>>| b.as_ref().map_or(0, |b| b.size().unwrap_or(0));
-        (size(&self.keys) + size(&self.values)) as u64
+impl DeviceBytes for Buffer<u8> {
+    fn byte_len(&self) -> usize {
+        self.size().unwrap_or(0)
     }
 }
 
@@ -561,8 +556,8 @@ impl OpenClBackend {
         })
     }
 
-    /// Fills the scratch buffers with `keys` and `values`, growing a buffer that is too short
-    /// (freeing the old one first), and returns them as kernel operands.
+    /// Fills the scratch buffers with `keys` and `values`, growing a buffer that is too short,
+    /// and returns them as kernel operands.
     fn upload_scratch(
         &self,
         scratch: &mut Scratch,
@@ -571,16 +566,7 @@ impl OpenClBackend {
         requested: u64,
     ) -> Result<Operands> {
         let fill = |slot: &mut Option<Buffer<u8>>, data: &[u8]| -> Result<cl_mem> {
-            if slot
-                .as_ref()
-                .is_none_or(|b| b.size().unwrap_or(0) < data.len())
-            {
-                *slot = None;
-                *slot = Some(self.alloc(data.len(), requested)?);
-            }
-            let Some(buffer) = slot.as_mut() else {
-                unreachable!("filled just above")
-            };
+            let buffer = grow(slot, data.len(), |len| self.alloc(len, requested))?;
             crate::fault::point(BackendKind::OpenCl, "clEnqueueWriteBuffer")?;
             // SAFETY: the write is blocking, so `data` is only read during this call, and
             // the buffer holds at least `data.len()` bytes.
@@ -765,12 +751,8 @@ impl OpenClBackend {
         let keeps = kept.is_some();
         let mut own = Scratch::default();
         let scratch = kept.as_deref_mut().unwrap_or(&mut own);
-        let mut uploaded = self.upload_scratch(scratch, &keys, values.as_ref(), requested);
-        if matches!(uploaded, Err(Error::OutOfMemory { .. })) && scratch.bytes() > 0 {
-            // Buffers kept from earlier sorts may be what is in the way: free them all, retry.
-            *scratch = Scratch::default();
-            uploaded = self.upload_scratch(scratch, &keys, values.as_ref(), requested);
-        }
+        let uploaded =
+            scratch.fill(|scratch| self.upload_scratch(scratch, &keys, values.as_ref(), requested));
         if keeps {
             self.cached.store(scratch.bytes(), Ordering::Relaxed);
         }

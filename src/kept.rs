@@ -1,0 +1,67 @@
+//! The device buffers that sorts of host slices keep for the next sort. The CUDA and OpenCL
+//! backends each keep their own buffer type; how the buffers grow, and when kept buffers are
+//! given up, is decided here once for both.
+
+use crate::error::{Error, Result};
+
+/// A backend's device buffer, as far as keeping it is concerned.
+pub(crate) trait DeviceBytes {
+    /// Its size in bytes.
+    fn byte_len(&self) -> usize;
+}
+
+/// The key and value buffers kept from earlier sorts; each is as large as the largest sort
+/// so far needed, and a sort uses its first bytes.
+pub(crate) struct Kept<B> {
+    pub(crate) keys: Option<B>,
+    pub(crate) values: Option<B>,
+}
+
+impl<B> Default for Kept<B> {
+    fn default() -> Self {
+        Kept {
+            keys: None,
+            values: None,
+        }
+    }
+}
+
+impl<B: DeviceBytes> Kept<B> {
+    /// Bytes of device memory kept.
+    pub(crate) fn bytes(&self) -> u64 {
+        [&self.keys, &self.values]
+            .into_iter()
+            .flatten()
+            .map(|b| b.byte_len() as u64)
+            .sum()
+    }
+
+    /// Runs `fill`, which grows and fills the buffers for one sort. When it runs out of
+    /// device memory while buffers kept from earlier sorts exist, those may be what is in
+    /// the way: all are freed and `fill` runs once more.
+    pub(crate) fn fill<T>(&mut self, mut fill: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
+        let first = fill(self);
+        if matches!(first, Err(Error::OutOfMemory { .. })) && self.bytes() > 0 {
+            *self = Kept::default();
+            return fill(self);
+        }
+        first
+    }
+}
+
+/// The buffer in `slot`, replaced by a new one of `len` bytes from `alloc` when it is
+/// missing or shorter; the old buffer is freed first, so the two never hold memory at once.
+pub(crate) fn grow<B: DeviceBytes>(
+    slot: &mut Option<B>,
+    len: usize,
+    alloc: impl FnOnce(usize) -> Result<B>,
+) -> Result<&mut B> {
+    if slot.as_ref().is_none_or(|b| b.byte_len() < len) {
+        *slot = None;
+        return Ok(slot.insert(alloc(len)?));
+    }
+    let Some(buffer) = slot.as_mut() else {
+        unreachable!("a missing buffer was allocated above")
+    };
+    Ok(buffer)
+}
