@@ -161,14 +161,21 @@ __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo
     // The flip's partner of x is x ^ ones[mirror_low, hi]; the bits [mirror_low, lo) of that
     // belong to the group, so the upper half of the registers reads the mirrored group.
     const u32 mirror = low_mask & ~((1u << mirror_low) - 1u);
+    // pad(base + (r << lo)) = pad(base) + r * step when the round's bits lie above the
+    // padding's 32-word period (lo >= 5) or inside one period (lo + LEVELS <= 5): one add
+    // per register instead of the whole index computation.
+    const u32 step = lo >= 5 ? (1u << lo) + (1u << (lo - 5)) : (lo + LEVELS <= 5 ? (1u << lo) : 0u);
     for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
         const u32 base = ((g >> lo) << (lo + LEVELS)) | (g & low_mask);
-        // Slots are recomputed for the stores: cheaper than holding R more registers.
+        const u32 first = pad(base);
+        const u32 first_mirrored = FLIP ? pad(base ^ mirror) : first;
         K k[R];
         V v[R];
 #pragma unroll
         for (u32 r = 0; r < R; ++r) {
-            const u32 slot = pad(((FLIP && r >= HALF) ? (base ^ mirror) : base) | (r << lo));
+            const bool mirrored = FLIP && r >= HALF;
+            const u32 x = (mirrored ? (base ^ mirror) : base) | (r << lo);
+            const u32 slot = step != 0 ? (mirrored ? first_mirrored : first) + r * step : pad(x);
             k[r] = sk[slot];
             if constexpr (HAS_V) {
                 v[r] = sv[slot];
@@ -187,7 +194,9 @@ __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo
         }
 #pragma unroll
         for (u32 r = 0; r < R; ++r) {
-            const u32 slot = pad(((FLIP && r >= HALF) ? (base ^ mirror) : base) | (r << lo));
+            const bool mirrored = FLIP && r >= HALF;
+            const u32 x = (mirrored ? (base ^ mirror) : base) | (r << lo);
+            const u32 slot = step != 0 ? (mirrored ? first_mirrored : first) + r * step : pad(x);
             sk[slot] = k[r];
             if constexpr (HAS_V) {
                 sv[slot] = v[r];
@@ -257,13 +266,15 @@ __device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits) {
     constexpr u32 R = 1u << STAGES;
     const u32 groups = 1u << (tile_bits - STAGES);
     for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
+        // A group of R <= 16 aligned elements lies inside one 32-word padding period.
+        const u32 first = pad(g * R);
         K k[R];
         V v[R];
 #pragma unroll
         for (u32 r = 0; r < R; ++r) {
-            k[r] = sk[pad(g * R + r)];
+            k[r] = sk[first + r];
             if constexpr (HAS_V) {
-                v[r] = sv[pad(g * R + r)];
+                v[r] = sv[first + r];
             }
         }
 #pragma unroll
@@ -282,9 +293,9 @@ __device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits) {
         }
 #pragma unroll
         for (u32 r = 0; r < R; ++r) {
-            sk[pad(g * R + r)] = k[r];
+            sk[first + r] = k[r];
             if constexpr (HAS_V) {
-                sv[pad(g * R + r)] = v[r];
+                sv[first + r] = v[r];
             }
         }
     }
@@ -382,6 +393,268 @@ __device__ __forceinline__ u64 memory_index(const PassArgs &a, u64 v) {
     return row * a.row_len + col;
 }
 
+// ---------------------------------------------------------------------------------------
+// Whole tiles: every element in the data at its virtual index, arrays 16-byte aligned.
+// ---------------------------------------------------------------------------------------
+
+// The whole-tile path applies to this pass: memory index = virtual index (one row, or rows
+// of a power-of-two length), a tile row holds at least 4 columns, and both arrays are
+// 16-byte aligned (a caller's sub-slice need not be).
+template <typename K, typename V>
+__device__ __forceinline__ bool whole_tiles_apply(const K *keys, const V *values, const PassArgs &a) {
+    const u32 c = a.mode == MODE_GLOBAL ? a.log_cols : a.tile_bits;
+    const bool aligned = ((unsigned long long)keys & 15ull) == 0 &&
+                         (!HasValues<V>::value || ((unsigned long long)values & 15ull) == 0);
+    return (a.rows == 1 || a.row_len == (1ull << a.log_row)) && c >= 2 && aligned;
+}
+
+// Every element of the tile is below the end of the data: its last row holds the highest
+// virtual index (a row's offset 2^lo exceeds its columns).
+__device__ __forceinline__ bool tile_is_whole(const PassArgs &a, const TileMap &map, u32 size) {
+    const u32 last = (size >> map.c) - 1u;
+    const u64 row = (u64)last << map.lo;
+    const u64 top = last >= map.mirror_row ? map.mirror_origin + row : map.origin + row + ((1u << map.c) - 1u);
+    const u64 end = a.rows == 1 ? a.row_len : (a.rows << a.log_row);
+    return top < end;
+}
+
+// Four consecutive words from 16-byte aligned global memory.
+template <typename T> __device__ __forceinline__ void load4(const T *p, T (&w)[4]) {
+    if constexpr (sizeof(T) == 4) {
+        const uint4 u = *reinterpret_cast<const uint4 *>(p);
+        w[0] = u.x;
+        w[1] = u.y;
+        w[2] = u.z;
+        w[3] = u.w;
+    } else {
+        const ulonglong2 lo = reinterpret_cast<const ulonglong2 *>(p)[0];
+        const ulonglong2 hi = reinterpret_cast<const ulonglong2 *>(p)[1];
+        w[0] = lo.x;
+        w[1] = lo.y;
+        w[2] = hi.x;
+        w[3] = hi.y;
+    }
+}
+
+template <typename T> __device__ __forceinline__ void store4(T *p, const T (&w)[4]) {
+    if constexpr (sizeof(T) == 4) {
+        *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+        reinterpret_cast<ulonglong2 *>(p)[0] = make_ulonglong2(w[0], w[1]);
+        reinterpret_cast<ulonglong2 *>(p)[1] = make_ulonglong2(w[2], w[3]);
+    }
+}
+
+// Where the four elements x..x+3 (x a multiple of 4) of a whole tile start in memory, and
+// whether they lie backwards (a mirrored row of a flip: x..x+3 are at v+3..v).
+__device__ __forceinline__ u64 quad_index(const TileMap &map, u32 x, bool &backwards) {
+    const u32 r = x >> map.c;
+    const u32 q = x & ((1u << map.c) - 1u);
+    const u64 row = (u64)r << map.lo;
+    backwards = r >= map.mirror_row;
+    return backwards ? map.mirror_origin + row - q - 3u : map.origin + row + q;
+}
+
+// Loads a whole tile with 16-byte accesses: thread t takes elements 4(t + i*blockDim)
+// ..+3 for i < QUADS, all loads of a batch issued before the first is used.
+template <typename K, typename V, u32 QUADS>
+__device__ __forceinline__ void load_whole_tile(const K *__restrict__ keys, const V *__restrict__ values, K *sk, V *sv,
+                                                const TileMap &map, bool encode, u32 encoding) {
+    constexpr bool HAS_V = HasValues<V>::value;
+    // Quads in flight per thread: 64 bytes for u32 keys alone (two blocks per
+    // multiprocessor, 64 registers), 32 bytes per word of an element for the wider kernels
+    // (one block, 128 registers); more spilled registers.
+    constexpr u32 ELEMENT_BYTES = sizeof(K) + (HAS_V ? sizeof(V) : 0);
+    constexpr u32 WANT = ELEMENT_BYTES == 4 ? 4 : (ELEMENT_BYTES >= 12 ? 2 : 32 / ELEMENT_BYTES);
+    constexpr u32 BATCH = QUADS < WANT ? QUADS : WANT;
+#pragma unroll
+    for (u32 i0 = 0; i0 < QUADS; i0 += BATCH) {
+        K k[BATCH][4];
+        V v[BATCH][4];
+        bool back[BATCH];
+#pragma unroll
+        for (u32 b = 0; b < BATCH; ++b) {
+            const u32 x = 4u * (threadIdx.x + (i0 + b) * blockDim.x);
+            const u64 m = quad_index(map, x, back[b]);
+            load4(keys + m, k[b]);
+            if constexpr (HAS_V) {
+                load4(values + m, v[b]);
+            }
+        }
+#pragma unroll
+        for (u32 b = 0; b < BATCH; ++b) {
+            // x..x+3 share one 32-word padding period: slots pad(x) + j.
+            const u32 first = pad(4u * (threadIdx.x + (i0 + b) * blockDim.x));
+#pragma unroll
+            for (u32 j = 0; j < 4; ++j) {
+                // Selects, not a computed index, keep the quads in registers.
+                const K key = back[b] ? k[b][3 - j] : k[b][j];
+                sk[first + j] = encode ? encode_key(key, encoding) : key;
+                if constexpr (HAS_V) {
+                    sv[first + j] = back[b] ? v[b][3 - j] : v[b][j];
+                }
+            }
+        }
+    }
+}
+
+template <typename K, typename V, u32 QUADS>
+__device__ __forceinline__ void store_whole_tile(K *__restrict__ keys, V *__restrict__ values, const K *sk,
+                                                 const V *sv, const TileMap &map, bool decode, u32 encoding) {
+    constexpr bool HAS_V = HasValues<V>::value;
+#pragma unroll
+    for (u32 i = 0; i < QUADS; ++i) {
+        const u32 x = 4u * (threadIdx.x + i * blockDim.x);
+        bool back;
+        const u64 m = quad_index(map, x, back);
+        const u32 first = pad(x);
+        K k[4];
+        V v[4];
+#pragma unroll
+        for (u32 j = 0; j < 4; ++j) {
+            const K key = sk[first + j];
+            k[j] = decode ? decode_key(key, encoding) : key;
+            if constexpr (HAS_V) {
+                v[j] = sv[first + j];
+            }
+        }
+        // Selects, not a computed index, keep the quad in registers.
+        K kr[4];
+        V vr[4];
+#pragma unroll
+        for (u32 j = 0; j < 4; ++j) {
+            kr[j] = back ? k[3 - j] : k[j];
+            if constexpr (HAS_V) {
+                vr[j] = back ? v[3 - j] : v[j];
+            }
+        }
+        store4(keys + m, kr);
+        if constexpr (HAS_V) {
+            store4(values + m, vr);
+        }
+    }
+}
+
+// Quads per thread of the whole-tile path for this tile and block, 0 where it has no
+// compiled variant.
+__device__ __forceinline__ u32 whole_tile_quads(u32 size) {
+    const u32 per_block = 4u * blockDim.x;
+    if (size % per_block != 0) {
+        return 0;
+    }
+    const u32 quads = size / per_block;
+    return (quads == 1 || quads == 2 || quads == 4 || quads == 8 || quads == 16) ? quads : 0;
+}
+
+template <typename K, typename V>
+__device__ __forceinline__ void load_whole(u32 quads, const K *keys, const V *values, K *sk, V *sv,
+                                           const TileMap &map, bool encode, u32 encoding) {
+    switch (quads) {
+    case 1:
+        load_whole_tile<K, V, 1>(keys, values, sk, sv, map, encode, encoding);
+        break;
+    case 2:
+        load_whole_tile<K, V, 2>(keys, values, sk, sv, map, encode, encoding);
+        break;
+    case 4:
+        load_whole_tile<K, V, 4>(keys, values, sk, sv, map, encode, encoding);
+        break;
+    case 8:
+        load_whole_tile<K, V, 8>(keys, values, sk, sv, map, encode, encoding);
+        break;
+    default:
+        load_whole_tile<K, V, 16>(keys, values, sk, sv, map, encode, encoding);
+        break;
+    }
+}
+
+template <typename K, typename V>
+__device__ __forceinline__ void store_whole(u32 quads, K *keys, V *values, const K *sk, const V *sv,
+                                            const TileMap &map, bool decode, u32 encoding) {
+    switch (quads) {
+    case 1:
+        store_whole_tile<K, V, 1>(keys, values, sk, sv, map, decode, encoding);
+        break;
+    case 2:
+        store_whole_tile<K, V, 2>(keys, values, sk, sv, map, decode, encoding);
+        break;
+    case 4:
+        store_whole_tile<K, V, 4>(keys, values, sk, sv, map, decode, encoding);
+        break;
+    case 8:
+        store_whole_tile<K, V, 8>(keys, values, sk, sv, map, decode, encoding);
+        break;
+    default:
+        store_whole_tile<K, V, 16>(keys, values, sk, sv, map, decode, encoding);
+        break;
+    }
+}
+
+// Loads a tile element by element: any tile, padding included.
+template <typename K, typename V>
+__device__ __forceinline__ void load_elements(const K *__restrict__ keys, const V *__restrict__ values, K *sk, V *sv,
+                                              const PassArgs &a, const TileMap &map, bool encode) {
+    constexpr bool HAS_V = HasValues<V>::value;
+    const u32 size = 1u << a.tile_bits;
+#if __CUDA_ARCH__ >= 800
+    // Asynchronous copies straight into shared memory: every element of the tile is in
+    // flight at once, without holding registers (one load at a time per thread left
+    // the memory system idle). Keys are encoded in place once they have arrived.
+    for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
+        const u64 m = memory_index(a, virtual_index(map, x));
+        if (m != ~0ull) {
+            copy_async(&sk[pad(x)], &keys[m]);
+            if constexpr (HAS_V) {
+                copy_async(&sv[pad(x)], &values[m]);
+            }
+        } else {
+            sk[pad(x)] = ~K(0);
+        }
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    if (encode) {
+        for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
+            if (memory_index(a, virtual_index(map, x)) != ~0ull) {
+                sk[pad(x)] = encode_key(sk[pad(x)], a.encoding);
+            }
+        }
+    }
+#else
+    constexpr u32 BATCH = 8;
+    // Loads in batches, all issued before the first is used, so that each thread keeps
+    // BATCH loads in flight (one at a time leaves the memory system idle).
+    for (u32 x0 = threadIdx.x; x0 < size; x0 += blockDim.x * BATCH) {
+        u64 m[BATCH];
+        K w[BATCH];
+        V v[BATCH];
+#pragma unroll
+        for (u32 b = 0; b < BATCH; ++b) {
+            const u32 x = x0 + b * blockDim.x;
+            m[b] = x < size ? memory_index(a, virtual_index(map, x)) : ~0ull;
+        }
+#pragma unroll
+        for (u32 b = 0; b < BATCH; ++b) {
+            if (m[b] != ~0ull) {
+                w[b] = keys[m[b]];
+                if constexpr (HAS_V) {
+                    v[b] = values[m[b]];
+                }
+            }
+        }
+#pragma unroll
+        for (u32 b = 0; b < BATCH; ++b) {
+            const u32 x = x0 + b * blockDim.x;
+            if (x < size) {
+                sk[pad(x)] = m[b] != ~0ull ? (encode ? encode_key(w[b], a.encoding) : w[b]) : ~K(0);
+                if constexpr (HAS_V) {
+                    sv[pad(x)] = v[b];
+                }
+            }
+        }
+    }
+#endif
+}
+
 template <typename K, typename V>
 __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
     constexpr bool HAS_V = HasValues<V>::value;
@@ -391,70 +664,23 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
     const bool encode = (a.transform & TRANSFORM_ENCODE_ON_LOAD) != 0;
     const bool decode = (a.transform & TRANSFORM_DECODE_ON_STORE) != 0;
     const u64 tiles = (a.rows << a.log_row) >> a.tile_bits;
+    const u32 quads = whole_tiles_apply(keys, values, a) ? whole_tile_quads(size) : 0u;
 
     for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
         const TileMap map = tile_map(a, t);
+        // Whole tiles (all but the last few of a plain sort) move in 16-byte accesses with
+        // a few instructions per element; the per-element index path below made every pass
+        // bound by integer instructions (ncu: ALU pipe 83% busy in a one-level pass).
+        const bool whole = quads != 0 && tile_is_whole(a, map, size);
         // Element 0 is the tile's lowest index in its row: when it is padding, all are.
-        if (memory_index(a, virtual_index(map, 0)) == ~0ull) {
+        if (!whole && memory_index(a, virtual_index(map, 0)) == ~0ull) {
             continue;
         }
-#if __CUDA_ARCH__ >= 800
-        // Asynchronous copies straight into shared memory: every element of the tile is in
-        // flight at once, without holding registers (one load at a time per thread left
-        // the memory system idle). Keys are encoded in place once they have arrived.
-        for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
-            const u64 m = memory_index(a, virtual_index(map, x));
-            if (m != ~0ull) {
-                copy_async(&sk[pad(x)], &keys[m]);
-                if constexpr (HAS_V) {
-                    copy_async(&sv[pad(x)], &values[m]);
-                }
-            } else {
-                sk[pad(x)] = ~K(0);
-            }
+        if (whole) {
+            load_whole<K, V>(quads, keys, values, sk, sv, map, encode, a.encoding);
+        } else {
+            load_elements<K, V>(keys, values, sk, sv, a, map, encode);
         }
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
-        if (encode) {
-            for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
-                if (memory_index(a, virtual_index(map, x)) != ~0ull) {
-                    sk[pad(x)] = encode_key(sk[pad(x)], a.encoding);
-                }
-            }
-        }
-#else
-        constexpr u32 BATCH = 8;
-        // Loads in batches, all issued before the first is used, so that each thread keeps
-        // BATCH loads in flight (one at a time leaves the memory system idle).
-        for (u32 x0 = threadIdx.x; x0 < size; x0 += blockDim.x * BATCH) {
-            u64 m[BATCH];
-            K w[BATCH];
-            V v[BATCH];
-#pragma unroll
-            for (u32 b = 0; b < BATCH; ++b) {
-                const u32 x = x0 + b * blockDim.x;
-                m[b] = x < size ? memory_index(a, virtual_index(map, x)) : ~0ull;
-            }
-#pragma unroll
-            for (u32 b = 0; b < BATCH; ++b) {
-                if (m[b] != ~0ull) {
-                    w[b] = keys[m[b]];
-                    if constexpr (HAS_V) {
-                        v[b] = values[m[b]];
-                    }
-                }
-            }
-#pragma unroll
-            for (u32 b = 0; b < BATCH; ++b) {
-                const u32 x = x0 + b * blockDim.x;
-                if (x < size) {
-                    sk[pad(x)] = m[b] != ~0ull ? (encode ? encode_key(w[b], a.encoding) : w[b]) : ~K(0);
-                    if constexpr (HAS_V) {
-                        sv[pad(x)] = v[b];
-                    }
-                }
-            }
-        }
-#endif
         __syncthreads();
 
         switch (a.mode) {
@@ -471,13 +697,17 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         }
         __syncthreads();
 
-        for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
-            const u64 m = memory_index(a, virtual_index(map, x));
-            if (m != ~0ull) {
-                const K k = sk[pad(x)];
-                keys[m] = decode ? decode_key(k, a.encoding) : k;
-                if constexpr (HAS_V) {
-                    values[m] = sv[pad(x)];
+        if (whole) {
+            store_whole<K, V>(quads, keys, values, sk, sv, map, decode, a.encoding);
+        } else {
+            for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
+                const u64 m = memory_index(a, virtual_index(map, x));
+                if (m != ~0ull) {
+                    const K k = sk[pad(x)];
+                    keys[m] = decode ? decode_key(k, a.encoding) : k;
+                    if constexpr (HAS_V) {
+                        values[m] = sv[pad(x)];
+                    }
                 }
             }
         }
