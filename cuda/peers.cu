@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include <cub/device/device_merge_sort.cuh>
@@ -72,6 +73,63 @@ struct Timing {
         PEER_CHECK(cudaEventCreate(&start));
         return cudaEventCreate(&stop);
     }
+};
+
+// Holds the stream while the timed sort is queued behind it, as src/cuda/held_stream.rs
+// does for our sorts (nvbench's blocking-kernel method): the events then measure the GPU's
+// work, not the host's launch latency. Spins on a word of mapped host memory; gives up
+// after a second and writes 2, which voids the timing.
+__global__ void hold_stream(volatile uint32_t* flag, unsigned long long timeout_ns) {
+    unsigned long long start;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    while (*flag == 0u) {
+        unsigned long long now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - start > timeout_ns) {
+            *flag = 2u;
+            return;
+        }
+    }
+}
+
+// The mapped flag of hold_stream; BITONIC_HOLD_STREAM=0 (as for our sorts) turns holding
+// off. Released, waited for and freed on every return path.
+struct HeldStream {
+    volatile uint32_t* host = nullptr;
+    uint32_t* device = nullptr;
+    cudaStream_t stream = nullptr;
+    HeldStream() = default;
+    HeldStream(const HeldStream&) = delete;
+    HeldStream& operator=(const HeldStream&) = delete;
+    ~HeldStream() {
+        if (host != nullptr) {
+            *host = 1u;
+            cudaStreamSynchronize(stream);
+            cudaFreeHost(const_cast<uint32_t*>(host));
+        }
+    }
+    static bool wanted() {
+        const char* v = std::getenv("BITONIC_HOLD_STREAM");
+        return v == nullptr || std::strcmp(v, "0") != 0;
+    }
+    cudaError_t create(cudaStream_t s) {
+        stream = s;
+        void* p = nullptr;
+        PEER_CHECK(cudaHostAlloc(&p, sizeof(uint32_t), cudaHostAllocMapped));
+        host = static_cast<volatile uint32_t*>(p);
+        *host = 1u;
+        return cudaHostGetDevicePointer(reinterpret_cast<void**>(&device), p, 0);
+    }
+    cudaError_t hold() {
+        if (host == nullptr) return cudaSuccess;
+        *host = 0u;
+        hold_stream<<<1, 1, 0, stream>>>(device, 1000000000ull);
+        return cudaGetLastError();
+    }
+    void release() {
+        if (host != nullptr) *host = 1u;
+    }
+    bool timed_out() const { return host != nullptr && *host == 2u; }
 };
 
 // Everything one timing call needs, on the device.
@@ -183,6 +241,9 @@ cudaError_t time_sort(int device, int algo, int with_values, const void* host_ke
     PEER_CHECK(cub_sort<K>(algo, p, nullptr, t.stream));
     PEER_CHECK(p.temp.alloc(p.temp_bytes));
 
+    HeldStream held;
+    if (HeldStream::wanted()) PEER_CHECK(held.create(t.stream));
+
     for (int run = 0; run < warmup + runs; ++run) {
         if (algo == kMerge) {
             // The merge sort works in place: restore the unsorted input (untimed).
@@ -193,10 +254,14 @@ cudaError_t time_sort(int device, int algo, int with_values, const void* host_ke
                                            cudaMemcpyDeviceToDevice, t.stream));
             }
         }
+        PEER_CHECK(held.hold());
         PEER_CHECK(cudaEventRecord(t.start, t.stream));
         PEER_CHECK(cub_sort<K>(algo, p, p.temp.ptr, t.stream));
         PEER_CHECK(cudaEventRecord(t.stop, t.stream));
+        held.release();
         PEER_CHECK(cudaEventSynchronize(t.stop));
+        // The sort was not queued within the hold kernel's wait: the timing is void.
+        if (held.timed_out()) return cudaErrorLaunchTimeout;
         PEER_CHECK(cudaGetLastError());
         float ms = 0.0f;
         PEER_CHECK(cudaEventElapsedTime(&ms, t.start, t.stop));

@@ -36,6 +36,7 @@ use crate::kept::{DeviceBytes, Kept, grow};
 use crate::keys::{KeyEncoding, WordsMut};
 
 mod device_slices;
+mod held_stream;
 pub mod plan;
 
 pub use plan::{DeviceLimits, Launch, PassArgs};
@@ -260,6 +261,8 @@ pub struct CudaBackend {
     info: DeviceInfo,
     limits: DeviceLimits,
     kernels: Vec<Kernel>,
+    /// `hold_stream`, which device-resident timing queues before the timed work.
+    hold: Kernel,
     /// Serializes sorts of host slices: they share the stream and the scratch buffers, and a
     /// graph capture on the stream must not see another thread's launches.
     busy: Mutex<Scratch>,
@@ -317,11 +320,18 @@ impl CudaBackend {
         })?;
         let module = Module::from_ptx_cstr(&image, &[]).map_err(on("cuModuleLoadDataEx"))?;
         let kernels = load_kernels(&module, limits.shared_bytes_per_block)?;
+        let hold = Kernel {
+            func: module
+                .get_function("hold_stream")
+                .map_err(on("cuModuleGetFunction"))?
+                .to_raw(),
+        };
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
         Ok(CudaBackend {
             info,
             limits,
             kernels,
+            hold,
             busy: Mutex::new(Scratch::default()),
             cached: AtomicU64::new(0),
             stream,
@@ -585,23 +595,50 @@ impl CudaBackend {
                 )
             })
         };
+        let held = if held_stream::enabled() {
+            Some(held_stream::HeldStream::new()?)
+        } else {
+            None
+        };
         let mut times = Vec::with_capacity(runs);
         for run in 0..warmup + runs {
             copy(pristine_keys, work_keys)?;
             if let (Some(p), Some(w)) = (pristine_values, work_values) {
                 copy(p, w)?;
             }
-            start.record(&self.stream).map_err(on("cuEventRecord"))?;
-            match graph {
-                // SAFETY: the graph was instantiated from this job's launches, whose buffers
-                // are still allocated.
-                Some(g) => check("cuGraphLaunch", unsafe {
-                    cu::cuGraphLaunch(g.exec, self.stream.as_inner())
-                })?,
-                None => self.enqueue(job, self.stream.as_inner())?,
+            if let Some(h) = &held {
+                h.hold(self.hold, self.stream.as_inner())?;
             }
-            stop.record(&self.stream).map_err(on("cuEventRecord"))?;
+            let queued = (|| -> Result<()> {
+                start.record(&self.stream).map_err(on("cuEventRecord"))?;
+                match graph {
+                    // SAFETY: the graph was instantiated from this job's launches, whose
+                    // buffers are still allocated.
+                    Some(g) => check("cuGraphLaunch", unsafe {
+                        cu::cuGraphLaunch(g.exec, self.stream.as_inner())
+                    })?,
+                    None => self.enqueue(job, self.stream.as_inner())?,
+                }
+                stop.record(&self.stream).map_err(on("cuEventRecord"))
+            })();
+            // Released on every path, so that nothing queued stays held.
+            if let Some(h) = &held {
+                h.release();
+            }
+            queued?;
             stop.synchronize().map_err(on("cuEventSynchronize"))?;
+            if held.as_ref().is_some_and(|h| h.timed_out()) {
+                return Err(Error::Driver {
+                    backend: BackendKind::Cuda,
+                    call: "hold_stream".to_string(),
+                    code: 0,
+                    message: format!(
+                        "the timed work was not queued within the hold kernel's wait; \
+                         the timing is void (set {}=0 to time without holding the stream)",
+                        held_stream::HOLD_ENV
+                    ),
+                });
+            }
             let ms = stop
                 .elapsed_time_f32(&start)
                 .map_err(on("cuEventElapsedTime"))?;

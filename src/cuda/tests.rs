@@ -98,6 +98,11 @@ fn ptx_has_every_kernel() {
             );
         }
     }
+    let hold = ".entry hold_stream(";
+    assert!(
+        PTX.contains(hold) && PTX_SM80.contains(hold),
+        "{hold} missing"
+    );
 }
 
 #[test]
