@@ -12,7 +12,7 @@ usage: bitonic devices
        bitonic bench --compare [--sizes N,N,...] [--max-log K] [--runs R] [--warmup W]
                      [--roundtrip-runs R] [--seed S] [--kv] [--u64] [--rows RxC]
                      [--cases u32,kv,u64,rows] [--cpu-max-log K] [--opencl-cpu-max-log K]
-                     [--skip PART,...] [--csv PATH] [--plot PATH]
+                     [--skip PART,...] [--python PATH] [--csv PATH] [--plot PATH]
 
 devices  lists every device of every compiled backend, and why a backend is unavailable
 bench    sorts random u32 and f32 keys on every available device and on the CPU, checks
@@ -21,9 +21,12 @@ bench    sorts random u32 and f32 keys on every available device and on the CPU,
          upload, sort, download.
 bench --compare
          one run that measures, per size, our CUDA and OpenCL backends (every device), Rust's
-         par_sort_unstable on the CPU and, when built with `cuda`, CUB's radix and merge
-         sorts: device-resident sort time (device events, median of R runs after W
-         warm-ups) and, separately, the host round trip; ratios against our CUDA backend;
+         par_sort_unstable on the CPU, when built with `cuda` CUB's radix and merge
+         sorts, and when python3 has torch with CUDA torch.sort (torch-sort; --python
+         PATH names the interpreter): device-resident sort time (device events, median of
+         R runs after W warm-ups; CUDA streams are held while the timed work is queued,
+         BITONIC_HOLD_STREAM=0 turns that off) and, separately, the host round trip;
+         ratios against our CUDA backend;
          every result checked. Writes a CSV and an SVG plot. Defaults: sizes 2^10,2^12,...,
          2^28 (at most 2^max-log), u32 keys, 15 runs, 3 warm-ups, CPU up to 2^26, OpenCL
          CPU devices (PoCL) up to 2^22, bench-compare.csv, bench-compare.svg.

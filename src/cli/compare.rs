@@ -1,8 +1,9 @@
 //! `bitonic bench --compare`: per case and size, our backends (every CUDA and OpenCL
-//! device), Rust's `par_sort_unstable` on the CPU and, when linked, CUB's sorts, measured in
-//! one process on the same random input; device-resident time and host round trip reported
-//! separately; every result checked; a table, a CSV file and an SVG plot. `docs/bench.md`
-//! explains the output.
+//! device), Rust's `par_sort_unstable` on the CPU, when linked, CUB's sorts and, when
+//! `python3` has torch with CUDA, `torch.sort` (in a child process, `src/cli/torch.rs`),
+//! measured in one run on the same random input; device-resident time and host round trip
+//! reported separately; every result checked; a table, a CSV file and an SVG plot.
+//! `docs/bench.md` explains the output.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ use rayon::prelude::*;
 
 use super::cub::{self, CubAlgo, CubDevice, CubKey};
 use super::plot::{self, Panel, Series};
+use super::torch::{self, Launch, TorchPeer};
 use super::{median, minimum, parse_number, parse_size, parse_sizes, size_label, truncate};
 
 /// One kind of input the comparison sorts.
@@ -93,6 +95,8 @@ pub struct CompareConfig {
     pub opencl_cpu_max_log: u32,
     /// Sorters whose label contains one of these (ignoring case) are left out.
     pub skip: Vec<String>,
+    /// The Python interpreter that runs the torch peer.
+    pub python: String,
     /// Where the CSV goes.
     pub csv: PathBuf,
     /// Where the SVG plot goes.
@@ -111,6 +115,7 @@ pub fn parse(args: &[String], usage: &str) -> Result<CompareConfig, String> {
         cpu_max_log: 26,
         opencl_cpu_max_log: 22,
         skip: Vec::new(),
+        python: "python3".into(),
         csv: PathBuf::from("bench-compare.csv"),
         plot: PathBuf::from("bench-compare.svg"),
     };
@@ -170,6 +175,7 @@ pub fn parse(args: &[String], usage: &str) -> Result<CompareConfig, String> {
                     .map(|s| s.trim().to_lowercase())
                     .filter(|s| !s.is_empty()),
             ),
+            "--python" => cfg.python = value()?.to_string(),
             "--csv" => cfg.csv = PathBuf::from(value()?),
             "--plot" => cfg.plot = PathBuf::from(value()?),
             _ => return Err(format!("unknown option {flag}\n{usage}")),
@@ -209,6 +215,10 @@ enum Runner {
     Cpu,
     /// A CUB sort (CUDA events in `cuda/peers.cu`).
     Cub(CubDevice, CubAlgo),
+    /// `torch.sort` in a Python child process (CUDA events in `scripts/torch_peer.py`).
+    Torch(Box<TorchPeer>),
+    /// The torch peer cannot run here; why, for the note of its rows.
+    TorchUnavailable(String),
 }
 
 /// A row label and what runs it.
@@ -257,6 +267,21 @@ impl Entry {
             }
             // Input, output and CUB's temporary storage (about one more copy).
             Runner::Cub(d, _) => fits(3, d.memory_bytes),
+            // Pristine and work keys (and values), sorted keys, gathered values, torch's
+            // radix-sort buffers (about two copies more), plus the int64 indices torch.sort
+            // always returns and their second buffer (16 bytes a key).
+            Runner::Torch(peer) => {
+                let need = n as u64 * (5 * bytes_per_key as u64 + 16);
+                let memory = peer.memory_bytes;
+                (memory > 0 && need as f64 > 0.9 * memory as f64).then(|| {
+                    format!(
+                        "skipped: needs about {:.1} GiB of the device's {:.1} GiB",
+                        need as f64 / (1u64 << 30) as f64,
+                        memory as f64 / (1u64 << 30) as f64
+                    )
+                })
+            }
+            Runner::TorchUnavailable(why) => Some(format!("unavailable: {why}")),
         }
     }
 }
@@ -287,8 +312,8 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
     }
     println!(
         "device-resident time: median (and min) of {} timed runs after {} warm-ups, our \
-         backends and CUB timed with device events, the CPU with the wall clock; host round \
-         trip (ours: upload + sort + download through Sorter::sort): median of {} runs, \
+         backends, CUB and torch.sort timed with device events, the CPU with the wall clock; \
+         host round trip (ours: upload + sort + download through Sorter::sort): median of {} runs, \
          reported separately. Random keys (seed {}); every result checked against the CPU's \
          sort of the same input.",
         cfg.runs, cfg.warmup, cfg.roundtrip_runs, cfg.seed
@@ -442,6 +467,7 @@ fn entries(cfg: &CompareConfig) -> Vec<Entry> {
         }
         Err(why) => println!("CUB     {why}"),
     }
+    out.extend(torch_entry(cfg, cuda_ordinal));
     println!(
         "CPU     Rust par_sort_unstable on the host ({} rayon threads), up to 2^{}",
         rayon::current_num_threads(),
@@ -461,6 +487,43 @@ fn entries(cfg: &CompareConfig) -> Vec<Entry> {
         !skip
     });
     out
+}
+
+/// Whether `--skip` leaves out every sorter whose label starts with `name`.
+fn skips_name(cfg: &CompareConfig, name: &str) -> bool {
+    let name = name.to_lowercase();
+    cfg.skip.iter().any(|s| name.contains(s.as_str()))
+}
+
+/// The torch peer on CUDA device `ordinal`: started once for the whole run, so that a
+/// missing python3, torch or CUDA is found once (its rows then say why in their note) and
+/// each size costs one request. None when `--skip` names it (then nothing is started).
+fn torch_entry(cfg: &CompareConfig, ordinal: i32) -> Option<Entry> {
+    if skips_name(cfg, torch::NAME) {
+        println!("(left out by --skip: {}, not started)", torch::NAME);
+        return None;
+    }
+    Some(match torch::probe(&Launch::new(&cfg.python, ordinal)) {
+        Ok(peer) => {
+            println!(
+                "torch   torch.sort, torch {} on {} ({})",
+                peer.version, peer.label, cfg.python
+            );
+            Entry {
+                sorter: torch::NAME.into(),
+                device: peer.label.clone(),
+                runner: Runner::Torch(Box::new(peer)),
+            }
+        }
+        Err(why) => {
+            println!("torch   unavailable ({why})");
+            Entry {
+                sorter: torch::NAME.into(),
+                device: "(unavailable)".into(),
+                runner: Runner::TorchUnavailable(why),
+            }
+        }
+    })
 }
 
 /// The entry the ratios divide by: our CUDA backend, else our first GPU, else our first
@@ -686,6 +749,33 @@ where
                     }
                 }
             }
+            Runner::Torch(peer) => {
+                let got = peer.time(
+                    &input.keys,
+                    input.values.as_deref(),
+                    row_len,
+                    cfg.warmup,
+                    cfg.runs,
+                );
+                match got {
+                    Ok((timed, note)) => {
+                        if let Some(ms) =
+                            checked_times(&input, timed, &what, "device", failures, &mut notes)
+                        {
+                            row.device_ms = ms;
+                        }
+                        if !note.is_empty() {
+                            notes.push(truncate(&note, 120));
+                        }
+                    }
+                    Err(e) => {
+                        failures.errors += 1;
+                        notes.push(error_note(&what, "error", &e));
+                    }
+                }
+            }
+            // skip_reason has said why already; nothing to measure.
+            Runner::TorchUnavailable(why) => notes.push(format!("unavailable: {why}")),
         }
         if !row.device_ms.is_empty() && reference == Some(e_index) {
             reference_ms = Some(median(&row.device_ms));
@@ -1034,6 +1124,110 @@ mod tests {
         assert!(input.check(&[1, 3, 5, 5], Some(&[3, 1, 0, 0])).is_err());
         assert!(input.check(&[1, 3, 5, 5], Some(&[3, 1, 2, 1])).is_err());
         assert!(input.check(&[1, 5, 3, 5], Some(&[3, 0, 1, 2])).is_err());
+    }
+
+    #[test]
+    fn torch_options() {
+        let cfg = parse(
+            &args("--compare --python /opt/py/bin/python3 --skip Torch"),
+            "",
+        )
+        .unwrap();
+        assert_eq!(cfg.python, "/opt/py/bin/python3");
+        assert!(skips_name(&cfg, torch::NAME));
+        assert!(
+            torch_entry(&cfg, 0).is_none(),
+            "--skip torch starts nothing"
+        );
+        let cfg = parse(&args("--compare --skip cub"), "").unwrap();
+        assert_eq!(cfg.python, "python3");
+        assert!(!skips_name(&cfg, torch::NAME));
+    }
+
+    #[test]
+    fn missing_torch_is_a_note_not_an_error() {
+        let mut cfg = parse(&args("--compare --runs 2 --warmup 0"), "").unwrap();
+        cfg.python = "/nonexistent/bitonic-test/python3".into();
+        let entry = torch_entry(&cfg, 0).expect("an entry that says why");
+        let Runner::TorchUnavailable(why) = &entry.runner else {
+            panic!("torch cannot run without python");
+        };
+        assert!(why.contains("not found"), "{why}");
+        assert_eq!(entry.sorter, "torch-sort");
+        assert!(
+            entry
+                .skip_reason(&cfg, 1024, 4)
+                .unwrap()
+                .contains("not found")
+        );
+        let mut failures = Failures::default();
+        let rows = measure::<u32>(&cfg, Case::U32, 1024, false, 0, 5, &[entry], &mut failures);
+        assert!(rows.is_empty());
+        assert_eq!(failures.errors, 0);
+        assert!(failures.wrong.is_empty());
+    }
+
+    /// The torch entry through `measure`, with the script's host-only backend (needs
+    /// python3, not torch).
+    #[test]
+    fn torch_entry_measures_and_checks() {
+        let Ok(peer) = torch::probe(&Launch::host_test("python3")) else {
+            eprintln!("python3 not usable here: test left out");
+            return;
+        };
+        let cfg = parse(&args("--compare --runs 2 --warmup 1"), "").unwrap();
+        let entries = [Entry {
+            sorter: torch::NAME.into(),
+            device: peer.label.clone(),
+            runner: Runner::Torch(Box::new(peer)),
+        }];
+        let mut failures = Failures::default();
+        let cases = [
+            (Case::U32, false, 0),
+            (Case::Kv, true, 0),
+            (Case::Rows { rows: 8, cols: 64 }, false, 64),
+        ];
+        for (case, with_values, row_len) in cases {
+            let rows = measure::<u32>(
+                &cfg,
+                case,
+                512,
+                with_values,
+                row_len,
+                3,
+                &entries,
+                &mut failures,
+            );
+            assert_eq!(rows.len(), 1);
+            assert_eq!(rows[0].device_ms.len(), 2, "{case:?}");
+            assert_eq!(rows[0].sorter, "torch-sort");
+        }
+        let rows = measure::<u64>(&cfg, Case::U64, 300, false, 0, 4, &entries, &mut failures);
+        assert_eq!(rows[0].device_ms.len(), 2);
+        assert_eq!(failures.errors, 0);
+        assert!(failures.wrong.is_empty(), "{:?}", failures.wrong);
+    }
+
+    /// A note from the script reaches the row; the measurement stands.
+    #[test]
+    fn torch_notes_reach_the_row() {
+        let mut launch = Launch::host_test("python3");
+        launch.set_env("BITONIC_TORCH_PEER_TEST_NOTE", "1 of 2 timed runs not held");
+        let Ok(peer) = torch::probe(&launch) else {
+            eprintln!("python3 not usable here: test left out");
+            return;
+        };
+        let cfg = parse(&args("--compare --runs 2 --warmup 0"), "").unwrap();
+        let entries = [Entry {
+            sorter: torch::NAME.into(),
+            device: peer.label.clone(),
+            runner: Runner::Torch(Box::new(peer)),
+        }];
+        let mut failures = Failures::default();
+        let rows = measure::<u32>(&cfg, Case::U32, 100, false, 0, 6, &entries, &mut failures);
+        assert_eq!(rows[0].device_ms.len(), 2);
+        assert_eq!(failures.errors, 0);
+        assert!(failures.wrong.is_empty(), "{:?}", failures.wrong);
     }
 
     #[test]

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod compare;
 pub mod cub;
 pub mod plot;
+pub mod torch;
 
 use bitonic::{BackendKind, Sorter};
 

@@ -44,16 +44,16 @@ impl HeldStream {
         check("cuMemHostAlloc", unsafe {
             cu::cuMemHostAlloc(&mut host, 4, cu::CU_MEMHOSTALLOC_DEVICEMAP)
         })?;
-        let held = HeldStream {
+        // Owned from here on, so that an error below frees it.
+        let mut held = HeldStream {
             host: host.cast(),
             device: 0,
         };
-        let mut device: cu::CUdeviceptr = 0;
         // SAFETY: `host` was allocated with CU_MEMHOSTALLOC_DEVICEMAP just above.
         check("cuMemHostGetDevicePointer", unsafe {
-            cu::cuMemHostGetDevicePointer_v2(&mut device, host, 0)
+            cu::cuMemHostGetDevicePointer_v2(&mut held.device, host, 0)
         })?;
-        Ok(HeldStream { device, ..held })
+        Ok(held)
     }
 
     /// Queues the hold kernel on `stream`: work queued after it waits for [`release`].

@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""PyTorch's torch.sort as a peer of `bitonic bench --compare`.
+
+The `bitonic` binary embeds this file, writes it to a temporary directory and starts it
+once per comparison run:
+
+    python3 torch_peer.py --serve [--device N] [--backend torch|python]
+
+Protocol (one line per message, fields separated by tabs; every line this script writes
+for the caller starts with "@bitonic", anything else on stdout is ignored by the caller):
+
+  reply at start:  @bitonic  ready  <device name>  <total memory bytes>  <torch version>
+              or:  @bitonic  unavailable  <why>          (then the script exits with 0)
+  request:         sort  <key bits 32|64>  <values 0|1>  <n>  <cols>  <warmup>  <runs>
+                         <input path>  <output path>
+  reply:           @bitonic  ok  <ms of timed run 1> <ms of run 2> ...   (space-separated)
+                         [<note>]    (optional: something the caller should show)
+              or:  @bitonic  error  <message>
+  request:         quit
+
+The input file holds n keys as little-endian signed words (int32 for 32-bit keys, int64
+for 64-bit keys), then, with values, n int32 values. The caller has already mapped its
+unsigned keys to signed ones by flipping the top bit, which keeps their order; it flips the
+bit back in the sorted output. cols > 0 means n / cols rows of cols keys, each row sorted
+on its own (torch.sort(dim=-1) on a rows x cols tensor); cols = 0 sorts the whole array.
+The output file receives the sorted keys, then the values moved with them, in the same
+layout. ms are the times of the timed runs, in order.
+
+What is timed (torch backend), per run, between two torch.cuda.Event(enable_timing=True)
+on the current stream: `torch.sort(keys, dim=-1)` (which always also returns int64
+indices), and with values also `torch.gather(values, -1, indices)`. Before each run the
+unsorted keys are restored device to device from a pristine copy, untimed. The data is
+copied to the GPU once per request; `warmup` untimed runs come first.
+
+The stream is held while a run is queued, as `bitonic` does for its own sorts and CUB's
+(unless BITONIC_HOLD_STREAM=0): `torch.cuda._sleep` queues a spinning kernel before the
+start event, long enough for the host to queue the whole run behind it, so that the events
+measure the GPU's work and not torch's host-side dispatch. If the start event has already
+completed when the run is queued, the hold was too short: the next runs sleep twice as
+long, and timed runs that were not held are counted in the reply's note. After a request its
+tensors are freed and torch's cached memory is given back (torch.cuda.empty_cache()), so
+that the other sorters of the comparison get the device memory back.
+
+--backend python replaces torch by Python's own sorted() on the host (timed with
+perf_counter): it exists to test the protocol and the caller without torch or a GPU.
+--cpu-selftest runs that backend on random input through files and checks it.
+"""
+
+import array
+import os
+import random
+import sys
+import tempfile
+import time
+import traceback
+
+TAG = "@bitonic"
+
+# torch.cuda._sleep cycles that hold the stream while a run is queued: about 1 ms at 2 GHz
+# to start with, doubled whenever that was too short, up to about 0.5 s.
+INITIAL_SLEEP_CYCLES = 2_000_000
+MAX_SLEEP_CYCLES = 1_000_000_000
+
+
+def reply(*fields):
+    """Writes one protocol line for the caller."""
+    text = "\t".join([TAG] + [str(f).replace("\t", " ").replace("\n", " ") for f in fields])
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def read_exact(path, size):
+    """The first `size` bytes of `path` as a bytearray; the file must be exactly that long."""
+    have = os.path.getsize(path)
+    if have != size:
+        raise ValueError(f"{path}: {have} bytes, expected {size}")
+    buf = bytearray(size)
+    with open(path, "rb") as f:
+        view = memoryview(buf)
+        done = 0
+        while done < size:
+            got = f.readinto(view[done:])
+            if not got:
+                raise ValueError(f"{path}: ended after {done} of {size} bytes")
+            done += got
+    return buf
+
+
+class Job:
+    """One sort request."""
+
+    def __init__(self, fields):
+        if len(fields) != 8:
+            raise ValueError(f"sort needs 8 fields, got {len(fields)}")
+        self.bits = int(fields[0])
+        self.with_values = fields[1] == "1"
+        self.n = int(fields[2])
+        self.cols = int(fields[3])
+        self.warmup = int(fields[4])
+        self.runs = int(fields[5])
+        self.input = fields[6]
+        self.output = fields[7]
+        if self.bits not in (32, 64):
+            raise ValueError(f"key bits must be 32 or 64, not {self.bits}")
+        if self.n <= 0 or self.runs <= 0 or self.warmup < 0 or self.cols < 0:
+            raise ValueError("n and runs must be positive, warmup and cols not negative")
+        if self.cols and self.n % self.cols:
+            raise ValueError(f"n = {self.n} is not a multiple of cols = {self.cols}")
+        self.key_bytes = self.bits // 8
+
+    def input_size(self):
+        return self.n * (self.key_bytes + (4 if self.with_values else 0))
+
+
+class TorchBackend:
+    """torch.sort on a CUDA device."""
+
+    def __init__(self, ordinal):
+        import torch  # noqa: F401  (ImportError is reported as "unavailable")
+
+        self.torch = torch
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                f"torch {torch.__version__} has no usable CUDA "
+                f"(torch.version.cuda = {torch.version.cuda})"
+            )
+        count = torch.cuda.device_count()
+        if ordinal >= count:
+            raise RuntimeError(f"torch sees {count} CUDA device(s), not device {ordinal}")
+        self.device = torch.device("cuda", ordinal)
+        torch.cuda.set_device(self.device)
+        torch.zeros(1, device=self.device)  # creates the context now, not in the first job
+        props = torch.cuda.get_device_properties(self.device)
+        self.name = props.name
+        self.memory = props.total_memory
+        self.version = f"{torch.__version__} (CUDA {torch.version.cuda})"
+        # Holding the stream: see the module's docstring.
+        self.sleep, self.hold_note = None, ""
+        self.cycles = INITIAL_SLEEP_CYCLES
+        if os.environ.get("BITONIC_HOLD_STREAM", "").strip() == "0":
+            self.hold_note = "stream not held (BITONIC_HOLD_STREAM=0)"
+        elif callable(getattr(torch.cuda, "_sleep", None)):
+            self.sleep = torch.cuda._sleep
+        else:
+            self.hold_note = "stream not held (no torch.cuda._sleep)"
+
+    def sort(self, job, keys_buf, values_buf):
+        torch = self.torch
+        key_dtype = torch.int32 if job.bits == 32 else torch.int64
+        shape = (job.n // job.cols, job.cols) if job.cols else (job.n,)
+        pristine = torch.frombuffer(keys_buf, dtype=key_dtype).to(self.device).view(shape)
+        values = None
+        if values_buf is not None:
+            values = torch.frombuffer(values_buf, dtype=torch.int32).to(self.device).view(shape)
+        work = torch.empty_like(pristine)
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        times = []
+        unheld = 0
+        sorted_keys = indices = sorted_values = None
+        for run in range(job.warmup + job.runs):
+            # Drop the last run's outputs first, so that at most one set is alive.
+            sorted_keys = indices = sorted_values = None
+            work.copy_(pristine)  # untimed: ordered before `start` on the same stream
+            if self.sleep is not None:
+                self.sleep(self.cycles)  # holds the stream while the run is queued
+            start.record()
+            sorted_keys, indices = torch.sort(work, dim=-1)
+            if values is not None:
+                sorted_values = torch.gather(values, -1, indices)
+            end.record()
+            held = self.sleep is None or not start.query()
+            end.synchronize()
+            if not held:
+                self.cycles = min(self.cycles * 2, MAX_SLEEP_CYCLES)
+            if run >= job.warmup:
+                times.append(start.elapsed_time(end))
+                unheld += 0 if held else 1
+        out = bytearray(job.input_size())
+        torch.frombuffer(out, dtype=key_dtype, count=job.n).copy_(sorted_keys.reshape(-1))
+        if values is not None:
+            torch.frombuffer(
+                out, dtype=torch.int32, count=job.n, offset=job.n * job.key_bytes
+            ).copy_(sorted_values.reshape(-1))
+        del pristine, values, work, sorted_keys, indices, sorted_values
+        torch.cuda.empty_cache()
+        note = self.hold_note
+        if unheld:
+            note = f"{unheld} of {job.runs} timed runs not held (launch latency included)"
+        return times, out, note
+
+    def release(self):
+        self.torch.cuda.empty_cache()
+
+
+class PythonBackend:
+    """Python's sorted() on the host: the protocol without torch (tests only)."""
+
+    name = "python sorted() on the host (protocol test)"
+    memory = 0
+    version = "none"
+
+    def sort(self, job, keys_buf, values_buf):
+        code = "i" if job.bits == 32 else "q"
+        keys = array.array(code)
+        if keys.itemsize != job.key_bytes:
+            raise RuntimeError(f"array type {code} has {keys.itemsize} bytes")
+        keys.frombytes(bytes(keys_buf))
+        values = None
+        if values_buf is not None:
+            values = array.array("i")
+            values.frombytes(bytes(values_buf))
+        width = job.cols or job.n
+        times = []
+        for run in range(job.warmup + job.runs):
+            t0 = time.perf_counter()
+            out_keys = array.array(code)
+            out_values = array.array("i")
+            for lo in range(0, job.n, width):
+                row = range(lo, lo + width)
+                order = sorted(row, key=keys.__getitem__)
+                out_keys.extend(keys[i] for i in order)
+                if values is not None:
+                    out_values.extend(values[i] for i in order)
+            ms = (time.perf_counter() - t0) * 1e3
+            if run >= job.warmup:
+                times.append(ms)
+        out = bytearray(out_keys.tobytes())
+        if values is not None:
+            out += out_values.tobytes()
+        return times, out, os.environ.get("BITONIC_TORCH_PEER_TEST_NOTE", "")
+
+    def release(self):
+        pass
+
+
+def run_job(backend, fields):
+    job = Job(fields)
+    buf = read_exact(job.input, job.input_size())
+    keys_buf = memoryview(buf)[: job.n * job.key_bytes]
+    values_buf = memoryview(buf)[job.n * job.key_bytes :] if job.with_values else None
+    times, out, note = backend.sort(job, keys_buf, values_buf)
+    del keys_buf, values_buf, buf
+    if len(out) != job.input_size():
+        raise RuntimeError(f"{len(out)} output bytes, expected {job.input_size()}")
+    with open(job.output, "wb") as f:
+        f.write(out)
+    return times, note
+
+
+def serve(backend_name, ordinal):
+    if sys.byteorder != "little":
+        reply("unavailable", "the file protocol is little-endian; this host is not")
+        return 0
+    try:
+        backend = PythonBackend() if backend_name == "python" else TorchBackend(ordinal)
+    except ImportError as e:
+        reply("unavailable", f"no torch in {sys.executable}: {e}")
+        return 0
+    except Exception as e:  # noqa: BLE001  (any failure to start is a note, not a crash)
+        reply("unavailable", f"{type(e).__name__}: {e}")
+        return 0
+    reply("ready", backend.name, backend.memory, backend.version)
+    for line in sys.stdin:
+        fields = line.rstrip("\n").split("\t")
+        if fields == ["quit"] or fields == [""]:
+            break
+        if fields[0] != "sort":
+            reply("error", f"unknown request {fields[0]!r}")
+            continue
+        failure = None
+        try:
+            times, note = run_job(backend, fields[1:])
+        except Exception as e:  # noqa: BLE001  (reported to the caller, which goes on)
+            traceback.print_exc(file=sys.stderr)
+            failure = f"{type(e).__name__}: {e}"
+        if failure is None:
+            timed = " ".join(repr(float(t)) for t in times)
+            if note:
+                reply("ok", timed, note)
+            else:
+                reply("ok", timed)
+            continue
+        # Outside the except block, so that the traceback no longer holds the tensors.
+        try:
+            backend.release()
+        except Exception:  # noqa: BLE001
+            pass
+        reply("error", failure)
+    return 0
+
+
+def cpu_selftest():
+    """Runs the python backend through the file protocol on random input and checks it."""
+    rng = random.Random(7)
+    backend = PythonBackend()
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = [(32, False, 1000, 0), (32, True, 777, 0), (64, False, 500, 0), (32, False, 640, 64)]
+        for bits, with_values, n, cols in cases:
+            lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+            keys = array.array("i" if bits == 32 else "q", (rng.randint(lo, hi) for _ in range(n)))
+            values = array.array("i", range(n))
+            src, dst = os.path.join(tmp, "in.bin"), os.path.join(tmp, "out.bin")
+            with open(src, "wb") as f:
+                f.write(keys.tobytes() + (values.tobytes() if with_values else b""))
+            fields = [str(bits), "1" if with_values else "0", str(n), str(cols), "1", "2", src, dst]
+            times, _ = run_job(backend, fields)
+            assert len(times) == 2
+            out = array.array(keys.typecode)
+            raw = read_exact(dst, n * (bits // 8 + (4 if with_values else 0)))
+            out.frombytes(bytes(raw[: n * (bits // 8)]))
+            width = cols or n
+            want = []
+            for r in range(0, n, width):
+                want.extend(sorted(keys[r : r + width]))
+            assert list(out) == want, f"keys wrong for {bits}, {with_values}, {n}, {cols}"
+            if with_values:
+                got_values = array.array("i")
+                got_values.frombytes(bytes(raw[n * (bits // 8) :]))
+                assert sorted(got_values) == list(range(n)), "values are not a permutation"
+                assert all(keys[v] == k for k, v in zip(out, got_values)), "values misplaced"
+            print(f"ok: bits={bits} values={with_values} n={n} cols={cols}")
+    return 0
+
+
+def main(argv):
+    backend, ordinal, mode = "torch", 0, None
+    it = iter(argv)
+    for arg in it:
+        if arg in ("--serve", "--cpu-selftest"):
+            mode = arg
+        elif arg == "--backend":
+            backend = next(it, "")
+            if backend not in ("torch", "python"):
+                print(f"--backend {backend!r}: use torch or python", file=sys.stderr)
+                return 2
+        elif arg == "--device":
+            ordinal = int(next(it, "0"))
+        else:
+            print(f"unknown argument {arg!r}\n{__doc__}", file=sys.stderr)
+            return 2
+    if mode == "--serve":
+        return serve(backend, ordinal)
+    if mode == "--cpu-selftest":
+        return cpu_selftest()
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

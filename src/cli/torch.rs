@@ -1,0 +1,724 @@
+//! The PyTorch peer of `bitonic bench --compare`: `torch.sort` timed with CUDA events by
+//! `scripts/torch_peer.py`, which is embedded in the binary (the GPU machine has python3
+//! and torch but not this repository), written to a temporary directory and started once
+//! per comparison run. Input and output go through raw files in that directory (the largest
+//! inputs are GiBs); requests and replies are tab-separated lines on the child's stdin and
+//! stdout. The script's docstring describes the protocol and what is timed.
+//!
+//! torch has no unsigned sort for 32- or 64-bit keys on CUDA, so keys travel as signed
+//! words with the top bit flipped ([`to_signed_order`]): `u32` becomes `int32`, `u64`
+//! becomes `int64`, same width, same order; the sorted output is flipped back.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{BufRead as _, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use bitonic::keys::Word;
+use rayon::prelude::*;
+
+/// The script, as the binary carries it.
+pub const SCRIPT: &str = include_str!("../../scripts/torch_peer.py");
+
+/// The sorter's name in tables, the CSV and the plot.
+pub const NAME: &str = "torch-sort";
+
+/// How long the script may take to import torch and create its CUDA context.
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// How long one request (read, upload, all runs, download, write) may take.
+const JOB_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// The first field of every line the script writes for us.
+const TAG: &str = "@bitonic";
+
+/// Milliseconds of each timed run, the sorted keys and, with values, the sorted values.
+pub type TorchTimes<W> = (Vec<f64>, Vec<W>, Option<Vec<u32>>);
+
+/// How the script is started.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// The Python interpreter (`python3` from `PATH` unless `--python` says otherwise).
+    pub python: String,
+    /// CUDA device ordinal for torch.
+    pub ordinal: i32,
+    /// `torch`, or `python` (the script's host-only protocol test backend).
+    backend: &'static str,
+    /// Extra environment of the child (tests).
+    env: Vec<(String, String)>,
+}
+
+impl Launch {
+    /// torch on CUDA device `ordinal`, through `python`.
+    pub fn new(python: &str, ordinal: i32) -> Self {
+        Launch {
+            python: python.to_string(),
+            ordinal,
+            backend: "torch",
+            env: Vec::new(),
+        }
+    }
+
+    /// The script's host-only backend (Python's `sorted()`), for tests of the protocol and
+    /// of the comparison without torch or a GPU.
+    #[cfg(test)]
+    pub fn host_test(python: &str) -> Self {
+        Launch {
+            backend: "python",
+            ..Launch::new(python, 0)
+        }
+    }
+
+    /// Adds a variable to the child's environment (tests).
+    #[cfg(test)]
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.push((key.to_string(), value.to_string()));
+    }
+}
+
+/// Maps an unsigned key to the bits of the signed key of the same width that sorts in the
+/// same place (flips the top bit: 0 becomes the most negative value). Its own inverse.
+pub fn to_signed_order<W: Word>(w: W) -> W {
+    w ^ W::SIGN
+}
+
+/// One line from the script.
+#[derive(Clone, Debug, PartialEq)]
+enum Reply {
+    /// Started: the device's name, its memory in bytes, torch's version.
+    Ready {
+        name: String,
+        memory_bytes: u64,
+        version: String,
+    },
+    /// Cannot run here (no torch, no CUDA); the script has exited.
+    Unavailable(String),
+    /// A request's timed runs, in milliseconds, and a note for the row (empty: none), such
+    /// as runs whose stream was not held.
+    Ok(Vec<f64>, String),
+    /// A request failed; the script goes on.
+    Error(String),
+}
+
+/// Parses one line of the script's stdout: `None` when it is not a protocol line (torch or
+/// a library printed something), an error when it is one but malformed.
+fn parse_reply(line: &str) -> Option<Result<Reply, String>> {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let mut fields = line.split('\t');
+    if fields.next() != Some(TAG) {
+        return None;
+    }
+    let kind = fields.next().unwrap_or("");
+    let rest: Vec<&str> = fields.collect();
+    let text = || rest.join(" ");
+    Some(match kind {
+        "ready" if rest.len() == 3 => match rest[1].parse::<u64>() {
+            Ok(memory_bytes) => Ok(Reply::Ready {
+                name: rest[0].to_string(),
+                memory_bytes,
+                version: rest[2].to_string(),
+            }),
+            Err(_) => Err(format!("bad memory size in {line:?}")),
+        },
+        "unavailable" => Ok(Reply::Unavailable(text())),
+        "error" => Ok(Reply::Error(text())),
+        "ok" if rest.len() == 1 || rest.len() == 2 => rest[0]
+            .split_whitespace()
+            .map(|t| match t.parse::<f64>() {
+                Ok(ms) if ms.is_finite() && ms >= 0.0 => Ok(ms),
+                _ => Err(format!("bad time {t:?} in {line:?}")),
+            })
+            .collect::<Result<Vec<f64>, String>>()
+            .map(|ms| Reply::Ok(ms, rest.get(1).map_or("", |n| n.trim()).to_string())),
+        _ => Err(format!("malformed reply {line:?}")),
+    })
+}
+
+/// A directory of our own under the system's temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> std::io::Result<Self> {
+        let base = std::env::temp_dir();
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let mut last = None;
+        for attempt in 0..64u32 {
+            let path = base.join(format!(
+                "bitonic-torch-{}-{}",
+                std::process::id(),
+                stamp.wrapping_add(attempt)
+            ));
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(TempDir(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running script.
+struct Session {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    python: String,
+}
+
+impl Session {
+    /// Starts the script and waits for its first reply: the session and what it said when
+    /// it is ready, or why it cannot run.
+    fn start(launch: &Launch, script: &Path) -> Result<(Session, Reply), String> {
+        let mut child = Command::new(&launch.python)
+            .arg(script)
+            .args(["--serve", "--backend", launch.backend, "--device"])
+            .arg(launch.ordinal.to_string())
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    format!("{} not found (--python PATH names another)", launch.python)
+                }
+                _ => format!("cannot start {}: {e}", launch.python),
+            })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{}: no pipes to the child", launch.python));
+        };
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut session = Session {
+            child,
+            stdin,
+            lines,
+            python: launch.python.clone(),
+        };
+        let first = session.receive(START_TIMEOUT)?;
+        Ok((session, first))
+    }
+
+    /// The next protocol line; other lines go to stderr. A timeout or the child's exit is
+    /// an error (the caller then drops the session, which ends the child).
+    fn receive(&mut self, timeout: Duration) -> Result<Reply, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => match parse_reply(&line) {
+                    Some(reply) => return reply,
+                    None => eprintln!("torch_peer.py: {line}"),
+                },
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!(
+                        "no answer from {} within {} s",
+                        self.python,
+                        timeout.as_secs()
+                    ));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self
+                        .child
+                        .wait()
+                        .map_or_else(|e| e.to_string(), |s| s.to_string());
+                    return Err(format!(
+                        "{} exited ({status}) without answering (its stderr is above)",
+                        self.python
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.stdin.flush();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes the script into `dir`, starts it, and removes the file again once the script
+/// has answered (Python has read it by then), so that a crash of ours leaves at most an
+/// empty directory behind.
+fn start_in(dir: &TempDir, launch: &Launch) -> Result<(Session, Reply), String> {
+    let script = dir.0.join("torch_peer.py");
+    std::fs::write(&script, SCRIPT)
+        .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    let started = Session::start(launch, &script);
+    let _ = std::fs::remove_file(&script);
+    started
+}
+
+/// A started torch peer: the script runs, torch has a CUDA context on the device.
+pub struct TorchPeer {
+    launch: Launch,
+    /// Drops after `session` (fields drop in order), so the child has quit before its
+    /// directory goes.
+    session: RefCell<Option<Session>>,
+    dir: TempDir,
+    /// `cuda:N name`, as torch names the device.
+    pub label: String,
+    /// The device's memory in bytes (0: unknown).
+    pub memory_bytes: u64,
+    /// torch's version and the CUDA version it was built with.
+    pub version: String,
+}
+
+/// Starts the script through `launch.python` and returns the running peer, or why torch
+/// cannot run here (no python, no torch, torch without CUDA, ...): a sentence for the note
+/// of the torch rows, never a panic.
+pub fn probe(launch: &Launch) -> Result<TorchPeer, String> {
+    if cfg!(target_endian = "big") {
+        return Err("the file protocol is little-endian; this host is not".into());
+    }
+    let dir = TempDir::new().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let (session, first) = start_in(&dir, launch)?;
+    match first {
+        Reply::Ready {
+            name,
+            memory_bytes,
+            version,
+        } => Ok(TorchPeer {
+            launch: launch.clone(),
+            session: RefCell::new(Some(session)),
+            dir,
+            label: format!("cuda:{} {name}", launch.ordinal),
+            memory_bytes,
+            version,
+        }),
+        Reply::Unavailable(why) => Err(why),
+        other => Err(format!("unexpected first reply {other:?}")),
+    }
+}
+
+impl TorchPeer {
+    /// Times `torch.sort` on `keys` (and `values`, gathered by the returned indices):
+    /// `warmup` untimed runs, then `runs` timed ones; `row_len` > 0 sorts each row of that
+    /// many keys on its own (`dim=-1` on a rows x cols tensor). Returns the milliseconds of
+    /// each timed run and the sorted output of the last one, and the script's note on the
+    /// runs (empty when it has none; e.g. runs whose stream was not held). Restarts the
+    /// script if an earlier request ended it.
+    pub fn time<W: Word>(
+        &self,
+        keys: &[W],
+        values: Option<&[u32]>,
+        row_len: usize,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<(TorchTimes<W>, String), String> {
+        let n = keys.len();
+        if values.is_some_and(|v| v.len() != n) {
+            return Err("keys and values differ in length".into());
+        }
+        if n == 0 || runs == 0 {
+            return Err("nothing to time (no keys or no runs)".into());
+        }
+        if row_len > 0 && !n.is_multiple_of(row_len) {
+            return Err(format!("{n} keys are not rows of {row_len}"));
+        }
+        let input = self.dir.0.join("in.bin");
+        let output = self.dir.0.join("out.bin");
+        let result = self.time_through(&input, &output, keys, values, row_len, warmup, runs);
+        let _ = std::fs::remove_file(&input);
+        let _ = std::fs::remove_file(&output);
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn time_through<W: Word>(
+        &self,
+        input: &Path,
+        output: &Path,
+        keys: &[W],
+        values: Option<&[u32]>,
+        row_len: usize,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<(TorchTimes<W>, String), String> {
+        let path_text = |p: &Path| {
+            p.to_str()
+                .filter(|s| !s.contains(['\t', '\n', '\r']))
+                .map(str::to_string)
+                .ok_or_else(|| format!("temporary path {} cannot be passed on", p.display()))
+        };
+        let (input_text, output_text) = (path_text(input)?, path_text(output)?);
+        write_input(input, keys, values).map_err(|e| format!("writing {input_text}: {e}"))?;
+
+        let mut slot = self
+            .session
+            .try_borrow_mut()
+            .map_err(|_| "the torch peer is busy".to_string())?;
+        if slot.is_none() {
+            match start_in(&self.dir, &self.launch)? {
+                (session, Reply::Ready { .. }) => *slot = Some(session),
+                (_, Reply::Unavailable(why)) => {
+                    return Err(format!("restart failed: {why}"));
+                }
+                (_, other) => return Err(format!("restart failed: unexpected {other:?}")),
+            }
+        }
+        let Some(session) = slot.as_mut() else {
+            return Err("no torch session".into());
+        };
+        let bits = 8 * std::mem::size_of::<W>();
+        let request = format!(
+            "sort\t{bits}\t{}\t{}\t{row_len}\t{warmup}\t{runs}\t{input_text}\t{output_text}",
+            u8::from(values.is_some()),
+            keys.len(),
+        );
+        let sent = writeln!(session.stdin, "{request}").and_then(|()| session.stdin.flush());
+        if let Err(e) = sent {
+            *slot = None;
+            return Err(format!("cannot send the request: {e}"));
+        }
+        let reply = match session.receive(JOB_TIMEOUT) {
+            Ok(reply) => reply,
+            Err(e) => {
+                *slot = None; // ends the child; the next request starts a new one
+                return Err(e);
+            }
+        };
+        let (ms, note) = match reply {
+            Reply::Ok(ms, note) => (ms, note),
+            Reply::Error(e) => return Err(e),
+            other => {
+                *slot = None;
+                return Err(format!("unexpected reply {other:?}"));
+            }
+        };
+        drop(slot);
+        if ms.len() != runs {
+            return Err(format!("{} times came back for {runs} runs", ms.len()));
+        }
+        let (sorted_keys, sorted_values) = read_output::<W>(output, keys.len(), values.is_some())
+            .map_err(|e| format!("reading {output_text}: {e}"))?;
+        Ok(((ms, sorted_keys, sorted_values), note))
+    }
+}
+
+/// Writes `keys` in signed order ([`to_signed_order`]), then `values` as they are, as raw
+/// little-endian words (the host is little-endian: [`probe`] says so).
+fn write_input<W: Word>(path: &Path, keys: &[W], values: Option<&[u32]>) -> std::io::Result<()> {
+    let mut file = File::create(path)?;
+    write_words(&mut file, keys, true)?;
+    if let Some(values) = values {
+        write_words(&mut file, values, false)?;
+    }
+    Ok(())
+}
+
+/// Writes words in chunks (flipping the top bit when asked), without a full copy.
+fn write_words<W: Word>(out: &mut impl Write, words: &[W], flip: bool) -> std::io::Result<()> {
+    const CHUNK: usize = 1 << 20;
+    let mut buf: Vec<W> = Vec::with_capacity(CHUNK.min(words.len()));
+    for chunk in words.chunks(CHUNK) {
+        buf.clear();
+        buf.extend(
+            chunk
+                .iter()
+                .map(|&w| if flip { to_signed_order(w) } else { w }),
+        );
+        out.write_all(bytemuck::cast_slice(&buf))?;
+    }
+    Ok(())
+}
+
+/// Reads `n` words (flipping the top bit back when asked).
+fn read_words<W: Word>(input: &mut impl Read, n: usize, flip: bool) -> std::io::Result<Vec<W>> {
+    let mut out = vec![W::ZERO; n];
+    input.read_exact(bytemuck::cast_slice_mut(&mut out))?;
+    if flip {
+        out.par_iter_mut().for_each(|w| *w = to_signed_order(*w));
+    }
+    Ok(out)
+}
+
+/// Reads the script's output: `n` keys (mapped back to unsigned), then `n` values when
+/// there are values; the file must be exactly that long.
+fn read_output<W: Word>(
+    path: &Path,
+    n: usize,
+    with_values: bool,
+) -> std::io::Result<(Vec<W>, Option<Vec<u32>>)> {
+    let want = n as u64 * (std::mem::size_of::<W>() as u64 + if with_values { 4 } else { 0 });
+    let mut file = File::open(path)?;
+    let have = file.metadata()?.len();
+    if have != want {
+        return Err(std::io::Error::other(format!(
+            "{have} bytes, expected {want}"
+        )));
+    }
+    let keys = read_words::<W>(&mut file, n, true)?;
+    let values = if with_values {
+        Some(read_words::<u32>(&mut file, n, false)?)
+    } else {
+        None
+    };
+    Ok((keys, values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `python3` runs here (the tests that start the script need it, not torch).
+    fn have_python() -> bool {
+        let ok = Command::new("python3")
+            .arg("-c")
+            .arg("import sys; sys.exit(0 if sys.version_info >= (3, 8) else 1)")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("python3 (3.8 or later) not found: test left out");
+        }
+        ok
+    }
+
+    /// The script's host-only backend: the whole protocol without torch.
+    fn python_backend() -> Launch {
+        Launch::host_test("python3")
+    }
+
+    /// A launch whose `import torch` finds `torch_py` (a fake torch module).
+    fn fake_torch(dir: &TempDir, torch_py: &str) -> Launch {
+        std::fs::write(dir.0.join("torch.py"), torch_py).unwrap();
+        Launch {
+            env: vec![("PYTHONPATH".into(), dir.0.display().to_string())],
+            ..Launch::new("python3", 0)
+        }
+    }
+
+    #[test]
+    fn signed_order_round_trip_and_order() {
+        let samples32 = [
+            0u32,
+            1,
+            2,
+            0x7fff_ffff,
+            0x8000_0000,
+            0x8000_0001,
+            u32::MAX - 1,
+            u32::MAX,
+        ];
+        for &a in &samples32 {
+            assert_eq!(to_signed_order(to_signed_order(a)), a);
+            for &b in &samples32 {
+                let (sa, sb) = (to_signed_order(a) as i32, to_signed_order(b) as i32);
+                assert_eq!(a.cmp(&b), sa.cmp(&sb), "{a:#x} vs {b:#x}");
+            }
+        }
+        let samples64 = [0u64, 1, i64::MAX as u64, 1 << 63, (1 << 63) + 1, u64::MAX];
+        for &a in &samples64 {
+            assert_eq!(to_signed_order(to_signed_order(a)), a);
+            for &b in &samples64 {
+                let (sa, sb) = (to_signed_order(a) as i64, to_signed_order(b) as i64);
+                assert_eq!(a.cmp(&b), sa.cmp(&sb), "{a:#x} vs {b:#x}");
+            }
+        }
+        assert_eq!(to_signed_order(0u32) as i32, i32::MIN);
+        assert_eq!(to_signed_order(u64::MAX) as i64, i64::MAX);
+    }
+
+    #[test]
+    fn words_round_trip_through_bytes() {
+        let keys: Vec<u64> = vec![0, 5, 1 << 63, u64::MAX, 12345678901234];
+        let mut bytes = Vec::new();
+        write_words(&mut bytes, &keys, true).unwrap();
+        assert_eq!(bytes.len(), keys.len() * 8);
+        // Little-endian int64 of the flipped word: 0 is i64::MIN.
+        assert_eq!(&bytes[..8], &i64::MIN.to_le_bytes());
+        let back: Vec<u64> = read_words(&mut bytes.as_slice(), keys.len(), true).unwrap();
+        assert_eq!(back, keys);
+        let values: Vec<u32> = vec![7, 0, u32::MAX];
+        let mut bytes = Vec::new();
+        write_words(&mut bytes, &values, false).unwrap();
+        assert_eq!(&bytes[..4], &7u32.to_le_bytes());
+        assert!(read_words::<u32>(&mut &bytes[..8], 3, false).is_err());
+    }
+
+    #[test]
+    fn replies_parse() {
+        assert_eq!(parse_reply("hello from torch"), None);
+        assert_eq!(
+            parse_reply("@bitonic\tready\tNVIDIA H200\t150000000000\t2.11.0 (CUDA 13.0)"),
+            Some(Ok(Reply::Ready {
+                name: "NVIDIA H200".into(),
+                memory_bytes: 150_000_000_000,
+                version: "2.11.0 (CUDA 13.0)".into()
+            }))
+        );
+        assert_eq!(
+            parse_reply("@bitonic\tok\t0.5 1.25 3e-05\r"),
+            Some(Ok(Reply::Ok(vec![0.5, 1.25, 3e-5], String::new())))
+        );
+        assert_eq!(
+            parse_reply("@bitonic\tok\t2.5\t1 of 3 timed runs not held"),
+            Some(Ok(Reply::Ok(
+                vec![2.5],
+                "1 of 3 timed runs not held".into()
+            )))
+        );
+        assert_eq!(
+            parse_reply("@bitonic\tunavailable\tno torch"),
+            Some(Ok(Reply::Unavailable("no torch".into())))
+        );
+        assert_eq!(
+            parse_reply("@bitonic\terror\tOutOfMemoryError: CUDA out of memory"),
+            Some(Ok(Reply::Error(
+                "OutOfMemoryError: CUDA out of memory".into()
+            )))
+        );
+        for bad in [
+            "@bitonic\tok\t1.0 nan",
+            "@bitonic\tok\t-1.0",
+            "@bitonic\tok\t1.0 x",
+            "@bitonic\tok\t1.0\tnote\textra",
+            "@bitonic\tready\tname\tlots\tv",
+            "@bitonic\tready\tname",
+            "@bitonic\tfinished",
+            "@bitonic",
+        ] {
+            assert!(matches!(parse_reply(bad), Some(Err(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn missing_python_is_a_note() {
+        let launch = Launch::new("/nonexistent/bitonic-test/python3", 0);
+        let why = probe(&launch).err().expect("no python there");
+        assert!(why.contains("not found"), "{why}");
+    }
+
+    #[test]
+    fn missing_torch_is_a_note() {
+        if !have_python() {
+            return;
+        }
+        let dir = TempDir::new().unwrap();
+        let launch = fake_torch(&dir, "raise ImportError('no torch in this test')\n");
+        let why = probe(&launch).err().expect("torch cannot be imported");
+        assert!(why.contains("no torch"), "{why}");
+    }
+
+    #[test]
+    fn torch_without_cuda_is_a_note() {
+        if !have_python() {
+            return;
+        }
+        let dir = TempDir::new().unwrap();
+        let fake = "__version__ = '0.0+fake'\n\
+                    class version:\n    cuda = None\n\
+                    class cuda:\n    @staticmethod\n    def is_available():\n        return False\n";
+        let launch = fake_torch(&dir, fake);
+        let why = probe(&launch).err().expect("no CUDA in the fake torch");
+        assert!(why.contains("has no usable CUDA"), "{why}");
+        assert!(why.contains("0.0+fake"), "{why}");
+    }
+
+    #[test]
+    fn script_sorts_through_the_protocol() {
+        if !have_python() {
+            return;
+        }
+        let peer = probe(&python_backend()).expect("the python backend starts");
+        assert_eq!(peer.memory_bytes, 0);
+        // u32 keys across the sign boundary, so that a missing flip would show.
+        let keys: Vec<u32> = (0..1000u32)
+            .map(|i| i.wrapping_mul(0x9E37_79B9) ^ (i << 31))
+            .collect();
+        let mut want = keys.clone();
+        want.sort_unstable();
+        let ((ms, got, none), note) = peer.time(&keys, None, 0, 1, 3).unwrap();
+        assert_eq!(note, "");
+        assert_eq!(ms.len(), 3);
+        assert_eq!(got, want);
+        assert!(none.is_none());
+
+        let values: Vec<u32> = (0..keys.len() as u32).collect();
+        let ((_, got, got_values), _) = peer.time(&keys, Some(&values), 0, 0, 1).unwrap();
+        assert_eq!(got, want);
+        let got_values = got_values.unwrap();
+        for (k, v) in got.iter().zip(&got_values) {
+            assert_eq!(keys[*v as usize], *k);
+        }
+
+        let keys64: Vec<u64> = (0..500u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
+        let mut want64 = keys64.clone();
+        want64.sort_unstable();
+        let ((_, got64, _), _) = peer.time(&keys64, None, 0, 0, 2).unwrap();
+        assert_eq!(got64, want64);
+
+        let mut want_rows = keys.clone();
+        want_rows.chunks_mut(100).for_each(|r| r.sort_unstable());
+        let ((_, got_rows, _), _) = peer.time(&keys, None, 100, 0, 1).unwrap();
+        assert_eq!(got_rows, want_rows);
+
+        // Bad requests are errors, and the session goes on.
+        assert!(peer.time(&keys, None, 300, 0, 1).is_err());
+        assert!(peer.time::<u32>(&[], None, 0, 0, 1).is_err());
+        assert!(peer.time(&keys, None, 0, 0, 1).is_ok());
+        // No files are left behind.
+        let left: Vec<_> = std::fs::read_dir(&peer.dir.0).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_dead_script_is_restarted() {
+        if !have_python() {
+            return;
+        }
+        let peer = probe(&python_backend()).unwrap();
+        if let Some(s) = peer.session.borrow_mut().as_mut() {
+            let _ = s.child.kill();
+        }
+        let keys = vec![3u32, 1, 2];
+        // The first request finds the script gone (an error), the next one restarts it.
+        let first = peer.time(&keys, None, 0, 0, 1);
+        let second = first
+            .as_ref()
+            .err()
+            .map(|_| peer.time(&keys, None, 0, 0, 1));
+        let ok = match (&first, &second) {
+            (Ok(_), _) => first.unwrap(),
+            (Err(_), Some(Ok(_))) => second.unwrap().unwrap(),
+            _ => panic!("not restarted: {first:?} then {second:?}"),
+        };
+        assert_eq!((ok.0).1, [1, 2, 3]);
+    }
+}
