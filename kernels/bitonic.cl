@@ -30,6 +30,12 @@
 // in a flip round the upper half of the registers holds the mirrored side: x_r = (base ^
 // ones[mirror_low, lo)) | (r << lo). The register network is then: flip round r vs R-1-r,
 // then half-cleaners r vs r + d (d = R/4, R/8, ...); other rounds r vs r + d (d = R/2, ...).
+//
+// Whole tiles: when every element of a tile lies in the data at its virtual index (one row or
+// rows of a power-of-two length, and the tile's highest index below the end), bitonic_tile
+// moves it four consecutive elements at a time with vload4/vstore4, one address per four
+// (per-element index math made the passes instruction-bound on the GPU). Other tiles go
+// element by element.
 
 #ifndef KEY_T
 #error "KEY_T must be defined (uint or ulong)"
@@ -51,12 +57,14 @@
 #define LOCAL_VALUES_ARG , __local VAL_T *restrict lvals
 #define LV , lvals
 #define LV_PARAM , __local VAL_T *restrict lvals
+#define PASS_VALUES , values
 #else
 #define WITH_VALUES 0
 #define VALUES_ARG
 #define LOCAL_VALUES_ARG
 #define LV
 #define LV_PARAM
+#define PASS_VALUES
 #endif
 
 // Full unrolling keeps the register arrays in registers (every index becomes a constant).
@@ -76,6 +84,23 @@
 #define MODE_SORT 0u
 #define MODE_MERGE 1u
 #define MODE_GLOBAL 2u
+
+// Four-word vectors of the key and value words (uint4, ulong4).
+#define VEC4_(T) T##4
+#define VEC4(T) VEC4_(T)
+#define KEY4 VEC4(KEY_T)
+#if WITH_VALUES
+#define VAL4 VEC4(VAL_T)
+#endif
+
+// Quads (four elements) a work item loads before it stores the first to __local memory in a
+// whole tile: the registers a round holds (2^LOG_E elements), so loads stay in flight without
+// adding register pressure beyond a round's.
+#if LOG_E >= 2
+#define QUAD_BATCH (1 << (LOG_E - 2))
+#else
+#define QUAD_BATCH 1
+#endif
 
 #define KEY_SIGN ((KEY_T)1 << (sizeof(KEY_T) * 8 - 1))
 #define KEY_SENTINEL (~(KEY_T)0)
@@ -177,19 +202,30 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
         const uint groups = 1u << (log_local - (L));                                           \
         const uint low = (1u << lo) - 1u;                                                      \
         const uint lsize = (uint)get_local_size(0);                                            \
+        /* PAD(base | (r << lo)) = PAD(base) + r * step when the round's bits lie above the */ \
+        /* padding's 32-word period (lo >= 5) or inside one period (lo + L <= 5): one add   */ \
+        /* per register instead of the whole index computation. 0: compute PAD per slot.    */ \
+        const uint step = lo >= 5u ? (1u << lo) + (1u << (lo - 5u))                            \
+                                   : (lo + (L) <= 5u ? (1u << lo) : 0u);                       \
         for (uint g = (uint)get_local_id(0); g < groups; g += lsize) {                         \
             const uint base = ((g >> lo) << (lo + (L))) | (g & low);                           \
             const uint upper = base ^ mirror;                                                  \
+            const uint first = PAD(base);                                                      \
+            const uint first_upper = PAD(upper);                                               \
             KEY_T k[1 << (L)];                                                                 \
             VREGS(1 << (L))                                                                    \
             UNROLL for (uint r = 0; r < R; ++r) {                                              \
                 const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
-                LLOAD(r, PAD(x));                                                              \
+                const uint slot =                                                              \
+                    step != 0u ? (r < R / 2u ? first : first_upper) + r * step : PAD(x);       \
+                LLOAD(r, slot);                                                                \
             }                                                                                  \
             ROUND_NETWORK(L, FLIP);                                                            \
             UNROLL for (uint r = 0; r < R; ++r) {                                              \
                 const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
-                LSTORE(r, PAD(x));                                                             \
+                const uint slot =                                                              \
+                    step != 0u ? (r < R / 2u ? first : first_upper) + r * step : PAD(x);       \
+                LSTORE(r, slot);                                                               \
             }                                                                                  \
         }                                                                                      \
     }
@@ -202,9 +238,11 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
         const uint lsize = (uint)get_local_size(0);                                            \
         for (uint g = (uint)get_local_id(0); g < groups; g += lsize) {                         \
             const uint base = g << (L);                                                        \
+            /* 2^L <= 16 aligned elements lie inside one 32-word padding period. */            \
+            const uint first = PAD(base);                                                      \
             KEY_T k[1 << (L)];                                                                 \
             VREGS(1 << (L))                                                                    \
-            UNROLL for (uint r = 0; r < R; ++r) { LLOAD(r, PAD(base | r)); }                   \
+            UNROLL for (uint r = 0; r < R; ++r) { LLOAD(r, first + r); }                       \
             UNROLL for (uint s = 1; s <= (L); ++s) {                                           \
                 const uint hb = 1u << (s - 1u);                                                \
                 UNROLL for (uint r = 0; r < R; ++r) {                                          \
@@ -221,7 +259,7 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
                     }                                                                          \
                 }                                                                              \
             }                                                                                  \
-            UNROLL for (uint r = 0; r < R; ++r) { LSTORE(r, PAD(base | r)); }                  \
+            UNROLL for (uint r = 0; r < R; ++r) { LSTORE(r, first + r); }                      \
         }                                                                                      \
     }
 
@@ -400,6 +438,130 @@ inline ulong tile_virtual(const TileMap map, const uint x) {
     return r >= map.mirror_row ? map.mirror_origin + row - q : map.origin + row + q;
 }
 
+// Whether every element of the tile `map` describes is in the data at its virtual index, given
+// that the pass's memory index is its virtual index (`end`: the data's virtual length). The
+// last tile row holds the highest index (rows lie 2^row_shift apart and span 2^cols columns);
+// in a mirrored row that is column 0's.
+inline bool tile_is_whole(const TileMap map, const uint log_local, const ulong end) {
+    const uint last = (1u << (log_local - map.cols)) - 1u;
+    const ulong row = (ulong)last << map.row_shift;
+    const ulong top = last >= map.mirror_row ? map.mirror_origin + row
+                                             : map.origin + row + ((1u << map.cols) - 1u);
+    return top < end;
+}
+
+// The lowest virtual index of elements x..x+3 (x a multiple of 4, a tile row at least 4
+// columns wide, so they share a row): x's, or x+3's in a mirrored row, where they lie
+// backwards (x..x+3 at v+3..v).
+inline ulong quad_virtual(const TileMap map, const uint x) {
+    const uint r = x >> map.cols;
+    const uint q = x & ((1u << map.cols) - 1u);
+    const ulong row = (ulong)r << map.row_shift;
+    return r >= map.mirror_row ? map.mirror_origin + row - q - 3u : map.origin + row + q;
+}
+
+inline bool quad_backwards(const TileMap map, const uint x) {
+    return (x >> map.cols) >= map.mirror_row;
+}
+
+// Selects, not a computed index, put a backwards quad in order (an index computed at run
+// time would move the quad out of registers).
+inline KEY4 key_quad_in_order(const KEY4 w, const bool backwards) {
+    return backwards ? w.s3210 : w;
+}
+#if WITH_VALUES
+inline VAL4 value_quad_in_order(const VAL4 w, const bool backwards) {
+    return backwards ? w.s3210 : w;
+}
+#define VALUE_QUADS(n) VAL4 w[n];
+#define QLOAD_VALUES(b, at) w[b] = vload4(0, values + (at))
+#define QSTORE_LOCAL_VALUES(b, first, backwards)                                               \
+    do {                                                                                       \
+        const VAL4 u_ = value_quad_in_order(w[b], backwards);                                  \
+        lvals[(first)] = u_.s0;                                                                \
+        lvals[(first) + 1u] = u_.s1;                                                           \
+        lvals[(first) + 2u] = u_.s2;                                                           \
+        lvals[(first) + 3u] = u_.s3;                                                           \
+    } while (0)
+#define QSTORE_VALUES(first, at, backwards)                                                    \
+    vstore4(value_quad_in_order((VAL4)(lvals[(first)], lvals[(first) + 1u],                   \
+                                       lvals[(first) + 2u], lvals[(first) + 3u]),              \
+                                backwards),                                                    \
+            0, values + (at))
+#else
+#define VALUE_QUADS(n)
+#define QLOAD_VALUES(b, at) (void)0
+#define QSTORE_LOCAL_VALUES(b, first, backwards) (void)0
+#define QSTORE_VALUES(first, at, backwards) (void)0
+#endif
+
+// Loads a whole tile into __local memory: work item lid takes elements x..x+3,
+// x = 4 (lid + i lsize), QUAD_BATCH quads loaded before the first is stored. x..x+3 share
+// one 32-word padding period: their slots are PAD(x) + j.
+inline void load_whole_tile(__global KEY_T *restrict keys VALUES_ARG,
+                            __local KEY_T *restrict lkeys LV_PARAM, const TileMap map,
+                            const uint size, const uint encoding, const uint transform) {
+    const uint lid = (uint)get_local_id(0);
+    const uint lsize = (uint)get_local_size(0);
+    // The bound check lets a tile of fewer than 4 lsize elements (CPU devices, which run
+    // large work-groups) take this path too.
+    for (uint i0 = 0; 4u * (lid + i0 * lsize) < size; i0 += QUAD_BATCH) {
+        KEY4 k[QUAD_BATCH];
+        VALUE_QUADS(QUAD_BATCH)
+        UNROLL for (uint b = 0; b < QUAD_BATCH; ++b) {
+            const uint x = 4u * (lid + (i0 + b) * lsize);
+            if (x < size) {
+                const ulong at = quad_virtual(map, x);
+                k[b] = vload4(0, keys + at);
+                QLOAD_VALUES(b, at);
+            }
+        }
+        UNROLL for (uint b = 0; b < QUAD_BATCH; ++b) {
+            const uint x = 4u * (lid + (i0 + b) * lsize);
+            if (x < size) {
+                const bool backwards = quad_backwards(map, x);
+                KEY4 q = key_quad_in_order(k[b], backwards);
+                if (transform & ENCODE_ON_LOAD) {
+                    q = (KEY4)(encode_key(q.s0, encoding), encode_key(q.s1, encoding),
+                               encode_key(q.s2, encoding), encode_key(q.s3, encoding));
+                }
+                const uint first = PAD(x);
+                lkeys[first] = q.s0;
+                lkeys[first + 1u] = q.s1;
+                lkeys[first + 2u] = q.s2;
+                lkeys[first + 3u] = q.s3;
+                QSTORE_LOCAL_VALUES(b, first, backwards);
+            }
+        }
+    }
+}
+
+// Stores a whole tile from __local memory, the quads of load_whole_tile.
+inline void store_whole_tile(__global KEY_T *restrict keys VALUES_ARG,
+                             __local KEY_T *restrict lkeys LV_PARAM, const TileMap map,
+                             const uint size, const uint encoding, const uint transform) {
+    const uint lid = (uint)get_local_id(0);
+    const uint lsize = (uint)get_local_size(0);
+    for (uint i0 = 0; 4u * (lid + i0 * lsize) < size; i0 += QUAD_BATCH) {
+        UNROLL for (uint b = 0; b < QUAD_BATCH; ++b) {
+            const uint x = 4u * (lid + (i0 + b) * lsize);
+            if (x < size) {
+                const bool backwards = quad_backwards(map, x);
+                const ulong at = quad_virtual(map, x);
+                const uint first = PAD(x);
+                KEY4 q = (KEY4)(lkeys[first], lkeys[first + 1u], lkeys[first + 2u],
+                                lkeys[first + 3u]);
+                if (transform & DECODE_ON_STORE) {
+                    q = (KEY4)(decode_key(q.s0, encoding), decode_key(q.s1, encoding),
+                               decode_key(q.s2, encoding), decode_key(q.s3, encoding));
+                }
+                vstore4(key_quad_in_order(q, backwards), 0, keys + at);
+                QSTORE_VALUES(first, at, backwards);
+            }
+        }
+    }
+}
+
 // One pass over virtual tiles of 2^log_local elements, one work-group per tile (looping by
 // the number of groups over `tiles`):
 //   MODE_SORT   (Pass::LocalSort{log_tile = log_net}): tile b is virtual [b, b+1) * 2^log_local
@@ -436,9 +598,20 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
     // No early exit for tiles that hold only padding (their loads read sentinels, their
     // stores are skipped): PoCL 5's work-group compiler aborts on a `continue` in a loop
     // with barriers, and the host launches no such tiles in a single-row sort.
+    // Memory index = virtual index in this pass: one row, or rows of a power-of-two length.
+    const bool identity = rows == 1ul || row_len == ((ulong)1 << log_p);
+    const ulong end = rows == 1ul ? row_len : rows << log_p;
     for (ulong b = get_group_id(0); b < tiles; b += get_num_groups(0)) {
         const TileMap map = tile_map(mode, b, log_local, c, lo_g, m, flip);
-        for (uint x = lid; x < size; x += lsize) {
+        // Whole tiles (all but the last of a plain sort) move four elements per access with
+        // one address per four; the others element by element, padding included. Both loops
+        // run, one of them over nothing: PoCL 5's work-group compiler aborts on a branch
+        // between two loops here.
+        const bool whole = identity && map.cols >= 2u && tile_is_whole(map, log_local, end);
+        const uint whole_size = whole ? size : 0u;
+        const uint element_size = whole ? 0u : size;
+        load_whole_tile(keys PASS_VALUES, lkeys LV, map, whole_size, encoding, transform);
+        for (uint x = lid; x < element_size; x += lsize) {
             const ulong v = tile_virtual(map, x);
             const ulong p = physical(v, row_len, rows, log_p);
             KEY_T k = KEY_SENTINEL;
@@ -472,7 +645,8 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
                        bottom);
         }
 
-        for (uint x = lid; x < size; x += lsize) {
+        store_whole_tile(keys PASS_VALUES, lkeys LV, map, whole_size, encoding, transform);
+        for (uint x = lid; x < element_size; x += lsize) {
             const ulong v = tile_virtual(map, x);
             const ulong p = physical(v, row_len, rows, log_p);
             if (p != ~(ulong)0) {
@@ -541,11 +715,9 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
 #if WITH_VALUES
 #define GLOAD_VALUE(r) v[r] = values[p[r]]
 #define GSTORE_VALUE(r) values[p[r]] = v[r]
-#define PASS_VALUES , values
 #else
 #define GLOAD_VALUE(r) (void)0
 #define GSTORE_VALUE(r) (void)0
-#define PASS_VALUES
 #endif
 
 GLOBAL_GROUP_FN(1)
