@@ -151,7 +151,13 @@ template <typename K, typename V> __device__ __forceinline__ void exchange(K &ka
 // Rounds: LEVELS levels on tile bits [lo, lo+LEVELS), the first a flip when FLIP.
 // ---------------------------------------------------------------------------------------
 
-template <typename K, typename V, u32 LEVELS, bool FLIP>
+// LO4: the round's bits start at 4 and the tile has at least 2^10 elements. Such a round
+// straddles the padding's 32-word period, and with the plain numbering of groups the two
+// half-warps were 2^(4+LEVELS) elements apart, which padding maps to overlapping banks
+// (2-way conflicts). Here the group number's bit 4 and bit 9-LEVELS trade places, so that
+// the half-warps lie 512 elements (528 slots: 16 banks) apart, and the registers' slot
+// offsets are constants: pad(base | r << 4) = pad(base) + 16r + r/2.
+template <typename K, typename V, u32 LEVELS, bool FLIP, bool LO4>
 __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo, u32 mirror_low) {
     constexpr bool HAS_V = HasValues<V>::value;
     constexpr u32 R = 1u << LEVELS;
@@ -166,7 +172,13 @@ __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo
     // per register instead of the whole index computation.
     const u32 step = lo >= 5 ? (1u << lo) + (1u << (lo - 5)) : (lo + LEVELS <= 5 ? (1u << lo) : 0u);
     for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
-        const u32 base = ((g >> lo) << (lo + LEVELS)) | (g & low_mask);
+        u32 h = g;
+        if constexpr (LO4) {
+            constexpr u32 OTHER = 9 - LEVELS;
+            const u32 trade = ((g >> 4) ^ (g >> OTHER)) & 1u;
+            h = g ^ ((trade << 4) | (trade << OTHER));
+        }
+        const u32 base = ((h >> lo) << (lo + LEVELS)) | (h & low_mask);
         const u32 first = pad(base);
         const u32 first_mirrored = FLIP ? pad(base ^ mirror) : first;
         K k[R];
@@ -175,7 +187,9 @@ __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo
         for (u32 r = 0; r < R; ++r) {
             const bool mirrored = FLIP && r >= HALF;
             const u32 x = (mirrored ? (base ^ mirror) : base) | (r << lo);
-            const u32 slot = step != 0 ? (mirrored ? first_mirrored : first) + r * step : pad(x);
+            const u32 slot = LO4 ? (mirrored ? first_mirrored : first) + 16u * r + (r >> 1)
+                             : step != 0 ? (mirrored ? first_mirrored : first) + r * step
+                                         : pad(x);
             k[r] = sk[slot];
             if constexpr (HAS_V) {
                 v[r] = sv[slot];
@@ -196,7 +210,9 @@ __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo
         for (u32 r = 0; r < R; ++r) {
             const bool mirrored = FLIP && r >= HALF;
             const u32 x = (mirrored ? (base ^ mirror) : base) | (r << lo);
-            const u32 slot = step != 0 ? (mirrored ? first_mirrored : first) + r * step : pad(x);
+            const u32 slot = LO4 ? (mirrored ? first_mirrored : first) + 16u * r + (r >> 1)
+                             : step != 0 ? (mirrored ? first_mirrored : first) + r * step
+                                         : pad(x);
             sk[slot] = k[r];
             if constexpr (HAS_V) {
                 sv[slot] = v[r];
@@ -207,10 +223,17 @@ __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo
 
 template <typename K, typename V, u32 LEVELS>
 __device__ __forceinline__ void round_flip(K *sk, V *sv, u32 tile_bits, u32 lo, bool flip, u32 mirror_low) {
+    const bool lo4 = lo == 4 && tile_bits >= 10;
     if (flip) {
-        round_levels<K, V, LEVELS, true>(sk, sv, tile_bits, lo, mirror_low);
+        if (lo4) {
+            round_levels<K, V, LEVELS, true, true>(sk, sv, tile_bits, 4, mirror_low);
+        } else {
+            round_levels<K, V, LEVELS, true, false>(sk, sv, tile_bits, lo, mirror_low);
+        }
+    } else if (lo4) {
+        round_levels<K, V, LEVELS, false, true>(sk, sv, tile_bits, 4, mirror_low);
     } else {
-        round_levels<K, V, LEVELS, false>(sk, sv, tile_bits, lo, mirror_low);
+        round_levels<K, V, LEVELS, false, false>(sk, sv, tile_bits, lo, mirror_low);
     }
 }
 
