@@ -147,6 +147,33 @@ template <typename K, typename V> __device__ __forceinline__ void exchange(K &ka
     }
 }
 
+// Four consecutive words from 16-byte aligned global memory.
+template <typename T> __device__ __forceinline__ void load4(const T *p, T (&w)[4]) {
+    if constexpr (sizeof(T) == 4) {
+        const uint4 u = *reinterpret_cast<const uint4 *>(p);
+        w[0] = u.x;
+        w[1] = u.y;
+        w[2] = u.z;
+        w[3] = u.w;
+    } else {
+        const ulonglong2 lo = reinterpret_cast<const ulonglong2 *>(p)[0];
+        const ulonglong2 hi = reinterpret_cast<const ulonglong2 *>(p)[1];
+        w[0] = lo.x;
+        w[1] = lo.y;
+        w[2] = hi.x;
+        w[3] = hi.y;
+    }
+}
+
+template <typename T> __device__ __forceinline__ void store4(T *p, const T (&w)[4]) {
+    if constexpr (sizeof(T) == 4) {
+        *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+        reinterpret_cast<ulonglong2 *>(p)[0] = make_ulonglong2(w[0], w[1]);
+        reinterpret_cast<ulonglong2 *>(p)[1] = make_ulonglong2(w[2], w[3]);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Rounds: LEVELS levels on tile bits [lo, lo+LEVELS), the first a flip when FLIP.
 // ---------------------------------------------------------------------------------------
@@ -257,12 +284,73 @@ __device__ __forceinline__ void run_round(K *sk, V *sv, u32 tile_bits, u32 lo, u
 }
 static_assert(LOG_E == 4, "run_round dispatches 1..=4 levels");
 
+// A whole contiguous tile of a local sort in global memory, 16-byte aligned: its first
+// register groups can be loaded straight from it and its last round stored straight to it,
+// saving a shared-memory round trip and a barrier at each end of the pass.
+template <typename K, typename V> struct Direct {
+    K *keys;
+    V *values;
+    u64 origin;
+    bool encode;
+    bool decode;
+    u32 encoding;
+};
+
+// The last round of a local pass (bits 3..0, four levels, no flip) with its groups of 16
+// consecutive elements stored from registers to global memory, four 16-byte stores each.
+template <typename K, typename V>
+__device__ __forceinline__ void final_round_direct(const Direct<K, V> &out, const K *sk, const V *sv, u32 tile_bits) {
+    constexpr bool HAS_V = HasValues<V>::value;
+    constexpr u32 R = 16;
+    const u32 groups = 1u << (tile_bits - 4);
+    for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
+        // A group of 16 aligned elements lies inside one 32-word padding period.
+        const u32 first = pad(g * R);
+        K k[R];
+        V v[R];
+#pragma unroll
+        for (u32 r = 0; r < R; ++r) {
+            k[r] = sk[first + r];
+            if constexpr (HAS_V) {
+                v[r] = sv[first + r];
+            }
+        }
+#pragma unroll
+        for (u32 d = R / 2; d >= 1; d /= 2) {
+#pragma unroll
+            for (u32 r = 0; r < R; ++r) {
+                if ((r & d) == 0) {
+                    exchange(k[r], k[r + d], v[r], v[r + d]);
+                }
+            }
+        }
+        const u64 at = out.origin + (u64)g * R;
+#pragma unroll
+        for (u32 q = 0; q < R / 4; ++q) {
+            K kq[4];
+            V vq[4];
+#pragma unroll
+            for (u32 j = 0; j < 4; ++j) {
+                kq[j] = out.decode ? decode_key(k[4 * q + j], out.encoding) : k[4 * q + j];
+                if constexpr (HAS_V) {
+                    vq[j] = v[4 * q + j];
+                }
+            }
+            store4(out.keys + at + 4 * q, kq);
+            if constexpr (HAS_V) {
+                store4(out.values + at + 4 * q, vq);
+            }
+        }
+    }
+}
+
 // The levels on tile bits top..bottom (a stage's levels from its highest bit down), in
 // rounds of LOG_E bits counted from the bottom, the top round taking the remainder and the
 // flip when `flip`. A barrier precedes every round.
+// With `direct`, a last round on bits 3..0 stores straight to global memory.
 template <typename K, typename V>
 __device__ __forceinline__ void run_levels(K *sk, V *sv, u32 tile_bits, u32 top, u32 bottom, bool flip,
-                                           u32 mirror_low) {
+                                           u32 mirror_low, const Direct<K, V> &direct, bool to_global) {
     const u32 bits = top - bottom + 1;
     u32 levels = bits % LOG_E;
     if (levels == 0) {
@@ -272,6 +360,10 @@ __device__ __forceinline__ void run_levels(K *sk, V *sv, u32 tile_bits, u32 top,
     while (true) {
         const u32 lo = hi + 1 - levels;
         __syncthreads();
+        if (to_global && lo == 0 && levels == 4 && !flip) {
+            final_round_direct<K, V>(direct, sk, sv, tile_bits);
+            break;
+        }
         run_round<K, V>(sk, sv, tile_bits, lo, levels, flip, mirror_low);
         if (lo == bottom) {
             break;
@@ -283,8 +375,10 @@ __device__ __forceinline__ void run_levels(K *sk, V *sv, u32 tile_bits, u32 top,
 }
 
 // Stages 1..STAGES inside groups of 2^STAGES consecutive tile elements, all in registers.
+// With `direct` (STAGES = 4), the groups come straight from global memory.
 template <typename K, typename V, u32 STAGES>
-__device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits) {
+__device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits, const Direct<K, V> &direct,
+                                            bool from_global) {
     constexpr bool HAS_V = HasValues<V>::value;
     constexpr u32 R = 1u << STAGES;
     const u32 groups = 1u << (tile_bits - STAGES);
@@ -293,11 +387,36 @@ __device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits) {
         const u32 first = pad(g * R);
         K k[R];
         V v[R];
+        bool loaded = false;
+        if constexpr (STAGES == 4) {
+            if (from_global) {
+                const u64 at = direct.origin + (u64)g * R;
 #pragma unroll
-        for (u32 r = 0; r < R; ++r) {
-            k[r] = sk[first + r];
-            if constexpr (HAS_V) {
-                v[r] = sv[first + r];
+                for (u32 q = 0; q < R / 4; ++q) {
+                    K kq[4];
+                    V vq[4];
+                    load4(direct.keys + at + 4 * q, kq);
+                    if constexpr (HAS_V) {
+                        load4(direct.values + at + 4 * q, vq);
+                    }
+#pragma unroll
+                    for (u32 j = 0; j < 4; ++j) {
+                        k[4 * q + j] = direct.encode ? encode_key(kq[j], direct.encoding) : kq[j];
+                        if constexpr (HAS_V) {
+                            v[4 * q + j] = vq[j];
+                        }
+                    }
+                }
+                loaded = true;
+            }
+        }
+        if (!loaded) {
+#pragma unroll
+            for (u32 r = 0; r < R; ++r) {
+                k[r] = sk[first + r];
+                if constexpr (HAS_V) {
+                    v[r] = sv[first + r];
+                }
             }
         }
 #pragma unroll
@@ -324,25 +443,27 @@ __device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits) {
     }
 }
 
+// With `direct`, the first register groups come from global memory and the last round goes
+// there (tiles of at least 2^5 elements).
 template <typename K, typename V>
-__device__ __forceinline__ void sort_tile(K *sk, V *sv, u32 tile_bits) {
+__device__ __forceinline__ void sort_tile(K *sk, V *sv, u32 tile_bits, const Direct<K, V> &direct, bool use_direct) {
     const u32 first = tile_bits < LOG_E ? tile_bits : LOG_E;
     switch (first) {
     case 1:
-        sort_groups<K, V, 1>(sk, sv, tile_bits);
+        sort_groups<K, V, 1>(sk, sv, tile_bits, direct, false);
         break;
     case 2:
-        sort_groups<K, V, 2>(sk, sv, tile_bits);
+        sort_groups<K, V, 2>(sk, sv, tile_bits, direct, false);
         break;
     case 3:
-        sort_groups<K, V, 3>(sk, sv, tile_bits);
+        sort_groups<K, V, 3>(sk, sv, tile_bits, direct, false);
         break;
     default:
-        sort_groups<K, V, 4>(sk, sv, tile_bits);
+        sort_groups<K, V, 4>(sk, sv, tile_bits, direct, use_direct);
         break;
     }
     for (u32 stage = first + 1; stage <= tile_bits; ++stage) {
-        run_levels<K, V>(sk, sv, tile_bits, stage - 1, 0, true, 0);
+        run_levels<K, V>(sk, sv, tile_bits, stage - 1, 0, true, 0, direct, use_direct && stage == tile_bits);
     }
 }
 
@@ -439,33 +560,6 @@ __device__ __forceinline__ bool tile_is_whole(const PassArgs &a, const TileMap &
     const u64 top = last >= map.mirror_row ? map.mirror_origin + row : map.origin + row + ((1u << map.c) - 1u);
     const u64 end = a.rows == 1 ? a.row_len : (a.rows << a.log_row);
     return top < end;
-}
-
-// Four consecutive words from 16-byte aligned global memory.
-template <typename T> __device__ __forceinline__ void load4(const T *p, T (&w)[4]) {
-    if constexpr (sizeof(T) == 4) {
-        const uint4 u = *reinterpret_cast<const uint4 *>(p);
-        w[0] = u.x;
-        w[1] = u.y;
-        w[2] = u.z;
-        w[3] = u.w;
-    } else {
-        const ulonglong2 lo = reinterpret_cast<const ulonglong2 *>(p)[0];
-        const ulonglong2 hi = reinterpret_cast<const ulonglong2 *>(p)[1];
-        w[0] = lo.x;
-        w[1] = lo.y;
-        w[2] = hi.x;
-        w[3] = hi.y;
-    }
-}
-
-template <typename T> __device__ __forceinline__ void store4(T *p, const T (&w)[4]) {
-    if constexpr (sizeof(T) == 4) {
-        *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
-    } else {
-        reinterpret_cast<ulonglong2 *>(p)[0] = make_ulonglong2(w[0], w[1]);
-        reinterpret_cast<ulonglong2 *>(p)[1] = make_ulonglong2(w[2], w[3]);
-    }
 }
 
 // Where the four elements x..x+3 (x a multiple of 4) of a whole tile start in memory, and
@@ -699,30 +793,43 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         if (!whole && memory_index(a, virtual_index(map, 0)) == ~0ull) {
             continue;
         }
-        if (whole) {
-            load_whole<K, V>(quads, keys, values, sk, sv, map, encode, a.encoding);
-        } else {
-            load_elements<K, V>(keys, values, sk, sv, a, map, encode);
+        // A local sort of a whole tile skips a shared-memory round trip at each end: it loads
+        // its first register groups from global memory and its last round stores there.
+        // Each thread then moves 64 contiguous bytes, so a warp's 16-byte accesses are 64
+        // bytes apart: worth it in the local sort, which is bound by its rounds, but a
+        // local merge, bound by memory, lost 30% that way (docs/perf.md, change 11). Only
+        // for u32 keys with at most u32 values: the wider kernels spill registers with it.
+        constexpr bool DIRECT_FITS = sizeof(K) + (HAS_V ? sizeof(V) : 0) <= 8 && sizeof(K) == 4;
+        const bool direct = DIRECT_FITS && whole && a.mode == MODE_SORT && a.tile_bits >= 5;
+        const Direct<K, V> out{keys, values, map.origin, encode, decode, a.encoding};
+        if (!direct) {
+            if (whole) {
+                load_whole<K, V>(quads, keys, values, sk, sv, map, encode, a.encoding);
+            } else {
+                load_elements<K, V>(keys, values, sk, sv, a, map, encode);
+            }
+            __syncthreads();
         }
-        __syncthreads();
 
         switch (a.mode) {
         case MODE_SORT:
-            sort_tile<K, V>(sk, sv, a.tile_bits);
+            sort_tile<K, V>(sk, sv, a.tile_bits, out, direct);
             break;
         case MODE_MERGE:
-            run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, 0, false, 0);
+            run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, 0, false, 0, out, false);
             break;
         default: // GLOBAL: the row bits, the first level a flip of rows only
             run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, a.log_cols, a.first_level == 0,
-                             a.log_cols);
+                             a.log_cols, out, false);
             break;
         }
-        __syncthreads();
-
-        if (whole) {
+        if (direct) {
+            // The last round stored the tile.
+        } else if (whole) {
+            __syncthreads();
             store_whole<K, V>(quads, keys, values, sk, sv, map, decode, a.encoding);
         } else {
+            __syncthreads();
             for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
                 const u64 m = memory_index(a, virtual_index(map, x));
                 if (m != ~0ull) {

@@ -33,9 +33,10 @@
 //
 // Whole tiles: when every element of a tile lies in the data at its virtual index (one row or
 // rows of a power-of-two length, and the tile's highest index below the end), bitonic_tile
-// moves it four consecutive elements at a time with vload4/vstore4, one address per four
-// (per-element index math made the passes instruction-bound on the GPU). Other tiles go
-// element by element.
+// moves it four consecutive elements at a time, one address per four (per-element index math
+// made the passes instruction-bound on the GPU): through a vector pointer when the buffer is
+// aligned to the vector's size (one 16-byte access on NVIDIA, where vload4 on a scalar
+// pointer became four), with vload4/vstore4 otherwise. Other tiles go element by element.
 
 #ifndef KEY_T
 #error "KEY_T must be defined (uint or ulong)"
@@ -195,6 +196,15 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
 // One round of L levels over a __local tile of 2^log_local elements (see the header):
 // groups lid, lid + lsize, ... of the 2^(log_local - L) groups. `mirror` is
 // ones[mirror_low, lo) in a flip round (0 otherwise).
+//
+// lo == 4 in a tile of at least 2^10 elements: the round straddles the padding's 32-word
+// period. With groups numbered plainly, lanes 0-15 and 16-31 of a 32-wide sub-group (group
+// bit 4) sit 2^(4+L) elements apart, which PAD maps onto overlapping banks (2-way
+// conflicts), and every slot needs the whole PAD. So the group number's bits 4 and 9-L
+// trade places (a bijection on the groups: only who takes which group changes, harmless at
+// any sub-group width): the half sub-groups then lie 512 elements = 528 slots = 16 banks
+// apart. And since base (and base ^ mirror) has zeros in bits [4, 4+L),
+// PAD(base | r << 4) = PAD(base) + 16r + (r >> 1): constant offsets again.
 #define ROUND_FN(L, FLIP, NAME)                                                                \
     inline void NAME(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,             \
                      const uint lo, const uint mirror) {                                       \
@@ -207,8 +217,14 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
         /* per register instead of the whole index computation. 0: compute PAD per slot.    */ \
         const uint step = lo >= 5u ? (1u << lo) + (1u << (lo - 5u))                            \
                                    : (lo + (L) <= 5u ? (1u << lo) : 0u);                       \
+        /* lo == 4 (see above) by selects inside the one loop: PoCL 5 aborts on loops in   */ \
+        /* both arms of a branch.                                                           */ \
+        const bool lo4 = lo == 4u && log_local >= 10u;                                         \
+        const uint other = 9u - (L);                                                           \
         for (uint g = (uint)get_local_id(0); g < groups; g += lsize) {                         \
-            const uint base = ((g >> lo) << (lo + (L))) | (g & low);                           \
+            const uint trade = lo4 ? ((g >> 4) ^ (g >> other)) & 1u : 0u;                      \
+            const uint h = g ^ ((trade << 4) | (trade << other));                              \
+            const uint base = ((h >> lo) << (lo + (L))) | (h & low);                           \
             const uint upper = base ^ mirror;                                                  \
             const uint first = PAD(base);                                                      \
             const uint first_upper = PAD(upper);                                               \
@@ -216,15 +232,17 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
             VREGS(1 << (L))                                                                    \
             UNROLL for (uint r = 0; r < R; ++r) {                                              \
                 const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
-                const uint slot =                                                              \
-                    step != 0u ? (r < R / 2u ? first : first_upper) + r * step : PAD(x);       \
+                const uint head = r < R / 2u ? first : first_upper;                            \
+                const uint slot = lo4 ? head + 16u * r + (r >> 1)                              \
+                                      : (step != 0u ? head + r * step : PAD(x));               \
                 LLOAD(r, slot);                                                                \
             }                                                                                  \
             ROUND_NETWORK(L, FLIP);                                                            \
             UNROLL for (uint r = 0; r < R; ++r) {                                              \
                 const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
-                const uint slot =                                                              \
-                    step != 0u ? (r < R / 2u ? first : first_upper) + r * step : PAD(x);       \
+                const uint head = r < R / 2u ? first : first_upper;                            \
+                const uint slot = lo4 ? head + 16u * r + (r >> 1)                              \
+                                      : (step != 0u ? head + r * step : PAD(x));               \
                 LSTORE(r, slot);                                                               \
             }                                                                                  \
         }                                                                                      \
@@ -464,6 +482,40 @@ inline bool quad_backwards(const TileMap map, const uint x) {
     return (x >> map.cols) >= map.mirror_row;
 }
 
+// Quad accesses. A vector pointer needs the vector's own alignment (uint4: 16 bytes, ulong4:
+// 32), which a quad at a multiple of 4 elements has exactly when the buffer's start has it;
+// vload4/vstore4 need only the element's, but NVIDIA's compiler knows no more than that and
+// splits them into scalar accesses. `aligned` is the buffer's, the same for every work item:
+// a select inside the loops, not a second copy of them (PoCL 5 aborts on loops in both arms
+// of a branch).
+#define QUAD_ALIGNED(p, T4) ((((size_t)(p)) & (sizeof(T4) - 1u)) == 0u)
+
+inline KEY4 load_key_quad(const __global KEY_T *p, const bool aligned) {
+    return aligned ? *(const __global KEY4 *)p : vload4(0, p);
+}
+
+inline void store_key_quad(const KEY4 q, __global KEY_T *p, const bool aligned) {
+    if (aligned) {
+        *(__global KEY4 *)p = q;
+    } else {
+        vstore4(q, 0, p);
+    }
+}
+
+#if WITH_VALUES
+inline VAL4 load_value_quad(const __global VAL_T *p, const bool aligned) {
+    return aligned ? *(const __global VAL4 *)p : vload4(0, p);
+}
+
+inline void store_value_quad(const VAL4 q, __global VAL_T *p, const bool aligned) {
+    if (aligned) {
+        *(__global VAL4 *)p = q;
+    } else {
+        vstore4(q, 0, p);
+    }
+}
+#endif
+
 // Selects, not a computed index, put a backwards quad in order (an index computed at run
 // time would move the quad out of registers).
 inline KEY4 key_quad_in_order(const KEY4 w, const bool backwards) {
@@ -474,7 +526,7 @@ inline VAL4 value_quad_in_order(const VAL4 w, const bool backwards) {
     return backwards ? w.s3210 : w;
 }
 #define VALUE_QUADS(n) VAL4 w[n];
-#define QLOAD_VALUES(b, at) w[b] = vload4(0, values + (at))
+#define QLOAD_VALUES(b, at) w[b] = load_value_quad(values + (at), values_aligned)
 #define QSTORE_LOCAL_VALUES(b, first, backwards)                                               \
     do {                                                                                       \
         const VAL4 u_ = value_quad_in_order(w[b], backwards);                                  \
@@ -484,10 +536,10 @@ inline VAL4 value_quad_in_order(const VAL4 w, const bool backwards) {
         lvals[(first) + 3u] = u_.s3;                                                           \
     } while (0)
 #define QSTORE_VALUES(first, at, backwards)                                                    \
-    vstore4(value_quad_in_order((VAL4)(lvals[(first)], lvals[(first) + 1u],                   \
-                                       lvals[(first) + 2u], lvals[(first) + 3u]),              \
-                                backwards),                                                    \
-            0, values + (at))
+    store_value_quad(value_quad_in_order((VAL4)(lvals[(first)], lvals[(first) + 1u],          \
+                                                lvals[(first) + 2u], lvals[(first) + 3u]),     \
+                                         backwards),                                           \
+                     values + (at), values_aligned)
 #else
 #define VALUE_QUADS(n)
 #define QLOAD_VALUES(b, at) (void)0
@@ -500,7 +552,8 @@ inline VAL4 value_quad_in_order(const VAL4 w, const bool backwards) {
 // one 32-word padding period: their slots are PAD(x) + j.
 inline void load_whole_tile(__global KEY_T *restrict keys VALUES_ARG,
                             __local KEY_T *restrict lkeys LV_PARAM, const TileMap map,
-                            const uint size, const uint encoding, const uint transform) {
+                            const uint size, const uint encoding, const uint transform,
+                            const bool keys_aligned, const bool values_aligned) {
     const uint lid = (uint)get_local_id(0);
     const uint lsize = (uint)get_local_size(0);
     // The bound check lets a tile of fewer than 4 lsize elements (CPU devices, which run
@@ -512,7 +565,7 @@ inline void load_whole_tile(__global KEY_T *restrict keys VALUES_ARG,
             const uint x = 4u * (lid + (i0 + b) * lsize);
             if (x < size) {
                 const ulong at = quad_virtual(map, x);
-                k[b] = vload4(0, keys + at);
+                k[b] = load_key_quad(keys + at, keys_aligned);
                 QLOAD_VALUES(b, at);
             }
         }
@@ -539,7 +592,8 @@ inline void load_whole_tile(__global KEY_T *restrict keys VALUES_ARG,
 // Stores a whole tile from __local memory, the quads of load_whole_tile.
 inline void store_whole_tile(__global KEY_T *restrict keys VALUES_ARG,
                              __local KEY_T *restrict lkeys LV_PARAM, const TileMap map,
-                             const uint size, const uint encoding, const uint transform) {
+                             const uint size, const uint encoding, const uint transform,
+                             const bool keys_aligned, const bool values_aligned) {
     const uint lid = (uint)get_local_id(0);
     const uint lsize = (uint)get_local_size(0);
     for (uint i0 = 0; 4u * (lid + i0 * lsize) < size; i0 += QUAD_BATCH) {
@@ -555,7 +609,7 @@ inline void store_whole_tile(__global KEY_T *restrict keys VALUES_ARG,
                     q = (KEY4)(decode_key(q.s0, encoding), decode_key(q.s1, encoding),
                                decode_key(q.s2, encoding), decode_key(q.s3, encoding));
                 }
-                vstore4(key_quad_in_order(q, backwards), 0, keys + at);
+                store_key_quad(key_quad_in_order(q, backwards), keys + at, keys_aligned);
                 QSTORE_VALUES(first, at, backwards);
             }
         }
@@ -601,6 +655,14 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
     // Memory index = virtual index in this pass: one row, or rows of a power-of-two length.
     const bool identity = rows == 1ul || row_len == ((ulong)1 << log_p);
     const ulong end = rows == 1ul ? row_len : rows << log_p;
+    // Whole tiles' quads start at multiples of 4 elements: vector accesses when the buffers'
+    // starts allow them (a sub-buffer may start anywhere the device allows).
+    const bool keys_aligned = QUAD_ALIGNED(keys, KEY4);
+#if WITH_VALUES
+    const bool values_aligned = QUAD_ALIGNED(values, VAL4);
+#else
+    const bool values_aligned = false;
+#endif
     for (ulong b = get_group_id(0); b < tiles; b += get_num_groups(0)) {
         const TileMap map = tile_map(mode, b, log_local, c, lo_g, m, flip);
         // Whole tiles (all but the last of a plain sort) move four elements per access with
@@ -610,7 +672,8 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
         const bool whole = identity && map.cols >= 2u && tile_is_whole(map, log_local, end);
         const uint whole_size = whole ? size : 0u;
         const uint element_size = whole ? 0u : size;
-        load_whole_tile(keys PASS_VALUES, lkeys LV, map, whole_size, encoding, transform);
+        load_whole_tile(keys PASS_VALUES, lkeys LV, map, whole_size, encoding, transform,
+                        keys_aligned, values_aligned);
         for (uint x = lid; x < element_size; x += lsize) {
             const ulong v = tile_virtual(map, x);
             const ulong p = physical(v, row_len, rows, log_p);
@@ -645,7 +708,8 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
                        bottom);
         }
 
-        store_whole_tile(keys PASS_VALUES, lkeys LV, map, whole_size, encoding, transform);
+        store_whole_tile(keys PASS_VALUES, lkeys LV, map, whole_size, encoding, transform,
+                         keys_aligned, values_aligned);
         for (uint x = lid; x < element_size; x += lsize) {
             const ulong v = tile_virtual(map, x);
             const ulong p = physical(v, row_len, rows, log_p);
