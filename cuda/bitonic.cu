@@ -663,46 +663,28 @@ __device__ __forceinline__ u32 whole_tile_quads(u32 size) {
     return (quads == 1 || quads == 2 || quads == 4 || quads == 8 || quads == 16) ? quads : 0;
 }
 
-template <typename K, typename V>
-__device__ __forceinline__ void load_whole(u32 quads, const K *keys, const V *values, K *sk, V *sv,
-                                           const TileMap &map, bool encode, u32 encoding) {
-    switch (quads) {
-    case 1:
-        load_whole_tile<K, V, 1>(keys, values, sk, sv, map, encode, encoding);
-        break;
-    case 2:
-        load_whole_tile<K, V, 2>(keys, values, sk, sv, map, encode, encoding);
-        break;
-    case 4:
-        load_whole_tile<K, V, 4>(keys, values, sk, sv, map, encode, encoding);
-        break;
-    case 8:
-        load_whole_tile<K, V, 8>(keys, values, sk, sv, map, encode, encoding);
-        break;
-    default:
-        load_whole_tile<K, V, 16>(keys, values, sk, sv, map, encode, encoding);
-        break;
-    }
-}
+// A quad count as a type, so that one switch serves every whole-tile loop.
+template <u32 N> struct Quads {
+    static constexpr u32 value = N;
+};
 
-template <typename K, typename V>
-__device__ __forceinline__ void store_whole(u32 quads, K *keys, V *values, const K *sk, const V *sv,
-                                            const TileMap &map, bool decode, u32 encoding) {
+// Calls f(Quads<quads>{}) for the compiled quad counts (whole_tile_quads gives no other).
+template <typename F> __device__ __forceinline__ void with_quads(u32 quads, F f) {
     switch (quads) {
     case 1:
-        store_whole_tile<K, V, 1>(keys, values, sk, sv, map, decode, encoding);
+        f(Quads<1>{});
         break;
     case 2:
-        store_whole_tile<K, V, 2>(keys, values, sk, sv, map, decode, encoding);
+        f(Quads<2>{});
         break;
     case 4:
-        store_whole_tile<K, V, 4>(keys, values, sk, sv, map, decode, encoding);
+        f(Quads<4>{});
         break;
     case 8:
-        store_whole_tile<K, V, 8>(keys, values, sk, sv, map, decode, encoding);
+        f(Quads<8>{});
         break;
     default:
-        store_whole_tile<K, V, 16>(keys, values, sk, sv, map, decode, encoding);
+        f(Quads<16>{});
         break;
     }
 }
@@ -804,7 +786,9 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         const Direct<K, V> out{keys, values, map.origin, encode, decode, a.encoding};
         if (!direct) {
             if (whole) {
-                load_whole<K, V>(quads, keys, values, sk, sv, map, encode, a.encoding);
+                with_quads(quads, [&](auto q) {
+                    load_whole_tile<K, V, decltype(q)::value>(keys, values, sk, sv, map, encode, a.encoding);
+                });
             } else {
                 load_elements<K, V>(keys, values, sk, sv, a, map, encode);
             }
@@ -827,7 +811,9 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
             // The last round stored the tile.
         } else if (whole) {
             __syncthreads();
-            store_whole<K, V>(quads, keys, values, sk, sv, map, decode, a.encoding);
+            with_quads(quads, [&](auto q) {
+                store_whole_tile<K, V, decltype(q)::value>(keys, values, sk, sv, map, decode, a.encoding);
+            });
         } else {
             __syncthreads();
             for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
