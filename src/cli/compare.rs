@@ -1167,20 +1167,23 @@ mod tests {
         assert!(failures.wrong.is_empty());
     }
 
+    /// The torch peer started by `launch` as the only entry; python3 (which
+    /// `scripts/setup.sh` needs as well) must run here.
+    fn torch_entries(launch: &Launch) -> [Entry; 1] {
+        let peer = torch::probe(launch).expect("python3 runs the torch peer's script here");
+        [Entry {
+            sorter: torch::NAME.into(),
+            device: peer.label.clone(),
+            runner: Runner::Torch(Box::new(peer)),
+        }]
+    }
+
     /// The torch entry through `measure`, with the script's host-only backend (needs
     /// python3, not torch).
     #[test]
     fn torch_entry_measures_and_checks() {
-        let Ok(peer) = torch::probe(&Launch::host_test("python3")) else {
-            eprintln!("python3 not usable here: test left out");
-            return;
-        };
+        let entries = torch_entries(&Launch::host_test("python3"));
         let cfg = parse(&args("--compare --runs 2 --warmup 1"), "").unwrap();
-        let entries = [Entry {
-            sorter: torch::NAME.into(),
-            device: peer.label.clone(),
-            runner: Runner::Torch(Box::new(peer)),
-        }];
         let mut failures = Failures::default();
         let cases = [
             (Case::U32, false, 0),
@@ -1213,16 +1216,8 @@ mod tests {
     fn torch_notes_reach_the_row() {
         let mut launch = Launch::host_test("python3");
         launch.set_env("BITONIC_TORCH_PEER_TEST_NOTE", "1 of 2 timed runs not held");
-        let Ok(peer) = torch::probe(&launch) else {
-            eprintln!("python3 not usable here: test left out");
-            return;
-        };
+        let entries = torch_entries(&launch);
         let cfg = parse(&args("--compare --runs 2 --warmup 0"), "").unwrap();
-        let entries = [Entry {
-            sorter: torch::NAME.into(),
-            device: peer.label.clone(),
-            runner: Runner::Torch(Box::new(peer)),
-        }];
         let mut failures = Failures::default();
         let rows = measure::<u32>(&cfg, Case::U32, 100, false, 0, 6, &entries, &mut failures);
         assert_eq!(rows[0].device_ms.len(), 2);

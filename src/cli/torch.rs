@@ -493,8 +493,10 @@ fn read_output<W: Word>(
 mod tests {
     use super::*;
 
-    /// Whether `python3` runs here (the tests that start the script need it, not torch).
-    fn have_python() -> bool {
+    /// Fails unless `python3` (3.8 or later) runs here: the tests that start the script need
+    /// it (not torch), and `scripts/setup.sh`, which every test run starts with, needs it too,
+    /// so a machine without it is not one these tests are meant to pass on.
+    fn require_python() {
         let ok = Command::new("python3")
             .arg("-c")
             .arg("import sys; sys.exit(0 if sys.version_info >= (3, 8) else 1)")
@@ -502,10 +504,10 @@ mod tests {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("python3 (3.8 or later) not found: test left out");
-        }
-        ok
+        assert!(
+            ok,
+            "python3 (3.8 or later) is needed to test the torch peer's script"
+        );
     }
 
     /// The script's host-only backend: the whole protocol without torch.
@@ -625,9 +627,7 @@ mod tests {
 
     #[test]
     fn missing_torch_is_a_note() {
-        if !have_python() {
-            return;
-        }
+        require_python();
         let dir = TempDir::new().unwrap();
         let launch = fake_torch(&dir, "raise ImportError('no torch in this test')\n");
         let why = probe(&launch).err().expect("torch cannot be imported");
@@ -636,9 +636,7 @@ mod tests {
 
     #[test]
     fn torch_without_cuda_is_a_note() {
-        if !have_python() {
-            return;
-        }
+        require_python();
         let dir = TempDir::new().unwrap();
         let fake = "__version__ = '0.0+fake'\n\
                     class version:\n    cuda = None\n\
@@ -651,9 +649,7 @@ mod tests {
 
     #[test]
     fn script_sorts_through_the_protocol() {
-        if !have_python() {
-            return;
-        }
+        require_python();
         let peer = probe(&python_backend()).expect("the python backend starts");
         assert_eq!(peer.memory_bytes, 0);
         // u32 keys across the sign boundary, so that a missing flip would show.
@@ -700,9 +696,7 @@ mod tests {
 
     #[test]
     fn a_dead_script_is_restarted() {
-        if !have_python() {
-            return;
-        }
+        require_python();
         let peer = probe(&python_backend()).unwrap();
         if let Some(s) = peer.session.borrow_mut().as_mut() {
             let _ = s.child.kill();
