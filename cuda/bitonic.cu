@@ -780,8 +780,8 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         // Each thread then moves 64 contiguous bytes, so a warp's 16-byte accesses are 64
         // bytes apart: worth it in the local sort, which is bound by its rounds, but a
         // local merge, bound by memory, lost 30% that way (docs/perf.md, change 11). Only
-        // for u32 keys with at most u32 values: the wider kernels spill registers with it.
-        constexpr bool DIRECT_FITS = sizeof(K) + (HAS_V ? sizeof(V) : 0) <= 8 && sizeof(K) == 4;
+        // for u32 keys alone: the other kernels spill registers with it.
+        constexpr bool DIRECT_FITS = sizeof(K) == 4 && !HAS_V;
         const bool direct = DIRECT_FITS && whole && a.mode == MODE_SORT && a.tile_bits >= 5;
         const Direct<K, V> out{keys, values, map.origin, encode, decode, a.encoding};
         if (!direct) {
@@ -842,7 +842,7 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
     }
 
 BITONIC_KERNEL(u32, u32, none, NoValue, 2)
-BITONIC_KERNEL(u32, u32, u32, u32, 1)
+BITONIC_KERNEL(u32, u32, u32, u32, 2)
 BITONIC_KERNEL(u32, u32, u64, u64, 1)
 BITONIC_KERNEL(u64, u64, none, NoValue, 1)
 BITONIC_KERNEL(u64, u64, u32, u32, 1)

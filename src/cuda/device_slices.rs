@@ -13,7 +13,7 @@ use cust::memory::{DeviceCopy, DeviceSlice};
 use cust::stream::Stream;
 use cust::sys as cu;
 
-use super::{CudaBackend, Job, check, on};
+use super::{CudaBackend, Job, Widths, check, on};
 use crate::error::{Error, Result, check_rows_words};
 use crate::keys::{KeyEncoding, Order, WordKey};
 
@@ -168,7 +168,6 @@ impl CudaBackend {
         if row_len <= 1 {
             return Ok(());
         }
-        let element_bytes = (keys.word_bytes + value_bytes) as u64;
         let job = Job {
             keys: keys.ptr,
             values: values.map_or(0, |v| v.ptr),
@@ -176,7 +175,10 @@ impl CudaBackend {
             launches: self.plan(
                 row_len as u64,
                 (keys.len / row_len) as u64,
-                element_bytes,
+                Widths {
+                    key: keys.word_bytes as u64,
+                    value: value_bytes as u64,
+                },
                 encoding.code(),
             ),
         };

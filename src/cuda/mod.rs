@@ -39,7 +39,7 @@ mod device_slices;
 mod held_stream;
 pub mod plan;
 
-pub use plan::{DeviceLimits, Launch, PassArgs};
+pub use plan::{DeviceLimits, Launch, PassArgs, Widths};
 
 /// The PTX of `cuda/bitonic.cu`, compiled by the build script for compute capability 7.5.
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic.ptx"));
@@ -345,14 +345,13 @@ impl CudaBackend {
         self.limits
     }
 
-    /// The launches of a sort of `rows` rows of `row_len` elements, keys and values of
-    /// `element_bytes` together.
-    pub fn plan(&self, row_len: u64, rows: u64, element_bytes: u64, encoding: u32) -> Vec<Launch> {
+    /// The launches of a sort of `rows` rows of `row_len` elements of these widths.
+    pub fn plan(&self, row_len: u64, rows: u64, widths: Widths, encoding: u32) -> Vec<Launch> {
         plan::plan(
             &self.limits,
             row_len,
             rows,
-            element_bytes,
+            widths,
             encoding,
             log_tile_cap(),
         )
@@ -531,7 +530,10 @@ impl CudaBackend {
                 self.plan(
                     row_len as u64,
                     (n / row_len) as u64,
-                    element_bytes,
+                    Widths {
+                        key: key_bytes as u64,
+                        value: value_bytes as u64,
+                    },
                     encoding.code(),
                 )
             } else {
@@ -730,7 +732,10 @@ impl Backend for CudaBackend {
                 launches: self.plan(
                     row_len as u64,
                     (n / row_len) as u64,
-                    element_bytes,
+                    Widths {
+                        key: key_bytes as u64,
+                        value: value_bytes as u64,
+                    },
                     encoding.code(),
                 ),
             },

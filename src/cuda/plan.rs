@@ -95,11 +95,37 @@ pub fn padded_words(bits: u32) -> u64 {
     (size + (size >> 5) + 3) & !3
 }
 
-/// Blocks per multiprocessor the kernel for these element widths is compiled for
-/// (`MIN_BLOCKS` in `cuda/bitonic.cu`): two for `u32` keys alone, whose registers allow it,
-/// so that one block's loads overlap another's rounds; one for the wider variants.
-pub fn blocks_per_multiprocessor(element_bytes: u64) -> u32 {
-    if element_bytes == 4 { 2 } else { 1 }
+/// The word widths of a sort's elements: key bytes (4 or 8) and value bytes (0, 4 or 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Widths {
+    /// Bytes of a key word.
+    pub key: u64,
+    /// Bytes of a value word; 0 for keys alone.
+    pub value: u64,
+}
+
+impl Widths {
+    /// Keys alone of `key` bytes.
+    pub fn keys(key: u64) -> Widths {
+        Widths { key, value: 0 }
+    }
+
+    /// Bytes of one element, key and value together.
+    pub fn element(self) -> u64 {
+        self.key + self.value
+    }
+}
+
+/// Blocks per multiprocessor the kernel for these widths is compiled for (`MIN_BLOCKS` in
+/// `cuda/bitonic.cu`): two for `u32` keys alone and for `u32` keys with `u32` values, whose
+/// rounds fit 64 registers without spilling, so that one block's loads overlap another's
+/// rounds; one for the wider variants, which spill at 64.
+pub fn blocks_per_multiprocessor(widths: Widths) -> u32 {
+    if widths.key == 4 && widths.value <= 4 {
+        2
+    } else {
+        1
+    }
 }
 
 /// Shared memory the driver reserves per block (1 KiB on Volta and later).
@@ -108,8 +134,9 @@ const RESERVED_SHARED_BYTES: u64 = 1024;
 /// The largest tile whose keys and values fit the shared memory (shared by
 /// [`blocks_per_multiprocessor`] blocks), capped at [`MAX_LOG_TILE`] and at `cap` (an
 /// experiment's override); at least 2 elements.
-pub fn max_log_tile(limits: &DeviceLimits, element_bytes: u64, cap: Option<u32>) -> u32 {
-    let blocks = u64::from(blocks_per_multiprocessor(element_bytes));
+pub fn max_log_tile(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> u32 {
+    let element_bytes = widths.element();
+    let blocks = u64::from(blocks_per_multiprocessor(widths));
     let per_sm = u64::from(limits.shared_bytes_per_block) + RESERVED_SHARED_BYTES;
     let budget = (per_sm / blocks)
         .saturating_sub(RESERVED_SHARED_BYTES)
@@ -129,20 +156,21 @@ pub fn tile_params(log_tile: u32) -> TileParams {
     }
 }
 
-/// Every launch of a sort of `rows` rows of `row_len` elements (`row_len >= 2`), with keys
-/// and values of `element_bytes` together, under `encoding`.
+/// Every launch of a sort of `rows` rows of `row_len` elements (`row_len >= 2`) of these
+/// widths, under `encoding`.
 pub fn plan(
     limits: &DeviceLimits,
     row_len: u64,
     rows: u64,
-    element_bytes: u64,
+    widths: Widths,
     encoding: u32,
     cap: Option<u32>,
 ) -> Vec<Launch> {
+    let element_bytes = widths.element();
     let schedule_tile = choose_log_tile(
         rows,
         crate::schedule::ceil_log2(row_len),
-        max_log_tile(limits, element_bytes, cap),
+        max_log_tile(limits, widths, cap),
         limits.multiprocessors,
     );
     let schedule = Schedule::new(row_len, tile_params(schedule_tile));

@@ -13,33 +13,39 @@ const H200: DeviceLimits = DeviceLimits {
 
 #[test]
 fn tiles_fill_the_opt_in_shared_memory() {
-    let tile = |bytes: u64| plan::max_log_tile(&H200, bytes, None);
-    assert_eq!(tile(4), 14);
-    assert_eq!(tile(8), 14);
-    assert_eq!(tile(12), 14);
-    assert_eq!(tile(16), 13);
-    for bytes in [4u64, 8, 12, 16] {
-        assert!(plan::padded_words(tile(bytes)) * bytes <= 232_448);
+    let widths = |key: u64, value: u64| Widths { key, value };
+    let tile = |w: Widths| plan::max_log_tile(&H200, w, None);
+    // Two blocks per multiprocessor (u32 keys, with u32 values or none) share it.
+    assert_eq!(tile(widths(4, 0)), 14);
+    assert_eq!(tile(widths(4, 4)), 13);
+    assert_eq!(tile(widths(8, 0)), 14);
+    assert_eq!(tile(widths(8, 4)), 14);
+    assert_eq!(tile(widths(4, 8)), 14);
+    assert_eq!(tile(widths(8, 8)), 13);
+    for (k, v) in [(4, 0), (4, 4), (8, 0), (8, 4), (4, 8), (8, 8)] {
+        let w = widths(k, v);
+        let blocks = u64::from(plan::blocks_per_multiprocessor(w));
+        assert!(plan::padded_words(tile(w)) * w.element() * blocks <= 232_448 + 1024);
     }
     let small = DeviceLimits {
         shared_bytes_per_block: 48 * 1024,
         ..H200
     };
-    assert_eq!(plan::max_log_tile(&small, 4, None), 12);
-    assert_eq!(plan::max_log_tile(&small, 16, None), 11);
-    assert_eq!(plan::max_log_tile(&H200, 4, Some(12)), 12);
+    assert_eq!(plan::max_log_tile(&small, Widths::keys(4), None), 12);
+    assert_eq!(plan::max_log_tile(&small, widths(8, 8), None), 11);
+    assert_eq!(plan::max_log_tile(&H200, Widths::keys(4), Some(12)), 12);
     // Absurd limits still give a tile of two.
     let tiny = DeviceLimits {
         shared_bytes_per_block: 3,
         ..H200
     };
-    assert_eq!(plan::max_log_tile(&tiny, 16, None), 1);
+    assert_eq!(plan::max_log_tile(&tiny, widths(8, 8), None), 1);
 }
 
 #[test]
 fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     for log_n in 1..=crate::schedule::MAX_LOG_SINGLE_TILE {
-        let launches = plan::plan(&H200, 1 << log_n, 1, 4, 0, None);
+        let launches = plan::plan(&H200, 1 << log_n, 1, Widths::keys(4), 0, None);
         assert_eq!(launches.len(), 1, "2^{log_n}");
         assert_eq!(launches[0].grid, 1);
         assert_eq!(
@@ -49,29 +55,31 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     }
     // 2^14 fits one tile but sorts faster as tiles of 2^11: a local sort, then stages
     // 12..=14 take a global and a local pass each.
-    let launches = plan::plan(&H200, 1 << 14, 1, 4, 0, None);
+    let launches = plan::plan(&H200, 1 << 14, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 11);
     assert_eq!(launches.len(), 1 + 2 * 3);
     // 2^20: tiles of 2^13 give every multiprocessor one; stages 14..=20 take a global and a
     // local pass each.
-    let launches = plan::plan(&H200, 1 << 20, 1, 4, 0, None);
+    let launches = plan::plan(&H200, 1 << 20, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 13);
     assert_eq!(launches.len(), 1 + 2 * 7);
     // 2^28 u32 keys: tiles of 2^14 (two blocks per multiprocessor), ten levels per global
-    // pass (stages 15..=24 take one global pass, 25..=28 two); key-value pairs: tiles of
-    // 2^14, one block.
-    let launches = plan::plan(&H200, 1 << 28, 1, 4, 0, None);
+    // pass (stages 15..=24 take one global pass, 25..=28 two); u32 key-value pairs: tiles
+    // of 2^13, two blocks; u64 keys: tiles of 2^14, one block.
+    let launches = plan::plan(&H200, 1 << 28, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 14);
     assert_eq!(launches.len(), 1 + 10 * 2 + 4 * 3);
-    let launches = plan::plan(&H200, 1 << 28, 1, 8, 0, None);
+    let pairs = plan::plan(&H200, 1 << 28, 1, Widths { key: 4, value: 4 }, 0, None);
+    assert_eq!(pairs[0].args.tile_bits, 13);
+    let launches = plan::plan(&H200, 1 << 28, 1, Widths::keys(8), 0, None);
     assert_eq!(launches[0].args.tile_bits, 14);
-    for l in &launches {
+    for l in launches.iter().chain(&pairs) {
         assert!(l.block >= 32 && l.block <= plan::MAX_THREADS);
         assert!(l.shared_bytes <= H200.shared_bytes_per_block);
         assert!(l.args.tile_bits <= 15);
     }
     // Rows that fit a tile are one launch of one tile per row.
-    let rows = plan::plan(&H200, 1024, 16384, 4, 0, None);
+    let rows = plan::plan(&H200, 1024, 16384, Widths::keys(4), 0, None);
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].grid, 16384);
 }
@@ -82,7 +90,7 @@ fn grids_are_clamped() {
         max_grid_x: 65535,
         ..H200
     };
-    let launches = plan::plan(&limits, 1 << 33, 1, 4, 0, None);
+    let launches = plan::plan(&limits, 1 << 33, 1, Widths::keys(4), 0, None);
     assert!(launches.iter().all(|l| l.grid <= 65535 && l.grid >= 1));
 }
 
@@ -497,7 +505,8 @@ fn kernel_model_sorts_every_plan() {
                     row.sort_unstable();
                 }
                 if row_len >= 2 {
-                    let launches = plan::plan(&limits, row_len, rows, 4, 0, Some(cap));
+                    let launches =
+                        plan::plan(&limits, row_len, rows, Widths::keys(4), 0, Some(cap));
                     kernel_model::execute(&launches, &mut keys);
                 }
                 assert_eq!(keys, expect, "row_len {row_len} rows {rows} cap {cap}");
@@ -522,7 +531,7 @@ fn cuda_pass_profile() {
     let keys: Vec<u32> = (0..n).map(|_| next() as u32).collect();
     CurrentContext::set_current(&gpu.context).expect("context");
     let buffer = gpu.upload(bytemuck::cast_slice(&keys), 0).expect("upload");
-    let launches = gpu.plan(n as u64, 1, 4, 0);
+    let launches = gpu.plan(n as u64, 1, Widths::keys(4), 0);
     let start = Event::new(EventFlags::DEFAULT).expect("event");
     let stop = Event::new(EventFlags::DEFAULT).expect("event");
     let mut total = 0.0;
