@@ -178,6 +178,48 @@ template <typename T> __device__ __forceinline__ void store4(T *p, const T (&w)[
 // Rounds: LEVELS levels on tile bits [lo, lo+LEVELS), the first a flip when FLIP.
 // ---------------------------------------------------------------------------------------
 
+// A group of R <= 16 aligned consecutive tile elements lies inside one 32-word padding
+// period: its slots are first + r (first = pad of its first element).
+template <typename K, typename V, u32 R>
+__device__ __forceinline__ void read_group(const K *sk, const V *sv, u32 first, K (&k)[R], V (&v)[R]) {
+#pragma unroll
+    for (u32 r = 0; r < R; ++r) {
+        k[r] = sk[first + r];
+        if constexpr (HasValues<V>::value) {
+            v[r] = sv[first + r];
+        }
+    }
+}
+
+template <typename K, typename V, u32 R>
+__device__ __forceinline__ void write_group(K *sk, V *sv, u32 first, const K (&k)[R], const V (&v)[R]) {
+#pragma unroll
+    for (u32 r = 0; r < R; ++r) {
+        sk[first + r] = k[r];
+        if constexpr (HasValues<V>::value) {
+            sv[first + r] = v[r];
+        }
+    }
+}
+
+// The register network of a round of LEVELS levels on R = 2^LEVELS registers: with FLIP
+// the first level compares r with R-1-r (the stage's flip), then half-cleaners r vs r + d.
+template <typename K, typename V, u32 LEVELS, bool FLIP>
+__device__ __forceinline__ void round_network(K (&k)[1u << LEVELS], V (&v)[1u << LEVELS]) {
+    constexpr u32 R = 1u << LEVELS;
+#pragma unroll
+    for (u32 s = 0; s < LEVELS; ++s) {
+        const u32 d = R >> (s + 1);
+#pragma unroll
+        for (u32 r = 0; r < R; ++r) {
+            if ((r & d) == 0) {
+                const u32 partner = (FLIP && s == 0) ? (R - 1 - r) : (r + d);
+                exchange(k[r], k[partner], v[r], v[partner]);
+            }
+        }
+    }
+}
+
 // LO4: the round's bits start at 4 and the tile has at least 2^10 elements. Such a round
 // straddles the padding's 32-word period, and with the plain numbering of groups the two
 // half-warps were 2^(4+LEVELS) elements apart, which padding maps to overlapping banks
@@ -208,38 +250,28 @@ __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo
         const u32 base = ((h >> lo) << (lo + LEVELS)) | (h & low_mask);
         const u32 first = pad(base);
         const u32 first_mirrored = FLIP ? pad(base ^ mirror) : first;
+        // The shared-memory slot of register r, for the loads and the stores alike.
+        const auto slot_of = [&](u32 r) -> u32 {
+            const bool mirrored = FLIP && r >= HALF;
+            const u32 x = (mirrored ? (base ^ mirror) : base) | (r << lo);
+            return LO4 ? (mirrored ? first_mirrored : first) + 16u * r + (r >> 1)
+                   : step != 0 ? (mirrored ? first_mirrored : first) + r * step
+                               : pad(x);
+        };
         K k[R];
         V v[R];
 #pragma unroll
         for (u32 r = 0; r < R; ++r) {
-            const bool mirrored = FLIP && r >= HALF;
-            const u32 x = (mirrored ? (base ^ mirror) : base) | (r << lo);
-            const u32 slot = LO4 ? (mirrored ? first_mirrored : first) + 16u * r + (r >> 1)
-                             : step != 0 ? (mirrored ? first_mirrored : first) + r * step
-                                         : pad(x);
+            const u32 slot = slot_of(r);
             k[r] = sk[slot];
             if constexpr (HAS_V) {
                 v[r] = sv[slot];
             }
         }
-#pragma unroll
-        for (u32 s = 0; s < LEVELS; ++s) {
-            const u32 d = R >> (s + 1);
-#pragma unroll
-            for (u32 r = 0; r < R; ++r) {
-                if ((r & d) == 0) {
-                    const u32 partner = (FLIP && s == 0) ? (R - 1 - r) : (r + d);
-                    exchange(k[r], k[partner], v[r], v[partner]);
-                }
-            }
-        }
+        round_network<K, V, LEVELS, FLIP>(k, v);
 #pragma unroll
         for (u32 r = 0; r < R; ++r) {
-            const bool mirrored = FLIP && r >= HALF;
-            const u32 x = (mirrored ? (base ^ mirror) : base) | (r << lo);
-            const u32 slot = LO4 ? (mirrored ? first_mirrored : first) + 16u * r + (r >> 1)
-                             : step != 0 ? (mirrored ? first_mirrored : first) + r * step
-                                         : pad(x);
+            const u32 slot = slot_of(r);
             sk[slot] = k[r];
             if constexpr (HAS_V) {
                 sv[slot] = v[r];
@@ -304,26 +336,10 @@ __device__ __forceinline__ void final_round_direct(const Direct<K, V> &out, cons
     constexpr u32 R = 16;
     const u32 groups = 1u << (tile_bits - 4);
     for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
-        // A group of 16 aligned elements lies inside one 32-word padding period.
-        const u32 first = pad(g * R);
         K k[R];
         V v[R];
-#pragma unroll
-        for (u32 r = 0; r < R; ++r) {
-            k[r] = sk[first + r];
-            if constexpr (HAS_V) {
-                v[r] = sv[first + r];
-            }
-        }
-#pragma unroll
-        for (u32 d = R / 2; d >= 1; d /= 2) {
-#pragma unroll
-            for (u32 r = 0; r < R; ++r) {
-                if ((r & d) == 0) {
-                    exchange(k[r], k[r + d], v[r], v[r + d]);
-                }
-            }
-        }
+        read_group(sk, sv, pad(g * R), k, v);
+        round_network<K, V, 4, false>(k, v);
         const u64 at = out.origin + (u64)g * R;
 #pragma unroll
         for (u32 q = 0; q < R / 4; ++q) {
@@ -383,7 +399,6 @@ __device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits, const D
     constexpr u32 R = 1u << STAGES;
     const u32 groups = 1u << (tile_bits - STAGES);
     for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
-        // A group of R <= 16 aligned elements lies inside one 32-word padding period.
         const u32 first = pad(g * R);
         K k[R];
         V v[R];
@@ -411,13 +426,7 @@ __device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits, const D
             }
         }
         if (!loaded) {
-#pragma unroll
-            for (u32 r = 0; r < R; ++r) {
-                k[r] = sk[first + r];
-                if constexpr (HAS_V) {
-                    v[r] = sv[first + r];
-                }
-            }
+            read_group(sk, sv, first, k, v);
         }
 #pragma unroll
         for (u32 stage = 1; stage <= STAGES; ++stage) {
@@ -433,13 +442,7 @@ __device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits, const D
                 }
             }
         }
-#pragma unroll
-        for (u32 r = 0; r < R; ++r) {
-            sk[first + r] = k[r];
-            if constexpr (HAS_V) {
-                sv[first + r] = v[r];
-            }
-        }
+        write_group(sk, sv, first, k, v);
     }
 }
 
