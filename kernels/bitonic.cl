@@ -490,41 +490,27 @@ inline bool quad_backwards(const TileMap map, const uint x) {
 // of a branch).
 #define QUAD_ALIGNED(p, T4) ((((size_t)(p)) & (sizeof(T4) - 1u)) == 0u)
 
-inline KEY4 load_key_quad(const __global KEY_T *p, const bool aligned) {
-    return aligned ? *(const __global KEY4 *)p : vload4(0, p);
-}
-
-inline void store_key_quad(const KEY4 q, __global KEY_T *p, const bool aligned) {
-    if (aligned) {
-        *(__global KEY4 *)p = q;
-    } else {
-        vstore4(q, 0, p);
+// The quad functions of one word type: load_NAME_quad loads, store_NAME_quad stores and
+// NAME_quad_in_order puts a backwards quad in order, with selects, not a computed index
+// (an index computed at run time would move the quad out of registers).
+#define QUAD_FNS(NAME, T, T4)                                                                  \
+    inline T4 load_##NAME##_quad(const __global T *p, const bool aligned) {                    \
+        return aligned ? *(const __global T4 *)p : vload4(0, p);                               \
+    }                                                                                          \
+    inline void store_##NAME##_quad(const T4 q, __global T *p, const bool aligned) {           \
+        if (aligned) {                                                                         \
+            *(__global T4 *)p = q;                                                             \
+        } else {                                                                               \
+            vstore4(q, 0, p);                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+    inline T4 NAME##_quad_in_order(const T4 w, const bool backwards) {                         \
+        return backwards ? w.s3210 : w;                                                        \
     }
-}
 
+QUAD_FNS(key, KEY_T, KEY4)
 #if WITH_VALUES
-inline VAL4 load_value_quad(const __global VAL_T *p, const bool aligned) {
-    return aligned ? *(const __global VAL4 *)p : vload4(0, p);
-}
-
-inline void store_value_quad(const VAL4 q, __global VAL_T *p, const bool aligned) {
-    if (aligned) {
-        *(__global VAL4 *)p = q;
-    } else {
-        vstore4(q, 0, p);
-    }
-}
-#endif
-
-// Selects, not a computed index, put a backwards quad in order (an index computed at run
-// time would move the quad out of registers).
-inline KEY4 key_quad_in_order(const KEY4 w, const bool backwards) {
-    return backwards ? w.s3210 : w;
-}
-#if WITH_VALUES
-inline VAL4 value_quad_in_order(const VAL4 w, const bool backwards) {
-    return backwards ? w.s3210 : w;
-}
+QUAD_FNS(value, VAL_T, VAL4)
 #define VALUE_QUADS(n) VAL4 w[n];
 #define QLOAD_VALUES(b, at) w[b] = load_value_quad(values + (at), values_aligned)
 #define QSTORE_LOCAL_VALUES(b, first, backwards)                                               \
