@@ -18,6 +18,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use bitonic::keys::Word;
+use bitonic::{KeyEncoding, KeyKind};
 use rayon::prelude::*;
 
 /// The script, as the binary carries it.
@@ -79,10 +80,22 @@ impl Launch {
     }
 }
 
+/// Signed keys in ascending order: our unsigned words are their ordered bits (`src/keys.rs`).
+const SIGNED: KeyEncoding = KeyEncoding {
+    kind: KeyKind::Signed,
+    descending: false,
+};
+
 /// Maps an unsigned key to the bits of the signed key of the same width that sorts in the
-/// same place (flips the top bit: 0 becomes the most negative value). Its own inverse.
+/// same place: the signed key whose ordered bits it is (the top bit flipped: 0 becomes the
+/// most negative value). Its own inverse; [`from_signed_order`] says which way is meant.
 pub fn to_signed_order<W: Word>(w: W) -> W {
-    w ^ W::SIGN
+    SIGNED.decode(w)
+}
+
+/// The unsigned key of a signed key torch sorted: its ordered bits.
+pub fn from_signed_order<W: Word>(w: W) -> W {
+    SIGNED.encode(w)
 }
 
 /// One line from the script.
@@ -460,7 +473,7 @@ fn read_words<W: Word>(input: &mut impl Read, n: usize, flip: bool) -> std::io::
     let mut out = vec![W::ZERO; n];
     input.read_exact(bytemuck::cast_slice_mut(&mut out))?;
     if flip {
-        out.par_iter_mut().for_each(|w| *w = to_signed_order(*w));
+        out.par_iter_mut().for_each(|w| *w = from_signed_order(*w));
     }
     Ok(out)
 }
@@ -625,24 +638,26 @@ mod tests {
         assert!(why.contains("not found"), "{why}");
     }
 
-    #[test]
-    fn missing_torch_is_a_note() {
+    /// Why the script refuses to start with `torch_py` as its torch module.
+    fn fake_torch_refusal(torch_py: &str) -> String {
         require_python();
         let dir = TempDir::new().unwrap();
-        let launch = fake_torch(&dir, "raise ImportError('no torch in this test')\n");
-        let why = probe(&launch).err().expect("torch cannot be imported");
+        let launch = fake_torch(&dir, torch_py);
+        probe(&launch).err().expect("the fake torch is refused")
+    }
+
+    #[test]
+    fn missing_torch_is_a_note() {
+        let why = fake_torch_refusal("raise ImportError('no torch in this test')\n");
         assert!(why.contains("no torch"), "{why}");
     }
 
     #[test]
     fn torch_without_cuda_is_a_note() {
-        require_python();
-        let dir = TempDir::new().unwrap();
         let fake = "__version__ = '0.0+fake'\n\
                     class version:\n    cuda = None\n\
                     class cuda:\n    @staticmethod\n    def is_available():\n        return False\n";
-        let launch = fake_torch(&dir, fake);
-        let why = probe(&launch).err().expect("no CUDA in the fake torch");
+        let why = fake_torch_refusal(fake);
         assert!(why.contains("has no usable CUDA"), "{why}");
         assert!(why.contains("0.0+fake"), "{why}");
     }
