@@ -16,6 +16,8 @@
 //          2^lo (lo = stage-first_level-levels); the tile's levels are on its row bits. When
 //          the pass starts with the stage's flip, the upper half of the rows is the mirrored
 //          side with the column bits reversed, so the flip becomes row r vs row R-1-r.
+//          With tail_bits > 0 the previous stage's last half-cleaners run first, on the
+//          column bits tail_bits-1..0 (a fused tail: one launch instead of a local merge).
 //
 // A round applies up to LOG_E levels on consecutive bits [lo, lo+levels) of the tile: each
 // thread takes groups of 2^levels elements into registers (the bits of the round vary inside
@@ -58,7 +60,7 @@ struct PassArgs {
     u32 log_cols;     // GLOBAL: log2 of the consecutive columns in a tile
     u32 encoding;     // KeyEncoding::code()
     u32 transform;    // TRANSFORM_* bits
-    u32 unused;
+    u32 tail_bits;    // GLOBAL: the previous stage's half-cleaners on column bits tail_bits-1..0 first
 };
 
 // The value type of key-only sorts.
@@ -226,8 +228,19 @@ __device__ __forceinline__ void round_network(K (&k)[1u << LEVELS], V (&v)[1u <<
 // (2-way conflicts). Here the group number's bit 4 and bit 9-LEVELS trade places, so that
 // the half-warps lie 512 elements (528 slots: 16 banks) apart, and the registers' slot
 // offsets are constants: pad(base | r << 4) = pad(base) + 16r + r/2.
-template <typename K, typename V, u32 LEVELS, bool FLIP, bool LO4>
+//
+// REV: a fused tail's round (bits below the columns, no flip) in a pass whose upper half of
+// rows is mirrored, stored with its columns reversed. A group lies inside one row; in a
+// mirrored row register r takes the slot of register R-1-r, so that the lower register
+// still holds the lower index (reversal maps each half-cleaner pair onto a pair).
+// A compile-time flag as a type, for generic lambdas.
+template <bool B> struct Flag {
+    static constexpr bool value = B;
+};
+
+template <typename K, typename V, u32 LEVELS, bool FLIP, bool LO4, bool REV>
 __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo, u32 mirror_low) {
+    static_assert(!(FLIP && REV), "a tail round has no flip");
     constexpr bool HAS_V = HasValues<V>::value;
     constexpr u32 R = 1u << LEVELS;
     constexpr u32 HALF = R >> 1;
@@ -250,67 +263,91 @@ __device__ __forceinline__ void round_levels(K *sk, V *sv, u32 tile_bits, u32 lo
         const u32 base = ((h >> lo) << (lo + LEVELS)) | (h & low_mask);
         const u32 first = pad(base);
         const u32 first_mirrored = FLIP ? pad(base ^ mirror) : first;
-        // The shared-memory slot of register r, for the loads and the stores alike.
-        const auto slot_of = [&](u32 r) -> u32 {
-            const bool mirrored = FLIP && r >= HALF;
-            const u32 x = (mirrored ? (base ^ mirror) : base) | (r << lo);
-            return LO4 ? (mirrored ? first_mirrored : first) + 16u * r + (r >> 1)
-                   : step != 0 ? (mirrored ? first_mirrored : first) + r * step
-                               : pad(x);
+        // The group's body, with the register order reversed when REVERSED: the slots stay
+        // constant offsets from `first` (immediates of the shared-memory accesses, not
+        // registers: computing reversed slots at run time spilled the u32-pair kernel).
+        const auto run_group = [&](auto reversed) {
+            constexpr bool REVERSED = decltype(reversed)::value;
+            // The shared-memory slot of register r, for the loads and the stores alike.
+            const auto slot_of = [&](u32 r_in_order) -> u32 {
+                const u32 r = REVERSED ? R - 1u - r_in_order : r_in_order;
+                const bool mirrored = FLIP && r >= HALF;
+                const u32 x = (mirrored ? (base ^ mirror) : base) | (r << lo);
+                return LO4 ? (mirrored ? first_mirrored : first) + 16u * r + (r >> 1)
+                       : step != 0 ? (mirrored ? first_mirrored : first) + r * step
+                                   : pad(x);
+            };
+            K k[R];
+            V v[R];
+#pragma unroll
+            for (u32 r = 0; r < R; ++r) {
+                const u32 slot = slot_of(r);
+                k[r] = sk[slot];
+                if constexpr (HAS_V) {
+                    v[r] = sv[slot];
+                }
+            }
+            round_network<K, V, LEVELS, FLIP>(k, v);
+#pragma unroll
+            for (u32 r = 0; r < R; ++r) {
+                const u32 slot = slot_of(r);
+                sk[slot] = k[r];
+                if constexpr (HAS_V) {
+                    sv[slot] = v[r];
+                }
+            }
         };
-        K k[R];
-        V v[R];
-#pragma unroll
-        for (u32 r = 0; r < R; ++r) {
-            const u32 slot = slot_of(r);
-            k[r] = sk[slot];
-            if constexpr (HAS_V) {
-                v[r] = sv[slot];
-            }
-        }
-        round_network<K, V, LEVELS, FLIP>(k, v);
-#pragma unroll
-        for (u32 r = 0; r < R; ++r) {
-            const u32 slot = slot_of(r);
-            sk[slot] = k[r];
-            if constexpr (HAS_V) {
-                sv[slot] = v[r];
-            }
+        // The warps of large tiles take groups of one half of the rows each; where a warp's
+        // groups straddle both halves (small tiles, or LO4 in tiles of 2^10), both run.
+        if (REV && ((base >> (tile_bits - 1)) & 1u) != 0) {
+            run_group(Flag<true>{});
+        } else {
+            run_group(Flag<false>{});
         }
     }
 }
 
+// How a round's registers map to its group: plain, the stage's flip first, or a fused
+// tail's round with mirrored rows reversed.
+enum RoundKind { PLAIN_ROUND, FLIP_ROUND, REVERSED_TAIL_ROUND };
+
 template <typename K, typename V, u32 LEVELS>
-__device__ __forceinline__ void round_flip(K *sk, V *sv, u32 tile_bits, u32 lo, bool flip, u32 mirror_low) {
+__device__ __forceinline__ void round_flip(K *sk, V *sv, u32 tile_bits, u32 lo, RoundKind kind, u32 mirror_low) {
     const bool lo4 = lo == 4 && tile_bits >= 10;
-    if (flip) {
+    if (kind == FLIP_ROUND) {
         if (lo4) {
-            round_levels<K, V, LEVELS, true, true>(sk, sv, tile_bits, 4, mirror_low);
+            round_levels<K, V, LEVELS, true, true, false>(sk, sv, tile_bits, 4, mirror_low);
         } else {
-            round_levels<K, V, LEVELS, true, false>(sk, sv, tile_bits, lo, mirror_low);
+            round_levels<K, V, LEVELS, true, false, false>(sk, sv, tile_bits, lo, mirror_low);
+        }
+    } else if (kind == REVERSED_TAIL_ROUND) {
+        if (lo4) {
+            round_levels<K, V, LEVELS, false, true, true>(sk, sv, tile_bits, 4, mirror_low);
+        } else {
+            round_levels<K, V, LEVELS, false, false, true>(sk, sv, tile_bits, lo, mirror_low);
         }
     } else if (lo4) {
-        round_levels<K, V, LEVELS, false, true>(sk, sv, tile_bits, 4, mirror_low);
+        round_levels<K, V, LEVELS, false, true, false>(sk, sv, tile_bits, 4, mirror_low);
     } else {
-        round_levels<K, V, LEVELS, false, false>(sk, sv, tile_bits, lo, mirror_low);
+        round_levels<K, V, LEVELS, false, false, false>(sk, sv, tile_bits, lo, mirror_low);
     }
 }
 
 template <typename K, typename V>
-__device__ __forceinline__ void run_round(K *sk, V *sv, u32 tile_bits, u32 lo, u32 levels, bool flip,
+__device__ __forceinline__ void run_round(K *sk, V *sv, u32 tile_bits, u32 lo, u32 levels, RoundKind kind,
                                           u32 mirror_low) {
     switch (levels) {
     case 1:
-        round_flip<K, V, 1>(sk, sv, tile_bits, lo, flip, mirror_low);
+        round_flip<K, V, 1>(sk, sv, tile_bits, lo, kind, mirror_low);
         break;
     case 2:
-        round_flip<K, V, 2>(sk, sv, tile_bits, lo, flip, mirror_low);
+        round_flip<K, V, 2>(sk, sv, tile_bits, lo, kind, mirror_low);
         break;
     case 3:
-        round_flip<K, V, 3>(sk, sv, tile_bits, lo, flip, mirror_low);
+        round_flip<K, V, 3>(sk, sv, tile_bits, lo, kind, mirror_low);
         break;
     default:
-        round_flip<K, V, 4>(sk, sv, tile_bits, lo, flip, mirror_low);
+        round_flip<K, V, 4>(sk, sv, tile_bits, lo, kind, mirror_low);
         break;
     }
 }
@@ -362,11 +399,13 @@ __device__ __forceinline__ void final_round_direct(const Direct<K, V> &out, cons
 
 // The levels on tile bits top..bottom (a stage's levels from its highest bit down), in
 // rounds of LOG_E bits counted from the bottom, the top round taking the remainder and the
-// flip when `flip`. A barrier precedes every round.
+// flip when `flip`. A barrier precedes every round. With `reversed_rows` (a fused tail),
+// every round reverses the registers of groups in the tile's upper (mirrored) half.
 // With `direct`, a last round on bits 3..0 stores straight to global memory.
 template <typename K, typename V>
 __device__ __forceinline__ void run_levels(K *sk, V *sv, u32 tile_bits, u32 top, u32 bottom, bool flip,
-                                           u32 mirror_low, const Direct<K, V> &direct, bool to_global) {
+                                           u32 mirror_low, const Direct<K, V> &direct, bool to_global,
+                                           bool reversed_rows = false) {
     const u32 bits = top - bottom + 1;
     u32 levels = bits % LOG_E;
     if (levels == 0) {
@@ -380,7 +419,8 @@ __device__ __forceinline__ void run_levels(K *sk, V *sv, u32 tile_bits, u32 top,
             final_round_direct<K, V>(direct, sk, sv, tile_bits);
             break;
         }
-        run_round<K, V>(sk, sv, tile_bits, lo, levels, flip, mirror_low);
+        const RoundKind kind = flip ? FLIP_ROUND : (reversed_rows ? REVERSED_TAIL_ROUND : PLAIN_ROUND);
+        run_round<K, V>(sk, sv, tile_bits, lo, levels, kind, mirror_low);
         if (lo == bottom) {
             break;
         }
@@ -805,7 +845,11 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         case MODE_MERGE:
             run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, 0, false, 0, out, false);
             break;
-        default: // GLOBAL: the row bits, the first level a flip of rows only
+        default: // GLOBAL: a fused tail on the column bits, then the row bits, a flip first
+            if (a.tail_bits != 0) {
+                run_levels<K, V>(sk, sv, a.tile_bits, a.tail_bits - 1, 0, false, 0, out, false,
+                                 a.first_level == 0);
+            }
             run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, a.log_cols, a.first_level == 0,
                              a.log_cols, out, false);
             break;

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 const CPU_TILE: TileParams = TileParams {
     log_tile: 12,
     max_global_levels: 4,
+    fuse_tails: true,
 };
 
 /// Sorts on the host with rayon.

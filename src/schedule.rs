@@ -22,14 +22,28 @@
 //! - for each stage `k > S`: one or more [`Pass::GlobalMerge`] launches for the levels whose
 //!   stride is `>= T` (each thread holds `2^levels` elements in registers), then one
 //!   [`Pass::LocalMerge`] for the levels with strides `T/2 .. 1` inside every tile.
+//!
+//! # Fused tails
+//! With [`TileParams::fuse_tails`], a stage's last levels (its half-cleaners on bits
+//! `t-1 .. 0`, `t <= S`) do not take a launch of their own: they run at the start of the next
+//! stage's first global pass, whose tile is `2^c` consecutive columns (`c >= t`) times
+//! `2^levels` rows, so that the columns hold the previous stage's tail and the rows the new
+//! stage's first levels. A launch then covers up to `S` levels wherever it crosses a stage
+//! boundary, and the global passes are chosen so that the tail they leave is as short as
+//! possible: at `2^28` with `S = 14` the sort takes 26 launches instead of 33. Only the last
+//! stage ends in a [`Pass::LocalMerge`] (or a stage whose tail fills the tile).
 
 /// Device-dependent sizes the schedule is built from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TileParams {
     /// log2 of the elements one work-group sorts in on-chip memory.
     pub log_tile: u32,
-    /// The most levels one global pass applies (each thread holds `2^levels` elements).
+    /// The most levels one global pass applies (each thread holds `2^levels` elements);
+    /// `log_tile - max_global_levels` is the fewest columns a global tile has.
     pub max_global_levels: u32,
+    /// Whether global passes start with the previous stage's tail (see the module docs);
+    /// a backend sets it once its kernels run [`Pass::GlobalMerge::tail_bits`].
+    pub fuse_tails: bool,
 }
 
 /// One launch of the schedule.
@@ -42,7 +56,9 @@ pub enum Pass {
     },
     /// Apply levels `first_level .. first_level + levels` of stage `stage`, whose strides are
     /// all at least the tile size. Thread `t` holds the `2^levels` elements given by
-    /// [`global_index`].
+    /// [`global_index`]. When `tail_bits > 0` (only with `first_level == 0`), the previous
+    /// stage's half-cleaners on bits `tail_bits-1 .. 0` run first, inside consecutive runs of
+    /// `2^tail_bits` elements.
     GlobalMerge {
         /// The merge stage `k`: blocks of `2^k` elements.
         stage: u32,
@@ -50,6 +66,9 @@ pub enum Pass {
         first_level: u32,
         /// How many levels this pass applies.
         levels: u32,
+        /// The previous stage's last levels, run first: its half-cleaners on bits
+        /// `tail_bits-1 .. 0` (0: none).
+        tail_bits: u32,
     },
     /// Apply the half-cleaner levels with strides `2^(log_tile-1) .. 1` inside every tile.
     LocalMerge {
@@ -90,21 +109,7 @@ impl Schedule {
         if n > 1 {
             let log_tile = params.log_tile.min(log_n).max(1);
             passes.push(Pass::LocalSort { log_tile });
-            for stage in log_tile + 1..=log_n {
-                // Levels 0 .. stage - log_tile have strides >= the tile.
-                let global_levels = stage - log_tile;
-                let mut first_level = 0;
-                while first_level < global_levels {
-                    let levels = params.max_global_levels.min(global_levels - first_level);
-                    passes.push(Pass::GlobalMerge {
-                        stage,
-                        first_level,
-                        levels,
-                    });
-                    first_level += levels;
-                }
-                passes.push(Pass::LocalMerge { log_tile });
-            }
+            passes.extend(merge_passes(log_tile, log_n, params));
         }
         Schedule { n, log_n, passes }
     }
@@ -122,6 +127,145 @@ impl Schedule {
             )
         })
     }
+}
+
+/// Levels one register round of the GPU kernels applies; the schedule prefers passes with
+/// few rounds among those with the fewest launches.
+const ROUND_LEVELS: u32 = 4;
+
+/// What the rest of a sort costs: launches first (each moves every element through memory),
+/// then register rounds (each a trip through on-chip memory), squared per launch: a launch
+/// hides a few rounds behind its memory traffic and no more (on an H200 at 2^28, launches of
+/// 5 rounds took 0.95-0.98 ms, of 4 rounds 0.77-0.81 ms, of 3 rounds 0.69-0.77 ms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Cost {
+    launches: u32,
+    rounds_squared: u32,
+}
+
+impl Cost {
+    const NONE: Cost = Cost {
+        launches: u32::MAX,
+        rounds_squared: u32::MAX,
+    };
+
+    fn then(self, rest: Cost) -> Cost {
+        if rest == Cost::NONE {
+            return Cost::NONE;
+        }
+        Cost {
+            launches: self.launches + rest.launches,
+            rounds_squared: self.rounds_squared + rest.rounds_squared,
+        }
+    }
+
+    /// One launch whose tile runs `bits` levels in rounds (the tail's and the new stage's
+    /// rounds are separate: `bits` lists both).
+    fn launch(bits: &[u32]) -> Cost {
+        let rounds: u32 = bits.iter().map(|b| b.div_ceil(ROUND_LEVELS)).sum();
+        Cost {
+            launches: 1,
+            rounds_squared: rounds * rounds,
+        }
+    }
+}
+
+/// A launch choice in the middle of stage `stage` with `left` of its levels still to apply
+/// (bits `left-1 .. 0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// A global pass of this many levels.
+    Global(u32),
+    /// The local merge of whole tiles (`left` is the tile).
+    LocalMerge,
+    /// The tail (`left` bits) and this many of the next stage's first levels.
+    Fused(u32),
+}
+
+/// The launches after the local sort: stages `log_tile+1 ..= log_n`, chosen for the fewest
+/// launches and then the cheapest register rounds ([`Cost`]; a search over the stage and the
+/// levels left in it: at most 64 x 64 states).
+fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Vec<Pass> {
+    let s = log_tile;
+    let m = params.max_global_levels;
+    // A global pass leaves at least the fewest columns a global tile has below its rows.
+    let min_left = s.saturating_sub(m).max(1);
+    let width = log_n as usize + 1;
+    // best[stage][left]: the cheapest way to finish from there, and its first step.
+    let mut best = vec![vec![(Cost::NONE, Step::LocalMerge); width]; width];
+    for stage in (s + 1..=log_n).rev() {
+        for left in 1..=stage {
+            let mut here = (Cost::NONE, Step::LocalMerge);
+            let mut consider = |cost: Cost, step: Step| {
+                if cost < here.0 {
+                    here = (cost, step);
+                }
+            };
+            if left == s {
+                // Whole tiles end the stage (the last one always ends so).
+                let rest = if stage == log_n {
+                    Cost {
+                        launches: 0,
+                        rounds_squared: 0,
+                    }
+                } else {
+                    best[stage as usize + 1][stage as usize + 1].0
+                };
+                consider(Cost::launch(&[left]).then(rest), Step::LocalMerge);
+            }
+            if params.fuse_tails && left < s && stage < log_n {
+                // The tail's columns (at least s - m) beside the next stage's rows.
+                let room = s - left.max(s.saturating_sub(m));
+                for levels in 1..=room.min(m) {
+                    let rest = best[stage as usize + 1][(stage + 1 - levels) as usize].0;
+                    consider(
+                        Cost::launch(&[left, levels]).then(rest),
+                        Step::Fused(levels),
+                    );
+                }
+            }
+            for levels in 1..=m.min(left.saturating_sub(min_left)) {
+                let rest = best[stage as usize][(left - levels) as usize].0;
+                consider(Cost::launch(&[levels]).then(rest), Step::Global(levels));
+            }
+            best[stage as usize][left as usize] = here;
+        }
+    }
+    // Walk the choices from the first stage.
+    let mut passes = Vec::new();
+    let (mut stage, mut left) = (s + 1, s + 1);
+    while stage <= log_n {
+        let (cost, step) = best[stage as usize][left as usize];
+        assert!(cost != Cost::NONE, "every stage can end in whole tiles");
+        match step {
+            Step::Global(levels) => {
+                passes.push(Pass::GlobalMerge {
+                    stage,
+                    first_level: stage - left,
+                    levels,
+                    tail_bits: 0,
+                });
+                left -= levels;
+            }
+            Step::LocalMerge => {
+                passes.push(Pass::LocalMerge { log_tile });
+                stage += 1;
+                left = stage;
+            }
+            Step::Fused(levels) => {
+                // The next stage's first pass, with this stage's tail.
+                passes.push(Pass::GlobalMerge {
+                    stage: stage + 1,
+                    first_level: 0,
+                    levels,
+                    tail_bits: left,
+                });
+                stage += 1;
+                left = stage - levels;
+            }
+        }
+    }
+    passes
 }
 
 /// Tiles below `2^MIN_LOG_TILE` elements only when the whole row is smaller.
@@ -272,6 +416,28 @@ fn run_tile<W: Ord + Copy, V: Copy>(pass: Pass, keys: &mut [W], mut values: Opti
     }
 }
 
+/// Applies a tile pass to every tile, in parallel.
+fn run_tiles<W: Ord + Copy + Send, V: Copy + Send>(
+    pass: Pass,
+    keys: &mut [W],
+    values: Option<&mut [V]>,
+) {
+    use rayon::prelude::*;
+    let (Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile }) = pass else {
+        unreachable!("not a tile pass")
+    };
+    let tile = 1usize << log_tile;
+    match values {
+        Some(v) => keys
+            .par_chunks_mut(tile)
+            .zip(v.par_chunks_mut(tile))
+            .for_each(|(k, v)| run_tile(pass, k, Some(v))),
+        None => keys
+            .par_chunks_mut(tile)
+            .for_each(|k| run_tile::<W, V>(pass, k, None)),
+    }
+}
+
 /// Executes a schedule on ordered words exactly as the kernels do: tile passes tile by tile,
 /// global passes group by group through [`global_index`] and [`register_network`].
 /// `values`, when given, move with their keys.
@@ -288,23 +454,22 @@ pub fn emulate<W: Ord + Copy + Send, V: Copy + Send>(
     }
     for &pass in &schedule.passes {
         match pass {
-            Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
-                let tile = 1usize << log_tile;
-                match values.as_deref_mut() {
-                    Some(v) => keys
-                        .par_chunks_mut(tile)
-                        .zip(v.par_chunks_mut(tile))
-                        .for_each(|(k, v)| run_tile(pass, k, Some(v))),
-                    None => keys
-                        .par_chunks_mut(tile)
-                        .for_each(|k| run_tile::<W, V>(pass, k, None)),
-                }
+            Pass::LocalSort { .. } | Pass::LocalMerge { .. } => {
+                run_tiles(pass, keys, values.as_deref_mut());
             }
             Pass::GlobalMerge {
                 stage,
                 first_level,
                 levels,
+                tail_bits,
             } => {
+                // The previous stage's tail: a local merge of runs of 2^tail_bits.
+                if tail_bits > 0 {
+                    let tail = Pass::LocalMerge {
+                        log_tile: tail_bits,
+                    };
+                    run_tiles(tail, keys, values.as_deref_mut());
+                }
                 // Blocks of 2^stage are independent: run them in parallel, each with the
                 // groups whose elements it holds.
                 let block = 1usize << stage;
@@ -379,13 +544,16 @@ mod tests {
     fn schedule_sorts_every_small_length() {
         for log_tile in 1..=5 {
             for max_global_levels in 1..=4 {
-                let params = TileParams {
-                    log_tile,
-                    max_global_levels,
-                };
-                for n in 0..=300 {
-                    check(n, params, 1 << 20);
-                    check(n, params, 3);
+                for fuse_tails in [false, true] {
+                    let params = TileParams {
+                        log_tile,
+                        max_global_levels,
+                        fuse_tails,
+                    };
+                    for n in 0..=300 {
+                        check(n, params, 1 << 20);
+                        check(n, params, 3);
+                    }
                 }
             }
         }
@@ -393,13 +561,16 @@ mod tests {
 
     #[test]
     fn schedule_sorts_around_powers_of_two() {
-        let params = TileParams {
-            log_tile: 6,
-            max_global_levels: 3,
-        };
-        for k in 1..=14 {
-            for n in [(1usize << k) - 1, 1 << k, (1 << k) + 1] {
-                check(n, params, u64::MAX);
+        for fuse_tails in [false, true] {
+            let params = TileParams {
+                log_tile: 6,
+                max_global_levels: 3,
+                fuse_tails,
+            };
+            for k in 1..=14 {
+                for n in [(1usize << k) - 1, 1 << k, (1 << k) + 1] {
+                    check(n, params, u64::MAX);
+                }
             }
         }
     }
@@ -413,10 +584,42 @@ mod tests {
                 TileParams {
                     log_tile: s,
                     max_global_levels: m,
+                    fuse_tails: false,
                 },
             );
             let want: u32 = 1 + (s + 1..=l).map(|k| (k - s).div_ceil(m) + 1).sum::<u32>();
             assert_eq!(schedule.passes.len() as u32, want, "S={s} m={m} L={l}");
+        }
+    }
+
+    #[test]
+    fn fused_tails_save_launches() {
+        // (S, m, L, launches): the CUDA tiles (2^13 and 2^14 with ten global levels) at the
+        // sizes of the performance table, against 15, 21 and 33 launches unfused.
+        for (s, m, l, want) in [(13, 9, 20, 12), (14, 10, 24, 17), (14, 10, 28, 26)] {
+            let schedule = Schedule::new(
+                1 << l,
+                TileParams {
+                    log_tile: s,
+                    max_global_levels: m,
+                    fuse_tails: true,
+                },
+            );
+            assert_eq!(schedule.passes.len(), want, "S={s} m={m} L={l}");
+            // Every fused pass fits a tile: its columns (at least the tail, at least S - m)
+            // beside its rows.
+            for pass in &schedule.passes {
+                if let Pass::GlobalMerge {
+                    levels, tail_bits, ..
+                } = *pass
+                {
+                    assert!(tail_bits.max(s - m) + levels <= s, "{pass:?}");
+                }
+            }
+            assert_eq!(
+                schedule.passes.last(),
+                Some(&Pass::LocalMerge { log_tile: s })
+            );
         }
     }
 

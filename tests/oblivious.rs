@@ -22,10 +22,11 @@ use bitonic::schedule::{
     Pass, Schedule, TileParams, ceil_log2, emulate, global_index, register_network, tile_comparator,
 };
 
-fn params(log_tile: u32, max_global_levels: u32) -> TileParams {
+fn params(log_tile: u32, max_global_levels: u32, fuse_tails: bool) -> TileParams {
     TileParams {
         log_tile,
         max_global_levels,
+        fuse_tails,
     }
 }
 
@@ -44,7 +45,7 @@ fn param_grid() -> Vec<TileParams> {
         (13, 10),
     ]
     .into_iter()
-    .map(|(s, m)| params(s, m))
+    .flat_map(|(s, m)| [params(s, m, false), params(s, m, true)])
     .collect()
 }
 
@@ -231,29 +232,19 @@ fn replay(schedule: &Schedule) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     for (pass, _) in schedule.steps() {
         match pass {
-            Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
-                let sort = matches!(pass, Pass::LocalSort { .. });
-                let first_stage = if sort { 1 } else { log_tile };
-                let tile = 1u64 << log_tile;
-                for base in (0..n).step_by(tile as usize) {
-                    for stage in first_stage..=log_tile {
-                        for level in 0..stage {
-                            let bit = stage - 1 - level;
-                            for c in 0..tile / 2 {
-                                let (lo, hi) = tile_comparator(c, bit, sort && level == 0);
-                                if base + hi < n {
-                                    out.push((base + lo, base + hi));
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+            Pass::LocalSort { .. } | Pass::LocalMerge { .. } => replay_tiles(pass, n, &mut out),
             Pass::GlobalMerge {
                 stage,
                 first_level,
                 levels,
+                tail_bits,
             } => {
+                if tail_bits > 0 {
+                    let tail = Pass::LocalMerge {
+                        log_tile: tail_bits,
+                    };
+                    replay_tiles(tail, n, &mut out);
+                }
                 let network = register_network(first_level, levels);
                 for group in 0..pass.items(n) {
                     let index = |r: u32| global_index(stage, first_level, levels, group, r);
@@ -272,6 +263,29 @@ fn replay(schedule: &Schedule) -> Vec<(u64, u64)> {
         }
     }
     out
+}
+
+/// The comparators of a tile pass, tile by tile, stage by stage, level by level.
+fn replay_tiles(pass: Pass, n: u64, out: &mut Vec<(u64, u64)>) {
+    let (Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile }) = pass else {
+        unreachable!("not a tile pass")
+    };
+    let sort = matches!(pass, Pass::LocalSort { .. });
+    let first_stage = if sort { 1 } else { log_tile };
+    let tile = 1u64 << log_tile;
+    for base in (0..n).step_by(tile as usize) {
+        for stage in first_stage..=log_tile {
+            for level in 0..stage {
+                let bit = stage - 1 - level;
+                for c in 0..tile / 2 {
+                    let (lo, hi) = tile_comparator(c, bit, sort && level == 0);
+                    if base + hi < n {
+                        out.push((base + lo, base + hi));
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -417,17 +431,21 @@ fn sorts_every_zero_one_input(n: u32, p: TileParams) {
 #[test]
 fn the_network_sorts_every_zero_one_input_up_to_20() {
     // Every kind of pass occurs: tiles of 2 to 32 elements and 1 to 4 levels per global
-    // pass, at every length up to 16; lengths 17 to 20 with fewer parameter choices.
+    // pass, with and without fused tails, at every length up to 16; lengths 17 to 20 with
+    // fewer parameter choices.
     for n in 0..=16 {
         for log_tile in 1..=5 {
             for max_global_levels in 1..=4 {
-                sorts_every_zero_one_input(n, params(log_tile, max_global_levels));
+                for fuse in [false, true] {
+                    sorts_every_zero_one_input(n, params(log_tile, max_global_levels, fuse));
+                }
             }
         }
     }
     for n in 17..=20 {
         for (s, m) in [(1, 1), (2, 3), (3, 2), (12, 4)] {
-            sorts_every_zero_one_input(n, params(s, m));
+            sorts_every_zero_one_input(n, params(s, m, false));
+            sorts_every_zero_one_input(n, params(s, m, true));
         }
     }
 }

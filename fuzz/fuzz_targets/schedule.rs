@@ -147,6 +147,7 @@ fuzz_target!(|data: &[u8]| {
     let params = TileParams {
         log_tile: 1 + u32::from(case.log_tile) % 13,
         max_global_levels: 1 + u32::from(case.max_global_levels) % 10,
+        fuse_tails: case.log_tile & 0x80 != 0,
     };
     let schedule = Schedule::new(n as u64, params);
     assert_eq!(

@@ -71,8 +71,9 @@ pub struct PassArgs {
     pub encoding: u32,
     /// `ENCODE_ON_LOAD` / `DECODE_ON_STORE` bits.
     pub transform: u32,
-    /// Keeps the layout free of implicit padding.
-    pub unused: u32,
+    /// Global passes: the previous stage's half-cleaners on column bits `tail_bits-1 .. 0`
+    /// run first ([`Pass::GlobalMerge`]); 0 for none.
+    pub tail_bits: u32,
 }
 
 /// One kernel launch.
@@ -153,6 +154,7 @@ pub fn tile_params(log_tile: u32) -> TileParams {
     TileParams {
         log_tile,
         max_global_levels: log_tile.saturating_sub(LOG_COLS).max(1),
+        fuse_tails: true,
     }
 }
 
@@ -190,7 +192,7 @@ pub fn plan(
                 log_cols: 0,
                 encoding,
                 transform: 0,
-                unused: 0,
+                tail_bits: 0,
             };
             if step.encode_on_load {
                 args.transform |= ENCODE_ON_LOAD;
@@ -211,16 +213,21 @@ pub fn plan(
                     stage,
                     first_level,
                     levels,
+                    tail_bits,
                 } => {
                     let lo = stage - first_level - levels;
                     args.mode = MODE_GLOBAL;
                     args.stage = stage;
                     args.first_level = first_level;
                     args.levels = levels;
+                    args.tail_bits = tail_bits;
                     // As many consecutive columns as the tile holds beside its rows: a
                     // pass of few levels still moves whole tiles (2^6-element blocks of one
                     // warp ran 4x slower than full tiles), and at least LOG_COLS of them.
+                    // A fused tail's runs fit: tail_bits <= schedule_tile - levels, and
+                    // tail_bits <= lo (the tail lies below the stage's levels).
                     args.log_cols = lo.min(schedule_tile.saturating_sub(levels).max(LOG_COLS));
+                    debug_assert!(tail_bits <= args.log_cols, "{pass:?}");
                     args.tile_bits = args.log_cols + levels;
                 }
             }

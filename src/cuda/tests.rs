@@ -54,21 +54,20 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
         );
     }
     // 2^14 fits one tile but sorts faster as tiles of 2^11: a local sort, then stages
-    // 12..=14 take a global and a local pass each.
+    // 12..=14 (each stage's tail fused into the next stage's first pass).
     let launches = plan::plan(&H200, 1 << 14, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 11);
-    assert_eq!(launches.len(), 1 + 2 * 3);
-    // 2^20: tiles of 2^13 give every multiprocessor one; stages 14..=20 take a global and a
-    // local pass each.
+    assert_eq!(launches.len(), 5);
+    // 2^20: tiles of 2^13 give every multiprocessor one; 15 launches unfused.
     let launches = plan::plan(&H200, 1 << 20, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 13);
-    assert_eq!(launches.len(), 1 + 2 * 7);
+    assert_eq!(launches.len(), 12);
     // 2^28 u32 keys: tiles of 2^14 (two blocks per multiprocessor), ten levels per global
-    // pass (stages 15..=24 take one global pass, 25..=28 two); u32 key-value pairs: tiles
-    // of 2^13, two blocks; u64 keys: tiles of 2^14, one block.
+    // pass; 1 + 10 * 2 + 4 * 3 = 33 launches unfused. u32 key-value pairs: tiles of 2^13,
+    // two blocks; u64 keys: tiles of 2^14, one block.
     let launches = plan::plan(&H200, 1 << 28, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 14);
-    assert_eq!(launches.len(), 1 + 10 * 2 + 4 * 3);
+    assert_eq!(launches.len(), 26);
     let pairs = plan::plan(&H200, 1 << 28, 1, Widths { key: 4, value: 4 }, 0, None);
     assert_eq!(pairs[0].args.tile_bits, 13);
     let launches = plan::plan(&H200, 1 << 28, 1, Widths::keys(8), 0, None);
@@ -366,14 +365,25 @@ mod kernel_model {
         (row < a.rows && col < a.row_len).then(|| row * a.row_len + col)
     }
 
-    fn round(tile: &mut [u32], lo: u32, levels: u32, flip: bool, mirror_low: u32) {
+    /// With `reversed_rows` (a fused tail), groups in the tile's upper half of rows take
+    /// their registers in reverse order.
+    fn round(
+        tile: &mut [u32],
+        lo: u32,
+        levels: u32,
+        flip: bool,
+        mirror_low: u32,
+        reversed_rows: bool,
+    ) {
         let bits = tile.len().trailing_zeros();
         let r_count = 1u32 << levels;
         let low_mask = (1u32 << lo) - 1;
         let mirror = low_mask & !((1u32 << mirror_low) - 1);
         for g in 0..1u32 << (bits - levels) {
             let base = ((g >> lo) << (lo + levels)) | (g & low_mask);
+            let reversed = reversed_rows && (base >> (bits - 1)) & 1 == 1;
             let slot: Vec<usize> = (0..r_count)
+                .map(|r| if reversed { r_count - 1 - r } else { r })
                 .map(|r| {
                     let b = if flip && r >= r_count / 2 {
                         base ^ mirror
@@ -402,7 +412,14 @@ mod kernel_model {
         }
     }
 
-    fn run_levels(tile: &mut [u32], top: u32, bottom: u32, mut flip: bool, mirror_low: u32) {
+    fn run_levels(
+        tile: &mut [u32],
+        top: u32,
+        bottom: u32,
+        mut flip: bool,
+        mirror_low: u32,
+        reversed_rows: bool,
+    ) {
         let mut levels = (top - bottom + 1) % LOG_E;
         if levels == 0 {
             levels = LOG_E;
@@ -410,7 +427,7 @@ mod kernel_model {
         let mut hi = top;
         loop {
             let lo = hi + 1 - levels;
-            round(tile, lo, levels, flip, mirror_low);
+            round(tile, lo, levels, flip, mirror_low, reversed_rows);
             if lo == bottom {
                 break;
             }
@@ -443,7 +460,7 @@ mod kernel_model {
             }
         }
         for stage in first + 1..=bits {
-            run_levels(tile, stage - 1, 0, true, 0);
+            run_levels(tile, stage - 1, 0, true, 0, false);
         }
     }
 
@@ -466,14 +483,21 @@ mod kernel_model {
                     .collect();
                 match a.mode {
                     MODE_SORT => sort_tile(&mut tile),
-                    MODE_MERGE => run_levels(&mut tile, a.tile_bits - 1, 0, false, 0),
-                    _ => run_levels(
-                        &mut tile,
-                        a.tile_bits - 1,
-                        a.log_cols,
-                        a.first_level == 0,
-                        a.log_cols,
-                    ),
+                    MODE_MERGE => run_levels(&mut tile, a.tile_bits - 1, 0, false, 0, false),
+                    _ => {
+                        if a.tail_bits > 0 {
+                            let reversed_rows = a.first_level == 0;
+                            run_levels(&mut tile, a.tail_bits - 1, 0, false, 0, reversed_rows);
+                        }
+                        run_levels(
+                            &mut tile,
+                            a.tile_bits - 1,
+                            a.log_cols,
+                            a.first_level == 0,
+                            a.log_cols,
+                            false,
+                        );
+                    }
                 }
                 for (m, k) in at.iter().zip(tile) {
                     if let Some(m) = m {
@@ -551,12 +575,13 @@ fn cuda_pass_profile() {
         let a = launch.args;
         let bytes = 2.0 * 4.0 * n as f64;
         eprintln!(
-            "pass mode {} tile 2^{} stage {} first {} levels {} grid {} block {}: {ms:.4} ms ({:.0} GB/s)",
+            "pass mode {} tile 2^{} stage {} first {} levels {} tail {} grid {} block {}: {ms:.4} ms ({:.0} GB/s)",
             a.mode,
             a.tile_bits,
             a.stage,
             a.first_level,
             a.levels,
+            a.tail_bits,
             launch.grid,
             launch.block,
             bytes / ms / 1e6

@@ -92,6 +92,7 @@ pub fn tile_params(log_tile: u32) -> TileParams {
     TileParams {
         log_tile,
         max_global_levels: (log_tile - log_cols(log_tile)).max(1),
+        fuse_tails: false,
     }
 }
 
@@ -252,7 +253,9 @@ pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
                     stage,
                     first_level,
                     levels,
+                    tail_bits,
                 } => {
+                    assert_eq!(tail_bits, 0, "the OpenCL kernels run no fused tails");
                     let hi = stage - 1 - first_level;
                     let lo_g = hi + 1 - levels;
                     let flip = u32::from(first_level == 0);

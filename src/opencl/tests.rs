@@ -527,6 +527,7 @@ fn pairs_match_the_network_emulation() {
     let params = TileParams {
         log_tile: 6,
         max_global_levels: 3,
+        fuse_tails: true,
     };
     for n in lengths {
         let encoding = KeyEncoding {
