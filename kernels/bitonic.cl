@@ -20,9 +20,10 @@
 // Kernels:
 //   bitonic_tile   - one virtual tile per work-group in __local memory, processed by register
 //                    rounds: Pass::LocalSort (mode 0), Pass::LocalMerge (mode 1), and
-//                    Pass::GlobalMerge with more levels than one round holds (mode 2).
-//   bitonic_global - Pass::GlobalMerge with at most LOG_E levels: each work item holds one
-//                    register group, loaded straight from global memory.
+//                    Pass::GlobalMerge with more levels than one round holds or with a fused
+//                    tail (mode 2).
+//   bitonic_global - other Pass::GlobalMerge, of at most LOG_E levels: each work item holds
+//                    one register group, loaded straight from global memory.
 //
 // A round applies `levels` (<= LOG_E) consecutive comparator levels on the local bits
 // [lo, lo + levels) of a tile, the first optionally a flip. Register r of group g holds the
@@ -197,6 +198,14 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
 // groups lid, lid + lsize, ... of the 2^(log_local - L) groups. `mirror` is
 // ones[mirror_low, lo) in a flip round (0 otherwise).
 //
+// `reverse` (half-cleaner rounds only, 0 otherwise): a group whose base has this bit set
+// runs its network backwards, register r taking the slot of register R-1-r. A fused tail
+// (see bitonic_tile) runs inside the rows of a global tile, and the mirrored rows hold their
+// columns reversed, so there the minimum belongs in the higher slot: reversing the registers
+// maps every half-cleaner pair (r, r + d) onto the pair (R-1-r-d, R-1-r) and the plain network
+// then puts each minimum where it belongs. Register r's slot is first + off(r) in the fast
+// cases below; for R-1-r it is first + off(R-1) - off(r), a per-group start and sign.
+//
 // lo == 4 in a tile of at least 2^10 elements: the round straddles the padding's 32-word
 // period. With groups numbered plainly, lanes 0-15 and 16-31 of a 32-wide sub-group (group
 // bit 4) sit 2^(4+L) elements apart, which PAD maps onto overlapping banks (2-way
@@ -207,7 +216,7 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
 // PAD(base | r << 4) = PAD(base) + 16r + (r >> 1): constant offsets again.
 #define ROUND_FN(L, FLIP, NAME)                                                                \
     inline void NAME(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,             \
-                     const uint lo, const uint mirror) {                                       \
+                     const uint lo, const uint mirror, const uint reverse) {                   \
         const uint R = 1u << (L);                                                              \
         const uint groups = 1u << (log_local - (L));                                           \
         const uint low = (1u << lo) - 1u;                                                      \
@@ -221,28 +230,36 @@ inline KEY_T decode_key(KEY_T ordered, uint encoding) {
         /* both arms of a branch.                                                           */ \
         const bool lo4 = lo == 4u && log_local >= 10u;                                         \
         const uint other = 9u - (L);                                                           \
+        /* A reversed group's start: the slot of register R-1 (off(R-1), see above).        */ \
+        const uint last_off = lo4 ? 16u * (R - 1u) + (R / 2u - 1u) : (R - 1u) * step;          \
         for (uint g = (uint)get_local_id(0); g < groups; g += lsize) {                         \
             const uint trade = lo4 ? ((g >> 4) ^ (g >> other)) & 1u : 0u;                      \
             const uint h = g ^ ((trade << 4) | (trade << other));                              \
             const uint base = ((h >> lo) << (lo + (L))) | (h & low);                           \
             const uint upper = base ^ mirror;                                                  \
-            const uint first = PAD(base);                                                      \
-            const uint first_upper = PAD(upper);                                               \
+            /* Selects, not a second copy of the loops (PoCL 5, see above). */                 \
+            const bool rev = !(FLIP) && (base & reverse) != 0u;                                \
+            const uint shift = rev ? last_off : 0u;                                            \
+            const uint sign = rev ? ~0u : 1u;                                                  \
+            const uint sstep = rev ? 0u - step : step;                                         \
+            const uint flip_x = rev ? (R - 1u) << lo : 0u;                                     \
+            const uint first = PAD(base) + shift;                                              \
+            const uint first_upper = PAD(upper) + shift;                                       \
             KEY_T k[1 << (L)];                                                                 \
             VREGS(1 << (L))                                                                    \
             UNROLL for (uint r = 0; r < R; ++r) {                                              \
-                const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
+                const uint x = ((r < R / 2u ? base : upper) | (r << lo)) ^ flip_x;             \
                 const uint head = r < R / 2u ? first : first_upper;                            \
-                const uint slot = lo4 ? head + 16u * r + (r >> 1)                              \
-                                      : (step != 0u ? head + r * step : PAD(x));               \
+                const uint slot = lo4 ? head + sign * (16u * r + (r >> 1))                     \
+                                      : (step != 0u ? head + r * sstep : PAD(x));              \
                 LLOAD(r, slot);                                                                \
             }                                                                                  \
             ROUND_NETWORK(L, FLIP);                                                            \
             UNROLL for (uint r = 0; r < R; ++r) {                                              \
-                const uint x = (r < R / 2u ? base : upper) | (r << lo);                        \
+                const uint x = ((r < R / 2u ? base : upper) | (r << lo)) ^ flip_x;             \
                 const uint head = r < R / 2u ? first : first_upper;                            \
-                const uint slot = lo4 ? head + 16u * r + (r >> 1)                              \
-                                      : (step != 0u ? head + r * step : PAD(x));               \
+                const uint slot = lo4 ? head + sign * (16u * r + (r >> 1))                     \
+                                      : (step != 0u ? head + r * sstep : PAD(x));              \
                 LSTORE(r, slot);                                                               \
             }                                                                                  \
         }                                                                                      \
@@ -303,45 +320,46 @@ SORT_REGS_FN(4)
 #endif
 
 inline void run_round(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,
-                      const uint lo, const uint levels, const bool flip, const uint mirror) {
+                      const uint lo, const uint levels, const bool flip, const uint mirror,
+                      const uint reverse) {
 #if LOG_E == 1
     // One round function only, and no branch: a flip round of one level differs from a
     // half-cleaner only by its mirrored upper register (`mirror`, 0 when not flipping).
     // CPU devices build this (PoCL 5 aborts on a branch between different rounds).
-    round_1(lkeys LV, log_local, lo, flip ? mirror : 0u);
+    round_1(lkeys LV, log_local, lo, flip ? mirror : 0u, flip ? 0u : reverse);
 #else
-    // `mirror` is 0 outside flip rounds, where it is not used.
+    // `mirror` is 0 outside flip rounds, where it is not used; `reverse` is 0 in flip rounds.
     const uint which = (levels << 1) | (flip ? 1u : 0u);
     switch (which) {
 #if LOG_E >= 4
     case 9:
-        round_4_flip(lkeys LV, log_local, lo, mirror);
+        round_4_flip(lkeys LV, log_local, lo, mirror, 0u);
         break;
     case 8:
-        round_4(lkeys LV, log_local, lo, 0u);
+        round_4(lkeys LV, log_local, lo, 0u, reverse);
         break;
 #endif
 #if LOG_E >= 3
     case 7:
-        round_3_flip(lkeys LV, log_local, lo, mirror);
+        round_3_flip(lkeys LV, log_local, lo, mirror, 0u);
         break;
     case 6:
-        round_3(lkeys LV, log_local, lo, 0u);
+        round_3(lkeys LV, log_local, lo, 0u, reverse);
         break;
 #endif
 #if LOG_E >= 2
     case 5:
-        round_2_flip(lkeys LV, log_local, lo, mirror);
+        round_2_flip(lkeys LV, log_local, lo, mirror, 0u);
         break;
     case 4:
-        round_2(lkeys LV, log_local, lo, 0u);
+        round_2(lkeys LV, log_local, lo, 0u, reverse);
         break;
 #endif
     case 3:
-        round_1_flip(lkeys LV, log_local, lo, mirror);
+        round_1_flip(lkeys LV, log_local, lo, mirror, 0u);
         break;
     default:
-        round_1(lkeys LV, log_local, lo, 0u);
+        round_1(lkeys LV, log_local, lo, 0u, reverse);
         break;
     }
 #endif
@@ -376,10 +394,12 @@ inline void run_sort_regs(__local KEY_T *restrict lkeys LV_PARAM, const uint log
 // The levels on local bits top down to bottom, the first a flip (mirrored from mirror_low)
 // when `flip`: chunks of LOG_E bits counted from the bottom, the top chunk taking the
 // remainder, run top-down with one barrier after each. Every work item calls this with the
-// same arguments, so the barriers are uniform.
+// same arguments, so the barriers are uniform. No levels when top + 1 == bottom (top may
+// wrap to all ones for bottom 0). `reverse`: see ROUND_FN (0 unless the levels are a fused
+// tail; never with `flip`).
 inline void run_levels(__local KEY_T *restrict lkeys LV_PARAM, const uint log_local,
                        const uint top, const uint bottom, const bool flip,
-                       const uint mirror_low) {
+                       const uint mirror_low, const uint reverse) {
     // A counted loop with a barrier at the end of its body and no early exit: the shape
     // PoCL's work-group compiler handles (it aborted on a while loop entered after a
     // barrier, and on conditional barriers).
@@ -391,7 +411,7 @@ inline void run_levels(__local KEY_T *restrict lkeys LV_PARAM, const uint log_lo
         const uint lo = top + 1u - first - (uint)LOG_E * i;
         const bool flip_now = flip && i == 0u;
         const uint mirror = flip_now ? (((1u << lo) - 1u) & ~((1u << mirror_low) - 1u)) : 0u;
-        run_round(lkeys LV, log_local, lo, levels, flip_now, mirror);
+        run_round(lkeys LV, log_local, lo, levels, flip_now, mirror, reverse);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
@@ -614,7 +634,10 @@ inline void store_whole_tile(__global KEY_T *restrict keys VALUES_ARG,
 //               col sits at virtual index block_base + (row << lo_g) + col_base + col, or with
 //               the low bits reversed in the upper half of the rows when `flip` (the stage's
 //               first level): then the first level is the row flip. Levels on local bits
-//               c+m-1..c.
+//               c+m-1..c. With tail > 0 (a fused tail, tail <= c), the previous stage's
+//               half-cleaners on virtual bits tail-1..0 run first, inside each tile row on
+//               local bits tail-1..0: in a mirrored row, whose columns are reversed, with
+//               the minimum in the higher slot (run_levels' `reverse`).
 // lkeys (and lvals) hold PAD(2^log_local) words, sized by the host.
 __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
                            const ulong row_len,
@@ -628,6 +651,7 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
                            const uint lo_g,
                            const uint m,
                            const uint flip,
+                           const uint tail,
                            const uint encoding,
                            const uint transform,
                            __local KEY_T *restrict lkeys LOCAL_VALUES_ARG) {
@@ -684,6 +708,10 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
         const uint regs = sort ? min(log_net, (uint)LOG_E) : 0u;
         run_sort_regs(lkeys LV, log_local, regs);
         barrier(CLK_LOCAL_MEM_FENCE);
+        // A fused tail (none outside MODE_GLOBAL: tail is 0), rows of 2^c in a flip pass
+        // mirrored from row 2^(m-1), local bit c+m-1.
+        const uint reverse = (mode == MODE_GLOBAL && flip != 0u) ? 1u << (c + m - 1u) : 0u;
+        run_levels(lkeys LV, log_local, tail - 1u, 0u, false, 0u, reverse);
         const uint first_stage = sort ? regs + 1u : 1u;
         const uint last_stage = sort ? log_net : 1u;
         const uint bottom = mode == MODE_GLOBAL ? c : 0u;
@@ -691,7 +719,7 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
         const bool flip_first = sort || (mode == MODE_GLOBAL && flip != 0u);
         for (uint s = first_stage; s <= last_stage; ++s) {
             run_levels(lkeys LV, log_local, sort ? s - 1u : fixed_top, bottom, flip_first,
-                       bottom);
+                       bottom, 0u);
         }
 
         store_whole_tile(keys PASS_VALUES, lkeys LV, map, whole_size, encoding, transform,

@@ -645,6 +645,7 @@ impl OpenClBackend {
                 lo_g,
                 m,
                 flip,
+                tail,
             } => {
                 let mut args = Args::with_data(&kernels.tile, buffers, shape)?;
                 args.u64(tiles)?;
@@ -655,6 +656,7 @@ impl OpenClBackend {
                 args.u32(lo_g)?;
                 args.u32(m)?;
                 args.u32(flip)?;
+                args.u32(tail)?;
                 args.u32(code)?;
                 args.u32(launch.transform)?;
                 args.local(launch.local_words * buffers.key_bytes)?;

@@ -4,10 +4,12 @@
 //! Each pass of [`Schedule`] becomes one launch (see `kernels/bitonic.cl`):
 //! - `Pass::LocalSort` and `Pass::LocalMerge`: `bitonic_tile` over virtual tiles of
 //!   `2^log_local` elements in `__local` memory (short rows are packed several to a tile);
-//! - `Pass::GlobalMerge` with more levels than a round holds: `bitonic_tile` over tiles of
-//!   `2^c` columns by `2^levels` rows;
-//! - `Pass::GlobalMerge` with at most `2^log_e` levels: `bitonic_global`, one register group
-//!   per work item straight from global memory (no `__local` round trip, no barrier).
+//! - `Pass::GlobalMerge` with more levels than a round holds, or with a fused tail
+//!   (`tail_bits > 0`, see the schedule's module docs): `bitonic_tile` over tiles of `2^c`
+//!   columns by `2^levels` rows, `c >= tail_bits` so that each tile row holds whole runs of
+//!   the tail, which runs first, inside the rows;
+//! - other `Pass::GlobalMerge`s, of at most `log_e` levels: `bitonic_global`, one register
+//!   group per work item straight from global memory (no `__local` round trip, no barrier).
 
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2, choose_log_tile};
 
@@ -92,7 +94,7 @@ pub fn tile_params(log_tile: u32) -> TileParams {
     TileParams {
         log_tile,
         max_global_levels: (log_tile - log_cols(log_tile)).max(1),
-        fuse_tails: false,
+        fuse_tails: true,
     }
 }
 
@@ -144,6 +146,9 @@ pub enum Kind {
         m: u32,
         /// Global passes: 1 when the first level is the stage's flip.
         flip: u32,
+        /// Global passes: the previous stage's half-cleaners on bits `tail-1 .. 0`, run
+        /// first inside each tile row (`tail <= c`; 0: none).
+        tail: u32,
     },
     /// `bitonic_global`.
     Global {
@@ -246,6 +251,7 @@ pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
                         lo_g: 0,
                         m: 0,
                         flip: 0,
+                        tail: 0,
                     };
                     tile_launch(kind, log_local, tiles)
                 }
@@ -255,7 +261,6 @@ pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
                     levels,
                     tail_bits,
                 } => {
-                    assert_eq!(tail_bits, 0, "the OpenCL kernels run no fused tails");
                     let hi = stage - 1 - first_level;
                     let lo_g = hi + 1 - levels;
                     let flip = u32::from(first_level == 0);
@@ -271,7 +276,9 @@ pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
                             virtual_len >> (levels + c)
                         }
                     };
-                    if levels <= limits.log_e {
+                    // A fused tail needs the tile kernel: a register group of bitonic_global
+                    // holds one column, the tail's runs are along the columns.
+                    if tail_bits == 0 && levels <= limits.log_e {
                         let groups = count(0);
                         let items = groups.clamp(1, MAX_GLOBAL_ITEMS) as usize;
                         let local = if limits.uniform_groups {
@@ -292,7 +299,14 @@ pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
                             local_words: 0,
                         }
                     } else {
-                        let c = log_cols(schedule_log_tile(&schedule)).min(lo_g);
+                        // The schedule keeps the tail below the pass's bits (tail_bits <= lo_g)
+                        // and beside its levels in its tile (tail_bits + levels <= log_tile),
+                        // and log_cols(log_tile) + levels <= log_tile: the tile of 2^(c +
+                        // levels) fits the schedule's tile, which fits the local memory.
+                        let log_tile = schedule_log_tile(&schedule);
+                        let c = log_cols(log_tile).min(lo_g).max(tail_bits);
+                        debug_assert!(tail_bits <= lo_g, "{pass:?}");
+                        debug_assert!(c + levels <= log_tile, "{pass:?}");
                         let tiles = count(c);
                         let kind = Kind::Tile {
                             tiles,
@@ -303,6 +317,7 @@ pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
                             lo_g,
                             m: levels,
                             flip,
+                            tail: tail_bits,
                         };
                         tile_launch(kind, c + levels, tiles)
                     }
@@ -385,6 +400,52 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn fused_tails_take_fewer_launches() {
+        // NVIDIA's limits, u32 keys: tiles of 2^13 (2^5 columns, 8 global levels).
+        let limits = Limits {
+            local_mem: 49152,
+            compute_units: 132,
+            tile_group: 1024,
+            global_group: 1024,
+            log_e: LOG_E,
+            max_log_tile: MAX_LOG_TILE,
+            uniform_groups: false,
+        };
+        // (log2 n, launches unfused, launches fused)
+        for (l, unfused, fused) in [(20, 15, 12), (24, 26, 21)] {
+            let shape = Shape::new(1 << l, 1);
+            let log_tile = schedule_log_tile(&schedule(&limits, shape, 4));
+            assert_eq!(log_tile, 13);
+            let mut params = tile_params(log_tile);
+            params.fuse_tails = false;
+            assert_eq!(Schedule::new(1 << l, params).passes.len(), unfused, "2^{l}");
+            let launches = plan(&limits, shape, 4);
+            assert_eq!(launches.len(), fused, "2^{l}");
+            let mut tails = 0;
+            for launch in &launches {
+                if let Kind::Tile {
+                    mode,
+                    log_local,
+                    c,
+                    m,
+                    flip,
+                    tail,
+                    ..
+                } = launch.kind
+                    && tail > 0
+                {
+                    // On the tile kernel, each row holding whole runs of the tail.
+                    assert_eq!((mode, flip), (MODE_GLOBAL, 1), "{launch:?}");
+                    assert!(tail <= c && c + m == log_local, "{launch:?}");
+                    assert!(log_local <= log_tile, "{launch:?}");
+                    tails += 1;
+                }
+            }
+            assert!(tails >= unfused - fused, "2^{l}: {tails} fused passes");
         }
     }
 }
