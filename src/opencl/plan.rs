@@ -339,8 +339,9 @@ fn schedule_log_tile(schedule: &Schedule) -> u32 {
 mod tests {
     use super::*;
 
-    fn nvidia(element_bytes: u64) -> u32 {
-        let limits = Limits {
+    /// The limits of NVIDIA's OpenCL on an H200.
+    fn nvidia_limits() -> Limits {
+        Limits {
             local_mem: 49152,
             compute_units: 132,
             tile_group: 1024,
@@ -348,8 +349,11 @@ mod tests {
             log_e: LOG_E,
             max_log_tile: MAX_LOG_TILE,
             uniform_groups: false,
-        };
-        max_log_tile(&limits, element_bytes)
+        }
+    }
+
+    fn nvidia(element_bytes: u64) -> u32 {
+        max_log_tile(&nvidia_limits(), element_bytes)
     }
 
     #[test]
@@ -375,15 +379,7 @@ mod tests {
 
     #[test]
     fn launches_cover_the_data() {
-        let limits = Limits {
-            local_mem: 49152,
-            compute_units: 132,
-            tile_group: 1024,
-            global_group: 1024,
-            log_e: LOG_E,
-            max_log_tile: MAX_LOG_TILE,
-            uniform_groups: false,
-        };
+        let limits = nvidia_limits();
         for (row_len, rows) in [(1u64 << 20, 1u64), ((1 << 20) + 1, 1), (1000, 7), (3, 5)] {
             let shape = Shape::new(row_len, rows);
             for launch in plan(&limits, shape, 4) {
@@ -406,15 +402,7 @@ mod tests {
     #[test]
     fn fused_tails_take_fewer_launches() {
         // NVIDIA's limits, u32 keys: tiles of 2^13 (2^5 columns, 8 global levels).
-        let limits = Limits {
-            local_mem: 49152,
-            compute_units: 132,
-            tile_group: 1024,
-            global_group: 1024,
-            log_e: LOG_E,
-            max_log_tile: MAX_LOG_TILE,
-            uniform_groups: false,
-        };
+        let limits = nvidia_limits();
         // (log2 n, launches unfused, launches fused)
         for (l, unfused, fused) in [(20, 15, 12), (24, 26, 21)] {
             let shape = Shape::new(1 << l, 1);
