@@ -29,9 +29,10 @@
 //! stage's first global pass, whose tile is `2^c` consecutive columns (`c >= t`) times
 //! `2^levels` rows, so that the columns hold the previous stage's tail and the rows the new
 //! stage's first levels. A launch then covers up to `S` levels wherever it crosses a stage
-//! boundary, and the global passes are chosen so that the tail they leave is as short as
-//! possible: at `2^28` with `S = 14` the sort takes 26 launches instead of 33. Only the last
-//! stage ends in a [`Pass::LocalMerge`] (or a stage whose tail fills the tile).
+//! boundary. Which launches a sort makes is a small search (`merge_passes`): the fewest
+//! launches, then the cheapest register rounds; at `2^28` with `S = 14` the sort takes 26
+//! launches instead of 33. A stage ends in a [`Pass::LocalMerge`] only where its tail fills
+//! the tile (always the last stage).
 
 /// Device-dependent sizes the schedule is built from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
