@@ -1,7 +1,8 @@
 //! Build script: with the `cuda` feature, compiles `cuda/*.cu` to PTX in `OUT_DIR` with nvcc
-//! (`cuda/bitonic.cu` becomes `$OUT_DIR/bitonic.ptx`, and `bitonic_sm80.ptx` for compute capability
-//! 8.0 and newer; `src/cuda/mod.rs` embeds both and loads the one the device can run). Without the
-//! feature it does nothing, so no CUDA toolkit is needed.
+//! (`cuda/bitonic.cu` becomes `$OUT_DIR/bitonic.ptx`, `bitonic_sm80.ptx` for compute capability
+//! 8.0 and newer and `bitonic_sm90.ptx` for 9.0 and newer; `src/cuda/mod.rs` embeds all three
+//! and loads the newest the device can run). Without the feature it does nothing, so no CUDA
+//! toolkit is needed.
 //!
 //! Environment: `NVCC` (the compiler to use), `CUDA_PATH` / `CUDA_HOME` (toolkit roots whose
 //! `bin/nvcc` is tried next), `BITONIC_CUDA_ARCH` (the `-arch` value, default `compute_75`:
@@ -67,6 +68,15 @@ fn main() {
             "compute_80".to_string()
         };
         compile(&nvcc, source, &ptx80, &arch80);
+        // A third for compute capability 9.0 and newer, which adds the thread-block cluster
+        // kernels (distributed shared memory).
+        let ptx90 = out_dir.join(format!("{stem}_sm90.ptx"));
+        let arch90 = if env::var("BITONIC_CUDA_ARCH").is_ok_and(|a| !a.trim().is_empty()) {
+            arch.clone()
+        } else {
+            "compute_90".to_string()
+        };
+        compile(&nvcc, source, &ptx90, &arch90);
     }
     peers::build(&nvcc, &manifest_dir, &out_dir);
 }

@@ -43,6 +43,7 @@ typedef unsigned long long u64;
 #define MODE_SORT 0u
 #define MODE_MERGE 1u
 #define MODE_GLOBAL 2u
+#define MODE_CLUSTER_SORT 3u
 
 #define TRANSFORM_ENCODE_ON_LOAD 1u
 #define TRANSFORM_DECODE_ON_STORE 2u
@@ -486,10 +487,11 @@ __device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits, const D
     }
 }
 
-// With `direct`, the first register groups come from global memory and the last round goes
-// there (tiles of at least 2^5 elements).
+// With `load_direct`, the first register groups come from global memory; with
+// `store_direct`, the last round goes there (tiles of at least 2^5 elements).
 template <typename K, typename V>
-__device__ __forceinline__ void sort_tile(K *sk, V *sv, u32 tile_bits, const Direct<K, V> &direct, bool use_direct) {
+__device__ __forceinline__ void sort_tile(K *sk, V *sv, u32 tile_bits, const Direct<K, V> &direct, bool load_direct,
+                                          bool store_direct) {
     const u32 first = tile_bits < LOG_E ? tile_bits : LOG_E;
     switch (first) {
     case 1:
@@ -502,11 +504,11 @@ __device__ __forceinline__ void sort_tile(K *sk, V *sv, u32 tile_bits, const Dir
         sort_groups<K, V, 3>(sk, sv, tile_bits, direct, false);
         break;
     default:
-        sort_groups<K, V, 4>(sk, sv, tile_bits, direct, use_direct);
+        sort_groups<K, V, 4>(sk, sv, tile_bits, direct, load_direct);
         break;
     }
     for (u32 stage = first + 1; stage <= tile_bits; ++stage) {
-        run_levels<K, V>(sk, sv, tile_bits, stage - 1, 0, true, 0, direct, use_direct && stage == tile_bits);
+        run_levels<K, V>(sk, sv, tile_bits, stage - 1, 0, true, 0, direct, store_direct && stage == tile_bits);
     }
 }
 
@@ -797,6 +799,41 @@ __device__ __forceinline__ void load_elements(const K *__restrict__ keys, const 
 #endif
 }
 
+// Loads the tile at `map`: in quads when it is whole, else element by element.
+template <typename K, typename V>
+__device__ __forceinline__ void load_tile(const K *__restrict__ keys, const V *__restrict__ values, K *sk, V *sv,
+                                          const PassArgs &a, const TileMap &map, bool whole, u32 quads, bool encode) {
+    if (whole) {
+        with_quads(quads, [&](auto q) {
+            load_whole_tile<K, V, decltype(q)::value>(keys, values, sk, sv, map, encode, a.encoding);
+        });
+    } else {
+        load_elements<K, V>(keys, values, sk, sv, a, map, encode);
+    }
+}
+
+// Stores the tile at `map`, skipping padding.
+template <typename K, typename V>
+__device__ __forceinline__ void store_tile(K *__restrict__ keys, V *__restrict__ values, const K *sk, const V *sv,
+                                           const PassArgs &a, const TileMap &map, bool whole, u32 quads, bool decode) {
+    if (whole) {
+        with_quads(quads, [&](auto q) {
+            store_whole_tile<K, V, decltype(q)::value>(keys, values, sk, sv, map, decode, a.encoding);
+        });
+        return;
+    }
+    for (u32 x = threadIdx.x; x < (1u << a.tile_bits); x += blockDim.x) {
+        const u64 m = memory_index(a, virtual_index(map, x));
+        if (m != ~0ull) {
+            const K k = sk[pad(x)];
+            keys[m] = decode ? decode_key(k, a.encoding) : k;
+            if constexpr (HasValues<V>::value) {
+                values[m] = sv[pad(x)];
+            }
+        }
+    }
+}
+
 template <typename K, typename V>
 __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
     constexpr bool HAS_V = HasValues<V>::value;
@@ -828,19 +865,13 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         const bool direct = DIRECT_FITS && whole && a.mode == MODE_SORT && a.tile_bits >= 5;
         const Direct<K, V> out{keys, values, map.origin, encode, decode, a.encoding};
         if (!direct) {
-            if (whole) {
-                with_quads(quads, [&](auto q) {
-                    load_whole_tile<K, V, decltype(q)::value>(keys, values, sk, sv, map, encode, a.encoding);
-                });
-            } else {
-                load_elements<K, V>(keys, values, sk, sv, a, map, encode);
-            }
+            load_tile<K, V>(keys, values, sk, sv, a, map, whole, quads, encode);
             __syncthreads();
         }
 
         switch (a.mode) {
         case MODE_SORT:
-            sort_tile<K, V>(sk, sv, a.tile_bits, out, direct);
+            sort_tile<K, V>(sk, sv, a.tile_bits, out, direct, direct);
             break;
         case MODE_MERGE:
             run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, 0, false, 0, out, false);
@@ -854,30 +885,192 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
                              a.log_cols, out, false);
             break;
         }
-        if (direct) {
-            // The last round stored the tile.
-        } else if (whole) {
+        if (!direct) { // (a direct sort's last round stored the tile)
             __syncthreads();
-            with_quads(quads, [&](auto q) {
-                store_whole_tile<K, V, decltype(q)::value>(keys, values, sk, sv, map, decode, a.encoding);
-            });
-        } else {
-            __syncthreads();
-            for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
-                const u64 m = memory_index(a, virtual_index(map, x));
-                if (m != ~0ull) {
-                    const K k = sk[pad(x)];
-                    keys[m] = decode ? decode_key(k, a.encoding) : k;
-                    if constexpr (HAS_V) {
-                        values[m] = sv[pad(x)];
-                    }
-                }
-            }
+            store_tile<K, V>(keys, values, sk, sv, a, map, whole, quads, decode);
         }
         // The next tile's loads overwrite what this tile's stores read.
         __syncthreads();
     }
 }
+
+#if __CUDA_ARCH__ >= 900
+// ---------------------------------------------------------------------------------------
+// Cluster sorts (MODE_CLUSTER_SORT; compute capability 9.0, in the sm_90 PTX only): one
+// tile of 2^tile_bits elements spread over the CLUSTER_BLOCKS blocks of a thread-block
+// cluster, block `rank` holding the slice of 2^(tile_bits - LOG_CLUSTER) consecutive
+// elements from rank * 2^slice_bits in its shared memory. A sort of 2^12..2^15 keys then runs
+// in one launch on eight multiprocessors instead of one block on one (compute-bound) or a
+// chain of launches (latency-bound). Each block sorts its slice; then for every stage above
+// the slice, one round on the cluster bits (through distributed shared memory, between two
+// cluster barriers) and the stage's half-cleaners on the slice bits in its own memory.
+// ---------------------------------------------------------------------------------------
+
+#define LOG_CLUSTER 3
+#define CLUSTER_BLOCKS (1u << LOG_CLUSTER)
+
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ u32 cluster_index() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ u32 cluster_count() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+    return r;
+}
+
+// Every thread of the cluster arrives; its shared-memory writes before are visible to every
+// block's reads after.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// The distributed-shared-memory address of this block's shared `address` in block `rank`.
+__device__ __forceinline__ u32 in_block(u32 address, u32 rank) {
+    u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(address), "r"(rank));
+    return r;
+}
+
+template <typename T> __device__ __forceinline__ T load_cluster(u32 address) {
+    if constexpr (sizeof(T) == 4) {
+        u32 w;
+        asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(w) : "r"(address) : "memory");
+        return T(w);
+    } else {
+        u64 w;
+        asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(w) : "r"(address) : "memory");
+        return T(w);
+    }
+}
+
+template <typename T> __device__ __forceinline__ void store_cluster(u32 address, T value) {
+    if constexpr (sizeof(T) == 4) {
+        asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(address), "r"((u32)value) : "memory");
+    } else {
+        asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(address), "l"((u64)value) : "memory");
+    }
+}
+
+// A stage's levels on the cluster bits [slice_bits, slice_bits + L): the flip, then
+// half-cleaners. A group is 2^L elements at one slice position p in 2^L consecutive slices;
+// the flip pairs x with x ^ (2^stage - 1), so the upper half of the registers takes the
+// mirrored position p ^ (2^slice_bits - 1) (as in a tile's flip round). The groups are dealt
+// out to the blocks in order of p, so a warp reads consecutive slots of each slice.
+template <typename K, typename V, u32 L> __device__ __forceinline__ void cluster_round(K *sk, V *sv, u32 slice_bits) {
+    constexpr bool HAS_V = HasValues<V>::value;
+    constexpr u32 R = 1u << L;
+    const u32 mask = (1u << slice_bits) - 1u;
+    const u32 per_block = 1u << (slice_bits - L);
+    const u32 rank = cluster_rank();
+    const u32 keys_at = (u32)__cvta_generic_to_shared(sk);
+    const u32 values_at = HAS_V ? (u32)__cvta_generic_to_shared(sv) : 0u;
+    for (u32 t = threadIdx.x; t < per_block; t += blockDim.x) {
+        const u32 group = rank * per_block + t;
+        const u32 p = group & mask;
+        const u32 run = group >> slice_bits;
+        const u32 slot_low = pad(p);
+        const u32 slot_high = pad(p ^ mask);
+        // Register r: block (run << L) | r, slot slot_low (lower half) or slot_high.
+        const auto key_at = [&](u32 r) {
+            return in_block(keys_at + (r < R / 2 ? slot_low : slot_high) * (u32)sizeof(K), (run << L) | r);
+        };
+        const auto value_at = [&](u32 r) {
+            return in_block(values_at + (r < R / 2 ? slot_low : slot_high) * (u32)sizeof(V), (run << L) | r);
+        };
+        K k[R];
+        V v[R];
+#pragma unroll
+        for (u32 r = 0; r < R; ++r) {
+            k[r] = load_cluster<K>(key_at(r));
+            if constexpr (HAS_V) {
+                v[r] = load_cluster<V>(value_at(r));
+            }
+        }
+        round_network<K, V, L, true>(k, v);
+#pragma unroll
+        for (u32 r = 0; r < R; ++r) {
+            store_cluster<K>(key_at(r), k[r]);
+            if constexpr (HAS_V) {
+                store_cluster<V>(value_at(r), v[r]);
+            }
+        }
+    }
+}
+
+template <typename K, typename V>
+__device__ __forceinline__ void cluster_pass(K *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
+    constexpr bool HAS_V = HasValues<V>::value;
+    const u32 slice_bits = a.tile_bits - LOG_CLUSTER;
+    const u32 size = 1u << slice_bits;
+    K *sk = reinterpret_cast<K *>(tile_smem);
+    V *sv = reinterpret_cast<V *>(tile_smem + (size_t)padded_words(slice_bits) * sizeof(K));
+    const bool encode = (a.transform & TRANSFORM_ENCODE_ON_LOAD) != 0;
+    const bool decode = (a.transform & TRANSFORM_DECODE_ON_STORE) != 0;
+    const u32 rank = cluster_rank();
+    // A slice is the local tile 8t + rank of a local sort of slices.
+    PassArgs local = a;
+    local.mode = MODE_SORT;
+    local.tile_bits = slice_bits;
+    const u64 tiles = (a.rows << a.log_row) >> a.tile_bits;
+    const u32 quads = whole_tiles_apply(keys, values, local) ? whole_tile_quads(size) : 0u;
+    for (u64 t = cluster_index(); t < tiles; t += cluster_count()) {
+        const TileMap map = tile_map(local, (t << LOG_CLUSTER) | rank);
+        const bool whole = quads != 0 && tile_is_whole(local, map, size);
+        // Every block takes part in the cluster's rounds: a slice past the data is loaded
+        // as padding (the largest word), never skipped.
+        const bool direct = sizeof(K) == 4 && !HAS_V && whole;
+        const Direct<K, V> out{keys, values, map.origin, encode, decode, a.encoding};
+        if (!direct) {
+            load_tile<K, V>(keys, values, sk, sv, local, map, whole, quads, encode);
+            __syncthreads();
+        }
+        sort_tile<K, V>(sk, sv, slice_bits, out, direct, false);
+        for (u32 stage = slice_bits + 1; stage <= a.tile_bits; ++stage) {
+            cluster_sync();
+            switch (stage - slice_bits) {
+            case 1:
+                cluster_round<K, V, 1>(sk, sv, slice_bits);
+                break;
+            case 2:
+                cluster_round<K, V, 2>(sk, sv, slice_bits);
+                break;
+            default:
+                cluster_round<K, V, 3>(sk, sv, slice_bits);
+                break;
+            }
+            cluster_sync();
+            run_levels<K, V>(sk, sv, slice_bits, slice_bits - 1, 0, false, 0, out, false);
+        }
+        __syncthreads();
+        store_tile<K, V>(keys, values, sk, sv, local, map, whole, quads, decode);
+        // The next tile's loads overwrite what this tile's stores read; the other blocks
+        // stopped touching this slice at the last cluster barrier.
+        __syncthreads();
+    }
+}
+static_assert(LOG_CLUSTER == 3, "cluster_pass dispatches rounds of 1..=3 cluster levels");
+
+#define CLUSTER_KERNEL(KNAME, K, VNAME, V)                                                       \
+    extern "C" __global__ void __cluster_dims__(CLUSTER_BLOCKS, 1, 1) __launch_bounds__(512, 1)  \
+        cluster_pass_##KNAME##_##VNAME(K *keys, V *values, PassArgs args) {                      \
+        cluster_pass<K, V>(keys, values, args);                                                  \
+    }
+
+// Only the variants that fit their registers without spilling; src/cuda/plan.rs plans
+// cluster sorts for these widths alone.
+CLUSTER_KERNEL(u32, u32, none, NoValue)
+CLUSTER_KERNEL(u32, u32, u32, u32)
+#endif
 
 // MIN_BLOCKS: blocks of 512 threads that must fit one multiprocessor's registers (two let
 // one block's memory phase overlap another's shared-memory rounds);

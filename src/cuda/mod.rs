@@ -48,6 +48,10 @@ const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic.ptx"));
 /// memory asynchronously.
 const PTX_SM80: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic_sm80.ptx"));
 
+/// The same kernels for compute capability 9.0 and newer, with the thread-block cluster
+/// kernels (`cluster_pass_*`) beside them.
+const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic_sm90.ptx"));
+
 /// Shared memory per block that every CUDA device offers without opting in.
 const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
 
@@ -55,9 +59,14 @@ const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
 /// names in `cuda/bitonic.cu`.
 const KEY_NAMES: [&str; 2] = ["u32", "u64"];
 const VALUE_NAMES: [&str; 3] = ["none", "u32", "u64"];
+/// The value kinds of the cluster kernels, whose keys are `u32` (`plan::cluster_fits`).
+const CLUSTER_VALUE_NAMES: [&str; 2] = ["none", "u32"];
 
 /// Caps the tile (log2 of its elements) for experiments: `BITONIC_CUDA_LOG_TILE=13`.
 const LOG_TILE_ENV: &str = "BITONIC_CUDA_LOG_TILE";
+/// Sets the largest sort that runs as one thread-block cluster, as log2 of its elements, for
+/// experiments: `BITONIC_CUDA_CLUSTER_MAX_LOG=0` turns cluster sorts off.
+const CLUSTER_ENV: &str = "BITONIC_CUDA_CLUSTER_MAX_LOG";
 /// `BITONIC_CUDA_GRAPHS=0` times device-resident sorts with plain launches, not a graph.
 const GRAPHS_ENV: &str = "BITONIC_CUDA_GRAPHS";
 
@@ -147,6 +156,11 @@ fn probe(ordinal: u32) -> Result<(Device, DeviceInfo, DeviceLimits)> {
             .max(DEFAULT_SHARED_BYTES),
         max_grid_x: attribute(DeviceAttribute::MaxGridDimX)?.max(1),
         multiprocessors: compute_units.max(1),
+        cluster_max_log: if attribute(DeviceAttribute::ComputeCapabilityMajor)? >= 9 {
+            cluster_max_log()
+        } else {
+            0
+        },
     };
     let info = DeviceInfo {
         backend: BackendKind::Cuda,
@@ -214,6 +228,27 @@ fn load_kernels(module: &Module, shared_bytes: u32) -> Result<Vec<Kernel>> {
     Ok(kernels)
 }
 
+/// Looks up the cluster kernels (`cluster_pass_u32_none`, `cluster_pass_u32_u32`, in the
+/// sm_90 PTX); none when the PTX lacks them (built for an older `BITONIC_CUDA_ARCH`).
+fn load_cluster_kernels(module: &Module, shared_bytes: u32) -> Result<Vec<Kernel>> {
+    if module.get_function("cluster_pass_u32_none").is_err() {
+        return Ok(Vec::new());
+    }
+    CLUSTER_VALUE_NAMES
+        .iter()
+        .map(|value| load_kernel(module, &format!("cluster_pass_u32_{value}"), shared_bytes))
+        .collect()
+}
+
+/// The largest cluster sort from `BITONIC_CUDA_CLUSTER_MAX_LOG` (0 turns cluster sorts off),
+/// else [`plan::DEFAULT_CLUSTER_MAX_LOG`].
+fn cluster_max_log() -> u32 {
+    std::env::var(CLUSTER_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(plan::DEFAULT_CLUSTER_MAX_LOG)
+}
+
 /// The tile cap from `BITONIC_CUDA_LOG_TILE`, if set to a number.
 fn log_tile_cap() -> Option<u32> {
     std::env::var(LOG_TILE_ENV).ok()?.trim().parse().ok()
@@ -224,8 +259,17 @@ struct Job {
     keys: cu::CUdeviceptr,
     /// 0 without values.
     values: cu::CUdeviceptr,
-    kernel: Kernel,
+    kernels: Kernels,
     launches: Vec<Launch>,
+}
+
+/// The kernels of one word variant.
+#[derive(Clone, Copy, Debug)]
+struct Kernels {
+    /// `tile_pass_<key>_<value>`: every pass but cluster sorts.
+    tile: Kernel,
+    /// `cluster_pass_<key>_<value>`, where the device and the variant have one.
+    cluster: Option<Kernel>,
 }
 
 /// An instantiated CUDA graph of one job's launches, replayed by device-resident timing.
@@ -261,6 +305,9 @@ pub struct CudaBackend {
     info: DeviceInfo,
     limits: DeviceLimits,
     kernels: Vec<Kernel>,
+    /// `cluster_pass_u32_<value>` in [`CLUSTER_VALUE_NAMES`] order; empty below compute
+    /// capability 9.0.
+    cluster_kernels: Vec<Kernel>,
     /// `hold_stream`, which device-resident timing queues before the timed work.
     hold: Kernel,
     /// Serializes sorts of host slices: they share the stream and the scratch buffers, and a
@@ -311,7 +358,11 @@ impl CudaBackend {
         let major = device
             .get_attribute(DeviceAttribute::ComputeCapabilityMajor)
             .map_err(on("cuDeviceGetAttribute"))?;
-        let ptx = if major >= 8 { PTX_SM80 } else { PTX };
+        let ptx = match major {
+            9.. => PTX_SM90,
+            8 => PTX_SM80,
+            _ => PTX,
+        };
         let image = CString::new(ptx).map_err(|_| Error::Driver {
             backend: BackendKind::Cuda,
             call: "cuModuleLoadDataEx".to_string(),
@@ -320,6 +371,15 @@ impl CudaBackend {
         })?;
         let module = Module::from_ptx_cstr(&image, &[]).map_err(on("cuModuleLoadDataEx"))?;
         let kernels = load_kernels(&module, limits.shared_bytes_per_block)?;
+        let cluster_kernels = if major >= 9 {
+            load_cluster_kernels(&module, limits.shared_bytes_per_block)?
+        } else {
+            Vec::new()
+        };
+        let mut limits = limits;
+        if cluster_kernels.is_empty() {
+            limits.cluster_max_log = 0;
+        }
         let hold = Kernel {
             func: module
                 .get_function("hold_stream")
@@ -331,6 +391,7 @@ impl CudaBackend {
             info,
             limits,
             kernels,
+            cluster_kernels,
             hold,
             busy: Mutex::new(Scratch::default()),
             cached: AtomicU64::new(0),
@@ -425,14 +486,23 @@ impl CudaBackend {
                 &mut values as *mut u64 as *mut c_void,
                 &mut args as *mut PassArgs as *mut c_void,
             ];
-            // SAFETY: the three parameters match `tile_pass_K_V(K *keys, V *values, PassArgs
-            // args)` (PassArgs is repr(C) with the kernel's layout, device pointers are u64);
-            // `keys` and `values` hold `rows * row_len` words each (values 0 for the `none`
-            // kernels, which never read it), and the kernel touches no index past that;
-            // `shared_bytes` is within the opt-in limit set on the kernel at open.
+            let kernel = if launch.args.mode == plan::MODE_CLUSTER_SORT {
+                // The plan makes cluster sorts only where `limits` says the kernels exist.
+                job.kernels.cluster.ok_or_else(|| {
+                    Error::Unsupported("a cluster sort on a device without cluster kernels".into())
+                })?
+            } else {
+                job.kernels.tile
+            };
+            // SAFETY: the three parameters match `tile_pass_K_V` and `cluster_pass_K_V(K
+            // *keys, V *values, PassArgs args)` (PassArgs is repr(C) with the kernels' layout,
+            // device pointers are u64); `keys` and `values` hold `rows * row_len` words each
+            // (values 0 for the `none` kernels, which never read it), and the kernels touch no
+            // index past that; `shared_bytes` is within the opt-in limit set on the kernel at
+            // open; a cluster kernel's grid is a multiple of its compiled cluster size.
             let status = unsafe {
                 cu::cuLaunchKernel(
-                    job.kernel.func,
+                    kernel.func,
                     launch.grid,
                     1,
                     1,
@@ -481,14 +551,22 @@ impl CudaBackend {
     }
 
     /// The kernel for these word widths.
-    fn kernel(&self, key_bytes: usize, value_bytes: usize) -> Kernel {
+    fn kernel(&self, key_bytes: usize, value_bytes: usize) -> Kernels {
         let key_index = usize::from(key_bytes == 8);
         let value_index = match value_bytes {
             0 => 0,
             4 => 1,
             _ => 2,
         };
-        self.kernels[key_index * VALUE_NAMES.len() + value_index]
+        let cluster = if key_bytes == 4 {
+            self.cluster_kernels.get(value_index).copied()
+        } else {
+            None
+        };
+        Kernels {
+            tile: self.kernels[key_index * VALUE_NAMES.len() + value_index],
+            cluster,
+        }
     }
 
     /// Device-resident timing; see [`Backend::time_sort_words`].
@@ -525,7 +603,7 @@ impl CudaBackend {
             values: work_values
                 .as_ref()
                 .map_or(0, |v| v.as_device_ptr().as_raw()),
-            kernel: self.kernel(key_bytes, value_bytes),
+            kernels: self.kernel(key_bytes, value_bytes),
             launches: if row_len >= 2 {
                 self.plan(
                     row_len as u64,
@@ -728,7 +806,7 @@ impl Backend for CudaBackend {
             &Job {
                 keys: device_keys,
                 values: device_values.unwrap_or(0),
-                kernel: self.kernel(key_bytes, value_bytes),
+                kernels: self.kernel(key_bytes, value_bytes),
                 launches: self.plan(
                     row_len as u64,
                     (n / row_len) as u64,

@@ -28,6 +28,22 @@ pub const MODE_SORT: u32 = 0;
 pub const MODE_MERGE: u32 = 1;
 /// `mode` of [`PassArgs`]: levels with strides of a tile or more.
 pub const MODE_GLOBAL: u32 = 2;
+/// `mode` of [`PassArgs`]: sort a tile spread over the blocks of a thread-block cluster
+/// (`cluster_pass_*` in `cuda/bitonic.cu`).
+pub const MODE_CLUSTER_SORT: u32 = 3;
+
+/// Blocks of a cluster sort (`CLUSTER_BLOCKS` in `cuda/bitonic.cu`, its compiled cluster
+/// size), as log2.
+pub const LOG_CLUSTER: u32 = 3;
+
+/// The smallest cluster sort, as log2 of its elements: a slice of `2^9` keys gives each
+/// block one warp. Smaller sorts are one block.
+pub const MIN_CLUSTER_LOG: u32 = 12;
+
+/// The largest cluster sort by default (`DeviceLimits::cluster_max_log`): up to `2^15` keys
+/// eight multiprocessors beat a chain of launches; at `2^16` the multi-launch sort on more
+/// multiprocessors is as fast (`docs/perf.md`, change 15).
+pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 15;
 
 /// `transform` bit: encode keys as they are loaded.
 pub const ENCODE_ON_LOAD: u32 = 1;
@@ -43,6 +59,9 @@ pub struct DeviceLimits {
     pub max_grid_x: u32,
     /// Multiprocessors: tiles are kept small enough that every one has work.
     pub multiprocessors: u32,
+    /// The largest single-row sort, as log2 of its elements, that runs as one launch of a
+    /// thread-block cluster (compute capability 9.0, [`cluster_log_tile`]); 0 for none.
+    pub cluster_max_log: u32,
 }
 
 /// The kernels' parameter block; `struct PassArgs` in `cuda/bitonic.cu` has this layout.
@@ -149,6 +168,27 @@ pub fn max_log_tile(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> 
     bits
 }
 
+/// The tile of a sort that runs as one cluster launch, as log2 of its elements: a single
+/// row of `2^MIN_CLUSTER_LOG .. 2^cluster_max_log` elements of `u32` keys, alone or with
+/// `u32` values (the variants with cluster kernels), whose slices fit a block's shared memory.
+pub fn cluster_log_tile(
+    limits: &DeviceLimits,
+    row_len: u64,
+    rows: u64,
+    widths: Widths,
+) -> Option<u32> {
+    let log_n = crate::schedule::ceil_log2(row_len);
+    let fits = widths.key == 4 && widths.value <= 4;
+    let slice_bits = log_n.checked_sub(LOG_CLUSTER)?;
+    let slice_bytes = padded_words(slice_bits) * widths.element();
+    (rows == 1
+        && fits
+        && (MIN_CLUSTER_LOG..=limits.cluster_max_log).contains(&log_n)
+        && (1u64 << (slice_bits - LOG_E)) <= u64::from(MAX_THREADS)
+        && slice_bytes <= u64::from(limits.shared_bytes_per_block))
+    .then_some(log_n)
+}
+
 /// The tile parameters the schedule is built from.
 pub fn tile_params(log_tile: u32) -> TileParams {
     TileParams {
@@ -169,12 +209,17 @@ pub fn plan(
     cap: Option<u32>,
 ) -> Vec<Launch> {
     let element_bytes = widths.element();
-    let schedule_tile = choose_log_tile(
-        rows,
-        crate::schedule::ceil_log2(row_len),
-        max_log_tile(limits, widths, cap),
-        limits.multiprocessors,
-    );
+    // A cluster sort is one local sort of the whole row, as the schedule says; only the
+    // launch differs.
+    let cluster = cluster_log_tile(limits, row_len, rows, widths);
+    let schedule_tile = cluster.unwrap_or_else(|| {
+        choose_log_tile(
+            rows,
+            crate::schedule::ceil_log2(row_len),
+            max_log_tile(limits, widths, cap),
+            limits.multiprocessors,
+        )
+    });
     let schedule = Schedule::new(row_len, tile_params(schedule_tile));
     let log_row = schedule.log_n;
     schedule
@@ -237,6 +282,18 @@ pub fn plan(
             } else {
                 (rows << log_row) >> args.tile_bits
             };
+            if cluster.is_some() {
+                // One cluster, each block a slice of 2^(tile_bits - LOG_CLUSTER).
+                debug_assert!(matches!(pass, Pass::LocalSort { .. }), "{pass:?}");
+                args.mode = MODE_CLUSTER_SORT;
+                let slice_bits = args.tile_bits - LOG_CLUSTER;
+                return Launch {
+                    args,
+                    grid: 1 << LOG_CLUSTER,
+                    block: 1 << (slice_bits - LOG_E),
+                    shared_bytes: (padded_words(slice_bits) * element_bytes) as u32,
+                };
+            }
             let threads = (1u64 << args.tile_bits.saturating_sub(LOG_E)).clamp(32, 512) as u32;
             Launch {
                 args,

@@ -9,6 +9,7 @@ const H200: DeviceLimits = DeviceLimits {
     shared_bytes_per_block: 232_448,
     max_grid_x: i32::MAX as u32,
     multiprocessors: 132,
+    cluster_max_log: plan::DEFAULT_CLUSTER_MAX_LOG,
 };
 
 #[test]
@@ -44,18 +45,45 @@ fn tiles_fill_the_opt_in_shared_memory() {
 
 #[test]
 fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
-    for log_n in 1..=crate::schedule::MAX_LOG_SINGLE_TILE {
-        let launches = plan::plan(&H200, 1 << log_n, 1, Widths::keys(4), 0, None);
-        assert_eq!(launches.len(), 1, "2^{log_n}");
-        assert_eq!(launches[0].grid, 1);
-        assert_eq!(
-            launches[0].args.transform,
-            plan::ENCODE_ON_LOAD | plan::DECODE_ON_STORE
-        );
+    // Up to 2^11 one block; 2^12..=2^15 one cluster of eight blocks, each a slice of 2^-3.
+    for log_n in 1..=15 {
+        for widths in [Widths::keys(4), Widths { key: 4, value: 4 }] {
+            let launches = plan::plan(&H200, 1 << log_n, 1, widths, 0, None);
+            assert_eq!(launches.len(), 1, "2^{log_n}");
+            let l = launches[0];
+            assert_eq!(l.args.tile_bits, log_n);
+            assert_eq!(
+                l.args.transform,
+                plan::ENCODE_ON_LOAD | plan::DECODE_ON_STORE
+            );
+            if log_n >= plan::MIN_CLUSTER_LOG {
+                assert_eq!(l.args.mode, plan::MODE_CLUSTER_SORT);
+                assert_eq!(l.grid, 8);
+                assert_eq!(l.block, 1 << (log_n - 3 - plan::LOG_E));
+                assert_eq!(
+                    u64::from(l.shared_bytes),
+                    plan::padded_words(log_n - 3) * widths.element()
+                );
+            } else {
+                assert_eq!(l.args.mode, plan::MODE_SORT);
+                assert_eq!(l.grid, 1);
+            }
+        }
     }
-    // 2^14 fits one tile but sorts faster as tiles of 2^11: a local sort, then stages
-    // 12..=14 (each stage's tail fused into the next stage's first pass).
-    let launches = plan::plan(&H200, 1 << 14, 1, Widths::keys(4), 0, None);
+    // u64 keys have no cluster kernel; 2^16 is past the cluster sorts; 2^13 + 1 rounds up.
+    let wide = plan::plan(&H200, 1 << 14, 1, Widths::keys(8), 0, None);
+    assert!(wide.iter().all(|l| l.args.mode != plan::MODE_CLUSTER_SORT));
+    let large = plan::plan(&H200, 1 << 16, 1, Widths::keys(4), 0, None);
+    assert!(large.len() > 1 && large.iter().all(|l| l.args.mode != plan::MODE_CLUSTER_SORT));
+    let odd = plan::plan(&H200, (1 << 13) + 1, 1, Widths::keys(4), 0, None);
+    assert_eq!((odd.len(), odd[0].args.tile_bits), (1, 14));
+    // Without clusters, 2^14 fits one tile but sorts faster as tiles of 2^11: a local sort,
+    // then stages 12..=14 (each stage's tail fused into the next stage's first pass).
+    let no_clusters = DeviceLimits {
+        cluster_max_log: 0,
+        ..H200
+    };
+    let launches = plan::plan(&no_clusters, 1 << 14, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 11);
     assert_eq!(launches.len(), 5);
     // 2^20: tiles of 2^13 give every multiprocessor one; 15 launches unfused.
@@ -103,13 +131,27 @@ fn ptx_has_every_kernel() {
                 PTX_SM80.contains(&entry),
                 "{entry} missing from the sm_80 PTX"
             );
+            assert!(
+                PTX_SM90.contains(&entry),
+                "{entry} missing from the sm_90 PTX"
+            );
         }
     }
     let hold = ".entry hold_stream(";
     assert!(
-        PTX.contains(hold) && PTX_SM80.contains(hold),
+        PTX.contains(hold) && PTX_SM80.contains(hold) && PTX_SM90.contains(hold),
         "{hold} missing"
     );
+    // Cluster kernels only in the sm_90 PTX, with their compiled cluster size.
+    for value in CLUSTER_VALUE_NAMES {
+        let entry = format!(".entry cluster_pass_u32_{value}(");
+        assert!(
+            PTX_SM90.contains(&entry),
+            "{entry} missing from the sm_90 PTX"
+        );
+        assert!(!PTX_SM80.contains(&entry) && !PTX.contains(&entry));
+    }
+    assert!(PTX_SM90.contains(".reqnctapercluster 8, 1, 1"));
 }
 
 #[test]
@@ -341,7 +383,9 @@ fn cuda_throughput() {
 /// arithmetic: virtual tiles, rounds and padding. It checks the plan and the kernel's
 /// address computations without a GPU.
 mod kernel_model {
-    use super::plan::{LOG_E, Launch, MODE_GLOBAL, MODE_MERGE, MODE_SORT, PassArgs};
+    use super::plan::{
+        LOG_CLUSTER, LOG_E, Launch, MODE_CLUSTER_SORT, MODE_GLOBAL, MODE_MERGE, MODE_SORT, PassArgs,
+    };
 
     fn virtual_index(a: &PassArgs, t: u64, x: u64) -> u64 {
         if a.mode != MODE_GLOBAL {
@@ -393,21 +437,58 @@ mod kernel_model {
                     (b | (r << lo)) as usize
                 })
                 .collect();
-            for s in 0..levels {
-                let d = r_count >> (s + 1);
-                for r in 0..r_count {
-                    if r & d == 0 {
-                        let p = if flip && s == 0 {
-                            r_count - 1 - r
-                        } else {
-                            r + d
-                        };
-                        let (i, j) = (slot[r as usize], slot[p as usize]);
-                        if tile[i] > tile[j] {
-                            tile.swap(i, j);
-                        }
+            network(tile, &slot, flip);
+        }
+    }
+
+    /// A round's register network on the elements at `slot` (one per register): with
+    /// `flip`, register r against R-1-r first; then half-cleaners r against r + d.
+    fn network(tile: &mut [u32], slot: &[usize], flip: bool) {
+        let r_count = slot.len();
+        let levels = r_count.trailing_zeros();
+        for s in 0..levels {
+            let d = r_count >> (s + 1);
+            for r in 0..r_count {
+                if r & d == 0 {
+                    let p = if flip && s == 0 {
+                        r_count - 1 - r
+                    } else {
+                        r + d
+                    };
+                    let (i, j) = (slot[r], slot[p]);
+                    if tile[i] > tile[j] {
+                        tile.swap(i, j);
                     }
                 }
+            }
+        }
+    }
+
+    /// `cluster_pass`: slices of 2^(bits - LOG_CLUSTER) sorted alone, then per stage the
+    /// cluster round (slices' positions p, the upper half of a group at p's mirror) and the
+    /// half-cleaners inside each slice.
+    fn cluster_sort(tile: &mut [u32]) {
+        let bits = tile.len().trailing_zeros();
+        let slice_bits = bits - LOG_CLUSTER;
+        let mask = (1usize << slice_bits) - 1;
+        for slice in tile.chunks_mut(1 << slice_bits) {
+            sort_tile(slice);
+        }
+        for stage in slice_bits + 1..=bits {
+            let levels = stage - slice_bits;
+            let r_count = 1usize << levels;
+            for group in 0..tile.len() >> levels {
+                let (p, run) = (group & mask, group >> slice_bits);
+                let slot: Vec<usize> = (0..r_count)
+                    .map(|r| {
+                        let at = if r < r_count / 2 { p } else { p ^ mask };
+                        (((run << levels) | r) << slice_bits) | at
+                    })
+                    .collect();
+                network(tile, &slot, true);
+            }
+            for slice in tile.chunks_mut(1 << slice_bits) {
+                run_levels(slice, slice_bits - 1, 0, false, 0, false);
             }
         }
     }
@@ -483,6 +564,7 @@ mod kernel_model {
                     .collect();
                 match a.mode {
                     MODE_SORT => sort_tile(&mut tile),
+                    MODE_CLUSTER_SORT => cluster_sort(&mut tile),
                     MODE_MERGE => run_levels(&mut tile, a.tile_bits - 1, 0, false, 0, false),
                     _ => {
                         if a.tail_bits > 0 {
@@ -515,11 +597,14 @@ fn kernel_model_sorts_every_plan() {
         shared_bytes_per_block: 48 * 1024,
         max_grid_x: 65535,
         multiprocessors: 4,
+        cluster_max_log: plan::DEFAULT_CLUSTER_MAX_LOG,
     };
     let mut next = lcg(7);
     for cap in [3u32, 6, 9, 13] {
-        let lengths =
-            (0..=70u64).chain([127, 128, 129, 1000, 1023, 1024, 1025, 4097, 20_000, 65_537]);
+        // 2049..=32768 in one row are cluster sorts.
+        let lengths = (0..=70u64).chain([
+            127, 128, 129, 1000, 1023, 1024, 1025, 2049, 3000, 4097, 20_000, 32_768, 65_537,
+        ]);
         for row_len in lengths {
             for rows in [1u64, 3] {
                 let n = (row_len * rows) as usize;
@@ -563,7 +648,7 @@ fn cuda_pass_profile() {
         let job = Job {
             keys: buffer.as_device_ptr().as_raw(),
             values: 0,
-            kernel: gpu.kernel(4, 0),
+            kernels: gpu.kernel(4, 0),
             launches: vec![*launch],
         };
         start.record(&gpu.stream).expect("record");

@@ -897,7 +897,11 @@ impl OpenClBackend {
                 None
             };
             let wait = gate.as_ref().map(held_queue::Gate::wait_list);
-            copy(&pristine.keys, &mut work.keys, wait.as_ref().map_or(&[], |w| &w[..]))?;
+            copy(
+                &pristine.keys,
+                &mut work.keys,
+                wait.as_ref().map_or(&[], |w| &w[..]),
+            )?;
             if let (Some(from), Some(to)) = (&pristine.values, &mut work.values) {
                 copy(from, to, &[])?;
             }
