@@ -229,7 +229,7 @@ impl OpenClBackend {
             // launches: OpenCL retains a memory object for as long as enqueued commands use
             // it, whatever the caller releases.
             self.enqueue_sort(
-                queue, &kernels, operands, shape, &launches, encoding, requested, None,
+                queue, &kernels, operands, shape, &launches, encoding, requested,
             )?;
         }
         if on_cpu {

@@ -32,7 +32,7 @@ use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::platform::get_platforms;
 use opencl3::program::Program;
-use opencl3::types::{CL_BLOCKING, cl_device_id, cl_event, cl_mem};
+use opencl3::types::{CL_BLOCKING, cl_device_id, cl_mem};
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
@@ -712,17 +712,12 @@ impl OpenClBackend {
         launches: &[Launch],
         encoding: KeyEncoding,
         requested: u64,
-        gate: Option<&mut held_queue::Gate>,
     ) -> Result<Vec<Event>> {
         let mut events = Vec::with_capacity(launches.len());
         for launch in launches {
             match self.enqueue_launch(queue, kernels, buffers, shape, launch, encoding, requested) {
                 Ok(event) => events.push(event),
                 Err(e) => {
-                    // What was enqueued may wait on a held queue's gate: open it first.
-                    if let Some(gate) = gate {
-                        let _ = gate.open();
-                    }
                     // Its status no longer matters.
                     let _ = queue.finish();
                     return Err(e);
@@ -779,7 +774,6 @@ impl OpenClBackend {
                 &launches,
                 encoding,
                 requested,
-                None,
             )?;
         }
         // Every pass has finished, and reported its failure, before anything is downloaded.
@@ -878,32 +872,18 @@ impl OpenClBackend {
             .kernels
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let copy = |from: &Buffer<u8>, to: &mut Buffer<u8>, wait: &[cl_event]| -> Result<()> {
+        let copy = |from: &Buffer<u8>, to: &mut Buffer<u8>| -> Result<()> {
             let bytes = from.size().map_err(driver("clGetMemObjectInfo"))?;
-            // SAFETY: both buffers are live allocations of `bytes` bytes in this context;
-            // `wait` holds live events.
-            unsafe { queue.enqueue_copy_buffer(from, to, 0, 0, bytes, wait) }
+            // SAFETY: both buffers are live allocations of `bytes` bytes in this context.
+            unsafe { queue.enqueue_copy_buffer(from, to, 0, 0, bytes, &[]) }
                 .map(drop)
                 .map_err(self.memory_error("clEnqueueCopyBuffer", requested))
         };
-        let hold = held_queue::enabled();
         let mut times = Vec::with_capacity(runs);
         for run in 0..(warmup + runs).max(1) {
-            // Held: the restoring copy waits on the gate, so that every launch is enqueued
-            // before the first one may start (`held_queue.rs`).
-            let mut gate = if hold {
-                Some(held_queue::Gate::new(&self.context)?)
-            } else {
-                None
-            };
-            let wait = gate.as_ref().map(held_queue::Gate::wait_list);
-            copy(
-                &pristine.keys,
-                &mut work.keys,
-                wait.as_ref().map_or(&[], |w| &w[..]),
-            )?;
+            copy(&pristine.keys, &mut work.keys)?;
             if let (Some(from), Some(to)) = (&pristine.values, &mut work.values) {
-                copy(from, to, &[])?;
+                copy(from, to)?;
             }
             let events = self.enqueue_sort(
                 queue,
@@ -913,12 +893,7 @@ impl OpenClBackend {
                 launches,
                 encoding,
                 requested,
-                gate.as_mut(),
             )?;
-            if let Some(gate) = gate.as_mut() {
-                queue.flush().map_err(driver("clFlush"))?;
-                gate.open()?;
-            }
             queue
                 .finish()
                 .map_err(self.memory_error("clFinish", requested))?;
@@ -1051,7 +1026,6 @@ impl Backend for OpenClBackend {
 }
 
 mod device_buffers;
-mod held_queue;
 mod plan;
 
 #[cfg(test)]
