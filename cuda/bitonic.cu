@@ -899,7 +899,7 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
 // Cluster sorts (MODE_CLUSTER_SORT; compute capability 9.0, in the sm_90 PTX only): one
 // tile of 2^tile_bits elements spread over the CLUSTER_BLOCKS blocks of a thread-block
 // cluster, block `rank` holding the slice of 2^(tile_bits - LOG_CLUSTER) consecutive
-// elements from rank * 2^slice_bits in its shared memory. A sort of 2^12..2^15 keys then runs
+// elements from rank * 2^slice_bits in its shared memory. A sort of 2^13..2^16 keys then runs
 // in one launch on eight multiprocessors instead of one block on one (compute-bound) or a
 // chain of launches (latency-bound). Each block sorts its slice; then for every stage above
 // the slice, one round on the cluster bits (through distributed shared memory, between two

@@ -36,14 +36,16 @@ pub const MODE_CLUSTER_SORT: u32 = 3;
 /// size), as log2.
 pub const LOG_CLUSTER: u32 = 3;
 
-/// The smallest cluster sort, as log2 of its elements: a slice of `2^9` keys gives each
-/// block one warp. Smaller sorts are one block.
-pub const MIN_CLUSTER_LOG: u32 = 12;
+/// The smallest cluster sort, as log2 of its elements. At `2^12` (one warp per block) one
+/// block of eight warps was faster on the H200 (13.9 against 16.9 us): spreading the
+/// warps gains nothing when each warp's chain of rounds is the cost, and the cluster
+/// rounds add theirs (`docs/perf.md`, change 15).
+pub const MIN_CLUSTER_LOG: u32 = 13;
 
-/// The largest cluster sort by default (`DeviceLimits::cluster_max_log`): up to `2^15` keys
-/// eight multiprocessors beat a chain of launches; at `2^16` the multi-launch sort on more
-/// multiprocessors is as fast (`docs/perf.md`, change 15).
-pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 15;
+/// The largest cluster sort by default (`DeviceLimits::cluster_max_log`): slices of `2^13`,
+/// blocks of 512 threads. At `2^16` the cluster beat the chain of launches on the H200
+/// (39 against 42-45 us).
+pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 16;
 
 /// `transform` bit: encode keys as they are loaded.
 pub const ENCODE_ON_LOAD: u32 = 1;

@@ -45,8 +45,8 @@ fn tiles_fill_the_opt_in_shared_memory() {
 
 #[test]
 fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
-    // Up to 2^11 one block; 2^12..=2^15 one cluster of eight blocks, each a slice of 2^-3.
-    for log_n in 1..=15 {
+    // Up to 2^12 one block; 2^13..=2^16 one cluster of eight blocks, each a slice of 2^-3.
+    for log_n in 1..=16 {
         for widths in [Widths::keys(4), Widths { key: 4, value: 4 }] {
             let launches = plan::plan(&H200, 1 << log_n, 1, widths, 0, None);
             assert_eq!(launches.len(), 1, "2^{log_n}");
@@ -70,10 +70,10 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
             }
         }
     }
-    // u64 keys have no cluster kernel; 2^16 is past the cluster sorts; 2^13 + 1 rounds up.
+    // u64 keys have no cluster kernel; 2^17 is past the cluster sorts; 2^13 + 1 rounds up.
     let wide = plan::plan(&H200, 1 << 14, 1, Widths::keys(8), 0, None);
     assert!(wide.iter().all(|l| l.args.mode != plan::MODE_CLUSTER_SORT));
-    let large = plan::plan(&H200, 1 << 16, 1, Widths::keys(4), 0, None);
+    let large = plan::plan(&H200, 1 << 17, 1, Widths::keys(4), 0, None);
     assert!(large.len() > 1 && large.iter().all(|l| l.args.mode != plan::MODE_CLUSTER_SORT));
     let odd = plan::plan(&H200, (1 << 13) + 1, 1, Widths::keys(4), 0, None);
     assert_eq!((odd.len(), odd[0].args.tile_bits), (1, 14));
@@ -601,9 +601,9 @@ fn kernel_model_sorts_every_plan() {
     };
     let mut next = lcg(7);
     for cap in [3u32, 6, 9, 13] {
-        // 2049..=32768 in one row are cluster sorts.
+        // 4097..=65536 in one row are cluster sorts.
         let lengths = (0..=70u64).chain([
-            127, 128, 129, 1000, 1023, 1024, 1025, 2049, 3000, 4097, 20_000, 32_768, 65_537,
+            127, 128, 129, 1000, 1023, 1024, 1025, 4097, 20_000, 32_768, 40_000, 65_536, 65_537,
         ]);
         for row_len in lengths {
             for rows in [1u64, 3] {
