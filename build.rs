@@ -61,22 +61,20 @@ fn main() {
         // A second PTX for compute capability 8.0 and newer, whose kernels copy tiles into
         // shared memory asynchronously (cp.async); the backend loads it on such devices. An
         // explicit BITONIC_CUDA_ARCH is used for both.
-        let ptx80 = out_dir.join(format!("{stem}_sm80.ptx"));
-        let arch80 = if env::var("BITONIC_CUDA_ARCH").is_ok_and(|a| !a.trim().is_empty()) {
-            arch.clone()
-        } else {
-            "compute_80".to_string()
+        let explicit = env::var("BITONIC_CUDA_ARCH").is_ok_and(|a| !a.trim().is_empty());
+        let arch_or = |default: &str| {
+            if explicit {
+                arch.clone()
+            } else {
+                default.to_string()
+            }
         };
-        compile(&nvcc, source, &ptx80, &arch80);
+        let ptx80 = out_dir.join(format!("{stem}_sm80.ptx"));
+        compile(&nvcc, source, &ptx80, &arch_or("compute_80"));
         // A third for compute capability 9.0 and newer, which adds the thread-block cluster
         // kernels (distributed shared memory).
         let ptx90 = out_dir.join(format!("{stem}_sm90.ptx"));
-        let arch90 = if env::var("BITONIC_CUDA_ARCH").is_ok_and(|a| !a.trim().is_empty()) {
-            arch.clone()
-        } else {
-            "compute_90".to_string()
-        };
-        compile(&nvcc, source, &ptx90, &arch90);
+        compile(&nvcc, source, &ptx90, &arch_or("compute_90"));
     }
     peers::build(&nvcc, &manifest_dir, &out_dir);
 }
