@@ -278,12 +278,6 @@ pub fn plan(
                     args.tile_bits = args.log_cols + levels;
                 }
             }
-            // Tiles wholly past the data exit at once; a plain sort does not launch them.
-            let tiles = if rows == 1 && args.mode != MODE_GLOBAL {
-                row_len.div_ceil(1u64 << args.tile_bits)
-            } else {
-                (rows << log_row) >> args.tile_bits
-            };
             if cluster.is_some() {
                 // One cluster, each block a slice of 2^(tile_bits - LOG_CLUSTER).
                 debug_assert!(matches!(pass, Pass::LocalSort { .. }), "{pass:?}");
@@ -296,6 +290,12 @@ pub fn plan(
                     shared_bytes: (padded_words(slice_bits) * element_bytes) as u32,
                 };
             }
+            // Tiles wholly past the data exit at once; a plain sort does not launch them.
+            let tiles = if rows == 1 && args.mode != MODE_GLOBAL {
+                row_len.div_ceil(1u64 << args.tile_bits)
+            } else {
+                (rows << log_row) >> args.tile_bits
+            };
             let threads = (1u64 << args.tile_bits.saturating_sub(LOG_E)).clamp(32, 512) as u32;
             Launch {
                 args,
