@@ -43,7 +43,6 @@ typedef unsigned long long u64;
 #define MODE_SORT 0u
 #define MODE_MERGE 1u
 #define MODE_GLOBAL 2u
-#define MODE_CLUSTER_SORT 3u
 
 #define TRANSFORM_ENCODE_ON_LOAD 1u
 #define TRANSFORM_DECODE_ON_STORE 2u
@@ -896,14 +895,14 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
 
 #if __CUDA_ARCH__ >= 900
 // ---------------------------------------------------------------------------------------
-// Cluster sorts (MODE_CLUSTER_SORT; compute capability 9.0, in the sm_90 PTX only): one
-// tile of 2^tile_bits elements spread over the CLUSTER_BLOCKS blocks of a thread-block
-// cluster, block `rank` holding the slice of 2^(tile_bits - LOG_CLUSTER) consecutive
-// elements from rank * 2^slice_bits in its shared memory. A sort of 2^13..2^16 keys then runs
-// in one launch on eight multiprocessors instead of one block on one (compute-bound) or a
-// chain of launches (latency-bound). Each block sorts its slice; then for every stage above
-// the slice, one round on the cluster bits (through distributed shared memory, between two
-// cluster barriers) and the stage's half-cleaners on the slice bits in its own memory.
+// Cluster passes (compute capability 9.0, in the sm_90 PTX only): tiles of 2^tile_bits
+// elements spread over the CLUSTER_BLOCKS blocks of a thread-block cluster, block `rank`
+// holding the slice of tile elements from rank * 2^slice_bits in its shared memory. A sort
+// of 2^13..2^16 keys then runs in one launch on eight multiprocessors instead of one block
+// on one (compute-bound) or a chain of launches (latency-bound), and larger sorts take
+// tiles eight times a block's, so fewer launches. Levels on the tile's top LOG_CLUSTER bits
+// are cluster rounds (through distributed shared memory, between two cluster barriers); the
+// rest run in each block's own slice as in tile_pass.
 // ---------------------------------------------------------------------------------------
 
 #define LOG_CLUSTER 3
@@ -961,12 +960,14 @@ template <typename T> __device__ __forceinline__ void store_cluster(u32 address,
     }
 }
 
-// A stage's levels on the cluster bits [slice_bits, slice_bits + L): the flip, then
-// half-cleaners. A group is 2^L elements at one slice position p in 2^L consecutive slices;
-// the flip pairs x with x ^ (2^stage - 1), so the upper half of the registers takes the
-// mirrored position p ^ (2^slice_bits - 1) (as in a tile's flip round). The groups are dealt
-// out to the blocks in order of p, so a warp reads consecutive slots of each slice.
-template <typename K, typename V, u32 L> __device__ __forceinline__ void cluster_round(K *sk, V *sv, u32 slice_bits) {
+// Levels on the cluster bits [slice_bits, slice_bits + L), the tile's top bits: with FLIP
+// the stage's flip first, then half-cleaners. A group is 2^L elements at one slice position
+// p in 2^L consecutive slices; the flip pairs x with x ^ (2^tile_bits - 1), so the upper half
+// of the registers takes the mirrored position p ^ (2^slice_bits - 1) (as in a tile's flip
+// round). The groups are dealt out to the blocks in order of p, so a warp reads consecutive
+// slots of each slice.
+template <typename K, typename V, u32 L, bool FLIP>
+__device__ __forceinline__ void cluster_round(K *sk, V *sv, u32 slice_bits) {
     constexpr bool HAS_V = HasValues<V>::value;
     constexpr u32 R = 1u << L;
     const u32 mask = (1u << slice_bits) - 1u;
@@ -979,7 +980,7 @@ template <typename K, typename V, u32 L> __device__ __forceinline__ void cluster
         const u32 p = group & mask;
         const u32 run = group >> slice_bits;
         const u32 slot_low = pad(p);
-        const u32 slot_high = pad(p ^ mask);
+        const u32 slot_high = FLIP ? pad(p ^ mask) : slot_low;
         // Register r: block (run << L) | r, slot slot_low (lower half) or slot_high.
         const auto key_at = [&](u32 r) {
             return in_block(keys_at + (r < R / 2 ? slot_low : slot_high) * (u32)sizeof(K), (run << L) | r);
@@ -996,7 +997,7 @@ template <typename K, typename V, u32 L> __device__ __forceinline__ void cluster
                 v[r] = load_cluster<V>(value_at(r));
             }
         }
-        round_network<K, V, L, true>(k, v);
+        round_network<K, V, L, FLIP>(k, v);
 #pragma unroll
         for (u32 r = 0; r < R; ++r) {
             store_cluster<K>(key_at(r), k[r]);
@@ -1007,6 +1008,54 @@ template <typename K, typename V, u32 L> __device__ __forceinline__ void cluster
     }
 }
 
+// One cluster round of `levels` (1..=LOG_CLUSTER) levels between two cluster barriers: the
+// first makes every block's shared-memory writes visible, the second lets each block go on
+// in its own slice once every block is done with it.
+template <typename K, typename V>
+__device__ __forceinline__ void cluster_levels(K *sk, V *sv, u32 slice_bits, u32 levels, bool flip) {
+    cluster_sync();
+    if (flip) {
+        switch (levels) {
+        case 1:
+            cluster_round<K, V, 1, true>(sk, sv, slice_bits);
+            break;
+        case 2:
+            cluster_round<K, V, 2, true>(sk, sv, slice_bits);
+            break;
+        default:
+            cluster_round<K, V, 3, true>(sk, sv, slice_bits);
+            break;
+        }
+    } else {
+        cluster_round<K, V, 3, false>(sk, sv, slice_bits);
+    }
+    cluster_sync();
+}
+static_assert(LOG_CLUSTER == 3, "cluster_levels dispatches rounds of 1..=3 cluster levels");
+
+// The slice of a cluster tile that block `rank` holds (tile elements from rank <<
+// slice_bits), as a map of its own. A flip's tile has at least CLUSTER_BLOCKS rows, so a
+// slice is whole rows of one half; its mirrored rows are loaded in ascending order (not
+// reversed as in a block's tile), which puts the flip partner of slice position p at
+// p ^ (2^slice_bits - 1) of the mirrored slice, as in a local sort, and leaves a fused tail's
+// rounds plain.
+__device__ __forceinline__ TileMap slice_map(const TileMap &tile, u32 rank, u32 slice_bits) {
+    const u32 first = rank << slice_bits;
+    const u32 r0 = first >> tile.c;
+    const u64 row = (u64)r0 << tile.lo;
+    TileMap map;
+    map.origin = r0 >= tile.mirror_row ? tile.mirror_origin + row - ((1u << tile.c) - 1u)
+                                       : tile.origin + row + (first & ((1u << tile.c) - 1u));
+    map.mirror_origin = 0;
+    map.c = tile.c < slice_bits ? tile.c : slice_bits;
+    map.lo = tile.lo;
+    map.mirror_row = ~0u;
+    return map;
+}
+
+// A pass over tiles of 2^tile_bits elements, each spread over the CLUSTER_BLOCKS blocks of a
+// cluster: any mode of tile_pass, the levels on the tile's top LOG_CLUSTER bits run as
+// cluster rounds and the rest inside each block's slice.
 template <typename K, typename V>
 __device__ __forceinline__ void cluster_pass(K *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
     constexpr bool HAS_V = HasValues<V>::value;
@@ -1017,39 +1066,50 @@ __device__ __forceinline__ void cluster_pass(K *__restrict__ keys, V *__restrict
     const bool encode = (a.transform & TRANSFORM_ENCODE_ON_LOAD) != 0;
     const bool decode = (a.transform & TRANSFORM_DECODE_ON_STORE) != 0;
     const u32 rank = cluster_rank();
-    // A slice is the local tile 8t + rank of a local sort of slices.
+    // A block's view of its slice: a tile of its own (the load and store paths read the
+    // tile size and columns from here).
     PassArgs local = a;
-    local.mode = MODE_SORT;
     local.tile_bits = slice_bits;
+    local.log_cols = a.log_cols < slice_bits ? a.log_cols : slice_bits;
     const u64 tiles = (a.rows << a.log_row) >> a.tile_bits;
     const u32 quads = whole_tiles_apply(keys, values, local) ? whole_tile_quads(size) : 0u;
     for (u64 t = cluster_index(); t < tiles; t += cluster_count()) {
-        const TileMap map = tile_map(local, (t << LOG_CLUSTER) | rank);
+        const TileMap tile = tile_map(a, t);
+        // Element 0 is the tile's lowest index: when it is padding, the whole cluster skips
+        // the tile together. Otherwise every block takes part in the cluster's rounds: a
+        // slice past the data is loaded as padding (the largest word), never skipped.
+        if (memory_index(a, virtual_index(tile, 0)) == ~0ull) {
+            continue;
+        }
+        const TileMap map = slice_map(tile, rank, slice_bits);
         const bool whole = quads != 0 && tile_is_whole(local, map, size);
-        // Every block takes part in the cluster's rounds: a slice past the data is loaded
-        // as padding (the largest word), never skipped.
-        const bool direct = sizeof(K) == 4 && !HAS_V && whole;
+        const bool direct = sizeof(K) == 4 && !HAS_V && whole && a.mode == MODE_SORT;
         const Direct<K, V> out{keys, values, map.origin, encode, decode, a.encoding};
         if (!direct) {
             load_tile<K, V>(keys, values, sk, sv, local, map, whole, quads, encode);
             __syncthreads();
         }
-        sort_tile<K, V>(sk, sv, slice_bits, out, direct, false);
-        for (u32 stage = slice_bits + 1; stage <= a.tile_bits; ++stage) {
-            cluster_sync();
-            switch (stage - slice_bits) {
-            case 1:
-                cluster_round<K, V, 1>(sk, sv, slice_bits);
-                break;
-            case 2:
-                cluster_round<K, V, 2>(sk, sv, slice_bits);
-                break;
-            default:
-                cluster_round<K, V, 3>(sk, sv, slice_bits);
-                break;
+        switch (a.mode) {
+        case MODE_SORT:
+            sort_tile<K, V>(sk, sv, slice_bits, out, direct, false);
+            for (u32 stage = slice_bits + 1; stage <= a.tile_bits; ++stage) {
+                cluster_levels<K, V>(sk, sv, slice_bits, stage - slice_bits, true);
+                run_levels<K, V>(sk, sv, slice_bits, slice_bits - 1, 0, false, 0, out, false);
             }
-            cluster_sync();
+            break;
+        case MODE_MERGE:
+            cluster_levels<K, V>(sk, sv, slice_bits, LOG_CLUSTER, false);
             run_levels<K, V>(sk, sv, slice_bits, slice_bits - 1, 0, false, 0, out, false);
+            break;
+        default: // GLOBAL: a fused tail on the column bits, then the rows, the cluster's first
+            if (a.tail_bits != 0) {
+                run_levels<K, V>(sk, sv, slice_bits, a.tail_bits - 1, 0, false, 0, out, false);
+            }
+            cluster_levels<K, V>(sk, sv, slice_bits, LOG_CLUSTER, a.first_level == 0);
+            if (a.log_cols < slice_bits) {
+                run_levels<K, V>(sk, sv, slice_bits, slice_bits - 1, a.log_cols, false, 0, out, false);
+            }
+            break;
         }
         __syncthreads();
         store_tile<K, V>(keys, values, sk, sv, local, map, whole, quads, decode);
@@ -1058,18 +1118,18 @@ __device__ __forceinline__ void cluster_pass(K *__restrict__ keys, V *__restrict
         __syncthreads();
     }
 }
-static_assert(LOG_CLUSTER == 3, "cluster_pass dispatches rounds of 1..=3 cluster levels");
 
-#define CLUSTER_KERNEL(KNAME, K, VNAME, V)                                                       \
-    extern "C" __global__ void __cluster_dims__(CLUSTER_BLOCKS, 1, 1) __launch_bounds__(512, 1)  \
+#define CLUSTER_KERNEL(KNAME, K, VNAME, V, MIN_BLOCKS)                                           \
+    extern "C" __global__ void __cluster_dims__(CLUSTER_BLOCKS, 1, 1)                            \
+        __launch_bounds__(512, MIN_BLOCKS)                                                       \
         cluster_pass_##KNAME##_##VNAME(K *keys, V *values, PassArgs args) {                      \
         cluster_pass<K, V>(keys, values, args);                                                  \
     }
 
 // Only the variants that fit their registers without spilling; src/cuda/plan.rs plans
 // cluster sorts for these widths alone.
-CLUSTER_KERNEL(u32, u32, none, NoValue)
-CLUSTER_KERNEL(u32, u32, u32, u32)
+CLUSTER_KERNEL(u32, u32, none, NoValue, 2)
+CLUSTER_KERNEL(u32, u32, u32, u32, 1)
 #endif
 
 // MIN_BLOCKS: blocks of 512 threads that must fit one multiprocessor's registers (two let

@@ -45,6 +45,9 @@ pub struct TileParams {
     /// Whether global passes start with the previous stage's tail (see the module docs);
     /// a backend sets it once its kernels run [`Pass::GlobalMerge::tail_bits`].
     pub fuse_tails: bool,
+    /// The fewest levels one global pass applies (at least 1). A tile spread over the
+    /// blocks of a thread-block cluster needs its top bits, the cluster's, to be rows.
+    pub min_global_levels: u32,
 }
 
 /// One launch of the schedule.
@@ -100,9 +103,20 @@ pub struct Schedule {
 
 impl Schedule {
     /// Builds the schedule for `n` elements. `n <= 1` needs no pass at all.
+    ///
+    /// # Panics
+    /// When no schedule exists (see [`Schedule::try_new`]); with `min_global_levels == 1`
+    /// one always does.
     pub fn new(n: u64, params: TileParams) -> Schedule {
+        Schedule::try_new(n, params).expect("every stage can end in whole tiles")
+    }
+
+    /// The schedule for `n` elements, or `None` when global passes of at least
+    /// `params.min_global_levels` levels cannot bring some stage down to whole tiles (a
+    /// sort only a few stages longer than the tile).
+    pub fn try_new(n: u64, params: TileParams) -> Option<Schedule> {
         assert!(
-            params.max_global_levels >= 1,
+            (1..=params.max_global_levels).contains(&params.min_global_levels),
             "a global pass applies a level"
         );
         let log_n = ceil_log2(n);
@@ -110,9 +124,9 @@ impl Schedule {
         if n > 1 {
             let log_tile = params.log_tile.min(log_n).max(1);
             passes.push(Pass::LocalSort { log_tile });
-            passes.extend(merge_passes(log_tile, log_n, params));
+            passes.extend(merge_passes(log_tile, log_n, params)?);
         }
-        Schedule { n, log_n, passes }
+        Some(Schedule { n, log_n, passes })
     }
 
     /// The passes with the key transform each one applies.
@@ -186,9 +200,10 @@ enum Step {
 /// The launches after the local sort: stages `log_tile+1 ..= log_n`, chosen for the fewest
 /// launches and then the cheapest register rounds ([`Cost`]; a search over the stage and the
 /// levels left in it: at most 64 x 64 states).
-fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Vec<Pass> {
+fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Option<Vec<Pass>> {
     let s = log_tile;
     let m = params.max_global_levels;
+    let fewest = params.min_global_levels;
     // A global pass leaves at least the fewest columns a global tile has below its rows.
     let min_left = s.saturating_sub(m).max(1);
     let width = log_n as usize + 1;
@@ -217,7 +232,7 @@ fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Vec<Pass> {
             if params.fuse_tails && left < s && stage < log_n {
                 // The tail's columns (at least s - m) beside the next stage's rows.
                 let room = s - left.max(s.saturating_sub(m));
-                for levels in 1..=room.min(m) {
+                for levels in fewest..=room.min(m) {
                     let rest = best[stage as usize + 1][(stage + 1 - levels) as usize].0;
                     consider(
                         Cost::launch(&[left, levels]).then(rest),
@@ -225,7 +240,7 @@ fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Vec<Pass> {
                     );
                 }
             }
-            for levels in 1..=m.min(left.saturating_sub(min_left)) {
+            for levels in fewest..=m.min(left.saturating_sub(min_left)) {
                 let rest = best[stage as usize][(left - levels) as usize].0;
                 consider(Cost::launch(&[levels]).then(rest), Step::Global(levels));
             }
@@ -237,7 +252,9 @@ fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Vec<Pass> {
     let (mut stage, mut left) = (s + 1, s + 1);
     while stage <= log_n {
         let (cost, step) = best[stage as usize][left as usize];
-        assert!(cost != Cost::NONE, "every stage can end in whole tiles");
+        if cost == Cost::NONE {
+            return None;
+        }
         match step {
             Step::Global(levels) => {
                 passes.push(Pass::GlobalMerge {
@@ -266,7 +283,7 @@ fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Vec<Pass> {
             }
         }
     }
-    passes
+    Some(passes)
 }
 
 /// Tiles below `2^MIN_LOG_TILE` elements only when the whole row is smaller.
@@ -550,6 +567,7 @@ mod tests {
                         log_tile,
                         max_global_levels,
                         fuse_tails,
+                        min_global_levels: 1,
                     };
                     for n in 0..=300 {
                         check(n, params, 1 << 20);
@@ -567,6 +585,7 @@ mod tests {
                 log_tile: 6,
                 max_global_levels: 3,
                 fuse_tails,
+                min_global_levels: 1,
             };
             for k in 1..=14 {
                 for n in [(1usize << k) - 1, 1 << k, (1 << k) + 1] {
@@ -574,6 +593,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn cluster_tiles_apply_at_least_their_fewest_levels() {
+        // Tiles of 2^(3+s) on a cluster of eight blocks: global passes of at least three
+        // levels (the cluster's bits are rows). Some short sorts have no such schedule.
+        for log_tile in 9..=10 {
+            let params = TileParams {
+                log_tile,
+                max_global_levels: log_tile - 4,
+                fuse_tails: true,
+                min_global_levels: 3,
+            };
+            for log_n in 0..=17u32 {
+                for n in [(1usize << log_n) - 1, 1 << log_n, (1 << log_n) + 1] {
+                    let Some(schedule) = Schedule::try_new(n as u64, params) else {
+                        let above = ceil_log2(n as u64) - log_tile;
+                        assert!((1..=2).contains(&above), "n {n} tile 2^{log_tile}");
+                        continue;
+                    };
+                    for pass in &schedule.passes {
+                        if let Pass::GlobalMerge { levels, .. } = *pass {
+                            assert!(levels >= 3, "{pass:?}");
+                        }
+                    }
+                    check(n, params, 3);
+                }
+            }
+        }
+        // The launches at 2^28 with tiles of 2^17 against 26 with 2^14.
+        let params = TileParams {
+            log_tile: 17,
+            max_global_levels: 13,
+            fuse_tails: true,
+            min_global_levels: 3,
+        };
+        assert_eq!(Schedule::try_new(1 << 28, params).unwrap().passes.len(), 18);
     }
 
     #[test]
@@ -586,6 +642,7 @@ mod tests {
                     log_tile: s,
                     max_global_levels: m,
                     fuse_tails: false,
+                    min_global_levels: 1,
                 },
             );
             let want: u32 = 1 + (s + 1..=l).map(|k| (k - s).div_ceil(m) + 1).sum::<u32>();
@@ -604,6 +661,7 @@ mod tests {
                     log_tile: s,
                     max_global_levels: m,
                     fuse_tails: true,
+                    min_global_levels: 1,
                 },
             );
             assert_eq!(schedule.passes.len(), want, "S={s} m={m} L={l}");

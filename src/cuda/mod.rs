@@ -59,13 +59,13 @@ const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
 /// names in `cuda/bitonic.cu`.
 const KEY_NAMES: [&str; 2] = ["u32", "u64"];
 const VALUE_NAMES: [&str; 3] = ["none", "u32", "u64"];
-/// The value kinds of the cluster kernels, whose keys are `u32` (`plan::cluster_fits`).
+/// The value kinds of the cluster kernels, whose keys are `u32` (`plan::cluster_schedule`).
 const CLUSTER_VALUE_NAMES: [&str; 2] = ["none", "u32"];
 
 /// Caps the tile (log2 of its elements) for experiments: `BITONIC_CUDA_LOG_TILE=13`.
 const LOG_TILE_ENV: &str = "BITONIC_CUDA_LOG_TILE";
-/// Sets the largest sort that runs as one thread-block cluster, as log2 of its elements, for
-/// experiments: `BITONIC_CUDA_CLUSTER_MAX_LOG=0` turns cluster sorts off.
+/// Sets the largest sort on thread-block clusters, as log2 of its elements, for experiments:
+/// `BITONIC_CUDA_CLUSTER_MAX_LOG=16` keeps them to one-launch sorts, `0` turns them off.
 const CLUSTER_ENV: &str = "BITONIC_CUDA_CLUSTER_MAX_LOG";
 /// `BITONIC_CUDA_GRAPHS=0` times device-resident sorts with plain launches, not a graph.
 const GRAPHS_ENV: &str = "BITONIC_CUDA_GRAPHS";
@@ -240,7 +240,7 @@ fn load_cluster_kernels(module: &Module, shared_bytes: u32) -> Result<Vec<Kernel
         .collect()
 }
 
-/// The largest cluster sort from `BITONIC_CUDA_CLUSTER_MAX_LOG` (0 turns cluster sorts off),
+/// The largest sort on clusters from `BITONIC_CUDA_CLUSTER_MAX_LOG` (0 turns clusters off),
 /// else [`plan::DEFAULT_CLUSTER_MAX_LOG`].
 fn cluster_max_log() -> u32 {
     std::env::var(CLUSTER_ENV)
@@ -266,7 +266,7 @@ struct Job {
 /// The kernels of one word variant.
 #[derive(Clone, Copy, Debug)]
 struct Kernels {
-    /// `tile_pass_<key>_<value>`: every pass but cluster sorts.
+    /// `tile_pass_<key>_<value>`: every launch not on clusters.
     tile: Kernel,
     /// `cluster_pass_<key>_<value>`, where the device and the variant have one.
     cluster: Option<Kernel>,
@@ -486,10 +486,12 @@ impl CudaBackend {
                 &mut values as *mut u64 as *mut c_void,
                 &mut args as *mut PassArgs as *mut c_void,
             ];
-            let kernel = if launch.args.mode == plan::MODE_CLUSTER_SORT {
-                // The plan makes cluster sorts only where `limits` says the kernels exist.
+            let kernel = if launch.cluster {
+                // The plan makes cluster launches only where `limits` says the kernels exist.
                 job.kernels.cluster.ok_or_else(|| {
-                    Error::Unsupported("a cluster sort on a device without cluster kernels".into())
+                    Error::Unsupported(
+                        "a cluster launch on a device without cluster kernels".into(),
+                    )
                 })?
             } else {
                 job.kernels.tile

@@ -3,7 +3,11 @@
 //!
 //! Each pass of [`Schedule`] becomes one launch of `tile_pass_<K>_<V>` (see
 //! `cuda/bitonic.cu`): a block loads a virtual tile of `2^tile_bits` elements into shared
-//! memory, applies the pass's levels in rounds of [`LOG_E`] levels, and stores it back.
+//! memory, applies the pass's levels in rounds of [`LOG_E`] levels, and stores it back. On
+//! compute capability 9.0, sorts of one row of `u32` keys (alone or with `u32` values) from
+//! `2^MIN_CLUSTER_LOG` elements on launch `cluster_pass_<K>_<V>` instead: each tile is
+//! spread over the eight blocks of a thread-block cluster, so tiles are eight times larger
+//! and the sort takes fewer launches.
 
 use crate::schedule::{Pass, Schedule, TileParams, choose_log_tile};
 
@@ -28,24 +32,26 @@ pub const MODE_SORT: u32 = 0;
 pub const MODE_MERGE: u32 = 1;
 /// `mode` of [`PassArgs`]: levels with strides of a tile or more.
 pub const MODE_GLOBAL: u32 = 2;
-/// `mode` of [`PassArgs`]: sort a tile spread over the blocks of a thread-block cluster
-/// (`cluster_pass_*` in `cuda/bitonic.cu`).
-pub const MODE_CLUSTER_SORT: u32 = 3;
 
-/// Blocks of a cluster sort (`CLUSTER_BLOCKS` in `cuda/bitonic.cu`, its compiled cluster
-/// size), as log2.
+/// Blocks of a cluster (`CLUSTER_BLOCKS` in `cuda/bitonic.cu`, its compiled cluster size),
+/// as log2. A cluster's tile is `2^LOG_CLUSTER` slices, one per block; its global passes
+/// apply at least `LOG_CLUSTER` levels, so that the cluster's bits are rows.
 pub const LOG_CLUSTER: u32 = 3;
 
-/// The smallest cluster sort, as log2 of its elements. At `2^12` (one warp per block) one
-/// block of eight warps was faster on the H200 (13.9 against 16.9 us): spreading the
+/// The smallest sort on clusters, as log2 of its elements. At `2^12` (one warp per block)
+/// one block of eight warps was faster on the H200 (13.9 against 16.9 us): spreading the
 /// warps gains nothing when each warp's chain of rounds is the cost, and the cluster
 /// rounds add theirs (`docs/perf.md`, change 15).
 pub const MIN_CLUSTER_LOG: u32 = 13;
 
-/// The largest cluster sort by default (`DeviceLimits::cluster_max_log`): slices of `2^13`,
-/// blocks of 512 threads. At `2^16` the cluster beat the chain of launches on the H200
-/// (39 against 42-45 us).
-pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 16;
+/// The largest sort that is one cluster's tile (one launch). Above it the tiles shrink
+/// until every multiprocessor has a block (`cluster_log_tile`).
+pub const MAX_LOG_SINGLE_CLUSTER: u32 = 16;
+
+/// The largest sort on clusters by default (`DeviceLimits::cluster_max_log`): every size.
+/// `BITONIC_CUDA_CLUSTER_MAX_LOG=16` keeps clusters to the one-launch sorts (session 6),
+/// `0` turns them off.
+pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 63;
 
 /// `transform` bit: encode keys as they are loaded.
 pub const ENCODE_ON_LOAD: u32 = 1;
@@ -61,8 +67,8 @@ pub struct DeviceLimits {
     pub max_grid_x: u32,
     /// Multiprocessors: tiles are kept small enough that every one has work.
     pub multiprocessors: u32,
-    /// The largest single-row sort, as log2 of its elements, that runs as one launch of a
-    /// thread-block cluster (compute capability 9.0, [`cluster_log_tile`]); 0 for none.
+    /// The largest single-row sort, as log2 of its elements, whose passes run on
+    /// thread-block clusters (compute capability 9.0, [`cluster_log_tile`]); 0 for none.
     pub cluster_max_log: u32,
 }
 
@@ -108,6 +114,10 @@ pub struct Launch {
     pub block: u32,
     /// Dynamic shared memory in bytes.
     pub shared_bytes: u32,
+    /// Whether this is a launch of `cluster_pass_*` (blocks in clusters of
+    /// `2^LOG_CLUSTER`, each holding a slice of the `2^tile_bits` tile) rather than
+    /// `tile_pass_*`.
+    pub cluster: bool,
 }
 
 /// Words of one padded shared array of `2^bits` elements (one pad word per 32, rounded up to
@@ -150,6 +160,13 @@ pub fn blocks_per_multiprocessor(widths: Widths) -> u32 {
     }
 }
 
+/// Blocks per multiprocessor the cluster kernel for these widths is compiled for (`u32`
+/// keys with or without `u32` values): two for keys alone; one for pairs, which spill at
+/// 64 registers.
+pub fn cluster_blocks_per_multiprocessor(widths: Widths) -> u32 {
+    if widths.value == 0 { 2 } else { 1 }
+}
+
 /// Shared memory the driver reserves per block (1 KiB on Volta and later).
 const RESERVED_SHARED_BYTES: u64 = 1024;
 
@@ -157,8 +174,13 @@ const RESERVED_SHARED_BYTES: u64 = 1024;
 /// [`blocks_per_multiprocessor`] blocks), capped at [`MAX_LOG_TILE`] and at `cap` (an
 /// experiment's override); at least 2 elements.
 pub fn max_log_tile(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> u32 {
+    max_log_tile_for(limits, widths, blocks_per_multiprocessor(widths), cap)
+}
+
+/// [`max_log_tile`] for `blocks` blocks per multiprocessor.
+fn max_log_tile_for(limits: &DeviceLimits, widths: Widths, blocks: u32, cap: Option<u32>) -> u32 {
     let element_bytes = widths.element();
-    let blocks = u64::from(blocks_per_multiprocessor(widths));
+    let blocks = u64::from(blocks);
     let per_sm = u64::from(limits.shared_bytes_per_block) + RESERVED_SHARED_BYTES;
     let budget = (per_sm / blocks)
         .saturating_sub(RESERVED_SHARED_BYTES)
@@ -170,25 +192,44 @@ pub fn max_log_tile(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> 
     bits
 }
 
-/// The tile of a sort that runs as one cluster launch, as log2 of its elements: a single
-/// row of `2^MIN_CLUSTER_LOG .. 2^cluster_max_log` elements of `u32` keys, alone or with
-/// `u32` values (the variants with cluster kernels), whose slices fit a block's shared memory.
-pub fn cluster_log_tile(
+/// The schedule of a sort on thread-block clusters, or `None` where it runs on single
+/// blocks: a single row of `u32` keys, alone or with `u32` values (the variants with cluster
+/// kernels), of `2^MIN_CLUSTER_LOG ..= 2^cluster_max_log` elements. Its tile is the whole
+/// row up to [`MAX_LOG_SINGLE_CLUSTER`] (one launch); above, eight slices as large as fit a
+/// block's share of shared memory, smaller where that leaves multiprocessors without a
+/// block, and smaller again where the sort is only one or two stages longer than the tile
+/// (a cluster's global passes apply at least [`LOG_CLUSTER`] levels).
+pub fn cluster_schedule(
     limits: &DeviceLimits,
     row_len: u64,
     rows: u64,
     widths: Widths,
-) -> Option<u32> {
+    cap: Option<u32>,
+) -> Option<Schedule> {
     let log_n = crate::schedule::ceil_log2(row_len);
     let fits = widths.key == 4 && widths.value <= 4;
-    let slice_bits = log_n.checked_sub(LOG_CLUSTER)?;
-    let slice_bytes = padded_words(slice_bits) * widths.element();
-    (rows == 1
-        && fits
-        && (MIN_CLUSTER_LOG..=limits.cluster_max_log).contains(&log_n)
-        && (1u64 << (slice_bits - LOG_E)) <= u64::from(MAX_THREADS)
-        && slice_bytes <= u64::from(limits.shared_bytes_per_block))
-    .then_some(log_n)
+    if rows != 1 || !fits || !(MIN_CLUSTER_LOG..=limits.cluster_max_log).contains(&log_n) {
+        return None;
+    }
+    let blocks = cluster_blocks_per_multiprocessor(widths);
+    let largest = max_log_tile_for(limits, widths, blocks, cap) + LOG_CLUSTER;
+    let clusters_log = (limits.multiprocessors >> LOG_CLUSTER).max(1).ilog2();
+    let first = if log_n <= MAX_LOG_SINGLE_CLUSTER.min(largest) {
+        log_n
+    } else {
+        log_n.saturating_sub(clusters_log).min(largest)
+    };
+    (MIN_CLUSTER_LOG..=first)
+        .rev()
+        .find_map(|log_tile| Schedule::try_new(row_len, cluster_tile_params(log_tile)))
+}
+
+/// The tile parameters of a cluster's tile of `2^log_tile` elements.
+pub fn cluster_tile_params(log_tile: u32) -> TileParams {
+    TileParams {
+        min_global_levels: LOG_CLUSTER,
+        ..tile_params(log_tile)
+    }
 }
 
 /// The tile parameters the schedule is built from.
@@ -197,6 +238,7 @@ pub fn tile_params(log_tile: u32) -> TileParams {
         log_tile,
         max_global_levels: log_tile.saturating_sub(LOG_COLS).max(1),
         fuse_tails: true,
+        min_global_levels: 1,
     }
 }
 
@@ -211,18 +253,21 @@ pub fn plan(
     cap: Option<u32>,
 ) -> Vec<Launch> {
     let element_bytes = widths.element();
-    // A cluster sort is one local sort of the whole row, as the schedule says; only the
-    // launch differs.
-    let cluster = cluster_log_tile(limits, row_len, rows, widths);
-    let schedule_tile = cluster.unwrap_or_else(|| {
-        choose_log_tile(
+    let cluster_schedule = cluster_schedule(limits, row_len, rows, widths, cap);
+    let cluster = cluster_schedule.is_some();
+    let schedule = cluster_schedule.unwrap_or_else(|| {
+        let log_tile = choose_log_tile(
             rows,
             crate::schedule::ceil_log2(row_len),
             max_log_tile(limits, widths, cap),
             limits.multiprocessors,
-        )
+        );
+        Schedule::new(row_len, tile_params(log_tile))
     });
-    let schedule = Schedule::new(row_len, tile_params(schedule_tile));
+    let schedule_tile = match schedule.passes.first() {
+        Some(Pass::LocalSort { log_tile }) => *log_tile,
+        _ => 1,
+    };
     let log_row = schedule.log_n;
     schedule
         .steps()
@@ -278,32 +323,30 @@ pub fn plan(
                     args.tile_bits = args.log_cols + levels;
                 }
             }
-            if cluster.is_some() {
-                // One cluster, each block a slice of 2^(tile_bits - LOG_CLUSTER).
-                debug_assert!(matches!(pass, Pass::LocalSort { .. }), "{pass:?}");
-                args.mode = MODE_CLUSTER_SORT;
-                let slice_bits = args.tile_bits - LOG_CLUSTER;
-                return Launch {
-                    args,
-                    grid: 1 << LOG_CLUSTER,
-                    block: 1 << (slice_bits - LOG_E),
-                    shared_bytes: (padded_words(slice_bits) * element_bytes) as u32,
-                };
-            }
             // Tiles wholly past the data exit at once; a plain sort does not launch them.
             let tiles = if rows == 1 && args.mode != MODE_GLOBAL {
                 row_len.div_ceil(1u64 << args.tile_bits)
             } else {
                 (rows << log_row) >> args.tile_bits
             };
-            let threads = (1u64 << args.tile_bits.saturating_sub(LOG_E)).clamp(32, 512) as u32;
+            // A cluster's block holds a slice of the tile; its grid is whole clusters.
+            let (block_bits, per_tile) = if cluster {
+                debug_assert!(
+                    args.mode != MODE_GLOBAL || args.levels >= LOG_CLUSTER,
+                    "{pass:?}"
+                );
+                (args.tile_bits - LOG_CLUSTER, 1u64 << LOG_CLUSTER)
+            } else {
+                (args.tile_bits, 1)
+            };
+            let threads = (1u64 << block_bits.saturating_sub(LOG_E)).clamp(32, 512) as u32;
+            let most_tiles = u64::from(limits.max_grid_x.max(1)) / per_tile;
             Launch {
                 args,
-                grid: u32::try_from(tiles)
-                    .unwrap_or(u32::MAX)
-                    .clamp(1, limits.max_grid_x.max(1)),
+                grid: (tiles.clamp(1, most_tiles.max(1)) * per_tile) as u32,
                 block: threads,
-                shared_bytes: (padded_words(args.tile_bits) * element_bytes) as u32,
+                shared_bytes: (padded_words(block_bits) * element_bytes) as u32,
+                cluster,
             }
         })
         .collect()

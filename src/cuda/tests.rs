@@ -56,8 +56,9 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
                 l.args.transform,
                 plan::ENCODE_ON_LOAD | plan::DECODE_ON_STORE
             );
+            assert_eq!(l.args.mode, plan::MODE_SORT);
             if log_n >= plan::MIN_CLUSTER_LOG {
-                assert_eq!(l.args.mode, plan::MODE_CLUSTER_SORT);
+                assert!(l.cluster);
                 assert_eq!(l.grid, 8);
                 assert_eq!(l.block, 1 << (log_n - 3 - plan::LOG_E));
                 assert_eq!(
@@ -65,20 +66,39 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
                     plan::padded_words(log_n - 3) * widths.element()
                 );
             } else {
-                assert_eq!(l.args.mode, plan::MODE_SORT);
+                assert!(!l.cluster);
                 assert_eq!(l.grid, 1);
             }
         }
     }
-    // u64 keys have no cluster kernel; 2^17 is past the cluster sorts; 2^13 + 1 rounds up.
+    // u64 keys have no cluster kernel; 2^13 + 1 rounds up.
     let wide = plan::plan(&H200, 1 << 14, 1, Widths::keys(8), 0, None);
-    assert!(wide.iter().all(|l| l.args.mode != plan::MODE_CLUSTER_SORT));
-    let large = plan::plan(&H200, 1 << 17, 1, Widths::keys(4), 0, None);
-    assert!(large.len() > 1 && large.iter().all(|l| l.args.mode != plan::MODE_CLUSTER_SORT));
+    assert!(wide.iter().all(|l| !l.cluster));
     let odd = plan::plan(&H200, (1 << 13) + 1, 1, Widths::keys(4), 0, None);
     assert_eq!((odd.len(), odd[0].args.tile_bits), (1, 14));
-    // Without clusters, 2^14 fits one tile but sorts faster as tiles of 2^11: a local sort,
-    // then stages 12..=14 (each stage's tail fused into the next stage's first pass).
+    // Above 2^16, tiles of eight slices for every multiprocessor (16 clusters on 132), at
+    // most 2^17 (slices of 2^14, two blocks per multiprocessor for keys, one for pairs).
+    for (log_n, widths, tile, count) in [
+        (17, Widths::keys(4), 13, 7),
+        (20, Widths::keys(4), 16, 6),
+        (24, Widths::keys(4), 17, 11),
+        (28, Widths::keys(4), 17, 18),
+        (28, Widths { key: 4, value: 4 }, 17, 18),
+    ] {
+        let launches = plan::plan(&H200, 1 << log_n, 1, widths, 0, None);
+        assert_eq!(launches[0].args.tile_bits, tile, "2^{log_n}");
+        assert_eq!(launches.len(), count, "2^{log_n}");
+        for l in &launches {
+            assert!(l.cluster && l.grid % 8 == 0 && l.args.tile_bits <= tile);
+            assert!(l.block >= 32 && l.block <= plan::MAX_THREADS);
+            assert!(l.args.mode != plan::MODE_GLOBAL || l.args.levels >= plan::LOG_CLUSTER);
+            let blocks = plan::cluster_blocks_per_multiprocessor(widths);
+            assert!(u64::from(l.shared_bytes) * u64::from(blocks) <= 232_448 + 1024);
+        }
+    }
+    // Without clusters (or with them kept to one-launch sorts), 2^14 fits one tile but
+    // sorts faster as tiles of 2^11: a local sort, then stages 12..=14 (each stage's tail
+    // fused into the next stage's first pass).
     let no_clusters = DeviceLimits {
         cluster_max_log: 0,
         ..H200
@@ -86,24 +106,32 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     let launches = plan::plan(&no_clusters, 1 << 14, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 11);
     assert_eq!(launches.len(), 5);
-    // 2^20: tiles of 2^13 give every multiprocessor one; 15 launches unfused.
-    let launches = plan::plan(&H200, 1 << 20, 1, Widths::keys(4), 0, None);
-    assert_eq!(launches[0].args.tile_bits, 13);
-    assert_eq!(launches.len(), 12);
-    // 2^28 u32 keys: tiles of 2^14 (two blocks per multiprocessor), ten levels per global
-    // pass; 1 + 10 * 2 + 4 * 3 = 33 launches unfused. u32 key-value pairs: tiles of 2^13,
-    // two blocks; u64 keys: tiles of 2^14, one block.
-    let launches = plan::plan(&H200, 1 << 28, 1, Widths::keys(4), 0, None);
-    assert_eq!(launches[0].args.tile_bits, 14);
-    assert_eq!(launches.len(), 26);
-    let pairs = plan::plan(&H200, 1 << 28, 1, Widths { key: 4, value: 4 }, 0, None);
-    assert_eq!(pairs[0].args.tile_bits, 13);
-    let launches = plan::plan(&H200, 1 << 28, 1, Widths::keys(8), 0, None);
-    assert_eq!(launches[0].args.tile_bits, 14);
-    for l in launches.iter().chain(&pairs) {
-        assert!(l.block >= 32 && l.block <= plan::MAX_THREADS);
-        assert!(l.shared_bytes <= H200.shared_bytes_per_block);
-        assert!(l.args.tile_bits <= 15);
+    let one_launch_clusters = DeviceLimits {
+        cluster_max_log: 16,
+        ..H200
+    };
+    for limits in [no_clusters, one_launch_clusters] {
+        let large = plan::plan(&limits, 1 << 17, 1, Widths::keys(4), 0, None);
+        assert!(large.len() > 1 && large.iter().all(|l| !l.cluster));
+        // 2^20: tiles of 2^13 give every multiprocessor one; 15 launches unfused.
+        let launches = plan::plan(&limits, 1 << 20, 1, Widths::keys(4), 0, None);
+        assert_eq!(launches[0].args.tile_bits, 13);
+        assert_eq!(launches.len(), 12);
+        // 2^28 u32 keys: tiles of 2^14 (two blocks per multiprocessor), ten levels per
+        // global pass; 1 + 10 * 2 + 4 * 3 = 33 launches unfused. u32 key-value pairs:
+        // tiles of 2^13, two blocks; u64 keys: tiles of 2^14, one block.
+        let launches = plan::plan(&limits, 1 << 28, 1, Widths::keys(4), 0, None);
+        assert_eq!(launches[0].args.tile_bits, 14);
+        assert_eq!(launches.len(), 26);
+        let pairs = plan::plan(&limits, 1 << 28, 1, Widths { key: 4, value: 4 }, 0, None);
+        assert_eq!(pairs[0].args.tile_bits, 13);
+        let launches = plan::plan(&limits, 1 << 28, 1, Widths::keys(8), 0, None);
+        assert_eq!(launches[0].args.tile_bits, 14);
+        for l in launches.iter().chain(&pairs) {
+            assert!(l.block >= 32 && l.block <= plan::MAX_THREADS);
+            assert!(l.shared_bytes <= H200.shared_bytes_per_block);
+            assert!(l.args.tile_bits <= 15 && !l.cluster);
+        }
     }
     // Rows that fit a tile are one launch of one tile per row.
     let rows = plan::plan(&H200, 1024, 16384, Widths::keys(4), 0, None);
@@ -383,11 +411,11 @@ fn cuda_throughput() {
 /// arithmetic: virtual tiles, rounds and padding. It checks the plan and the kernel's
 /// address computations without a GPU.
 mod kernel_model {
-    use super::plan::{
-        LOG_CLUSTER, LOG_E, Launch, MODE_CLUSTER_SORT, MODE_GLOBAL, MODE_MERGE, MODE_SORT, PassArgs,
-    };
+    use super::plan::{LOG_CLUSTER, LOG_E, Launch, MODE_GLOBAL, MODE_MERGE, MODE_SORT, PassArgs};
 
-    fn virtual_index(a: &PassArgs, t: u64, x: u64) -> u64 {
+    /// The virtual index of tile `t`'s element `x`. A flip's mirrored rows hold the
+    /// mirrored columns, reversed in a block's tile, in ascending order in a cluster's.
+    fn virtual_index(a: &PassArgs, cluster: bool, t: u64, x: u64) -> u64 {
         if a.mode != MODE_GLOBAL {
             return (t << a.tile_bits) + x;
         }
@@ -398,7 +426,12 @@ mod kernel_model {
         let block = (t >> (lo - c)) << (hi + 1);
         let (row, col) = (x >> c, x & ((1 << c) - 1));
         if a.first_level == 0 && row >= 1 << (a.levels - 1) {
-            block + (row << lo) + (((1u64 << lo) - 1) - (col_base + col))
+            let mirrored = ((1u64 << lo) - 1) - col_base;
+            if cluster {
+                block + (row << lo) + mirrored - ((1 << c) - 1) + col
+            } else {
+                block + (row << lo) + mirrored - col
+            }
         } else {
             block + (row << lo) + col_base + col
         }
@@ -464,31 +497,62 @@ mod kernel_model {
         }
     }
 
-    /// `cluster_pass`: slices of 2^(bits - LOG_CLUSTER) sorted alone, then per stage the
-    /// cluster round (slices' positions p, the upper half of a group at p's mirror) and the
-    /// half-cleaners inside each slice.
-    fn cluster_sort(tile: &mut [u32]) {
-        let bits = tile.len().trailing_zeros();
-        let slice_bits = bits - LOG_CLUSTER;
+    /// A cluster round of `levels` levels on the tile's top bits: groups of one slice
+    /// position p in 2^levels consecutive slices; with `flip` the upper half of a group
+    /// at p's mirror.
+    fn cluster_round(tile: &mut [u32], levels: u32, flip: bool) {
+        let slice_bits = tile.len().trailing_zeros() - LOG_CLUSTER;
         let mask = (1usize << slice_bits) - 1;
-        for slice in tile.chunks_mut(1 << slice_bits) {
-            sort_tile(slice);
+        let r_count = 1usize << levels;
+        for group in 0..tile.len() >> levels {
+            let (p, run) = (group & mask, group >> slice_bits);
+            let slot: Vec<usize> = (0..r_count)
+                .map(|r| {
+                    let at = if flip && r >= r_count / 2 {
+                        p ^ mask
+                    } else {
+                        p
+                    };
+                    (((run << levels) | r) << slice_bits) | at
+                })
+                .collect();
+            network(tile, &slot, flip);
         }
-        for stage in slice_bits + 1..=bits {
-            let levels = stage - slice_bits;
-            let r_count = 1usize << levels;
-            for group in 0..tile.len() >> levels {
-                let (p, run) = (group & mask, group >> slice_bits);
-                let slot: Vec<usize> = (0..r_count)
-                    .map(|r| {
-                        let at = if r < r_count / 2 { p } else { p ^ mask };
-                        (((run << levels) | r) << slice_bits) | at
-                    })
-                    .collect();
-                network(tile, &slot, true);
+    }
+
+    /// The levels on slice bits `top..=bottom` of every slice, each a tile of its own.
+    fn slice_levels(tile: &mut [u32], top: u32, bottom: u32) {
+        let slice_bits = tile.len().trailing_zeros() - LOG_CLUSTER;
+        for slice in tile.chunks_mut(1 << slice_bits) {
+            run_levels(slice, top, bottom, false, 0, false);
+        }
+    }
+
+    /// `cluster_pass` on one tile (in the cluster's layout, [`virtual_index`]).
+    fn cluster_pass(a: &PassArgs, tile: &mut [u32]) {
+        let slice_bits = a.tile_bits - LOG_CLUSTER;
+        match a.mode {
+            MODE_SORT => {
+                for slice in tile.chunks_mut(1 << slice_bits) {
+                    sort_tile(slice);
+                }
+                for stage in slice_bits + 1..=a.tile_bits {
+                    cluster_round(tile, stage - slice_bits, true);
+                    slice_levels(tile, slice_bits - 1, 0);
+                }
             }
-            for slice in tile.chunks_mut(1 << slice_bits) {
-                run_levels(slice, slice_bits - 1, 0, false, 0, false);
+            MODE_MERGE => {
+                cluster_round(tile, LOG_CLUSTER, false);
+                slice_levels(tile, slice_bits - 1, 0);
+            }
+            _ => {
+                if a.tail_bits > 0 {
+                    slice_levels(tile, a.tail_bits - 1, 0);
+                }
+                cluster_round(tile, LOG_CLUSTER, a.first_level == 0);
+                if a.log_cols < slice_bits {
+                    slice_levels(tile, slice_bits - 1, a.log_cols);
+                }
             }
         }
     }
@@ -552,19 +616,19 @@ mod kernel_model {
             let size = 1u64 << a.tile_bits;
             let tiles = (a.rows << a.log_row) >> a.tile_bits;
             for t in 0..tiles {
-                if memory_index(a, virtual_index(a, t, 0)).is_none() {
+                if memory_index(a, virtual_index(a, l.cluster, t, 0)).is_none() {
                     continue;
                 }
                 let at: Vec<Option<u64>> = (0..size)
-                    .map(|x| memory_index(a, virtual_index(a, t, x)))
+                    .map(|x| memory_index(a, virtual_index(a, l.cluster, t, x)))
                     .collect();
                 let mut tile: Vec<u32> = at
                     .iter()
                     .map(|m| m.map_or(u32::MAX, |m| keys[m as usize]))
                     .collect();
                 match a.mode {
+                    _ if l.cluster => cluster_pass(a, &mut tile),
                     MODE_SORT => sort_tile(&mut tile),
-                    MODE_CLUSTER_SORT => cluster_sort(&mut tile),
                     MODE_MERGE => run_levels(&mut tile, a.tile_bits - 1, 0, false, 0, false),
                     _ => {
                         if a.tail_bits > 0 {
@@ -621,6 +685,28 @@ fn kernel_model_sorts_every_plan() {
                 assert_eq!(keys, expect, "row_len {row_len} rows {rows} cap {cap}");
             }
         }
+    }
+}
+
+#[test]
+fn kernel_model_sorts_large_cluster_plans() {
+    // The H200's plans past one cluster: tiles of 2^13..2^17 on clusters, local merges,
+    // global passes with and without the flip and fused tails; a smaller cap too.
+    let mut next = lcg(11);
+    for (row_len, cap) in [
+        ((1u64 << 17) + 1, None),
+        ((1 << 18) - 1, None),
+        (1 << 19, Some(12)),
+        (1 << 20, None),
+        ((1 << 21) + 77, None),
+    ] {
+        let launches = plan::plan(&H200, row_len, 1, Widths::keys(4), 0, cap);
+        assert!(launches.iter().all(|l| l.cluster), "2^{row_len}");
+        let mut keys: Vec<u32> = (0..row_len).map(|_| next() as u32).collect();
+        let mut expect = keys.clone();
+        expect.sort_unstable();
+        kernel_model::execute(&launches, &mut keys);
+        assert!(keys == expect, "row_len {row_len} cap {cap:?}");
     }
 }
 

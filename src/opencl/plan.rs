@@ -95,6 +95,7 @@ pub fn tile_params(log_tile: u32) -> TileParams {
         log_tile,
         max_global_levels: (log_tile - log_cols(log_tile)).max(1),
         fuse_tails: true,
+        min_global_levels: 1,
     }
 }
 

@@ -528,6 +528,7 @@ fn pairs_match_the_network_emulation() {
         log_tile: 6,
         max_global_levels: 3,
         fuse_tails: true,
+        min_global_levels: 1,
     };
     for n in lengths {
         let encoding = KeyEncoding {
@@ -683,6 +684,7 @@ fn check_fused<W: SortKey + crate::keys::Word + std::fmt::Debug>(
         log_tile: 4,
         max_global_levels: 2,
         fuse_tails: false,
+        min_global_levels: 1,
     };
     emulate(
         &Schedule::new(keys.len() as u64, params),
