@@ -48,10 +48,13 @@ pub const MIN_CLUSTER_LOG: u32 = 13;
 /// until every multiprocessor has a block (`cluster_log_tile`).
 pub const MAX_LOG_SINGLE_CLUSTER: u32 = 16;
 
-/// The largest sort on clusters by default (`DeviceLimits::cluster_max_log`): every size.
-/// `BITONIC_CUDA_CLUSTER_MAX_LOG=16` keeps clusters to the one-launch sorts (session 6),
-/// `0` turns them off.
-pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 63;
+/// The largest sort on clusters by default (`DeviceLimits::cluster_max_log`). On the H200,
+/// clusters of 2^13- and 2^14-element tiles won at 2^18 (0.055 against 0.061 ms, half the
+/// launches), but from 2^20 every cluster pass took about twice a block's pass per byte
+/// (2^20: 0.115 ms at best against 0.090; 2^28: 35 against 22.6 ms; `docs/perf.md`, change
+/// 17). `BITONIC_CUDA_CLUSTER_MAX_LOG` overrides it (`0` turns clusters off, `63` puts
+/// every size on them).
+pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 18;
 
 /// `transform` bit: encode keys as they are loaded.
 pub const ENCODE_ON_LOAD: u32 = 1;

@@ -76,8 +76,13 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     assert!(wide.iter().all(|l| !l.cluster));
     let odd = plan::plan(&H200, (1 << 13) + 1, 1, Widths::keys(4), 0, None);
     assert_eq!((odd.len(), odd[0].args.tile_bits), (1, 14));
-    // Above 2^16, tiles of eight slices for every multiprocessor (16 clusters on 132), at
-    // most 2^17 (slices of 2^14, two blocks per multiprocessor for keys, one for pairs).
+    // Above 2^16 (to 2^18 by default, any size here), tiles of eight slices for every
+    // multiprocessor (16 clusters on 132), at most 2^17 (slices of 2^14, two blocks per
+    // multiprocessor for keys, one for pairs).
+    let all_clusters = DeviceLimits {
+        cluster_max_log: 63,
+        ..H200
+    };
     for (log_n, widths, tile, count) in [
         (17, Widths::keys(4), 13, 7),
         (20, Widths::keys(4), 16, 6),
@@ -85,7 +90,7 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
         (28, Widths::keys(4), 17, 18),
         (28, Widths { key: 4, value: 4 }, 17, 18),
     ] {
-        let launches = plan::plan(&H200, 1 << log_n, 1, widths, 0, None);
+        let launches = plan::plan(&all_clusters, 1 << log_n, 1, widths, 0, None);
         assert_eq!(launches[0].args.tile_bits, tile, "2^{log_n}");
         assert_eq!(launches.len(), count, "2^{log_n}");
         for l in &launches {
@@ -110,9 +115,13 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
         cluster_max_log: 16,
         ..H200
     };
-    for limits in [no_clusters, one_launch_clusters] {
-        let large = plan::plan(&limits, 1 << 17, 1, Widths::keys(4), 0, None);
-        assert!(large.len() > 1 && large.iter().all(|l| !l.cluster));
+    let by_default = plan::plan(&H200, 1 << 18, 1, Widths::keys(4), 0, None);
+    assert!(by_default.iter().all(|l| l.cluster) && by_default.len() == 6);
+    for limits in [no_clusters, one_launch_clusters, H200] {
+        if limits != H200 {
+            let large = plan::plan(&limits, 1 << 17, 1, Widths::keys(4), 0, None);
+            assert!(large.len() > 1 && large.iter().all(|l| !l.cluster));
+        }
         // 2^20: tiles of 2^13 give every multiprocessor one; 15 launches unfused.
         let launches = plan::plan(&limits, 1 << 20, 1, Widths::keys(4), 0, None);
         assert_eq!(launches[0].args.tile_bits, 13);
@@ -692,6 +701,10 @@ fn kernel_model_sorts_every_plan() {
 fn kernel_model_sorts_large_cluster_plans() {
     // The H200's plans past one cluster: tiles of 2^13..2^17 on clusters, local merges,
     // global passes with and without the flip and fused tails; a smaller cap too.
+    let all_clusters = DeviceLimits {
+        cluster_max_log: 63,
+        ..H200
+    };
     let mut next = lcg(11);
     for (row_len, cap) in [
         ((1u64 << 17) + 1, None),
@@ -700,8 +713,8 @@ fn kernel_model_sorts_large_cluster_plans() {
         (1 << 20, None),
         ((1 << 21) + 77, None),
     ] {
-        let launches = plan::plan(&H200, row_len, 1, Widths::keys(4), 0, cap);
-        assert!(launches.iter().all(|l| l.cluster), "2^{row_len}");
+        let launches = plan::plan(&all_clusters, row_len, 1, Widths::keys(4), 0, cap);
+        assert!(launches.iter().all(|l| l.cluster), "{row_len}");
         let mut keys: Vec<u32> = (0..row_len).map(|_| next() as u32).collect();
         let mut expect = keys.clone();
         expect.sort_unstable();
