@@ -48,13 +48,14 @@ pub const MIN_CLUSTER_LOG: u32 = 13;
 /// until every multiprocessor has a block (`cluster_log_tile`).
 pub const MAX_LOG_SINGLE_CLUSTER: u32 = 16;
 
-/// The largest sort on clusters by default (`DeviceLimits::cluster_max_log`). On the H200,
-/// clusters of 2^13- and 2^14-element tiles won at 2^18 (0.055 against 0.061 ms, half the
-/// launches), but from 2^20 every cluster pass took about twice a block's pass per byte
-/// (2^20: 0.115 ms at best against 0.090; 2^28: 35 against 22.6 ms; `docs/perf.md`, change
-/// 17). `BITONIC_CUDA_CLUSTER_MAX_LOG` overrides it (`0` turns clusters off, `63` puts
-/// every size on them).
-pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 18;
+/// The largest sort on clusters by default (`DeviceLimits::cluster_max_log`): the
+/// one-launch sorts. On the H200, clusters of 2^13- and 2^14-element tiles won at 2^18 (0.055
+/// against 0.061 ms, half the launches), but from 2^20 every cluster pass took about twice a
+/// block's pass per byte (2^20: 0.115 ms at best against 0.090; 2^28: 35 against 22.6 ms),
+/// and racecheck reported hazards in a sort of more than 2^16 keys on clusters that are not
+/// explained yet (`docs/perf.md`, change 17). `BITONIC_CUDA_CLUSTER_MAX_LOG` overrides it
+/// (`0` turns clusters off, `18` or more puts larger sorts on them).
+pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 16;
 
 /// `transform` bit: encode keys as they are loaded.
 pub const ENCODE_ON_LOAD: u32 = 1;

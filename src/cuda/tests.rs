@@ -76,7 +76,7 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     assert!(wide.iter().all(|l| !l.cluster));
     let odd = plan::plan(&H200, (1 << 13) + 1, 1, Widths::keys(4), 0, None);
     assert_eq!((odd.len(), odd[0].args.tile_bits), (1, 14));
-    // Above 2^16 (to 2^18 by default, any size here), tiles of eight slices for every
+    // Above 2^16 (where `cluster_max_log` allows), tiles of eight slices for every
     // multiprocessor (16 clusters on 132), at most 2^17 (slices of 2^14, two blocks per
     // multiprocessor for keys, one for pairs).
     let all_clusters = DeviceLimits {
@@ -101,7 +101,7 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
             assert!(u64::from(l.shared_bytes) * u64::from(blocks) <= 232_448 + 1024);
         }
     }
-    // Without clusters (or with them kept to one-launch sorts), 2^14 fits one tile but
+    // Without clusters (and with them by default, for one-launch sorts only), 2^14 fits one tile but
     // sorts faster as tiles of 2^11: a local sort, then stages 12..=14 (each stage's tail
     // fused into the next stage's first pass).
     let no_clusters = DeviceLimits {
@@ -111,14 +111,14 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     let launches = plan::plan(&no_clusters, 1 << 14, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 11);
     assert_eq!(launches.len(), 5);
-    let one_launch_clusters = DeviceLimits {
-        cluster_max_log: 16,
+    let up_to_2_18 = DeviceLimits {
+        cluster_max_log: 18,
         ..H200
     };
-    let by_default = plan::plan(&H200, 1 << 18, 1, Widths::keys(4), 0, None);
-    assert!(by_default.iter().all(|l| l.cluster) && by_default.len() == 6);
-    for limits in [no_clusters, one_launch_clusters, H200] {
-        if limits != H200 {
+    let launches = plan::plan(&up_to_2_18, 1 << 18, 1, Widths::keys(4), 0, None);
+    assert!(launches.iter().all(|l| l.cluster) && launches.len() == 6);
+    for limits in [no_clusters, H200, up_to_2_18] {
+        if limits != up_to_2_18 {
             let large = plan::plan(&limits, 1 << 17, 1, Widths::keys(4), 0, None);
             assert!(large.len() > 1 && large.iter().all(|l| !l.cluster));
         }
