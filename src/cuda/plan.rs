@@ -45,7 +45,7 @@ pub const LOG_CLUSTER: u32 = 3;
 pub const MIN_CLUSTER_LOG: u32 = 13;
 
 /// The largest sort that is one cluster's tile (one launch). Above it the tiles shrink
-/// until every multiprocessor has a block (`cluster_log_tile`).
+/// until every multiprocessor has a block ([`cluster_schedule`]).
 pub const MAX_LOG_SINGLE_CLUSTER: u32 = 16;
 
 /// The largest sort on clusters by default (`DeviceLimits::cluster_max_log`): the
@@ -72,7 +72,7 @@ pub struct DeviceLimits {
     /// Multiprocessors: tiles are kept small enough that every one has work.
     pub multiprocessors: u32,
     /// The largest single-row sort, as log2 of its elements, whose passes run on
-    /// thread-block clusters (compute capability 9.0, [`cluster_log_tile`]); 0 for none.
+    /// thread-block clusters (compute capability 9.0, [`cluster_schedule`]); 0 for none.
     pub cluster_max_log: u32,
 }
 
