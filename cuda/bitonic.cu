@@ -1008,9 +1008,11 @@ __device__ __forceinline__ void cluster_round(K *sk, V *sv, u32 slice_bits) {
     }
 }
 
-// One cluster round of `levels` (1..=LOG_CLUSTER) levels between two cluster barriers: the
-// first makes every block's shared-memory writes visible, the second lets each block go on
-// in its own slice once every block is done with it.
+// One cluster round between two cluster barriers: the first makes every block's
+// shared-memory writes visible, the second lets each block go on in its own slice once every
+// block is done with it. With `flip`, the round takes `levels` (1..=LOG_CLUSTER) levels (a
+// local sort's stages above the slice take fewer); without it, `levels` must be LOG_CLUSTER:
+// a merge's half-cleaners always span every cluster bit, so only that round is compiled.
 template <typename K, typename V>
 __device__ __forceinline__ void cluster_levels(K *sk, V *sv, u32 slice_bits, u32 levels, bool flip) {
     cluster_sync();

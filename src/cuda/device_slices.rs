@@ -171,7 +171,7 @@ impl CudaBackend {
         let job = Job {
             keys: keys.ptr,
             values: values.map_or(0, |v| v.ptr),
-            kernels: self.kernel(keys.word_bytes, value_bytes),
+            kernels: self.kernels(keys.word_bytes, value_bytes),
             launches: self.plan(
                 row_len as u64,
                 (keys.len / row_len) as u64,

@@ -552,8 +552,9 @@ impl CudaBackend {
         Ok(Graph { exec, graph })
     }
 
-    /// The kernel for these word widths.
-    fn kernel(&self, key_bytes: usize, value_bytes: usize) -> Kernels {
+    /// The kernels for these word widths: the tile kernel, and the cluster kernel where the
+    /// device and the variant have one.
+    fn kernels(&self, key_bytes: usize, value_bytes: usize) -> Kernels {
         let key_index = usize::from(key_bytes == 8);
         let value_index = match value_bytes {
             0 => 0,
@@ -605,7 +606,7 @@ impl CudaBackend {
             values: work_values
                 .as_ref()
                 .map_or(0, |v| v.as_device_ptr().as_raw()),
-            kernels: self.kernel(key_bytes, value_bytes),
+            kernels: self.kernels(key_bytes, value_bytes),
             launches: if row_len >= 2 {
                 self.plan(
                     row_len as u64,
@@ -808,7 +809,7 @@ impl Backend for CudaBackend {
             &Job {
                 keys: device_keys,
                 values: device_values.unwrap_or(0),
-                kernels: self.kernel(key_bytes, value_bytes),
+                kernels: self.kernels(key_bytes, value_bytes),
                 launches: self.plan(
                     row_len as u64,
                     (n / row_len) as u64,

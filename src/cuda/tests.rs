@@ -747,7 +747,7 @@ fn cuda_pass_profile() {
         let job = Job {
             keys: buffer.as_device_ptr().as_raw(),
             values: 0,
-            kernels: gpu.kernel(4, 0),
+            kernels: gpu.kernels(4, 0),
             launches: vec![*launch],
         };
         start.record(&gpu.stream).expect("record");
