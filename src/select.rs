@@ -113,20 +113,11 @@ pub(crate) fn choose(
         }],
         _ => devices(),
     };
-    let candidates: Vec<&DeviceInfo> = found
+    let all: Vec<DeviceInfo> = found
         .iter()
-        .filter(|b| backend.is_none_or(|want| b.backend == want))
-        .flat_map(|b| b.devices.iter())
-        .filter(|d| filter.as_ref().is_none_or(|f| f.matches(d)))
+        .flat_map(|b| b.devices.iter().cloned())
         .collect();
-
-    let chosen = match (backend, &filter) {
-        // A device filter names the device: the first match in the order of preference.
-        (_, Some(_)) => candidates.first().copied(),
-        // A backend alone: its strongest GPU, else its first device (PoCL, say).
-        (Some(_), None) => best_default(&candidates).or(candidates.first().copied()),
-        (None, None) => best_default(&candidates),
-    };
+    let chosen = pick(&all, backend, filter.as_ref());
     match chosen {
         Some(info) => open(info),
         None => Err(Error::NoDevice {
@@ -141,6 +132,28 @@ pub(crate) fn choose(
             ),
             found: describe(&found),
         }),
+    }
+}
+
+/// Picks a device from `devices` (every device found, in backend order) for the requested
+/// backend and filter; `None` when nothing fits. Pure, so that it can be tested without
+/// hardware.
+fn pick<'a>(
+    devices: &'a [DeviceInfo],
+    backend: Option<BackendKind>,
+    filter: Option<&DeviceFilter>,
+) -> Option<&'a DeviceInfo> {
+    let candidates: Vec<&DeviceInfo> = devices
+        .iter()
+        .filter(|d| backend.is_none_or(|want| d.backend == want))
+        .filter(|d| filter.is_none_or(|f| f.matches(d)))
+        .collect();
+    match (backend, filter) {
+        // A device filter names the device: the first match in the order of preference.
+        (_, Some(_)) => candidates.first().copied(),
+        // A backend alone: its strongest GPU, else its first device (PoCL, say).
+        (Some(_), None) => best_default(&candidates).or(candidates.first().copied()),
+        (None, None) => best_default(&candidates),
     }
 }
 
