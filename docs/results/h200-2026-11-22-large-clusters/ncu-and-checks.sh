@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 7 final, part A: why cluster passes are slow (ncu of one cluster merge pass and one
-# block merge pass at 2^24), then correctness on the final binaries: the suite on every
+# Why cluster passes are slow (ncu of one cluster merge pass and one
+# block merge pass at 2^24), then correctness: the suite on every
 # backend, memcheck over every CUDA trial up to 140,000 keys and racecheck over four u32
 # trials up to 140,000 keys (clusters of 2^13..2^17, merges on clusters at 100,003) in
 # parallel, unit tests, device buffers, threads.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 6 final, part A: the full comparison (the README's table), small sizes unheld.
+# The full comparison (the command of the README's table), small sizes unheld.
 cd "$(dirname "$0")/.."
 o=$OUT
 for f in .device/bitonic.gz; do gunzip -kf "$f"; chmod +x "${f%.gz}"; done

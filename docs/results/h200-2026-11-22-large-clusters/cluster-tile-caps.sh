@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 7, call 2: cluster tiles of 2^13..2^17 (BITONIC_CUDA_LOG_TILE caps the slice) at
+# Cluster tiles of 2^13..2^17 (BITONIC_CUDA_LOG_TILE caps the slice) at
 # 2^18..2^28, and per-pass profiles at 2^20 with slices of 2^11.
 cd "$(dirname "$0")/.."
 o=$OUT

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 6, call 2: cluster sorts and the held OpenCL queue: correctness (suite on every
+# Cluster sorts and the held OpenCL queue: correctness (suite on every
 # backend, unit tests, memcheck and racecheck over the cluster sizes), then small sizes with
 # clusters on and off, and OpenCL held and unheld at 2^20..2^24.
 cd "$(dirname "$0")/.."

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 7 final: racecheck of the random u32 trial up to 140,000 keys with clusters for
-# one-launch sorts only (the default) and up to 2^18 (where call 3 found 3 hazards), in
+# Racecheck of the random u32 trial up to 140,000 keys with clusters for
+# one-launch sorts only (the default) and up to 2^18 (where ncu-and-checks.sh found 3 hazards), in
 # parallel, hazard reports kept; then the full comparison (the README's table).
 cd "$(dirname "$0")/.."
 o=$OUT

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 6 final, part B: sanitizers on the changed kernels (memcheck over every CUDA trial
+# Sanitizers on the changed kernels (memcheck over every CUDA trial
 # up to 20,000 keys; racecheck over u32 trials up to 70,000 keys, the cluster sizes, in four
 # processes), device buffers, threads.
 cd "$(dirname "$0")/.."

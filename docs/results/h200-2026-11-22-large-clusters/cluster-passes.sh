@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 7, call 1: every pass of large u32 sorts on clusters. Correctness first (CUDA suite,
+# Every pass of large u32 sorts on clusters. Correctness first (CUDA suite,
 # unit tests, memcheck and racecheck past 2^16), then the comparison with clusters on
-# (default) and kept to one-launch sorts (BITONIC_CUDA_CLUSTER_MAX_LOG=16, session 6), and
+# (default) and kept to one-launch sorts (BITONIC_CUDA_CLUSTER_MAX_LOG=16, as in change 15), and
 # per-pass profiles.
 cd "$(dirname "$0")/.."
 o=$OUT

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 6, probe: where do the local sort at 2^20 and the small sorts spend their time?
+# Probe: where do the local sort at 2^20 and the small sorts spend their time?
 cd "$(dirname "$0")/.."
 o=$OUT
 for f in .device/unit.gz .device/bitonic.gz; do gunzip -kf "$f"; chmod +x "${f%.gz}"; done
