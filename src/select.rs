@@ -1,5 +1,7 @@
 //! Finding devices and choosing one: the builder, the environment overrides, `devices()`.
 
+use std::cmp::Reverse;
+
 use crate::backend::{Backend, BackendDevices, BackendKind, DeviceInfo, DeviceType};
 use crate::cpu::{self, CpuBackend};
 use crate::error::{Error, Result};
@@ -12,9 +14,12 @@ pub const ENV_DEVICE: &str = "BITONIC_DEVICE";
 /// Which device of a backend to take.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceFilter {
-    /// The device at this position in its backend's list.
+    /// The device at this position in its backend's list. Without a backend: the CUDA device
+    /// of that index, else the OpenCL GPU of that index, else (for 0) the host CPU; never an
+    /// OpenCL CPU device.
     Index(usize),
-    /// The first device whose name contains this text (ignoring case).
+    /// A device whose name contains this text (ignoring case); of several, the first in the
+    /// order of preference. A name may pick an OpenCL CPU device (PoCL).
     Name(String),
 }
 
@@ -126,6 +131,9 @@ pub(crate) fn choose(
                 backend.map_or("any".to_string(), |b| b.to_string()),
                 match &filter {
                     None => "any".to_string(),
+                    Some(DeviceFilter::Index(i)) if backend.is_none() => {
+                        format!("#{i} (of a CUDA device, an OpenCL GPU or the host CPU)")
+                    }
                     Some(DeviceFilter::Index(i)) => format!("#{i}"),
                     Some(DeviceFilter::Name(s)) => format!("named like {s:?}"),
                 }
@@ -135,38 +143,53 @@ pub(crate) fn choose(
     }
 }
 
-/// Picks a device from `devices` (every device found, in backend order) for the requested
-/// backend and filter; `None` when nothing fits. Pure, so that it can be tested without
-/// hardware.
+/// Picks a device from `devices` (every device found) for the requested backend and filter;
+/// `None` when nothing fits. Pure, so that it can be tested without hardware.
+///
+/// The backend and the filter narrow the list; of what is left, the first in the order of
+/// preference is taken:
+/// 1. CUDA devices, the strongest first (most compute units, then most memory);
+/// 2. OpenCL GPUs, the strongest first;
+/// 3. the host CPU (the CPU backend);
+/// 4. other OpenCL devices (CPUs such as PoCL, accelerators), the strongest first.
+///
+/// Devices of the last group are taken only when asked for: with the OpenCL backend
+/// requested, or by a name filter that matches them. Without settings, or with a bare index
+/// (no backend), they are never taken: the native CPU sort is faster on the same cores.
+/// Equal devices go by their index.
 fn pick<'a>(
     devices: &'a [DeviceInfo],
     backend: Option<BackendKind>,
     filter: Option<&DeviceFilter>,
 ) -> Option<&'a DeviceInfo> {
-    let candidates: Vec<&DeviceInfo> = devices
+    let others_asked_for =
+        backend == Some(BackendKind::OpenCl) || matches!(filter, Some(DeviceFilter::Name(_)));
+    devices
         .iter()
         .filter(|d| backend.is_none_or(|want| d.backend == want))
         .filter(|d| filter.is_none_or(|f| f.matches(d)))
-        .collect();
-    match (backend, filter) {
-        // A device filter names the device: the first match in the order of preference.
-        (_, Some(_)) => candidates.first().copied(),
-        // A backend alone: its strongest GPU, else its first device (PoCL, say).
-        (Some(_), None) => best_default(&candidates).or(candidates.first().copied()),
-        (None, None) => best_default(&candidates),
-    }
+        .filter(|d| others_asked_for || preference_group(d) < OTHER_OPENCL)
+        .min_by_key(|d| {
+            (
+                preference_group(d),
+                Reverse(d.compute_units),
+                Reverse(d.memory_bytes),
+                d.index,
+            )
+        })
 }
 
-/// A CUDA device, else the strongest OpenCL GPU, else the host CPU. OpenCL CPU devices are
-/// never taken unasked: the native CPU sort is faster on the same cores.
-fn best_default<'a>(candidates: &[&'a DeviceInfo]) -> Option<&'a DeviceInfo> {
-    let cuda = candidates.iter().find(|d| d.backend == BackendKind::Cuda);
-    let opencl_gpu = candidates
-        .iter()
-        .filter(|d| d.backend == BackendKind::OpenCl && d.device_type == DeviceType::Gpu)
-        .max_by_key(|d| (d.compute_units, d.memory_bytes));
-    let cpu = candidates.iter().find(|d| d.backend == BackendKind::Cpu);
-    cuda.or(opencl_gpu).or(cpu).copied()
+/// The preference group of OpenCL devices that are not GPUs (see [`pick`]).
+const OTHER_OPENCL: u8 = 3;
+
+/// A device's group in the order of preference of [`pick`]: lower is preferred.
+fn preference_group(d: &DeviceInfo) -> u8 {
+    match (d.backend, d.device_type) {
+        (BackendKind::Cuda, _) => 0,
+        (BackendKind::OpenCl, DeviceType::Gpu) => 1,
+        (BackendKind::Cpu, _) => 2,
+        (BackendKind::OpenCl, _) => OTHER_OPENCL,
+    }
 }
 
 /// Reads `BITONIC_BACKEND` and `BITONIC_DEVICE`; an unknown backend name is an error.
@@ -184,4 +207,207 @@ pub(crate) fn from_env() -> Result<(Option<BackendKind>, Option<DeviceFilter>)> 
         _ => None,
     };
     Ok((backend, device))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    fn dev(
+        backend: BackendKind,
+        index: usize,
+        name: &str,
+        device_type: DeviceType,
+        compute_units: u32,
+        memory_gib: u64,
+    ) -> DeviceInfo {
+        DeviceInfo {
+            backend,
+            index,
+            name: name.to_string(),
+            vendor: "test".to_string(),
+            device_type,
+            memory_bytes: memory_gib * GIB,
+            compute_units,
+        }
+    }
+
+    fn pocl(index: usize) -> DeviceInfo {
+        let name = "cpu-skylake-avx512-Intel(R) Xeon(R) Processor";
+        dev(BackendKind::OpenCl, index, name, DeviceType::Cpu, 16, 3)
+    }
+
+    fn host_cpu() -> DeviceInfo {
+        dev(
+            BackendKind::Cpu,
+            0,
+            "host CPU (rayon)",
+            DeviceType::Cpu,
+            16,
+            125,
+        )
+    }
+
+    /// Two CUDA GPUs, the weaker one first, each also seen through OpenCL, behind PoCL.
+    fn two_cuda() -> Vec<DeviceInfo> {
+        use BackendKind::{Cuda, OpenCl};
+        use DeviceType::Gpu;
+        vec![
+            dev(Cuda, 0, "NVIDIA T4", Gpu, 40, 15),
+            dev(Cuda, 1, "NVIDIA H200", Gpu, 132, 139),
+            pocl(0),
+            dev(OpenCl, 1, "NVIDIA T4", Gpu, 40, 15),
+            dev(OpenCl, 2, "NVIDIA H200", Gpu, 132, 139),
+            host_cpu(),
+        ]
+    }
+
+    /// No CUDA; PoCL first in the OpenCL list, then a GPU.
+    fn opencl_gpu_and_pocl() -> Vec<DeviceInfo> {
+        let gpu = dev(
+            BackendKind::OpenCl,
+            1,
+            "Intel(R) Arc(TM) A770",
+            DeviceType::Gpu,
+            32,
+            16,
+        );
+        vec![pocl(0), gpu, host_cpu()]
+    }
+
+    /// No GPU at all: PoCL and the host CPU.
+    fn cpu_only() -> Vec<DeviceInfo> {
+        vec![pocl(0), host_cpu()]
+    }
+
+    fn id(d: Option<&DeviceInfo>) -> Option<String> {
+        d.map(|d| format!("{}:{}", d.backend, d.index))
+    }
+
+    fn chosen(
+        devices: &[DeviceInfo],
+        backend: Option<BackendKind>,
+        filter: Option<DeviceFilter>,
+    ) -> Option<String> {
+        id(pick(devices, backend, filter.as_ref()))
+    }
+
+    fn some(s: &str) -> Option<String> {
+        Some(s.to_string())
+    }
+
+    #[test]
+    fn default_takes_the_strongest_cuda_device() {
+        assert_eq!(chosen(&two_cuda(), None, None), some("cuda:1"));
+    }
+
+    #[test]
+    fn equal_cuda_devices_go_by_memory_then_index() {
+        use BackendKind::Cuda;
+        use DeviceType::Gpu;
+        let more_memory = vec![
+            dev(Cuda, 0, "NVIDIA H100", Gpu, 132, 79),
+            dev(Cuda, 1, "NVIDIA H200", Gpu, 132, 139),
+        ];
+        assert_eq!(chosen(&more_memory, None, None), some("cuda:1"));
+        let twins = vec![
+            dev(Cuda, 0, "NVIDIA H200", Gpu, 132, 139),
+            dev(Cuda, 1, "NVIDIA H200", Gpu, 132, 139),
+        ];
+        assert_eq!(chosen(&twins, None, None), some("cuda:0"));
+    }
+
+    #[test]
+    fn default_never_takes_an_opencl_cpu_device() {
+        assert_eq!(chosen(&opencl_gpu_and_pocl(), None, None), some("opencl:1"));
+        assert_eq!(chosen(&cpu_only(), None, None), some("cpu:0"));
+    }
+
+    #[test]
+    fn bare_index_never_takes_an_opencl_cpu_device() {
+        let index = |i| Some(DeviceFilter::Index(i));
+        assert_eq!(
+            chosen(&opencl_gpu_and_pocl(), None, index(0)),
+            some("cpu:0")
+        );
+        assert_eq!(
+            chosen(&opencl_gpu_and_pocl(), None, index(1)),
+            some("opencl:1")
+        );
+        assert_eq!(chosen(&cpu_only(), None, index(0)), some("cpu:0"));
+        assert_eq!(chosen(&cpu_only(), None, index(1)), None);
+    }
+
+    #[test]
+    fn bare_index_goes_cuda_then_opencl_gpus() {
+        let index = |i| Some(DeviceFilter::Index(i));
+        assert_eq!(chosen(&two_cuda(), None, index(0)), some("cuda:0"));
+        assert_eq!(chosen(&two_cuda(), None, index(1)), some("cuda:1"));
+        assert_eq!(chosen(&two_cuda(), None, index(2)), some("opencl:2"));
+        assert_eq!(chosen(&two_cuda(), None, index(3)), None);
+    }
+
+    #[test]
+    fn opencl_cpu_devices_when_asked_for() {
+        let opencl = Some(BackendKind::OpenCl);
+        let index0 = Some(DeviceFilter::Index(0));
+        // The backend and an index name it.
+        assert_eq!(
+            chosen(&two_cuda(), opencl, index0.clone()),
+            some("opencl:0")
+        );
+        assert_eq!(
+            chosen(&opencl_gpu_and_pocl(), opencl, index0),
+            some("opencl:0")
+        );
+        // The backend alone: a GPU first, PoCL where there is none.
+        assert_eq!(
+            chosen(&opencl_gpu_and_pocl(), opencl, None),
+            some("opencl:1")
+        );
+        assert_eq!(chosen(&cpu_only(), opencl, None), some("opencl:0"));
+        // A name that only PoCL has.
+        let skylake = Some(DeviceFilter::parse("Skylake"));
+        assert_eq!(chosen(&two_cuda(), None, skylake), some("opencl:0"));
+    }
+
+    #[test]
+    fn a_name_takes_the_first_match_in_the_default_order() {
+        let name = |s: &str| Some(DeviceFilter::parse(s));
+        // Both CUDA devices match: the stronger one; CUDA before OpenCL.
+        assert_eq!(chosen(&two_cuda(), None, name("nvidia")), some("cuda:1"));
+        assert_eq!(chosen(&two_cuda(), None, name("t4")), some("cuda:0"));
+        // "cpu" matches PoCL and the host CPU: the host CPU comes first.
+        assert_eq!(chosen(&cpu_only(), None, name("cpu")), some("cpu:0"));
+        // Within a backend.
+        let opencl = Some(BackendKind::OpenCl);
+        assert_eq!(
+            chosen(&two_cuda(), opencl, name("nvidia")),
+            some("opencl:2")
+        );
+        assert_eq!(chosen(&two_cuda(), opencl, name("cpu")), some("opencl:0"));
+        assert_eq!(
+            chosen(&two_cuda(), Some(BackendKind::Cuda), name("cpu")),
+            None
+        );
+    }
+
+    #[test]
+    fn backend_alone_takes_its_strongest_device() {
+        assert_eq!(
+            chosen(&two_cuda(), Some(BackendKind::Cuda), None),
+            some("cuda:1")
+        );
+        assert_eq!(
+            chosen(&two_cuda(), Some(BackendKind::OpenCl), None),
+            some("opencl:2")
+        );
+        assert_eq!(
+            chosen(&two_cuda(), Some(BackendKind::Cpu), None),
+            some("cpu:0")
+        );
+        assert_eq!(chosen(&cpu_only(), Some(BackendKind::Cuda), None), None);
+    }
 }
