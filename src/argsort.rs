@@ -173,7 +173,7 @@ impl Sorter {
         let mut words = Words::of(keys);
         let values = Some(WordsMut::U32(&mut order));
         match &mut words {
-            Words::U32(w, kind) => self.backend().sort_rows_words(
+            Words::U32(w, kind) => self.backend_for(n).sort_rows_words(
                 WordsMut::U32(w),
                 values,
                 KeyEncoding {
@@ -182,7 +182,7 @@ impl Sorter {
                 },
                 row_len,
             )?,
-            Words::U64(w, kind) => self.backend().sort_rows_words(
+            Words::U64(w, kind) => self.backend_for(n).sort_rows_words(
                 WordsMut::U64(w),
                 values,
                 KeyEncoding {
@@ -209,7 +209,7 @@ impl Sorter {
         if !ties {
             return Ok(order);
         }
-        self.backend().sort_rows_words(
+        self.backend_for(n).sort_rows_words(
             WordsMut::U64(&mut composite),
             None,
             KeyEncoding {
@@ -259,7 +259,7 @@ impl Sorter {
             .map(|(rank, &p)| u64::from(segment_of[p as usize]) << 32 | rank as u64)
             .collect();
         let len = composite.len();
-        self.backend().sort_rows_words(
+        self.backend_for(len).sort_rows_words(
             WordsMut::U64(&mut composite),
             None,
             KeyEncoding {

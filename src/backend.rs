@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::keys::{KeyEncoding, WordsMut};
+use crate::keys::{KeyEncoding, KeyKind, NarrowKeys, WordsMut};
 
 /// Which driver API runs the sort.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -158,13 +158,55 @@ pub trait Backend: Send + Sync {
         row_len: usize,
     ) -> Result<()>;
 
+    /// Sorts keys narrower than 32 bits, which travel as ordered `u32` words (ascending
+    /// order; `descending` inverts it), in rows of `row_len` as [`Backend::sort_rows_words`]
+    /// does. The GPU backends widen and narrow the keys as they copy them; this default
+    /// widens them into a new vector.
+    fn sort_rows_narrow(
+        &self,
+        keys: &mut dyn NarrowKeys,
+        values: Option<WordsMut<'_>>,
+        descending: bool,
+        row_len: usize,
+    ) -> Result<()> {
+        let mut wide = vec![0u32; keys.len()];
+        keys.widen(0, &mut wide);
+        self.sort_rows_words(
+            WordsMut::U32(&mut wide),
+            values,
+            KeyEncoding {
+                kind: KeyKind::Unsigned,
+                descending,
+            },
+            row_len,
+        )?;
+        keys.narrow(0, &wide);
+        Ok(())
+    }
+
+    /// Chooses what a failed sort of host slices leaves in them (see
+    /// [`crate::SorterBuilder::all_or_nothing`]): `true`, the slices as they were or fully
+    /// sorted; `false` (the default of the GPU backends), the result is copied back chunk by
+    /// chunk as it arrives, and a failure after the first chunk is an
+    /// [`Error::PartialResult`]. Backends that never fail half-way ignore it.
+    fn set_all_or_nothing(&self, all_or_nothing: bool) {
+        let _ = all_or_nothing;
+    }
+
+    /// Bytes of pinned (page-locked) host memory this backend keeps between sorts to stage
+    /// host slices (see [`crate::Sorter::cached_pinned_bytes`]); 0 for backends that keep
+    /// none.
+    fn cached_pinned_bytes(&self) -> u64 {
+        0
+    }
+
     /// Bytes of device memory this backend keeps between sorts (see
     /// [`crate::Sorter::cached_device_bytes`]); 0 for backends that keep none.
     fn cached_bytes(&self) -> u64 {
         0
     }
 
-    /// Frees the device memory kept between sorts (see
+    /// Frees the device memory and pinned host memory kept between sorts (see
     /// [`crate::Sorter::release_device_memory`]).
     fn release_cached(&self) {}
 

@@ -65,6 +65,15 @@ pub enum Error {
         /// The compiler's build log.
         log: String,
     },
+    /// The device failed while the sorted result was being copied back into host slices,
+    /// after part of it had been written: the slices hold part of the sorted result and part
+    /// of the input, so their contents are lost. `cause` is the failure. Build the sorter
+    /// with [`crate::SorterBuilder::all_or_nothing`] to have failed sorts leave the slices as
+    /// they were instead.
+    PartialResult {
+        /// The failure that stopped the copy.
+        cause: Box<Error>,
+    },
 }
 
 impl fmt::Display for Error {
@@ -108,11 +117,23 @@ impl fmt::Display for Error {
             Error::Unsupported(what) => write!(f, "not supported: {what}"),
             Error::ForeignBuffer(what) => write!(f, "unusable device buffer: {what}"),
             Error::KernelBuild { log } => write!(f, "OpenCL program build failed:\n{log}"),
+            Error::PartialResult { cause } => write!(
+                f,
+                "the sorted result was only partly copied back, so the slices now hold part \
+                 of it and part of the input: {cause}"
+            ),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::PartialResult { cause } => Some(cause.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 /// Checks that values, when given, are as many as the keys: every entry point that takes
 /// both (the sorter and each backend) calls this before touching either slice.

@@ -229,6 +229,55 @@ pub trait SortKey: bytemuck::Pod + Send + Sync + sealed::Sealed {
     fn from_wide(word: u32) -> Self;
 }
 
+/// Keys narrower than 32 bits (`u8 i8 u16 i16`) as a backend sees them: they travel as
+/// ordered `u32` words (ascending order), widened and narrowed where they are copied, so that
+/// no widened copy of the whole slice is needed.
+pub trait NarrowKeys: Send + Sync {
+    /// Number of keys.
+    fn len(&self) -> usize;
+    /// True when there are no keys.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Writes the ordered words of the keys from `first` on into `out` (one per word).
+    fn widen(&self, first: usize, out: &mut [u32]);
+    /// Stores ordered words as the keys from `first` on.
+    fn narrow(&mut self, first: usize, words: &[u32]);
+}
+
+/// Keys per piece of work when narrow keys are widened or narrowed on rayon's threads.
+const NARROW_PIECE: usize = 1 << 16;
+
+impl<K: SortKey> NarrowKeys for &mut [K] {
+    fn len(&self) -> usize {
+        <[K]>::len(self)
+    }
+
+    fn widen(&self, first: usize, out: &mut [u32]) {
+        use rayon::prelude::*;
+        let keys = &self[first..first + out.len()];
+        out.par_chunks_mut(NARROW_PIECE)
+            .zip(keys.par_chunks(NARROW_PIECE))
+            .for_each(|(o, k)| {
+                for (o, k) in o.iter_mut().zip(k) {
+                    *o = k.to_wide();
+                }
+            });
+    }
+
+    fn narrow(&mut self, first: usize, words: &[u32]) {
+        use rayon::prelude::*;
+        let keys = &mut self[first..first + words.len()];
+        keys.par_chunks_mut(NARROW_PIECE)
+            .zip(words.par_chunks(NARROW_PIECE))
+            .for_each(|(k, w)| {
+                for (k, w) in k.iter_mut().zip(w) {
+                    *k = K::from_wide(*w);
+                }
+            });
+    }
+}
+
 /// A key type that the GPU kernels read directly as one 32- or 64-bit word: `u32`, `i32`,
 /// `f32`, `u64`, `i64`, `f64`. Device-resident sorts take only these: narrower keys are
 /// widened on the host, which keys already in device memory cannot be.

@@ -34,6 +34,8 @@ pub mod fault;
 #[cfg(not(feature = "fault-injection"))]
 mod fault;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
+mod host_transfer;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
 mod kept;
 pub mod keys;
 #[cfg(feature = "opencl")]
@@ -44,9 +46,9 @@ mod sorter;
 
 pub use backend::{Backend, BackendDevices, BackendKind, DeviceInfo, DeviceType};
 pub use error::{Error, Result};
-pub use keys::{KeyEncoding, KeyKind, Order, SortKey, WordKey, WordsMut};
+pub use keys::{KeyEncoding, KeyKind, NarrowKeys, Order, SortKey, WordKey, WordsMut};
 pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
-pub use sorter::{Sorter, SorterBuilder};
+pub use sorter::{DEFAULT_HOST_BELOW, Sorter, SorterBuilder};
 
 /// The README's examples, compiled and run as doc tests.
 #[doc = include_str!("../README.md")]

@@ -1,8 +1,9 @@
 //! The user-facing `Sorter`: typed keys and values in, sorted slices out.
 
 use crate::backend::{Backend, BackendKind, DeviceInfo};
+use crate::cpu::CpuBackend;
 use crate::error::{Error, Result, check_lengths};
-use crate::keys::{KeyEncoding, KeyKind, KeyRepr, SortKey, Word, WordsMut};
+use crate::keys::{KeyEncoding, KeyRepr, SortKey, Word, WordsMut};
 use crate::select::{self, DeviceFilter};
 
 /// Sorts slices on one device. Create it once and reuse it: device contexts and compiled
@@ -18,7 +19,16 @@ use crate::select::{self, DeviceFilter};
 /// ```
 pub struct Sorter {
     backend: Box<dyn Backend>,
+    /// The host sort for short host slices (absent when `backend` is the CPU already).
+    cpu: Option<CpuBackend>,
+    /// Host-slice sorts of fewer elements than this run on `cpu`.
+    host_below: usize,
 }
+
+/// Host-slice sorts on a GPU of fewer elements than this run on the host CPU instead
+/// ([`SorterBuilder::host_below`]): below it the host sort is faster than any round trip over
+/// the bus.
+pub const DEFAULT_HOST_BELOW: usize = 1 << 14;
 
 impl std::fmt::Debug for Sorter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -31,11 +41,25 @@ impl std::fmt::Debug for Sorter {
 /// Chooses the device a [`Sorter`] runs on. Settings made here win over the
 /// `BITONIC_BACKEND` / `BITONIC_DEVICE` environment variables, which win over the default
 /// (a CUDA device, else the strongest OpenCL GPU, else the host CPU).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SorterBuilder {
     backend: Option<BackendKind>,
     device: Option<DeviceFilter>,
     ignore_env: bool,
+    host_below: usize,
+    all_or_nothing: bool,
+}
+
+impl Default for SorterBuilder {
+    fn default() -> Self {
+        SorterBuilder {
+            backend: None,
+            device: None,
+            ignore_env: false,
+            host_below: DEFAULT_HOST_BELOW,
+            all_or_nothing: false,
+        }
+    }
 }
 
 impl SorterBuilder {
@@ -63,6 +87,29 @@ impl SorterBuilder {
         self
     }
 
+    /// Sorts of host slices with fewer than `len` elements (all rows together) run on the
+    /// host CPU instead of the GPU: below [`DEFAULT_HOST_BELOW`] the host sort is faster
+    /// than the round trip over the bus. `0` sends every sort to the device. Results are the
+    /// same either way, values of equal keys included (the CPU path runs the same network
+    /// for pairs). Device-resident calls are not affected.
+    pub fn host_below(mut self, len: usize) -> Self {
+        self.host_below = len;
+        self
+    }
+
+    /// What a sort of host slices on a GPU leaves in them when the device fails while the
+    /// result is copied back. `false` (the default): the result is copied into the slices
+    /// chunk by chunk as it arrives, overlapped with the bus, and a failure after the first
+    /// chunk returns [`Error::PartialResult`], the slices holding part of the result and
+    /// part of the input. `true`: the whole result is gathered in host memory first, so a
+    /// failed sort leaves the slices exactly as they were (a successful one, sorted), at the
+    /// cost of one more host copy of the data. Failures before the copy back (uploads,
+    /// launches, the passes themselves) leave the slices as they were in both modes.
+    pub fn all_or_nothing(mut self, all_or_nothing: bool) -> Self {
+        self.all_or_nothing = all_or_nothing;
+        self
+    }
+
     /// Finds the device and prepares it.
     pub fn build(self) -> Result<Sorter> {
         let (env_backend, env_device) = if self.ignore_env {
@@ -71,7 +118,10 @@ impl SorterBuilder {
             select::from_env()?
         };
         let backend = select::choose(self.backend.or(env_backend), self.device.or(env_device))?;
-        Ok(Sorter { backend })
+        backend.set_all_or_nothing(self.all_or_nothing);
+        let mut sorter = Sorter::with_backend(backend);
+        sorter.host_below = self.host_below;
+        Ok(sorter)
     }
 }
 
@@ -87,8 +137,24 @@ impl Sorter {
     }
 
     /// A sorter over a backend you constructed yourself.
+    /// Host-slice sorts shorter than [`DEFAULT_HOST_BELOW`] run on the host CPU when the
+    /// backend is not the CPU already.
     pub fn with_backend(backend: Box<dyn Backend>) -> Sorter {
-        Sorter { backend }
+        let cpu = (backend.device().backend != BackendKind::Cpu).then(CpuBackend::new);
+        Sorter {
+            backend,
+            cpu,
+            host_below: DEFAULT_HOST_BELOW,
+        }
+    }
+
+    /// The backend that sorts `len` host elements: the host CPU below
+    /// [`SorterBuilder::host_below`], else the sorter's device.
+    pub(crate) fn backend_for(&self, len: usize) -> &dyn Backend {
+        match &self.cpu {
+            Some(cpu) if len < self.host_below => cpu,
+            _ => self.backend.as_ref(),
+        }
     }
 
     /// The device this sorter runs on.
@@ -124,8 +190,17 @@ impl Sorter {
         self.backend.cached_bytes()
     }
 
-    /// Frees the device buffers kept between sorts ([`Sorter::cached_device_bytes`] becomes
-    /// 0); the next sort allocates again. Dropping the sorter frees them too.
+    /// Bytes of pinned (page-locked) host memory kept for the next sort. Sorts of host
+    /// slices on a GPU stage the data through a small ring of pinned buffers (24 MiB), since
+    /// the bus moves pinned memory several times faster than ordinary memory; the ring is
+    /// allocated by the first such sort and kept.
+    pub fn cached_pinned_bytes(&self) -> u64 {
+        self.backend.cached_pinned_bytes()
+    }
+
+    /// Frees the device buffers and the pinned host memory kept between sorts
+    /// ([`Sorter::cached_device_bytes`] and [`Sorter::cached_pinned_bytes`] become 0); the
+    /// next sort allocates again. Dropping the sorter frees them too.
     pub fn release_device_memory(&self) {
         self.backend.release_cached()
     }
@@ -229,29 +304,18 @@ impl Sorter {
         if keys.len() <= 1 || row_len <= 1 {
             return Ok(());
         }
+        let backend = self.backend_for(keys.len());
         with_value_words(values, |value_words| match K::repr(keys) {
-            KeyRepr::Words(words, kind) => self.backend.sort_rows_words(
+            KeyRepr::Words(words, kind) => backend.sort_rows_words(
                 words,
                 value_words,
                 KeyEncoding { kind, descending },
                 row_len,
             ),
+            // Narrow keys travel as 32-bit ordered words, widened where they are copied.
             KeyRepr::Narrow => {
-                // Narrow keys travel as 32-bit ordered words, widened here.
-                let mut wide: Vec<u32> = keys.iter().map(|k| k.to_wide()).collect();
-                self.backend.sort_rows_words(
-                    WordsMut::U32(&mut wide),
-                    value_words,
-                    KeyEncoding {
-                        kind: KeyKind::Unsigned,
-                        descending,
-                    },
-                    row_len,
-                )?;
-                for (k, w) in keys.iter_mut().zip(wide) {
-                    *k = K::from_wide(w);
-                }
-                Ok(())
+                let mut narrow: &mut [K] = keys;
+                backend.sort_rows_narrow(&mut narrow, value_words, descending, row_len)
             }
         })
     }

@@ -10,9 +10,15 @@
 //! the input, arms fault k and sorts again, until a sort passes every point. Each failed
 //! sort must:
 //! - return `Error::Driver` for the target's backend, naming the call whose point failed,
-//!   with the injected code and message;
-//! - leave the slices exactly as they were, or exactly sorted: never half written;
+//!   with the injected code and message, or, only where the result was being copied back
+//!   chunk by chunk (the default), `Error::PartialResult` wrapping that error;
+//! - leave the slices exactly as they were, or exactly sorted; after `Error::PartialResult`
+//!   every element holds either its input or its sorted value (part written, the rest as it
+//!   was), and with `all_or_nothing` that error never comes;
 //! - leave the sorter working: an unarmed sort right after gives the exact result.
+//!
+//! Every case runs twice: with the default copy back, and with `all_or_nothing(true)`.
+//! `faults::host_below` checks that short sorts run on the host (no driver call at all).
 //!
 //! The successful sort ends the loop and must also be exact; it must come at k = the number
 //! of points of the unarmed sort, and at least [`MIN_DISTINCT_CALLS`] different calls must
@@ -51,17 +57,20 @@ fn known_calls(backend: BackendKind) -> &'static [&'static str] {
         BackendKind::Cuda => &[
             "cuCtxSetCurrent",
             "cuMemAlloc",
+            "cuMemAllocHost",
             "cuMemcpyHtoDAsync",
+            "cuEventRecord",
             "cuLaunchKernel",
-            "cuStreamSynchronize",
+            "cuEventSynchronize",
             "cuMemcpyDtoHAsync",
         ],
         BackendKind::OpenCl => &[
             "clCreateBuffer",
+            "clEnqueueMapBuffer",
             "clEnqueueWriteBuffer",
             "clSetKernelArg",
             "clEnqueueNDRangeKernel",
-            "clFinish",
+            "clWaitForEvents",
             "clEnqueueReadBuffer",
         ],
         _ => &[],
@@ -215,12 +224,37 @@ fn check_error(err: &Error, backend: BackendKind, call: &str) -> Result<(), Stri
 /// thread would change which device buffers a sort finds kept, and so its number of points.
 static ONE_LOOP_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Runs the fault loop on one case (see the file's comment).
+/// Puts the sorter back to the default copy back when dropped.
+struct DefaultCopyBack<'a>(&'a Sorter);
+
+impl Drop for DefaultCopyBack<'_> {
+    fn drop(&mut self) {
+        self.0.backend().set_all_or_nothing(false);
+    }
+}
+
+/// Runs the fault loop on one case, with each copy-back mode (see the file's comment).
 fn inject<C: Case>(target: &Target, name: &str, input: C) -> Result<(), Failed> {
     let _one = ONE_LOOP_AT_A_TIME
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let _disarm = Disarm;
+    let sorter = &*target.sorter;
+    let _default = DefaultCopyBack(sorter);
+    for all_or_nothing in [false, true] {
+        sorter.backend().set_all_or_nothing(all_or_nothing);
+        inject_mode(target, name, input.clone(), all_or_nothing)?;
+    }
+    Ok(())
+}
+
+/// The fault loop in one copy-back mode.
+fn inject_mode<C: Case>(
+    target: &Target,
+    name: &str,
+    input: C,
+    all_or_nothing: bool,
+) -> Result<(), Failed> {
     let backend = target.info.backend;
     let sorter = &*target.sorter;
     let want = input.want(target)?;
@@ -247,8 +281,8 @@ fn inject<C: Case>(target: &Target, name: &str, input: C) -> Result<(), Failed> 
         .into());
     }
 
-    // Per failed call: (faults injected, left untouched, left sorted).
-    let mut outcomes: BTreeMap<&'static str, (usize, usize, usize)> = BTreeMap::new();
+    // Per failed call: (faults injected, left untouched, left sorted, partly written).
+    let mut outcomes: BTreeMap<&'static str, (usize, usize, usize, usize)> = BTreeMap::new();
     let mut k = 0;
     loop {
         if k > points {
@@ -286,11 +320,33 @@ fn inject<C: Case>(target: &Target, name: &str, input: C) -> Result<(), Failed> 
             Err(err) => err,
             Ok(()) => return Err(format!("{at}: the sort returned Ok").into()),
         };
-        check_error(&err, backend, call).map_err(|e| format!("{at}: {e}"))?;
+        let (cause, partial) = match &err {
+            Error::PartialResult { cause } if !all_or_nothing => (cause.as_ref(), true),
+            Error::PartialResult { .. } => {
+                return Err(format!("{at}: all_or_nothing, yet the result is partial").into());
+            }
+            other => (other, false),
+        };
+        check_error(cause, backend, call).map_err(|e| format!("{at}: {e}"))?;
         let bits = data.bits();
         let entry = outcomes.entry(call).or_default();
         entry.0 += 1;
-        if bits == input_bits {
+        if partial {
+            // Each element is its input or its sorted value; at least one was written.
+            let mixed = bits
+                .iter()
+                .zip(&input_bits)
+                .zip(&want_bits)
+                .all(|((b, i), w)| b == i || b == w);
+            if !mixed || bits == input_bits {
+                return Err(format!(
+                    "{at}: Error::PartialResult, but the slices do not hold part of the result                      and part of the input (differ from the input {})",
+                    first_diff(&bits, &input_bits)
+                )
+                .into());
+            }
+            entry.3 += 1;
+        } else if bits == input_bits {
             entry.1 += 1;
         } else if bits == want_bits {
             entry.2 += 1;
@@ -333,15 +389,54 @@ fn inject<C: Case>(target: &Target, name: &str, input: C) -> Result<(), Failed> 
     }
     let summary: Vec<String> = outcomes
         .iter()
-        .map(|(call, (n, untouched, sorted))| {
-            format!("{call} x{n} ({untouched} untouched, {sorted} sorted)")
+        .map(|(call, (n, untouched, sorted, partial))| {
+            format!("{call} x{n} ({untouched} untouched, {sorted} sorted, {partial} partial)")
         })
         .collect();
+    let mode = if all_or_nothing {
+        "all or nothing"
+    } else {
+        "direct"
+    };
     eprintln!(
-        "{}::{name}: {points} points: {}",
+        "{}::{name} ({mode}): {points} points: {}",
         target.label,
         summary.join(", ")
     );
+    Ok(())
+}
+
+/// Sorts shorter than `host_below` call no driver at all; one of that length does.
+fn check_host_below(target: &Target) -> Result<(), Failed> {
+    let _disarm = Disarm;
+    let sorter = Sorter::builder()
+        .ignore_env()
+        .backend(target.info.backend)
+        .device_index(target.info.index)
+        .build()
+        .map_err(|e| format!("a sorter with the default host_below: {e}"))?;
+    let mut rng = rng_for(input_seed(target.seed, "host_below", 0));
+    for (n, on_host) in [
+        (bitonic::DEFAULT_HOST_BELOW - 1, true),
+        (bitonic::DEFAULT_HOST_BELOW, false),
+    ] {
+        let mut keys = Pattern::Random.keys::<u32>(n, &mut rng);
+        let want = expected(&keys, false);
+        fault::arm(usize::MAX);
+        let result = sorter.sort(&mut keys);
+        let points = fault::points_seen();
+        fault::disarm();
+        result.map_err(|e| format!("n = {n}: {e}"))?;
+        check_keys(&keys, &want).map_err(|e| format!("n = {n}: {e}"))?;
+        if on_host != (points == 0) {
+            return Err(format!(
+                "n = {n} (host_below {}): {points} driver calls; expected the sort to run on                  the {}",
+                bitonic::DEFAULT_HOST_BELOW,
+                if on_host { "host" } else { "device" }
+            )
+            .into());
+        }
+    }
     Ok(())
 }
 
@@ -350,6 +445,7 @@ const LENGTHS: [usize; 2] = [1000, 70_000];
 
 /// The trials of one GPU target.
 fn register(slot: &Slot, trials: &mut Vec<Trial>) {
+    trials.push(slot.trial("faults::host_below", check_host_below));
     for n in LENGTHS {
         let name = |case: &str| format!("faults::{case}::n{n}");
         let id = name("u32_keys");

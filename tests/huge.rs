@@ -41,6 +41,7 @@ fn open(info: &DeviceInfo) -> Sorter {
         .ignore_env()
         .backend(info.backend)
         .device_index(info.index)
+        .host_below(0)
         .build()
         .unwrap_or_else(|e| panic!("{info}: {e}"))
 }

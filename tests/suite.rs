@@ -680,6 +680,7 @@ fn main() {
                 .ignore_env()
                 .backend(kind)
                 .device_index(info.index)
+                .host_below(0)
                 .build();
             match built {
                 Ok(sorter) => {

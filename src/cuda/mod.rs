@@ -19,7 +19,7 @@ use std::ffi::{CStr, CString, c_void};
 use std::fmt::{self, Write as _};
 use std::ptr;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
@@ -32,13 +32,16 @@ use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
+use crate::host_transfer::{self, Column, CopyBack, RingOf};
 use crate::kept::{DeviceBytes, Kept, grow};
-use crate::keys::{KeyEncoding, WordsMut};
+use crate::keys::{KeyEncoding, KeyKind, NarrowKeys, WordsMut};
 
 mod device_slices;
 mod held_stream;
+mod link;
 pub mod plan;
 
+use link::CudaLink;
 pub use plan::{DeviceLimits, Launch, PassArgs, Widths};
 
 /// The PTX of `cuda/bitonic.cu`, compiled by the build script for compute capability 7.5.
@@ -292,6 +295,15 @@ impl Graph {
 /// The device buffers that sorts of host slices reuse (`crate::kept`).
 type Scratch = Kept<DeviceBuffer<u8>>;
 
+/// What sorts of host slices keep between calls: device buffers, the pinned staging ring,
+/// and the host memory of all-or-nothing copies back.
+#[derive(Default)]
+struct HostState {
+    buffers: Scratch,
+    ring: RingOf<CudaLink<'static>>,
+    held: Vec<u8>,
+}
+
 impl DeviceBytes for DeviceBuffer<u8> {
     fn byte_len(&self) -> usize {
         self.len()
@@ -310,11 +322,16 @@ pub struct CudaBackend {
     cluster_kernels: Vec<Kernel>,
     /// `hold_stream`, which device-resident timing queues before the timed work.
     hold: Kernel,
-    /// Serializes sorts of host slices: they share the stream and the scratch buffers, and a
-    /// graph capture on the stream must not see another thread's launches.
-    busy: Mutex<Scratch>,
-    /// `busy`'s scratch bytes, readable while a sort holds the lock.
+    /// Serializes sorts of host slices: they share the stream, the device buffers and the
+    /// pinned staging, and a graph capture on the stream must not see another thread's
+    /// launches.
+    busy: Mutex<HostState>,
+    /// `busy`'s device bytes, readable while a sort holds the lock.
     cached: AtomicU64,
+    /// `busy`'s pinned host bytes, likewise.
+    pinned: AtomicU64,
+    /// What a failed host-slice sort leaves ([`Backend::set_all_or_nothing`]).
+    all_or_nothing: AtomicBool,
     // Dropped in this order, after `Drop::drop` made the context current: the stream and the
     // module before the context that owns them.
     stream: Stream,
@@ -393,8 +410,10 @@ impl CudaBackend {
             kernels,
             cluster_kernels,
             hold,
-            busy: Mutex::new(Scratch::default()),
+            busy: Mutex::new(HostState::default()),
             cached: AtomicU64::new(0),
+            pinned: AtomicU64::new(0),
+            all_or_nothing: AtomicBool::new(false),
             stream,
             _module: module,
             context,
@@ -442,20 +461,6 @@ impl CudaBackend {
         let buffer = self.alloc(bytes.len(), requested)?;
         self.copy_in(buffer.as_device_ptr().as_raw(), bytes)?;
         Ok(buffer)
-    }
-
-    /// Copies `bytes` into the scratch buffer `slot`, first growing it when it is shorter;
-    /// returns its address.
-    fn upload_into(
-        &self,
-        slot: &mut Option<DeviceBuffer<u8>>,
-        bytes: &[u8],
-        requested: u64,
-    ) -> Result<cu::CUdeviceptr> {
-        let buffer = grow(slot, bytes.len(), |len| self.alloc(len, requested))?;
-        let ptr = buffer.as_device_ptr().as_raw();
-        self.copy_in(ptr, bytes)?;
-        Ok(ptr)
     }
 
     /// Copies `bytes` to device memory at `ptr`, which holds at least as many.
@@ -520,6 +525,92 @@ impl CudaBackend {
             check("cuLaunchKernel", status)?;
         }
         Ok(())
+    }
+
+    /// Every sort of host slices: uploads the columns through the pinned ring, sorts rows of
+    /// `row_len` on the stream, and copies the result back through the ring as it arrives.
+    fn sort_host<'a>(
+        &self,
+        mut keys: Column<'a>,
+        mut values: Option<Column<'a>>,
+        encoding: KeyEncoding,
+        row_len: usize,
+    ) -> Result<()> {
+        let n = keys.len();
+        check_rows_words(n, values.as_ref().map(Column::len), row_len)?;
+        if row_len <= 1 {
+            return Ok(());
+        }
+        let key_bytes = keys.word_bytes();
+        let value_bytes = values.as_ref().map_or(0, Column::word_bytes);
+        let requested = (n as u64).saturating_mul((key_bytes + value_bytes) as u64);
+        if requested > self.info.memory_bytes {
+            return Err(self.out_of_memory(requested));
+        }
+        let mut host = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let host = &mut *host;
+        crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
+        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
+        let allocated = host.buffers.fill(|buffers| {
+            let alloc = |len| self.alloc(len, requested);
+            let device_keys = grow(&mut buffers.keys, keys.device_bytes(), alloc)?;
+            let device_keys = device_keys.as_device_ptr().as_raw();
+            let device_values = match &values {
+                Some(v) => {
+                    let buffer = grow(&mut buffers.values, v.device_bytes(), alloc)?;
+                    buffer.as_device_ptr().as_raw()
+                }
+                None => 0,
+            };
+            Ok((device_keys, device_values))
+        });
+        self.cached.store(host.buffers.bytes(), Ordering::Relaxed);
+        let (device_keys, device_values) = allocated?;
+        let link = CudaLink {
+            stream: &self.stream,
+        };
+        let mut uploads = vec![(&keys, device_keys)];
+        if let Some(v) = &values {
+            uploads.push((v, device_values));
+        }
+        let uploaded = host_transfer::upload(&link, &mut host.ring, &uploads);
+        self.pinned.store(host.ring.bytes(), Ordering::Relaxed);
+        uploaded?;
+        let enqueued = self.enqueue(
+            &Job {
+                keys: device_keys,
+                values: device_values,
+                kernels: self.kernels(key_bytes, value_bytes),
+                launches: self.plan(
+                    row_len as u64,
+                    (n / row_len) as u64,
+                    Widths {
+                        key: key_bytes as u64,
+                        value: value_bytes as u64,
+                    },
+                    encoding.code(),
+                ),
+            },
+            self.stream.as_inner(),
+        );
+        if enqueued.is_err() {
+            // Let the launches already queued finish before the buffers are reused or freed;
+            // the launch error is the one to report.
+            let _ = self.stream.synchronize();
+        }
+        enqueued?;
+        // The downloads follow the passes on the stream: a failed pass is reported by the
+        // first download's wait, before anything is written to the slices.
+        let mut downloads = vec![(&mut keys, device_keys)];
+        if let Some(v) = values.as_mut() {
+            downloads.push((v, device_values));
+        }
+        let mode = if self.all_or_nothing.load(Ordering::Relaxed) {
+            CopyBack::AllOrNothing
+        } else {
+            CopyBack::Direct
+        };
+        host_transfer::download(&link, &mut host.ring, &mut downloads, mode, &mut host.held)
     }
 
     /// Records the launches of `job` into a graph and instantiates it.
@@ -775,71 +866,44 @@ impl Backend for CudaBackend {
 
     fn sort_rows_words(
         &self,
-        mut keys: WordsMut<'_>,
-        mut values: Option<WordsMut<'_>>,
+        keys: WordsMut<'_>,
+        values: Option<WordsMut<'_>>,
         encoding: KeyEncoding,
         row_len: usize,
     ) -> Result<()> {
-        let n = keys.len();
-        check_rows_words(n, values.as_ref().map(WordsMut::len), row_len)?;
-        if row_len <= 1 {
-            return Ok(());
-        }
-        let key_bytes = keys.word_bytes();
-        let value_bytes = values.as_ref().map_or(0, |v| v.word_bytes());
-        let element_bytes = (key_bytes + value_bytes) as u64;
-        let requested = (n as u64).saturating_mul(element_bytes);
-        if requested > self.info.memory_bytes {
-            return Err(self.out_of_memory(requested));
-        }
-        let mut scratch = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
-        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
-        let uploaded = scratch.fill(|scratch| {
-            let device_keys = self.upload_into(&mut scratch.keys, keys.as_bytes(), requested)?;
-            let device_values = match &values {
-                Some(v) => Some(self.upload_into(&mut scratch.values, v.as_bytes(), requested)?),
-                None => None,
-            };
-            Ok((device_keys, device_values))
-        });
-        self.cached.store(scratch.bytes(), Ordering::Relaxed);
-        let (device_keys, device_values) = uploaded?;
-        let enqueued = self.enqueue(
-            &Job {
-                keys: device_keys,
-                values: device_values.unwrap_or(0),
-                kernels: self.kernels(key_bytes, value_bytes),
-                launches: self.plan(
-                    row_len as u64,
-                    (n / row_len) as u64,
-                    Widths {
-                        key: key_bytes as u64,
-                        value: value_bytes as u64,
-                    },
-                    encoding.code(),
-                ),
-            },
-            self.stream.as_inner(),
-        );
-        if enqueued.is_err() {
-            // Let the launches already queued finish before the buffers are reused or freed;
-            // the launch error is the one to report.
-            let _ = self.stream.synchronize();
-        }
-        enqueued?;
-        // Every pass has finished, and reported its failure, before anything is downloaded.
-        crate::fault::point(BackendKind::Cuda, "cuStreamSynchronize")?;
-        self.stream
-            .synchronize()
-            .map_err(on("cuStreamSynchronize"))?;
-        download(
-            &self.stream,
-            device_keys,
-            device_values,
-            &mut keys,
-            &mut values,
+        self.sort_host(
+            Column::Words(keys),
+            values.map(Column::Words),
+            encoding,
+            row_len,
         )
+    }
+
+    fn sort_rows_narrow(
+        &self,
+        keys: &mut dyn NarrowKeys,
+        values: Option<WordsMut<'_>>,
+        descending: bool,
+        row_len: usize,
+    ) -> Result<()> {
+        let encoding = KeyEncoding {
+            kind: KeyKind::Unsigned,
+            descending,
+        };
+        self.sort_host(
+            Column::Narrow(keys),
+            values.map(Column::Words),
+            encoding,
+            row_len,
+        )
+    }
+
+    fn set_all_or_nothing(&self, all_or_nothing: bool) {
+        self.all_or_nothing.store(all_or_nothing, Ordering::Relaxed);
+    }
+
+    fn cached_pinned_bytes(&self) -> u64 {
+        self.pinned.load(Ordering::Relaxed)
     }
 
     fn cached_bytes(&self) -> u64 {
@@ -847,11 +911,12 @@ impl Backend for CudaBackend {
     }
 
     fn release_cached(&self) {
-        let mut scratch = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut host = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         // The buffers are freed in their context; without it current they are kept.
         if CurrentContext::set_current(&self.context).is_ok() {
-            *scratch = Scratch::default();
+            *host = HostState::default();
             self.cached.store(0, Ordering::Relaxed);
+            self.pinned.store(0, Ordering::Relaxed);
         }
     }
 

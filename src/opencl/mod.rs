@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::ptr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
@@ -36,8 +36,9 @@ use opencl3::types::{CL_BLOCKING, cl_device_id, cl_mem};
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
+use crate::host_transfer::{self, Column, CopyBack, RingOf};
 use crate::kept::{DeviceBytes, Kept, grow};
-use crate::keys::{KeyEncoding, WordsMut};
+use crate::keys::{KeyEncoding, KeyKind, NarrowKeys, WordsMut};
 use crate::schedule::TileParams;
 
 use plan::{Kind, LOG_E, Launch, Limits, MAX_LOG_TILE, Shape};
@@ -227,11 +228,15 @@ pub struct OpenClBackend {
     queue: CommandQueue,
     limits: DeviceLimits,
     variants: Mutex<HashMap<VariantKey, Arc<Variant>>>,
-    /// Device buffers kept between sorts of host slices. A sort that finds them taken by
-    /// another thread allocates its own for the call instead of waiting.
-    scratch: Mutex<Scratch>,
-    /// `scratch`'s bytes, readable while a sort holds the lock.
+    /// Device buffers and pinned staging kept between sorts of host slices. A sort that
+    /// finds them taken by another thread allocates its own for the call instead of waiting.
+    host: Mutex<HostState>,
+    /// `host`'s device bytes, readable while a sort holds the lock.
     cached: AtomicU64,
+    /// `host`'s pinned host bytes, likewise.
+    pinned: AtomicU64,
+    /// What a failed host-slice sort leaves ([`Backend::set_all_or_nothing`]).
+    all_or_nothing: AtomicBool,
     /// The largest tile allowed ([`MAX_LOG_TILE`]; smaller in tests, to exercise the global
     /// passes with short inputs).
     max_log_tile: u32,
@@ -292,6 +297,15 @@ struct Operands {
 /// The device buffers that sorts of host slices reuse (`crate::kept`).
 type Scratch = Kept<Buffer<u8>>;
 
+/// What sorts of host slices keep between calls: device buffers, the mapped staging ring,
+/// and the host memory of all-or-nothing copies back.
+#[derive(Default)]
+struct HostState {
+    buffers: Scratch,
+    ring: RingOf<ClLink<'static>>,
+    held: Vec<u8>,
+}
+
 impl DeviceBytes for Buffer<u8> {
     fn byte_len(&self) -> usize {
         self.size().unwrap_or(0)
@@ -351,8 +365,10 @@ impl OpenClBackend {
             queue,
             limits,
             variants: Mutex::new(HashMap::new()),
-            scratch: Mutex::new(Scratch::default()),
+            host: Mutex::new(HostState::default()),
             cached: AtomicU64::new(0),
+            pinned: AtomicU64::new(0),
+            all_or_nothing: AtomicBool::new(false),
             max_log_tile: MAX_LOG_TILE,
             log_e: LOG_E,
         })
@@ -556,38 +572,6 @@ impl OpenClBackend {
         })
     }
 
-    /// Fills the scratch buffers with `keys` and `values`, growing a buffer that is too short,
-    /// and returns them as kernel operands.
-    fn upload_scratch(
-        &self,
-        scratch: &mut Scratch,
-        keys: &WordsMut<'_>,
-        values: Option<&WordsMut<'_>>,
-        requested: u64,
-    ) -> Result<Operands> {
-        let fill = |slot: &mut Option<Buffer<u8>>, data: &[u8]| -> Result<cl_mem> {
-            let buffer = grow(slot, data.len(), |len| self.alloc(len, requested))?;
-            crate::fault::point(BackendKind::OpenCl, "clEnqueueWriteBuffer")?;
-            // SAFETY: the write is blocking, so `data` is only read during this call, and
-            // the buffer holds at least `data.len()` bytes.
-            unsafe {
-                self.queue
-                    .enqueue_write_buffer(buffer, CL_BLOCKING, 0, data, &[])
-            }
-            .map_err(self.memory_error("clEnqueueWriteBuffer", requested))?;
-            Ok(buffer.get())
-        };
-        Ok(Operands {
-            keys: fill(&mut scratch.keys, keys.as_bytes())?,
-            values: match values {
-                Some(v) => Some(fill(&mut scratch.values, v.as_bytes())?),
-                None => None,
-            },
-            key_bytes: keys.word_bytes() as u64,
-            value_bytes: values.map_or(0, |v| v.word_bytes() as u64),
-        })
-    }
-
     /// Reads `device_keys` and `device_values` (as many bytes as the slices hold) back into
     /// host staging memory, then (only when every read succeeded) into `keys` and `values`:
     /// a failed read leaves the caller's slices as they were.
@@ -727,38 +711,65 @@ impl OpenClBackend {
         Ok(events)
     }
 
-    /// Uploads, sorts rows of `row_len` and downloads; `keys` and `values` are written only
-    /// at the end.
-    fn run(
+    /// Every sort of host slices: uploads the columns through the pinned ring, sorts rows of
+    /// `row_len` on the queue, and copies the result back through the ring as it arrives.
+    fn sort_host<'a>(
         &self,
-        mut keys: WordsMut<'_>,
-        mut values: Option<WordsMut<'_>>,
+        mut keys: Column<'a>,
+        mut values: Option<Column<'a>>,
         encoding: KeyEncoding,
-        row_len: u64,
+        row_len: usize,
     ) -> Result<()> {
+        let n = keys.len();
+        check_rows_words(n, values.as_ref().map(Column::len), row_len)?;
+        if row_len <= 1 {
+            return Ok(());
+        }
         let _one_at_a_time =
             (self.info.device_type == DeviceType::Cpu).then(|| hold(&CPU_DEVICE_RUNS));
-        let n = keys.len() as u64;
-        let variant = self.variant_for(&keys, values.as_ref())?;
-        let requested = n.saturating_mul(variant.element_bytes);
+        let key_bytes = keys.word_bytes();
+        let value_bytes = values.as_ref().map(Column::word_bytes);
+        let variant = self.variant_of_widths(key_bytes, value_bytes)?;
+        let requested = (n as u64).saturating_mul(variant.element_bytes);
         self.check_memory(requested)?;
-        let shape = Shape::new(row_len, n / row_len);
+        let shape = Shape::new(row_len as u64, (n / row_len) as u64);
         let launches = plan::plan(&variant.limits, shape, variant.element_bytes);
         // The kept buffers, or (while another thread's sort uses them) this call's own.
-        let mut kept = match self.scratch.try_lock() {
+        let mut kept = match self.host.try_lock() {
             Ok(guard) => Some(guard),
             Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
             Err(TryLockError::WouldBlock) => None,
         };
         let keeps = kept.is_some();
-        let mut own = Scratch::default();
-        let scratch = kept.as_deref_mut().unwrap_or(&mut own);
-        let uploaded =
-            scratch.fill(|scratch| self.upload_scratch(scratch, &keys, values.as_ref(), requested));
+        let mut own = HostState::default();
+        let host = kept.as_deref_mut().unwrap_or(&mut own);
+        let allocated = host.buffers.fill(|buffers| {
+            let alloc = |len| self.alloc(len, requested);
+            let device_keys = grow(&mut buffers.keys, keys.device_bytes(), alloc)?.get();
+            let device_values = match &values {
+                Some(v) => Some(grow(&mut buffers.values, v.device_bytes(), alloc)?.get()),
+                None => None,
+            };
+            Ok((device_keys, device_values))
+        });
         if keeps {
-            self.cached.store(scratch.bytes(), Ordering::Relaxed);
+            self.cached.store(host.buffers.bytes(), Ordering::Relaxed);
         }
-        let operands = uploaded?;
+        let (device_keys, device_values) = allocated?;
+        let link = ClLink {
+            backend: self,
+            queue: &self.queue,
+            requested,
+        };
+        let mut uploads = vec![(&keys, device_keys)];
+        if let (Some(v), Some(d)) = (&values, device_values) {
+            uploads.push((v, d));
+        }
+        let uploaded = host_transfer::upload(&link, &mut host.ring, &uploads);
+        if keeps {
+            self.pinned.store(host.ring.bytes(), Ordering::Relaxed);
+        }
+        uploaded?;
         {
             // Kernel arguments are set and used under the lock; no data is behind it, so a
             // poisoned lock is still usable.
@@ -769,29 +780,30 @@ impl OpenClBackend {
             self.enqueue_sort(
                 &self.queue,
                 &kernels,
-                operands,
+                Operands {
+                    keys: device_keys,
+                    values: device_values,
+                    key_bytes: key_bytes as u64,
+                    value_bytes: value_bytes.unwrap_or(0) as u64,
+                },
                 shape,
                 &launches,
                 encoding,
                 requested,
             )?;
         }
-        // Every pass has finished, and reported its failure, before anything is downloaded.
-        crate::fault::point(BackendKind::OpenCl, "clFinish")?;
-        self.queue
-            .finish()
-            .map_err(self.memory_error("clFinish", requested))?;
-        let (Some(device_keys), device_values) = (&scratch.keys, scratch.values.as_ref()) else {
-            unreachable!("upload_scratch filled the key buffer")
+        // The reads follow the passes on the in-order queue: a failed pass is reported by the
+        // first read's wait, before anything is written to the slices.
+        let mut downloads = vec![(&mut keys, device_keys)];
+        if let (Some(v), Some(d)) = (values.as_mut(), device_values) {
+            downloads.push((v, d));
+        }
+        let mode = if self.all_or_nothing.load(Ordering::Relaxed) {
+            CopyBack::AllOrNothing
+        } else {
+            CopyBack::Direct
         };
-        self.download(
-            &self.queue,
-            device_keys,
-            device_values,
-            &mut keys,
-            values.as_mut(),
-            requested,
-        )
+        host_transfer::download(&link, &mut host.ring, &mut downloads, mode, &mut host.held)
     }
 
     /// Device-resident timing; see [`Backend::time_sort_words`].
@@ -990,12 +1002,39 @@ impl Backend for OpenClBackend {
         encoding: KeyEncoding,
         row_len: usize,
     ) -> Result<()> {
-        let n = keys.len();
-        check_rows_words(n, values.as_ref().map(WordsMut::len), row_len)?;
-        if row_len <= 1 {
-            return Ok(());
-        }
-        self.run(keys, values, encoding, row_len as u64)
+        self.sort_host(
+            Column::Words(keys),
+            values.map(Column::Words),
+            encoding,
+            row_len,
+        )
+    }
+
+    fn sort_rows_narrow(
+        &self,
+        keys: &mut dyn NarrowKeys,
+        values: Option<WordsMut<'_>>,
+        descending: bool,
+        row_len: usize,
+    ) -> Result<()> {
+        let encoding = KeyEncoding {
+            kind: KeyKind::Unsigned,
+            descending,
+        };
+        self.sort_host(
+            Column::Narrow(keys),
+            values.map(Column::Words),
+            encoding,
+            row_len,
+        )
+    }
+
+    fn set_all_or_nothing(&self, all_or_nothing: bool) {
+        self.all_or_nothing.store(all_or_nothing, Ordering::Relaxed);
+    }
+
+    fn cached_pinned_bytes(&self) -> u64 {
+        self.pinned.load(Ordering::Relaxed)
     }
 
     fn cached_bytes(&self) -> u64 {
@@ -1003,9 +1042,10 @@ impl Backend for OpenClBackend {
     }
 
     fn release_cached(&self) {
-        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        *scratch = Scratch::default();
+        let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        *host = HostState::default();
         self.cached.store(0, Ordering::Relaxed);
+        self.pinned.store(0, Ordering::Relaxed);
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
@@ -1026,7 +1066,10 @@ impl Backend for OpenClBackend {
 }
 
 mod device_buffers;
+mod link;
 mod plan;
+
+use link::ClLink;
 
 #[cfg(test)]
 mod tests;

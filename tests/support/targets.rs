@@ -41,6 +41,7 @@ impl Target {
             .ignore_env()
             .backend(self.info.backend)
             .device_index(self.info.index)
+            .host_below(0)
             .build()
     }
 
@@ -205,6 +206,7 @@ pub fn find(binary: &str) -> Found {
                 .ignore_env()
                 .backend(kind)
                 .device_index(info.index)
+                .host_below(0)
                 .build();
             match built {
                 Ok(sorter) => {

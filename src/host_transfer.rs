@@ -1,0 +1,380 @@
+//! Host slices to the device and back at the speed of the bus: the one transfer engine of
+//! both GPU backends.
+//!
+//! Pageable memory crosses PCIe at a fraction of the bus speed (on an H200 machine,
+//! 7.5 GiB/s up and 13.9 GiB/s down, against 51 GiB/s from pinned memory), and registering a
+//! caller's slice costs more than the copy it would save (43.7 ms to pin 1 GiB there). So
+//! every host-slice sort stages through a small ring of pinned slots that the backend keeps:
+//! the host copies chunk `i + 1` into one slot (on all of rayon's threads, widening narrow
+//! keys on the way) while the bus carries chunk `i` out of another. Downloads run the same
+//! ring backwards. The backend supplies only a [`Link`]: pinned allocation, asynchronous
+//! copies on its one in-order stream or queue, and events to wait for them; kernels enqueued
+//! on that stream between the uploads and the downloads are ordered by it.
+//!
+//! A slot's bytes are only handed out after the copy that last used it has completed
+//! ([`Slot::ready`]), so the host never writes memory the bus is reading, nor reads memory the
+//! bus is still writing.
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::keys::{NarrowKeys, WordsMut};
+
+/// Bytes of one pinned slot: large enough that a copy's fixed cost (about 10 us) is small
+/// against its time on the bus (8 MiB: about 160 us at 51 GiB/s).
+pub(crate) const SLOT_BYTES: usize = 8 << 20;
+/// Slots in a ring: the host fills one while the bus drains the others.
+pub(crate) const SLOTS: usize = 3;
+/// The smallest chunk worth its own copy; smaller transfers go in one.
+const MIN_CHUNK_BYTES: usize = 256 << 10;
+/// A host copy is split across rayon's threads in pieces of at least this many bytes.
+const PIECE_BYTES: usize = 256 << 10;
+
+/// What a GPU backend's driver layer provides to the engine.
+pub(crate) trait Link {
+    /// Page-locked host memory the device copies to and from at bus speed.
+    type Pinned: Send;
+    /// A device buffer's handle (a device address, or a memory object).
+    type Device: Copy;
+    /// A completion marker recorded after a copy (an event).
+    type Mark;
+
+    /// `bytes` of pinned host memory.
+    fn alloc_pinned(&self, bytes: usize) -> Result<Self::Pinned>;
+    /// The pinned memory's bytes.
+    fn pinned_bytes(pinned: &mut Self::Pinned) -> &mut [u8];
+    /// Enqueues a copy of the first `len` bytes of `src` to `dst` at byte `offset`, after
+    /// everything enqueued before it. `src` is neither written nor freed before the returned
+    /// mark has been waited for or [`Link::drain`] has returned ([`Slot`] keeps this).
+    fn upload(
+        &self,
+        src: &Self::Pinned,
+        dst: Self::Device,
+        offset: usize,
+        len: usize,
+    ) -> Result<Self::Mark>;
+    /// Enqueues a copy of `len` bytes of `src` at byte `offset` into the start of `dst`,
+    /// after everything enqueued before it (the sort's kernels). `dst` is neither read nor
+    /// freed before the mark has been waited for or [`Link::drain`] has returned.
+    fn download(
+        &self,
+        src: Self::Device,
+        offset: usize,
+        len: usize,
+        dst: &mut Self::Pinned,
+    ) -> Result<Self::Mark>;
+    /// Blocks until the copy behind `mark` (and everything before it) has completed.
+    fn wait(&self, mark: Self::Mark) -> Result<()>;
+    /// Blocks until everything enqueued has completed, successfully or not (error paths
+    /// call it before the slots may be reused or freed).
+    fn drain(&self);
+}
+
+/// One pinned slot and the copy that last used it, if that copy may still be running.
+struct Slot<P, M> {
+    pinned: P,
+    pending: Option<M>,
+}
+
+impl<P, M> Slot<P, M> {
+    /// The slot's bytes, once the copy that last used them has completed.
+    fn ready<L: Link<Pinned = P, Mark = M>>(&mut self, link: &L) -> Result<&mut [u8]> {
+        if let Some(mark) = self.pending.take() {
+            link.wait(mark)?;
+        }
+        Ok(L::pinned_bytes(&mut self.pinned))
+    }
+}
+
+/// The pinned slots a backend keeps between sorts: allocated on first use, freed by
+/// [`Ring::clear`] (the backend's `release_cached`) or when the backend goes.
+/// Generic over the link's pinned memory `P` and marks `M`, so that a backend can keep it
+/// apart from the borrowed link it uses in each sort.
+pub(crate) struct Ring<P, M> {
+    slots: Vec<Slot<P, M>>,
+}
+
+impl<P, M> Default for Ring<P, M> {
+    fn default() -> Self {
+        Ring { slots: Vec::new() }
+    }
+}
+
+impl<P, M> Ring<P, M> {
+    /// Bytes of pinned host memory held.
+    pub(crate) fn bytes(&self) -> u64 {
+        (self.slots.len() * SLOT_BYTES) as u64
+    }
+
+    fn ensure<L: Link<Pinned = P, Mark = M>>(&mut self, link: &L) -> Result<()> {
+        while self.slots.len() < SLOTS {
+            self.slots.push(Slot {
+                pinned: link.alloc_pinned(SLOT_BYTES)?,
+                pending: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// After a failure: lets every copy finish, then forgets the marks.
+    fn settle<L: Link<Pinned = P, Mark = M>>(&mut self, link: &L) {
+        link.drain();
+        for slot in &mut self.slots {
+            slot.pending = None;
+        }
+    }
+
+    /// Waits for every pending copy.
+    fn finish<L: Link<Pinned = P, Mark = M>>(&mut self, link: &L) -> Result<()> {
+        for slot in &mut self.slots {
+            if let Some(mark) = slot.pending.take() {
+                link.wait(mark)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The ring a link uses.
+pub(crate) type RingOf<L> = Ring<<L as Link>::Pinned, <L as Link>::Mark>;
+
+/// Host data on its way to or from the device, as the words the kernels see.
+pub(crate) enum Column<'a> {
+    /// 32- or 64-bit words, copied as they are.
+    Words(WordsMut<'a>),
+    /// Keys narrower than 32 bits, widened to ordered `u32` words on the way in and narrowed
+    /// on the way out.
+    Narrow(&'a mut dyn NarrowKeys),
+}
+
+impl Column<'_> {
+    /// Elements.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Column::Words(w) => w.len(),
+            Column::Narrow(k) => k.len(),
+        }
+    }
+
+    /// Bytes per element on the device.
+    pub(crate) fn word_bytes(&self) -> usize {
+        match self {
+            Column::Words(w) => w.word_bytes(),
+            Column::Narrow(_) => 4,
+        }
+    }
+
+    /// Bytes on the device.
+    pub(crate) fn device_bytes(&self) -> usize {
+        self.len() * self.word_bytes()
+    }
+
+    /// Writes the device words of the elements from `first` into `out` (whole words).
+    fn stage_in(&self, first: usize, out: &mut [u8]) {
+        match self {
+            Column::Words(w) => {
+                let at = first * w.word_bytes();
+                par_copy(out, &w.as_bytes()[at..at + out.len()]);
+            }
+            Column::Narrow(k) => {
+                let words: &mut [u32] = bytemuck::cast_slice_mut(out);
+                let pieces = PIECE_BYTES / 4;
+                words
+                    .par_chunks_mut(pieces)
+                    .enumerate()
+                    .for_each(|(i, piece)| k.widen(first + i * pieces, piece));
+            }
+        }
+    }
+
+    /// Stores device words (whole words) as the elements from `first`.
+    fn stage_out(&mut self, first: usize, data: &[u8]) {
+        match self {
+            Column::Words(w) => {
+                let at = first * w.word_bytes();
+                par_copy(&mut w.as_bytes_mut()[at..at + data.len()], data);
+            }
+            Column::Narrow(k) => {
+                let words: &[u32] = bytemuck::cast_slice(data);
+                k.narrow(first, words);
+            }
+        }
+    }
+}
+
+/// `dst.copy_from_slice(src)` on all of rayon's threads, for copies large enough to gain.
+fn par_copy(dst: &mut [u8], src: &[u8]) {
+    if dst.len() <= PIECE_BYTES {
+        dst.copy_from_slice(src);
+        return;
+    }
+    dst.par_chunks_mut(PIECE_BYTES)
+        .zip(src.par_chunks(PIECE_BYTES))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// Bytes per chunk for a transfer of `total` bytes of `word_bytes` words: about a quarter of
+/// it, so that the host and the bus overlap even for small transfers, within
+/// [`MIN_CHUNK_BYTES`] and [`SLOT_BYTES`], in whole words.
+fn chunk_bytes(total: usize, word_bytes: usize) -> usize {
+    let want = (total / 4).clamp(MIN_CHUNK_BYTES, SLOT_BYTES);
+    (want / word_bytes).max(1) * word_bytes
+}
+
+/// Copies each column to its device buffer (`dst`, from byte 0) through the ring. The columns
+/// are only read. On error nothing is left in flight.
+pub(crate) fn upload<L: Link>(
+    link: &L,
+    ring: &mut RingOf<L>,
+    columns: &[(&Column<'_>, L::Device)],
+) -> Result<()> {
+    ring.ensure(link)?;
+    let result = upload_in_chunks(link, ring, columns);
+    if result.is_err() {
+        ring.settle(link);
+    }
+    result
+}
+
+fn upload_in_chunks<L: Link>(
+    link: &L,
+    ring: &mut RingOf<L>,
+    columns: &[(&Column<'_>, L::Device)],
+) -> Result<()> {
+    let mut next = 0;
+    for &(column, dst) in columns {
+        let total = column.device_bytes();
+        let word = column.word_bytes();
+        let chunk = chunk_bytes(total, word);
+        let mut offset = 0;
+        while offset < total {
+            let len = chunk.min(total - offset);
+            let slot = &mut ring.slots[next % SLOTS];
+            next += 1;
+            column.stage_in(offset / word, &mut slot.ready(link)?[..len]);
+            slot.pending = Some(link.upload(&slot.pinned, dst, offset, len)?);
+            offset += len;
+        }
+    }
+    // The sort that follows on the same stream waits for these copies by itself; the slots
+    // are waited for when next used.
+    Ok(())
+}
+
+/// How the sorted words reach the caller's slices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CopyBack {
+    /// Chunk by chunk as they arrive, overlapped with the bus. A failure after the first
+    /// chunk was written returns [`Error::PartialResult`].
+    Direct,
+    /// Everything into host memory first, then into the slices: a failure leaves them as
+    /// they were. One more host copy of the data.
+    AllOrNothing,
+}
+
+/// Copies each device buffer (`src`, from byte 0) into its column through the ring, after
+/// the work already enqueued (the sort). On error nothing is left in flight; with
+/// [`CopyBack::Direct`], an error after the first chunk was written is wrapped in
+/// [`Error::PartialResult`]. `held` is the host memory [`CopyBack::AllOrNothing`] keeps.
+pub(crate) fn download<L: Link>(
+    link: &L,
+    ring: &mut RingOf<L>,
+    columns: &mut [(&mut Column<'_>, L::Device)],
+    mode: CopyBack,
+    held: &mut Vec<u8>,
+) -> Result<()> {
+    ring.ensure(link)?;
+    let sources: Vec<Source<L>> = columns
+        .iter()
+        .map(|(column, device)| Source {
+            device: *device,
+            bytes: column.device_bytes(),
+            word: column.word_bytes(),
+        })
+        .collect();
+    let mut written = false;
+    let result = match mode {
+        CopyBack::Direct => download_in_chunks(link, ring, &sources, &mut |c, offset, data| {
+            written = true;
+            columns[c].0.stage_out(offset / sources[c].word, data);
+        }),
+        CopyBack::AllOrNothing => {
+            // Each column's words at its own offset in `held`, in column order.
+            let starts: Vec<usize> = sources
+                .iter()
+                .scan(0, |at, s| {
+                    let start = *at;
+                    *at += s.bytes;
+                    Some(start)
+                })
+                .collect();
+            let total: usize = sources.iter().map(|s| s.bytes).sum();
+            if held.len() < total {
+                held.resize(total, 0);
+            }
+            download_in_chunks(link, ring, &sources, &mut |c, offset, data| {
+                let at = starts[c] + offset;
+                par_copy(&mut held[at..at + data.len()], data);
+            })
+            .map(|()| {
+                for (c, (column, _)) in columns.iter_mut().enumerate() {
+                    column.stage_out(0, &held[starts[c]..starts[c] + sources[c].bytes]);
+                }
+            })
+        }
+    };
+    result.map_err(|e| {
+        ring.settle(link);
+        if written {
+            Error::PartialResult { cause: Box::new(e) }
+        } else {
+            e
+        }
+    })
+}
+
+/// A device buffer to download: its handle, bytes and word width.
+struct Source<L: Link> {
+    device: L::Device,
+    bytes: usize,
+    word: usize,
+}
+
+/// The ring backwards: up to [`SLOTS`] chunks are on the bus while the host stores the
+/// oldest with `store(source index, byte offset, bytes)`.
+fn download_in_chunks<L: Link>(
+    link: &L,
+    ring: &mut RingOf<L>,
+    sources: &[Source<L>],
+    store: &mut dyn FnMut(usize, usize, &[u8]),
+) -> Result<()> {
+    // Every chunk of every source, in order: (source, byte offset, length).
+    let mut chunks = Vec::new();
+    for (c, source) in sources.iter().enumerate() {
+        let chunk = chunk_bytes(source.bytes, source.word);
+        let mut offset = 0;
+        while offset < source.bytes {
+            let len = chunk.min(source.bytes - offset);
+            chunks.push((c, offset, len));
+            offset += len;
+        }
+    }
+    let enqueue = |ring: &mut RingOf<L>, i: usize| -> Result<()> {
+        let (c, offset, len) = chunks[i];
+        let slot = &mut ring.slots[i % SLOTS];
+        slot.ready(link)?;
+        slot.pending = Some(link.download(sources[c].device, offset, len, &mut slot.pinned)?);
+        Ok(())
+    };
+    for i in 0..chunks.len().min(SLOTS) {
+        enqueue(ring, i)?;
+    }
+    for (i, &(c, offset, len)) in chunks.iter().enumerate() {
+        let data = &ring.slots[i % SLOTS].ready(link)?[..len];
+        store(c, offset, data);
+        if i + SLOTS < chunks.len() {
+            enqueue(ring, i + SLOTS)?;
+        }
+    }
+    ring.finish(link)
+}
