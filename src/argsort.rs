@@ -23,6 +23,16 @@ fn check_indexable(len: usize, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The result of a sort of this module's own copies: a failure while copying its result
+/// back leaves the caller's slices untouched (they are written only after every sort
+/// succeeded), so it is reported as the failure itself, not as a partial result.
+fn of_copies(sorted: Result<()>) -> Result<()> {
+    match sorted {
+        Err(Error::PartialResult { cause }) => Err(*cause),
+        other => other,
+    }
+}
+
 /// The keys of a row as raw words of one width, with their kind.
 enum Words {
     U32(Vec<u32>, KeyKind),
@@ -172,7 +182,7 @@ impl Sorter {
         }
         let mut words = Words::of(keys);
         let values = Some(WordsMut::U32(&mut order));
-        match &mut words {
+        of_copies(match &mut words {
             Words::U32(w, kind) => self.backend_for(n).sort_rows_words(
                 WordsMut::U32(w),
                 values,
@@ -181,7 +191,7 @@ impl Sorter {
                     descending,
                 },
                 row_len,
-            )?,
+            ),
             Words::U64(w, kind) => self.backend_for(n).sort_rows_words(
                 WordsMut::U64(w),
                 values,
@@ -190,8 +200,8 @@ impl Sorter {
                     descending,
                 },
                 row_len,
-            )?,
-        }
+            ),
+        })?;
         // Runs of equal keys, numbered within each row.
         let mut ties = false;
         let mut composite = Vec::with_capacity(n);
@@ -209,7 +219,7 @@ impl Sorter {
         if !ties {
             return Ok(order);
         }
-        self.backend_for(n).sort_rows_words(
+        of_copies(self.backend_for(n).sort_rows_words(
             WordsMut::U64(&mut composite),
             None,
             KeyEncoding {
@@ -217,7 +227,7 @@ impl Sorter {
                 descending: false,
             },
             row_len,
-        )?;
+        ))?;
         Ok(composite.into_iter().map(|c| c as u32).collect())
     }
 
@@ -246,7 +256,7 @@ impl Sorter {
         let mut by_key: Vec<u32> = (0..span.len() as u32).collect();
         {
             let mut keys = span.to_vec();
-            self.run_rows(&mut keys, Some(&mut by_key), descending, span.len())?;
+            of_copies(self.run_rows(&mut keys, Some(&mut by_key), descending, span.len()))?;
         }
         // Segment number of every position, then segment-major order keeping key order.
         let mut segment_of = vec![0u32; span.len()];
@@ -259,7 +269,7 @@ impl Sorter {
             .map(|(rank, &p)| u64::from(segment_of[p as usize]) << 32 | rank as u64)
             .collect();
         let len = composite.len();
-        self.backend_for(len).sort_rows_words(
+        of_copies(self.backend_for(len).sort_rows_words(
             WordsMut::U64(&mut composite),
             None,
             KeyEncoding {
@@ -267,7 +277,7 @@ impl Sorter {
                 descending: false,
             },
             len,
-        )?;
+        ))?;
         let sorted: Vec<K> = composite
             .iter()
             .map(|&c| span[by_key[(c as u32) as usize] as usize])

@@ -340,7 +340,8 @@ fn inject_mode<C: Case>(
                 .all(|((b, i), w)| b == i || b == w);
             if !mixed || bits == input_bits {
                 return Err(format!(
-                    "{at}: Error::PartialResult, but the slices do not hold part of the result                      and part of the input (differ from the input {})",
+                    "{at}: Error::PartialResult, but the slices do not hold part of the result \
+                     and part of the input (differ from the input {})",
                     first_diff(&bits, &input_bits)
                 )
                 .into());
@@ -430,7 +431,8 @@ fn check_host_below(target: &Target) -> Result<(), Failed> {
         check_keys(&keys, &want).map_err(|e| format!("n = {n}: {e}"))?;
         if on_host != (points == 0) {
             return Err(format!(
-                "n = {n} (host_below {}): {points} driver calls; expected the sort to run on                  the {}",
+                "n = {n} (host_below {}): {points} driver calls; expected the sort to run on \
+                 the {}",
                 bitonic::DEFAULT_HOST_BELOW,
                 if on_host { "host" } else { "device" }
             )
