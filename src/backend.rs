@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::keys::{KeyEncoding, KeyKind, NarrowKeys, WordsMut};
+use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 
 /// Which driver API runs the sort.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -174,10 +174,7 @@ pub trait Backend: Send + Sync {
         self.sort_rows_words(
             WordsMut::U32(&mut wide),
             values,
-            KeyEncoding {
-                kind: KeyKind::Unsigned,
-                descending,
-            },
+            KeyEncoding::narrow(descending),
             row_len,
         )?;
         keys.narrow(0, &wide);

@@ -15,6 +15,8 @@
 //! ([`Slot::ready`]), so the host never writes memory the bus is reading, nor reads memory the
 //! bus is still writing.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
@@ -32,6 +34,47 @@ pub(crate) const SLOTS: usize = 3;
 const MIN_CHUNK_BYTES: usize = 2 << 20;
 /// A host copy is split across rayon's threads in pieces of at least this many bytes.
 const PIECE_BYTES: usize = 256 << 10;
+
+/// What a GPU backend tells about its host-slice sorts without taking their lock: the bytes
+/// it keeps, and the copy-back mode the sorter chose.
+#[derive(Default)]
+pub(crate) struct Gauges {
+    device: AtomicU64,
+    pinned: AtomicU64,
+    all_or_nothing: AtomicBool,
+}
+
+impl Gauges {
+    /// Records what the backend keeps now.
+    pub(crate) fn keep(&self, device: u64, pinned: u64) {
+        self.device.store(device, Ordering::Relaxed);
+        self.pinned.store(pinned, Ordering::Relaxed);
+    }
+
+    /// Device bytes kept.
+    pub(crate) fn device(&self) -> u64 {
+        self.device.load(Ordering::Relaxed)
+    }
+
+    /// Pinned host bytes kept.
+    pub(crate) fn pinned(&self) -> u64 {
+        self.pinned.load(Ordering::Relaxed)
+    }
+
+    /// See [`crate::Backend::set_all_or_nothing`].
+    pub(crate) fn set_all_or_nothing(&self, all_or_nothing: bool) {
+        self.all_or_nothing.store(all_or_nothing, Ordering::Relaxed);
+    }
+
+    /// How results go back to host slices.
+    pub(crate) fn copy_back(&self) -> CopyBack {
+        if self.all_or_nothing.load(Ordering::Relaxed) {
+            CopyBack::AllOrNothing
+        } else {
+            CopyBack::Direct
+        }
+    }
+}
 
 /// What a GPU backend's driver layer provides to the engine.
 pub(crate) trait Link {

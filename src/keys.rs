@@ -65,6 +65,15 @@ impl KeyEncoding {
         if self.descending { !ordered } else { ordered }
     }
 
+    /// The encoding of narrow keys once widened: their ordered `u32` words
+    /// ([`NarrowKeys::widen`]) sort as unsigned words.
+    pub fn narrow(descending: bool) -> KeyEncoding {
+        KeyEncoding {
+            kind: KeyKind::Unsigned,
+            descending,
+        }
+    }
+
     /// The encoding of key type `K` in `order`.
     pub fn of<K: WordKey>(order: Order) -> KeyEncoding {
         KeyEncoding {

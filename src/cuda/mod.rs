@@ -19,7 +19,6 @@ use std::ffi::{CStr, CString, c_void};
 use std::fmt::{self, Write as _};
 use std::ptr;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
@@ -32,9 +31,9 @@ use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{self, Column, CopyBack, RingOf};
+use crate::host_transfer::{self, Column, Gauges, RingOf};
 use crate::kept::{DeviceBytes, Kept, grow};
-use crate::keys::{KeyEncoding, KeyKind, NarrowKeys, WordsMut};
+use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 
 mod device_slices;
 mod held_stream;
@@ -326,12 +325,8 @@ pub struct CudaBackend {
     /// pinned staging, and a graph capture on the stream must not see another thread's
     /// launches.
     busy: Mutex<HostState>,
-    /// `busy`'s device bytes, readable while a sort holds the lock.
-    cached: AtomicU64,
-    /// `busy`'s pinned host bytes, likewise.
-    pinned: AtomicU64,
-    /// What a failed host-slice sort leaves ([`Backend::set_all_or_nothing`]).
-    all_or_nothing: AtomicBool,
+    /// What the host-slice sorts keep, and how they copy back, readable without the lock.
+    gauges: Gauges,
     // Dropped in this order, after `Drop::drop` made the context current: the stream and the
     // module before the context that owns them.
     stream: Stream,
@@ -411,9 +406,7 @@ impl CudaBackend {
             cluster_kernels,
             hold,
             busy: Mutex::new(HostState::default()),
-            cached: AtomicU64::new(0),
-            pinned: AtomicU64::new(0),
-            all_or_nothing: AtomicBool::new(false),
+            gauges: Gauges::default(),
             stream,
             _module: module,
             context,
@@ -564,7 +557,7 @@ impl CudaBackend {
             };
             Ok((device_keys, device_values))
         });
-        self.cached.store(host.buffers.bytes(), Ordering::Relaxed);
+        self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
         let (device_keys, device_values) = allocated?;
         let link = CudaLink {
             stream: &self.stream,
@@ -574,7 +567,7 @@ impl CudaBackend {
             uploads.push((v, device_values));
         }
         let uploaded = host_transfer::upload(&link, &mut host.ring, &uploads);
-        self.pinned.store(host.ring.bytes(), Ordering::Relaxed);
+        self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
         uploaded?;
         let enqueued = self.enqueue(
             &Job {
@@ -605,11 +598,7 @@ impl CudaBackend {
         if let Some(v) = values.as_mut() {
             downloads.push((v, device_values));
         }
-        let mode = if self.all_or_nothing.load(Ordering::Relaxed) {
-            CopyBack::AllOrNothing
-        } else {
-            CopyBack::Direct
-        };
+        let mode = self.gauges.copy_back();
         host_transfer::download(&link, &mut host.ring, &mut downloads, mode, &mut host.held)
     }
 
@@ -886,28 +875,24 @@ impl Backend for CudaBackend {
         descending: bool,
         row_len: usize,
     ) -> Result<()> {
-        let encoding = KeyEncoding {
-            kind: KeyKind::Unsigned,
-            descending,
-        };
         self.sort_host(
             Column::Narrow(keys),
             values.map(Column::Words),
-            encoding,
+            KeyEncoding::narrow(descending),
             row_len,
         )
     }
 
     fn set_all_or_nothing(&self, all_or_nothing: bool) {
-        self.all_or_nothing.store(all_or_nothing, Ordering::Relaxed);
+        self.gauges.set_all_or_nothing(all_or_nothing);
     }
 
     fn cached_pinned_bytes(&self) -> u64 {
-        self.pinned.load(Ordering::Relaxed)
+        self.gauges.pinned()
     }
 
     fn cached_bytes(&self) -> u64 {
-        self.cached.load(Ordering::Relaxed)
+        self.gauges.device()
     }
 
     fn release_cached(&self) {
@@ -915,8 +900,7 @@ impl Backend for CudaBackend {
         // The buffers are freed in their context; without it current they are kept.
         if CurrentContext::set_current(&self.context).is_ok() {
             *host = HostState::default();
-            self.cached.store(0, Ordering::Relaxed);
-            self.pinned.store(0, Ordering::Relaxed);
+            self.gauges.keep(0, 0);
         }
     }
 

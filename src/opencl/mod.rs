@@ -17,7 +17,6 @@
 
 use std::collections::HashMap;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
@@ -36,9 +35,9 @@ use opencl3::types::{CL_BLOCKING, cl_device_id, cl_mem};
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{self, Column, CopyBack, RingOf};
+use crate::host_transfer::{self, Column, Gauges, RingOf};
 use crate::kept::{DeviceBytes, Kept, grow};
-use crate::keys::{KeyEncoding, KeyKind, NarrowKeys, WordsMut};
+use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::schedule::TileParams;
 
 use plan::{Kind, LOG_E, Launch, Limits, MAX_LOG_TILE, Shape};
@@ -231,12 +230,8 @@ pub struct OpenClBackend {
     /// Device buffers and pinned staging kept between sorts of host slices. A sort that
     /// finds them taken by another thread allocates its own for the call instead of waiting.
     host: Mutex<HostState>,
-    /// `host`'s device bytes, readable while a sort holds the lock.
-    cached: AtomicU64,
-    /// `host`'s pinned host bytes, likewise.
-    pinned: AtomicU64,
-    /// What a failed host-slice sort leaves ([`Backend::set_all_or_nothing`]).
-    all_or_nothing: AtomicBool,
+    /// What the host-slice sorts keep, and how they copy back, readable without the lock.
+    gauges: Gauges,
     /// The largest tile allowed ([`MAX_LOG_TILE`]; smaller in tests, to exercise the global
     /// passes with short inputs).
     max_log_tile: u32,
@@ -366,9 +361,7 @@ impl OpenClBackend {
             limits,
             variants: Mutex::new(HashMap::new()),
             host: Mutex::new(HostState::default()),
-            cached: AtomicU64::new(0),
-            pinned: AtomicU64::new(0),
-            all_or_nothing: AtomicBool::new(false),
+            gauges: Gauges::default(),
             max_log_tile: MAX_LOG_TILE,
             log_e: LOG_E,
         })
@@ -753,7 +746,7 @@ impl OpenClBackend {
             Ok((device_keys, device_values))
         });
         if keeps {
-            self.cached.store(host.buffers.bytes(), Ordering::Relaxed);
+            self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
         }
         let (device_keys, device_values) = allocated?;
         let link = ClLink {
@@ -767,7 +760,7 @@ impl OpenClBackend {
         }
         let uploaded = host_transfer::upload(&link, &mut host.ring, &uploads);
         if keeps {
-            self.pinned.store(host.ring.bytes(), Ordering::Relaxed);
+            self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
         }
         uploaded?;
         {
@@ -798,11 +791,7 @@ impl OpenClBackend {
         if let (Some(v), Some(d)) = (values.as_mut(), device_values) {
             downloads.push((v, d));
         }
-        let mode = if self.all_or_nothing.load(Ordering::Relaxed) {
-            CopyBack::AllOrNothing
-        } else {
-            CopyBack::Direct
-        };
+        let mode = self.gauges.copy_back();
         host_transfer::download(&link, &mut host.ring, &mut downloads, mode, &mut host.held)
     }
 
@@ -1017,35 +1006,30 @@ impl Backend for OpenClBackend {
         descending: bool,
         row_len: usize,
     ) -> Result<()> {
-        let encoding = KeyEncoding {
-            kind: KeyKind::Unsigned,
-            descending,
-        };
         self.sort_host(
             Column::Narrow(keys),
             values.map(Column::Words),
-            encoding,
+            KeyEncoding::narrow(descending),
             row_len,
         )
     }
 
     fn set_all_or_nothing(&self, all_or_nothing: bool) {
-        self.all_or_nothing.store(all_or_nothing, Ordering::Relaxed);
+        self.gauges.set_all_or_nothing(all_or_nothing);
     }
 
     fn cached_pinned_bytes(&self) -> u64 {
-        self.pinned.load(Ordering::Relaxed)
+        self.gauges.pinned()
     }
 
     fn cached_bytes(&self) -> u64 {
-        self.cached.load(Ordering::Relaxed)
+        self.gauges.device()
     }
 
     fn release_cached(&self) {
         let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
         *host = HostState::default();
-        self.cached.store(0, Ordering::Relaxed);
-        self.pinned.store(0, Ordering::Relaxed);
+        self.gauges.keep(0, 0);
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
