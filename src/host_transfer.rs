@@ -557,7 +557,6 @@ mod tests {
                 )
                 .unwrap();
             }
-            drop((key_column, value_column));
             let mut want_keys = words(n, 1);
             want_keys.reverse();
             assert_eq!(keys, want_keys, "n = {n}");
@@ -657,7 +656,6 @@ mod tests {
                     mode,
                     &mut Vec::new(),
                 );
-                drop(column);
                 let sorted = words(n, 4);
                 match result {
                     Ok(()) => panic!("call {fail_at} failed, yet the download returned Ok"),
