@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::ptr;
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::{Arc, Mutex};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
@@ -227,8 +227,8 @@ pub struct OpenClBackend {
     queue: CommandQueue,
     limits: DeviceLimits,
     variants: Mutex<HashMap<VariantKey, Arc<Variant>>>,
-    /// Device buffers and pinned staging kept between sorts of host slices. A sort that
-    /// finds them taken by another thread allocates its own for the call instead of waiting.
+    /// Device buffers and pinned staging kept between sorts of host slices, which take turns
+    /// at them.
     host: Mutex<HostState>,
     /// What the host-slice sorts keep, and how they copy back, readable without the lock.
     gauges: Gauges,
@@ -727,15 +727,12 @@ impl OpenClBackend {
         self.check_memory(requested)?;
         let shape = Shape::new(row_len as u64, (n / row_len) as u64);
         let launches = plan::plan(&variant.limits, shape, variant.element_bytes);
-        // The kept buffers, or (while another thread's sort uses them) this call's own.
-        let mut kept = match self.host.try_lock() {
-            Ok(guard) => Some(guard),
-            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        };
-        let keeps = kept.is_some();
-        let mut own = HostState::default();
-        let host = kept.as_deref_mut().unwrap_or(&mut own);
+        // One host-slice sort at a time: they share the queue, the device buffers and the
+        // pinned ring, and a ring of its own would cost a thread more (pinning 24 MiB) than
+        // waiting for the sort ahead of it. Nothing behind the lock is left half-updated by a
+        // panic, so a poisoned lock is still usable.
+        let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        let host = &mut *host;
         let allocated = host.buffers.fill(|buffers| {
             let alloc = |len| self.alloc(len, requested);
             let device_keys = grow(&mut buffers.keys, keys.device_bytes(), alloc)?.get();
@@ -745,9 +742,7 @@ impl OpenClBackend {
             };
             Ok((device_keys, device_values))
         });
-        if keeps {
-            self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
-        }
+        self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
         let (device_keys, device_values) = allocated?;
         let link = ClLink {
             backend: self,
@@ -759,9 +754,7 @@ impl OpenClBackend {
             uploads.push((v, d));
         }
         let uploaded = host_transfer::upload(&link, &mut host.ring, &uploads);
-        if keeps {
-            self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
-        }
+        self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
         uploaded?;
         {
             // Kernel arguments are set and used under the lock; no data is behind it, so a
