@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds, here, the binaries the GPU machine runs (it has no Rust toolchain) into .device/:
+# Builds, on a machine with Rust, the binaries a GPU machine without Rust runs, into .device/:
 # the `bitonic` command with CUDA and OpenCL (not the test-only fault injection), and, with
 # every feature, the test suite, the 2^32+3 test, properties, threads, the fault-injection
 # test (faults) and the library's unit tests.

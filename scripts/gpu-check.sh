@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine, over binaries built here by scripts/build-device.sh and carried in
-# .device/: devices, the whole suite (CUDA, NVIDIA OpenCL, PoCL, CPU), compute-sanitizer
+# Runs on the GPU machine, over the binaries that scripts/build-device.sh builds into .device/
+# on a machine with Rust: devices, the whole suite (CUDA, NVIDIA OpenCL, PoCL, CPU), compute-sanitizer
 # memcheck over the CUDA trials, 2^32+3 keys on every GPU, and `bitonic bench`. Logs go to $OUT (or ./gpu-logs).
 # Usage: scripts/gpu-check.sh [sanitizer-max-n]
 set -uo pipefail

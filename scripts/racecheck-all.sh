@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine: compute-sanitizer racecheck over every CUDA trial of the suite
 # (n <= RACECHECK_MAX_N, default 4096) in seven parallel processes: one racecheck process over
-# all 450 trials takes longer than one 10-minute device command. Logs in $OUT (or gpu-logs).
+# all 450 trials takes longer than 10 minutes. Logs in $OUT (or gpu-logs).
 #   scripts/racecheck-all.sh
 cd "$(dirname "$0")/.."
 OUT="${OUT:-gpu-logs}"; mkdir -p "$OUT"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine, over the suite binary built here by scripts/build-device.sh and
-# carried in .device/: the suite's CUDA trials under compute-sanitizer, once per tool
+# Runs on the GPU machine, over the suite binary that scripts/build-device.sh builds into
+# .device/ on a machine with Rust: the suite's CUDA trials under compute-sanitizer, once per tool
 # (memcheck, racecheck, synccheck, initcheck), one log per tool in $OUT (default gpu-logs).
 # Prints each tool's summary line and the suite's result; exits 1 if any tool reports an
 # error, a trial fails, a run does not finish, or a summary is missing.
@@ -9,8 +9,8 @@
 #
 # max-n: the largest length the suite sorts (BITONIC_TEST_MAX_N), default 70000; racecheck,
 # much slower, uses at most RACECHECK_MAX_N (default 20000). Tools: all four by default.
-# Environment: SANITIZE_TIMEOUT (seconds per tool, default 540: one tool fits in one
-# 10-minute command), RACECHECK_MAX_N, SUITE (default .device/suite), and SANITIZE_FILTER
+# Environment: SANITIZE_TIMEOUT (seconds per tool, default 540, so that one tool
+# finishes within 10 minutes), RACECHECK_MAX_N, SUITE (default .device/suite), and SANITIZE_FILTER
 # (a libtest filter to run fewer trials, e.g. "cuda0::u32").
 set -uo pipefail
 cd "$(dirname "$0")/.."

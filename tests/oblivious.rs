@@ -8,7 +8,7 @@
 //!   many lengths and tile parameters, inputs as different as sorted, reversed, all equal,
 //!   random and 0-1 produce the identical sequence of compared positions, with or without
 //!   values; that sequence is exactly the comparators obtained by replaying the schedule
-//!   through the public index helpers ([`global_index`], [`register_network`],
+//!   through the public index functions ([`global_index`], [`register_network`],
 //!   [`tile_comparator`]), which are what the GPU kernels compute.
 //! - That replayed network sorts every 0-1 input of every length up to 20 (exhaustively),
 //!   so by the 0-1 principle it sorts every input of those lengths, whatever the key type.
@@ -224,7 +224,7 @@ fn the_recorder_sees_a_data_dependent_sort() {
     assert!(logs.iter().all(|log| !log.is_empty()));
 }
 
-/// The comparators of a schedule, replayed from the public index helpers in the order the
+/// The comparators of a schedule, replayed from the public index functions in the order the
 /// executor applies them: tile passes tile by tile, stage by stage, level by level;
 /// global passes group by group (every group a GPU launches, `Pass::items`), each through
 /// the register network. A comparator whose upper position is `>= n` is padding: skipped.

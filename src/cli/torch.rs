@@ -183,17 +183,17 @@ impl Drop for TempDir {
 }
 
 /// A running script.
-struct Session {
+struct PeerProcess {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
     python: String,
 }
 
-impl Session {
-    /// Starts the script and waits for its first reply: the session and what it said when
+impl PeerProcess {
+    /// Starts the script and waits for its first reply: the process and what it said when
     /// it is ready, or why it cannot run.
-    fn start(launch: &Launch, script: &Path) -> Result<(Session, Reply), String> {
+    fn start(launch: &Launch, script: &Path) -> Result<(PeerProcess, Reply), String> {
         let mut child = Command::new(&launch.python)
             .arg(script)
             .args(["--serve", "--backend", launch.backend, "--device"])
@@ -223,18 +223,18 @@ impl Session {
                 }
             }
         });
-        let mut session = Session {
+        let mut process = PeerProcess {
             child,
             stdin,
             lines,
             python: launch.python.clone(),
         };
-        let first = session.receive(START_TIMEOUT)?;
-        Ok((session, first))
+        let first = process.receive(START_TIMEOUT)?;
+        Ok((process, first))
     }
 
     /// The next protocol line; other lines go to stderr. A timeout or the child's exit is
-    /// an error (the caller then drops the session, which ends the child).
+    /// an error (the caller then drops the process, which ends the child).
     fn receive(&mut self, timeout: Duration) -> Result<Reply, String> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -266,7 +266,7 @@ impl Session {
     }
 }
 
-impl Drop for Session {
+impl Drop for PeerProcess {
     fn drop(&mut self) {
         let _ = writeln!(self.stdin, "quit");
         let _ = self.stdin.flush();
@@ -285,11 +285,11 @@ impl Drop for Session {
 /// Writes the script into `dir`, starts it, and removes the file again once the script
 /// has answered (Python has read it by then), so that a crash of ours leaves at most an
 /// empty directory behind.
-fn start_in(dir: &TempDir, launch: &Launch) -> Result<(Session, Reply), String> {
+fn start_in(dir: &TempDir, launch: &Launch) -> Result<(PeerProcess, Reply), String> {
     let script = dir.0.join("torch_peer.py");
     std::fs::write(&script, SCRIPT)
         .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
-    let started = Session::start(launch, &script);
+    let started = PeerProcess::start(launch, &script);
     let _ = std::fs::remove_file(&script);
     started
 }
@@ -297,9 +297,9 @@ fn start_in(dir: &TempDir, launch: &Launch) -> Result<(Session, Reply), String> 
 /// A started torch peer: the script runs, torch has a CUDA context on the device.
 pub struct TorchPeer {
     launch: Launch,
-    /// Drops after `session` (fields drop in order), so the child has quit before its
+    /// Drops after `process` (fields drop in order), so the child has quit before its
     /// directory goes.
-    session: RefCell<Option<Session>>,
+    process: RefCell<Option<PeerProcess>>,
     dir: TempDir,
     /// `cuda:N name`, as torch names the device.
     pub label: String,
@@ -317,7 +317,7 @@ pub fn probe(launch: &Launch) -> Result<TorchPeer, String> {
         return Err("the file protocol is little-endian; this host is not".into());
     }
     let dir = TempDir::new().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let (session, first) = start_in(&dir, launch)?;
+    let (process, first) = start_in(&dir, launch)?;
     match first {
         Reply::Ready {
             name,
@@ -325,7 +325,7 @@ pub fn probe(launch: &Launch) -> Result<TorchPeer, String> {
             version,
         } => Ok(TorchPeer {
             launch: launch.clone(),
-            session: RefCell::new(Some(session)),
+            process: RefCell::new(Some(process)),
             dir,
             label: format!("cuda:{} {name}", launch.ordinal),
             memory_bytes,
@@ -390,20 +390,20 @@ impl TorchPeer {
         write_input(input, keys, values).map_err(|e| format!("writing {input_text}: {e}"))?;
 
         let mut slot = self
-            .session
+            .process
             .try_borrow_mut()
             .map_err(|_| "the torch peer is busy".to_string())?;
         if slot.is_none() {
             match start_in(&self.dir, &self.launch)? {
-                (session, Reply::Ready { .. }) => *slot = Some(session),
+                (process, Reply::Ready { .. }) => *slot = Some(process),
                 (_, Reply::Unavailable(why)) => {
                     return Err(format!("restart failed: {why}"));
                 }
                 (_, other) => return Err(format!("restart failed: unexpected {other:?}")),
             }
         }
-        let Some(session) = slot.as_mut() else {
-            return Err("no torch session".into());
+        let Some(process) = slot.as_mut() else {
+            return Err("no torch process".into());
         };
         let bits = 8 * std::mem::size_of::<W>();
         let request = format!(
@@ -411,12 +411,12 @@ impl TorchPeer {
             u8::from(values.is_some()),
             keys.len(),
         );
-        let sent = writeln!(session.stdin, "{request}").and_then(|()| session.stdin.flush());
+        let sent = writeln!(process.stdin, "{request}").and_then(|()| process.stdin.flush());
         if let Err(e) = sent {
             *slot = None;
             return Err(format!("cannot send the request: {e}"));
         }
-        let reply = match session.receive(JOB_TIMEOUT) {
+        let reply = match process.receive(JOB_TIMEOUT) {
             Ok(reply) => reply,
             Err(e) => {
                 *slot = None; // ends the child; the next request starts a new one
@@ -700,7 +700,7 @@ mod tests {
         let ((_, got_rows, _), _) = peer.time(&keys, None, 100, 0, 1).unwrap();
         assert_eq!(got_rows, want_rows);
 
-        // Bad requests are errors, and the session goes on.
+        // Bad requests are errors, and the process goes on.
         assert!(peer.time(&keys, None, 300, 0, 1).is_err());
         assert!(peer.time::<u32>(&[], None, 0, 0, 1).is_err());
         assert!(peer.time(&keys, None, 0, 0, 1).is_ok());
@@ -713,7 +713,7 @@ mod tests {
     fn a_dead_script_is_restarted() {
         require_python();
         let peer = probe(&python_backend()).unwrap();
-        if let Some(s) = peer.session.borrow_mut().as_mut() {
+        if let Some(s) = peer.process.borrow_mut().as_mut() {
             let _ = s.child.kill();
         }
         let keys = vec![3u32, 1, 2];
