@@ -310,6 +310,26 @@ fn compare_with_cpu(gpu: &CudaBackend, n: usize, encoding: KeyEncoding, seed: u6
     assert_eq!(gk, ck, "keys only n={n} {encoding:?}");
 }
 
+/// Device-resident timing with no run asked for still sorts once, so the slices receive a
+/// sorted result, not words no sort wrote.
+#[test]
+#[ignore = "needs a CUDA device: scripts/gpu-check.sh runs it with --ignored"]
+fn timing_without_runs_still_sorts() {
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    let enc = KeyEncoding {
+        kind: KeyKind::Unsigned,
+        descending: false,
+    };
+    let mut keys: Vec<u32> = (0..5000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let mut want = keys.clone();
+    want.sort_unstable();
+    let times = gpu
+        .time_sort_words(WordsMut::U32(&mut keys), None, enc, 0, 0, 0)
+        .expect("no timed run");
+    assert!(times.is_empty());
+    assert_eq!(keys, want);
+}
+
 /// Bit-identical results to the CPU backend (which runs the same network), values
 /// included. Ignored by default, so that a machine without CUDA reports it as not run;
 /// `scripts/gpu-check.sh` runs it.
