@@ -215,8 +215,8 @@ pub trait Backend: Send + Sync {
     }
 
     /// Device-resident timing, for benchmarks. Uploads `keys` (and `values`) once, then
-    /// `warmup + runs` times restores the unsorted words on the device (untimed) and sorts
-    /// them, timing only the sort with the device's own events (CUDA events, OpenCL profiling
+    /// `warmup + runs` times (at least once) restores the unsorted words on the device
+    /// (untimed) and sorts them, timing only the sort with the device's own events (CUDA events, OpenCL profiling
     /// events). Returns the milliseconds of each timed run; on return the slices hold the
     /// sorted result, so the caller can check it.
     ///

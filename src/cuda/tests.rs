@@ -320,7 +320,9 @@ fn timing_without_runs_still_sorts() {
         kind: KeyKind::Unsigned,
         descending: false,
     };
-    let mut keys: Vec<u32> = (0..5000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let mut keys: Vec<u32> = (0..5000u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
     let mut want = keys.clone();
     want.sort_unstable();
     let times = gpu
