@@ -6,255 +6,55 @@
 //!
 //! [`CudaBackend::open`] retains the device's primary context, loads the module, opts every
 //! kernel in to the device's largest shared memory, and creates one stream; every sort makes
-//! that context current on the calling thread, so any thread may sort. A sort uploads the
-//! words, launches the passes that [`plan::plan`] derives from the schedule, synchronizes,
-//! downloads into host staging buffers, and only when every step succeeded copies into the
-//! caller's slices (so a failure leaves them untouched). The device buffers are kept for the
-//! next sort and grow to the largest sort so far ([`CudaBackend::release_cached`] frees them).
+//! that context current on the calling thread, so any thread may sort. A sort of host slices
+//! goes through the transfer engine (`crate::host_transfer`): the words go up through the
+//! pinned ring, the passes that [`plan::plan`] derives from the schedule follow on the same
+//! stream, and the result comes back through the ring. The device buffers and the ring are
+//! kept for the next sort ([`CudaBackend::release_cached`] frees them).
+//!
+//! The files: `driver.rs` (driver errors, initialization, device properties), `kernels.rs`
+//! (the embedded PTX and its kernels), `plan.rs` (launches from the schedule), `link.rs`
+//! (pinned memory, copies and events for the transfer engine), `timing.rs` (device-resident
+//! timing for benchmarks), `device_slices.rs` (sorts of data already on the device).
 //!
 //! Keys already in device memory are sorted in place on the caller's stream by the calls in
 //! `device_slices.rs` ([`CudaBackend::sort_device`] and its siblings).
 
-use std::ffi::{CStr, CString, c_void};
-use std::fmt::{self, Write as _};
+use std::ffi::{CString, c_void};
+use std::fmt;
 use std::ptr;
 use std::sync::Mutex;
 
 use cust::context::{Context, CurrentContext};
-use cust::device::{Device, DeviceAttribute};
+use cust::device::DeviceAttribute;
 use cust::error::CudaError;
-use cust::event::{Event, EventFlags};
 use cust::memory::DeviceBuffer;
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::sys as cu;
 
-use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
+use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::error::{Error, Result, check_rows_words};
 use crate::host_transfer::{self, Column, Gauges, RingOf};
 use crate::kept::{DeviceBytes, Kept, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 
 mod device_slices;
+mod driver;
 mod held_stream;
+mod kernels;
 mod link;
 pub mod plan;
+mod timing;
 
+pub use driver::devices;
+use driver::{check, driver_error, init, on, probe};
+use kernels::{
+    Kernel, Kernels, PTX, PTX_SM80, PTX_SM90, VALUE_NAMES, load_cluster_kernels, load_kernels,
+    log_tile_cap,
+};
 use link::CudaLink;
 pub use plan::{DeviceLimits, Launch, PassArgs, Widths};
-
-/// The PTX of `cuda/bitonic.cu`, compiled by the build script for compute capability 7.5.
-const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic.ptx"));
-
-/// The same kernels for compute capability 8.0 and newer, which copy tiles into shared
-/// memory asynchronously.
-const PTX_SM80: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic_sm80.ptx"));
-
-/// The same kernels for compute capability 9.0 and newer, with the thread-block cluster
-/// kernels (`cluster_pass_*`) beside them.
-const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic_sm90.ptx"));
-
-/// Shared memory per block that every CUDA device offers without opting in.
-const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
-
-/// Key widths and value kinds in the order of the kernel table; the suffixes of the kernels'
-/// names in `cuda/bitonic.cu`.
-const KEY_NAMES: [&str; 2] = ["u32", "u64"];
-const VALUE_NAMES: [&str; 3] = ["none", "u32", "u64"];
-/// The value kinds of the cluster kernels, whose keys are `u32` (`plan::cluster_schedule`).
-const CLUSTER_VALUE_NAMES: [&str; 2] = ["none", "u32"];
-
-/// Caps the tile (log2 of its elements) for experiments: `BITONIC_CUDA_LOG_TILE=13`.
-const LOG_TILE_ENV: &str = "BITONIC_CUDA_LOG_TILE";
-/// Sets the largest sort on thread-block clusters, as log2 of its elements, for experiments:
-/// `BITONIC_CUDA_CLUSTER_MAX_LOG=16` keeps them to one-launch sorts, `0` turns them off.
-const CLUSTER_ENV: &str = "BITONIC_CUDA_CLUSTER_MAX_LOG";
-/// `BITONIC_CUDA_GRAPHS=0` times device-resident sorts with plain launches, not a graph.
-const GRAPHS_ENV: &str = "BITONIC_CUDA_GRAPHS";
-
-/// The text of a cust error, without letting a failing `Display` panic.
-fn describe(e: CudaError) -> String {
-    let mut text = String::new();
-    if write!(text, "{e}").is_err() || text.is_empty() {
-        text = format!("{e:?}");
-    }
-    // cust prints the driver's text as a quoted C string.
-    text.trim_matches('"').to_string()
-}
-
-/// A failed driver call as the crate's error.
-fn driver_error(call: &str, e: CudaError) -> Error {
-    Error::Driver {
-        backend: BackendKind::Cuda,
-        call: call.to_string(),
-        code: i64::from(e as u32),
-        message: describe(e),
-    }
-}
-
-/// Maps a cust error of `call` to [`Error::Driver`]: `.map_err(on("cuInit"))`.
-fn on(call: &'static str) -> impl FnOnce(CudaError) -> Error {
-    move |e| driver_error(call, e)
-}
-
-/// Checks the status of a raw driver call.
-fn check(call: &str, status: cu::CUresult) -> Result<()> {
-    if status == cu::CUresult::CUDA_SUCCESS {
-        return Ok(());
-    }
-    let mut text: *const std::os::raw::c_char = ptr::null();
-    // SAFETY: `status` came from the driver, and `text` is a valid out-pointer; on success
-    // the driver stores a pointer to a static NUL-terminated string.
-    let known = unsafe { cu::cuGetErrorString(status, &mut text) } == cu::CUresult::CUDA_SUCCESS;
-    let message = if known && !text.is_null() {
-        // SAFETY: checked non-null above; the string is static and NUL-terminated.
-        unsafe { CStr::from_ptr(text) }
-            .to_string_lossy()
-            .into_owned()
-    } else {
-        format!("{status:?}")
-    };
-    Err(Error::Driver {
-        backend: BackendKind::Cuda,
-        call: call.to_string(),
-        code: i64::from(status as u32),
-        message,
-    })
-}
-
-/// Initializes the driver and counts the devices.
-fn init() -> Result<u32> {
-    cust::init(cust::CudaFlags::empty()).map_err(on("cuInit"))?;
-    Device::num_devices().map_err(on("cuDeviceGetCount"))
-}
-
-/// Describes device `ordinal`.
-fn probe(ordinal: u32) -> Result<(Device, DeviceInfo, DeviceLimits)> {
-    let device = Device::get_device(ordinal).map_err(on("cuDeviceGet"))?;
-    let attribute = |attr: DeviceAttribute| -> Result<u32> {
-        let v = device
-            .get_attribute(attr)
-            .map_err(on("cuDeviceGetAttribute"))?;
-        Ok(u32::try_from(v).unwrap_or(0))
-    };
-    let name = device.name().map_err(on("cuDeviceGetName"))?;
-    let memory_bytes = device.total_memory().map_err(on("cuDeviceTotalMem"))? as u64;
-    let compute_units = attribute(DeviceAttribute::MultiprocessorCount)?;
-    let mut optin = 0i32;
-    // SAFETY: `optin` is a valid out-pointer and the device handle came from the driver.
-    let status = unsafe {
-        cu::cuDeviceGetAttribute(
-            &mut optin,
-            cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            device.as_raw(),
-        )
-    };
-    check("cuDeviceGetAttribute", status)?;
-    let shared = attribute(DeviceAttribute::MaxSharedMemoryPerBlock)?;
-    let limits = DeviceLimits {
-        shared_bytes_per_block: u32::try_from(optin)
-            .unwrap_or(0)
-            .max(shared)
-            .max(DEFAULT_SHARED_BYTES),
-        max_grid_x: attribute(DeviceAttribute::MaxGridDimX)?.max(1),
-        multiprocessors: compute_units.max(1),
-        cluster_max_log: if attribute(DeviceAttribute::ComputeCapabilityMajor)? >= 9 {
-            cluster_max_log()
-        } else {
-            0
-        },
-    };
-    let info = DeviceInfo {
-        backend: BackendKind::Cuda,
-        index: ordinal as usize,
-        name,
-        vendor: "NVIDIA".to_string(),
-        device_type: DeviceType::Gpu,
-        memory_bytes,
-        compute_units,
-    };
-    Ok((device, info, limits))
-}
-
-/// Lists the CUDA devices. Any driver failure, including a machine without a driver or
-/// without a device, is an [`Error::Driver`] naming the call that failed (usually `cuInit`).
-pub fn devices() -> Result<Vec<DeviceInfo>> {
-    let count = init()?;
-    (0..count).map(|i| Ok(probe(i)?.1)).collect()
-}
-
-/// One kernel of the loaded module.
-#[derive(Clone, Copy, Debug)]
-struct Kernel {
-    /// The driver's handle; valid while the module that it came from is loaded.
-    func: cu::CUfunction,
-}
-
-// SAFETY: a CUfunction is an immutable handle into a loaded module and the driver API is
-// thread-safe; `CudaBackend` keeps the module loaded for as long as the handles exist.
-unsafe impl Send for Kernel {}
-// SAFETY: as above; launching through a shared handle mutates nothing on the host.
-unsafe impl Sync for Kernel {}
-
-/// Looks up `tile_pass_<key>_<value>` and lets it use `shared_bytes` of shared memory.
-fn load_kernel(module: &Module, name: &str, shared_bytes: u32) -> Result<Kernel> {
-    let function = module
-        .get_function(name)
-        .map_err(on("cuModuleGetFunction"))?;
-    let func = function.to_raw();
-    // SAFETY: `func` belongs to `module`, loaded in the current context; the attribute takes
-    // a byte count no larger than the device's opt-in limit.
-    let status = unsafe {
-        cu::cuFuncSetAttribute(
-            func,
-            cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            shared_bytes as i32,
-        )
-    };
-    check("cuFuncSetAttribute", status)?;
-    Ok(Kernel { func })
-}
-
-/// The kernels indexed by `key * VALUE_NAMES.len() + value`.
-fn load_kernels(module: &Module, shared_bytes: u32) -> Result<Vec<Kernel>> {
-    let mut kernels = Vec::with_capacity(KEY_NAMES.len() * VALUE_NAMES.len());
-    for key in KEY_NAMES {
-        for value in VALUE_NAMES {
-            kernels.push(load_kernel(
-                module,
-                &format!("tile_pass_{key}_{value}"),
-                shared_bytes,
-            )?);
-        }
-    }
-    Ok(kernels)
-}
-
-/// Looks up the cluster kernels (`cluster_pass_u32_none`, `cluster_pass_u32_u32`, in the
-/// sm_90 PTX); none when the PTX lacks them (built for an older `BITONIC_CUDA_ARCH`).
-fn load_cluster_kernels(module: &Module, shared_bytes: u32) -> Result<Vec<Kernel>> {
-    if module.get_function("cluster_pass_u32_none").is_err() {
-        return Ok(Vec::new());
-    }
-    CLUSTER_VALUE_NAMES
-        .iter()
-        .map(|value| load_kernel(module, &format!("cluster_pass_u32_{value}"), shared_bytes))
-        .collect()
-}
-
-/// The largest sort on clusters from `BITONIC_CUDA_CLUSTER_MAX_LOG` (0 turns clusters off),
-/// else [`plan::DEFAULT_CLUSTER_MAX_LOG`].
-fn cluster_max_log() -> u32 {
-    std::env::var(CLUSTER_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(plan::DEFAULT_CLUSTER_MAX_LOG)
-}
-
-/// The tile cap from `BITONIC_CUDA_LOG_TILE`, if set to a number.
-fn log_tile_cap() -> Option<u32> {
-    std::env::var(LOG_TILE_ENV).ok()?.trim().parse().ok()
-}
 
 /// One sort's device words and its launches.
 struct Job {
@@ -263,32 +63,6 @@ struct Job {
     values: cu::CUdeviceptr,
     kernels: Kernels,
     launches: Vec<Launch>,
-}
-
-/// The kernels of one word variant.
-#[derive(Clone, Copy, Debug)]
-struct Kernels {
-    /// `tile_pass_<key>_<value>`: every launch not on clusters.
-    tile: Kernel,
-    /// `cluster_pass_<key>_<value>`, where the device and the variant have one.
-    cluster: Option<Kernel>,
-}
-
-/// An instantiated CUDA graph of one job's launches, replayed by device-resident timing.
-struct Graph {
-    exec: cu::CUgraphExec,
-    graph: cu::CUgraph,
-}
-
-impl Graph {
-    /// Destroys the graph; its context must be current.
-    fn destroy(self) {
-        // SAFETY: both handles came from the driver and are destroyed exactly once, here.
-        unsafe {
-            cu::cuGraphExecDestroy(self.exec);
-            cu::cuGraphDestroy(self.graph);
-        }
-    }
 }
 
 /// The device buffers that sorts of host slices reuse (`crate::kept`).
@@ -602,36 +376,6 @@ impl CudaBackend {
         host_transfer::download(&link, &mut host.ring, &mut downloads, mode, &mut host.held)
     }
 
-    /// Records the launches of `job` into a graph and instantiates it.
-    fn capture(&self, job: &Job) -> Result<Graph> {
-        let stream = self.stream.as_inner();
-        // SAFETY: the stream belongs to the current context; nothing else launches on it
-        // while `busy` is held, so the capture sees only this job.
-        check("cuStreamBeginCapture", unsafe {
-            cu::cuStreamBeginCapture_v2(
-                stream,
-                cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-            )
-        })?;
-        let enqueued = self.enqueue(job, stream);
-        let mut graph: cu::CUgraph = ptr::null_mut();
-        // SAFETY: ends the capture begun above; `graph` is a valid out-pointer.
-        let ended = check("cuStreamEndCapture", unsafe {
-            cu::cuStreamEndCapture(stream, &mut graph)
-        });
-        enqueued?;
-        ended?;
-        let mut exec: cu::CUgraphExec = ptr::null_mut();
-        // SAFETY: `graph` is the captured graph; `exec` is a valid out-pointer.
-        let status = unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph, 0) };
-        if let Err(e) = check("cuGraphInstantiate", status) {
-            // SAFETY: the graph came from the capture and is destroyed once.
-            unsafe { cu::cuGraphDestroy(graph) };
-            return Err(e);
-        }
-        Ok(Graph { exec, graph })
-    }
-
     /// The kernels for these word widths: the tile kernel, and the cluster kernel where the
     /// device and the variant have one.
     fn kernels(&self, key_bytes: usize, value_bytes: usize) -> Kernels {
@@ -651,202 +395,6 @@ impl CudaBackend {
             cluster,
         }
     }
-
-    /// Device-resident timing; see [`Backend::time_sort_words`].
-    fn time_rows(
-        &self,
-        keys: &mut WordsMut<'_>,
-        values: &mut Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-        row_len: usize,
-        warmup: usize,
-        runs: usize,
-    ) -> Result<Vec<f64>> {
-        let n = keys.len();
-        let row_len = if row_len == 0 { n } else { row_len };
-        check_rows_words(n, values.as_ref().map(WordsMut::len), row_len)?;
-        let key_bytes = keys.word_bytes();
-        let value_bytes = values.as_ref().map_or(0, |v| v.word_bytes());
-        let element_bytes = (key_bytes + value_bytes) as u64;
-        let requested = (n as u64).saturating_mul(element_bytes).saturating_mul(2);
-        let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
-        let pristine_keys = self.upload(keys.as_bytes(), requested)?;
-        let work_keys = self.alloc(pristine_keys.len(), requested)?;
-        let pristine_values = match values.as_ref() {
-            Some(v) => Some(self.upload(v.as_bytes(), requested)?),
-            None => None,
-        };
-        let work_values = match &pristine_values {
-            Some(p) => Some(self.alloc(p.len(), requested)?),
-            None => None,
-        };
-        let job = Job {
-            keys: work_keys.as_device_ptr().as_raw(),
-            values: work_values
-                .as_ref()
-                .map_or(0, |v| v.as_device_ptr().as_raw()),
-            kernels: self.kernels(key_bytes, value_bytes),
-            launches: if row_len >= 2 {
-                self.plan(
-                    row_len as u64,
-                    (n / row_len) as u64,
-                    Widths {
-                        key: key_bytes as u64,
-                        value: value_bytes as u64,
-                    },
-                    encoding.code(),
-                )
-            } else {
-                Vec::new()
-            },
-        };
-        let use_graph = std::env::var(GRAPHS_ENV).map_or(true, |v| v.trim() != "0");
-        let graph = if use_graph && !job.launches.is_empty() {
-            Some(self.capture(&job)?)
-        } else {
-            None
-        };
-        let result = self.timed_runs(
-            &job,
-            graph.as_ref(),
-            &pristine_keys,
-            &work_keys,
-            &pristine_values,
-            &work_values,
-            warmup,
-            runs,
-        );
-        if let Some(g) = graph {
-            g.destroy();
-        }
-        let times = result?;
-        download(
-            &self.stream,
-            work_keys.as_device_ptr().as_raw(),
-            work_values.as_ref().map(|v| v.as_device_ptr().as_raw()),
-            keys,
-            values,
-        )?;
-        Ok(times)
-    }
-
-    /// Restores the unsorted words (untimed) and sorts them `warmup + runs` times, timing the
-    /// sort between two events.
-    #[allow(clippy::too_many_arguments)]
-    fn timed_runs(
-        &self,
-        job: &Job,
-        graph: Option<&Graph>,
-        pristine_keys: &DeviceBuffer<u8>,
-        work_keys: &DeviceBuffer<u8>,
-        pristine_values: &Option<DeviceBuffer<u8>>,
-        work_values: &Option<DeviceBuffer<u8>>,
-        warmup: usize,
-        runs: usize,
-    ) -> Result<Vec<f64>> {
-        let start = Event::new(EventFlags::DEFAULT).map_err(on("cuEventCreate"))?;
-        let stop = Event::new(EventFlags::DEFAULT).map_err(on("cuEventCreate"))?;
-        let copy = |from: &DeviceBuffer<u8>, to: &DeviceBuffer<u8>| -> Result<()> {
-            // SAFETY: both buffers are live allocations of the same length in this context.
-            check("cuMemcpyDtoDAsync", unsafe {
-                cu::cuMemcpyDtoDAsync_v2(
-                    to.as_device_ptr().as_raw(),
-                    from.as_device_ptr().as_raw(),
-                    from.len(),
-                    self.stream.as_inner(),
-                )
-            })
-        };
-        let held = if held_stream::enabled() {
-            Some(held_stream::HeldStream::new()?)
-        } else {
-            None
-        };
-        let mut times = Vec::with_capacity(runs);
-        // At least one sort, timed or not: the caller's slices receive the working words.
-        for run in 0..(warmup + runs).max(1) {
-            copy(pristine_keys, work_keys)?;
-            if let (Some(p), Some(w)) = (pristine_values, work_values) {
-                copy(p, w)?;
-            }
-            if let Some(h) = &held {
-                h.hold(self.hold, self.stream.as_inner())?;
-            }
-            let queued = (|| -> Result<()> {
-                start.record(&self.stream).map_err(on("cuEventRecord"))?;
-                match graph {
-                    // SAFETY: the graph was instantiated from this job's launches, whose
-                    // buffers are still allocated.
-                    Some(g) => check("cuGraphLaunch", unsafe {
-                        cu::cuGraphLaunch(g.exec, self.stream.as_inner())
-                    })?,
-                    None => self.enqueue(job, self.stream.as_inner())?,
-                }
-                stop.record(&self.stream).map_err(on("cuEventRecord"))
-            })();
-            // Released on every path, so that nothing queued stays held.
-            if let Some(h) = &held {
-                h.release();
-            }
-            queued?;
-            stop.synchronize().map_err(on("cuEventSynchronize"))?;
-            if held.as_ref().is_some_and(|h| h.timed_out()) {
-                return Err(Error::Driver {
-                    backend: BackendKind::Cuda,
-                    call: "hold_stream".to_string(),
-                    code: 0,
-                    message: format!(
-                        "the timed work was not queued within the hold kernel's wait; \
-                         the timing is void (set {}=0 to time without holding the stream)",
-                        held_stream::HOLD_ENV
-                    ),
-                });
-            }
-            let ms = stop
-                .elapsed_time_f32(&start)
-                .map_err(on("cuEventElapsedTime"))?;
-            if run >= warmup {
-                times.push(f64::from(ms));
-            }
-        }
-        Ok(times)
-    }
-}
-
-/// Copies device keys (and values) at these addresses, as many bytes as the slices hold, into
-/// the caller's slices through host staging memory, so that a failed copy leaves the slices
-/// as they were.
-fn download(
-    stream: &Stream,
-    device_keys: cu::CUdeviceptr,
-    device_values: Option<cu::CUdeviceptr>,
-    keys: &mut WordsMut<'_>,
-    values: &mut Option<WordsMut<'_>>,
-) -> Result<()> {
-    let stage = |from: cu::CUdeviceptr, len: usize| -> Result<Vec<u8>> {
-        let mut h = vec![0u8; len];
-        crate::fault::point(BackendKind::Cuda, "cuMemcpyDtoHAsync")?;
-        // On `stream`, not the legacy default stream (see `CudaBackend::copy_in`).
-        // SAFETY: the device buffer at `from` holds at least `len` bytes (it was filled from
-        // a slice of that length), `h` holds exactly `len` and outlives the copy, which has
-        // finished when the stream is synchronized below.
-        check("cuMemcpyDtoHAsync", unsafe {
-            cu::cuMemcpyDtoHAsync_v2(h.as_mut_ptr().cast(), from, len, stream.as_inner())
-        })?;
-        stream.synchronize().map_err(on("cuStreamSynchronize"))?;
-        Ok(h)
-    };
-    let staged_keys = stage(device_keys, keys.as_bytes().len())?;
-    let staged_values = match (device_values, values.as_ref()) {
-        (Some(from), Some(v)) => Some(stage(from, v.as_bytes().len())?),
-        _ => None,
-    };
-    keys.as_bytes_mut().copy_from_slice(&staged_keys);
-    if let (Some(h), Some(v)) = (staged_values, values.as_mut()) {
-        v.as_bytes_mut().copy_from_slice(&h);
-    }
-    Ok(())
 }
 
 impl Backend for CudaBackend {

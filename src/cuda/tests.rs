@@ -1,8 +1,10 @@
 //! Tests of the cuda backend that need its internals.
 
+use super::kernels::{CLUSTER_VALUE_NAMES, KEY_NAMES, VALUE_NAMES};
 use super::*;
 use crate::cpu::CpuBackend;
 use crate::keys::KeyKind;
+use cust::event::{Event, EventFlags};
 use cust::memory::CopyDestination;
 
 const H200: DeviceLimits = DeviceLimits {

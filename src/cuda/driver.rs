@@ -1,0 +1,129 @@
+//! The CUDA driver layer: the status of every driver call as the crate's error, the
+//! driver's initialization, and what each device is and can do.
+
+use std::ffi::CStr;
+use std::fmt::Write as _;
+use std::ptr;
+
+use cust::device::{Device, DeviceAttribute};
+use cust::error::CudaError;
+use cust::sys as cu;
+
+use super::kernels::cluster_max_log;
+use super::plan::DeviceLimits;
+use crate::backend::{BackendKind, DeviceInfo, DeviceType};
+use crate::error::{Error, Result};
+
+/// Shared memory per block that every CUDA device offers without opting in.
+const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
+
+/// The text of a cust error, without letting a failing `Display` panic.
+fn describe(e: CudaError) -> String {
+    let mut text = String::new();
+    if write!(text, "{e}").is_err() || text.is_empty() {
+        text = format!("{e:?}");
+    }
+    // cust prints the driver's text as a quoted C string.
+    text.trim_matches('"').to_string()
+}
+
+/// A failed driver call as the crate's error.
+pub(super) fn driver_error(call: &str, e: CudaError) -> Error {
+    Error::Driver {
+        backend: BackendKind::Cuda,
+        call: call.to_string(),
+        code: i64::from(e as u32),
+        message: describe(e),
+    }
+}
+
+/// Maps a cust error of `call` to [`Error::Driver`]: `.map_err(on("cuInit"))`.
+pub(super) fn on(call: &'static str) -> impl FnOnce(CudaError) -> Error {
+    move |e| driver_error(call, e)
+}
+
+/// Checks the status of a raw driver call.
+pub(super) fn check(call: &str, status: cu::CUresult) -> Result<()> {
+    if status == cu::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let mut text: *const std::os::raw::c_char = ptr::null();
+    // SAFETY: `status` came from the driver, and `text` is a valid out-pointer; on success
+    // the driver stores a pointer to a static NUL-terminated string.
+    let known = unsafe { cu::cuGetErrorString(status, &mut text) } == cu::CUresult::CUDA_SUCCESS;
+    let message = if known && !text.is_null() {
+        // SAFETY: checked non-null above; the string is static and NUL-terminated.
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    } else {
+        format!("{status:?}")
+    };
+    Err(Error::Driver {
+        backend: BackendKind::Cuda,
+        call: call.to_string(),
+        code: i64::from(status as u32),
+        message,
+    })
+}
+
+/// Initializes the driver and counts the devices.
+pub(super) fn init() -> Result<u32> {
+    cust::init(cust::CudaFlags::empty()).map_err(on("cuInit"))?;
+    Device::num_devices().map_err(on("cuDeviceGetCount"))
+}
+
+/// Describes device `ordinal`.
+pub(super) fn probe(ordinal: u32) -> Result<(Device, DeviceInfo, DeviceLimits)> {
+    let device = Device::get_device(ordinal).map_err(on("cuDeviceGet"))?;
+    let attribute = |attr: DeviceAttribute| -> Result<u32> {
+        let v = device
+            .get_attribute(attr)
+            .map_err(on("cuDeviceGetAttribute"))?;
+        Ok(u32::try_from(v).unwrap_or(0))
+    };
+    let name = device.name().map_err(on("cuDeviceGetName"))?;
+    let memory_bytes = device.total_memory().map_err(on("cuDeviceTotalMem"))? as u64;
+    let compute_units = attribute(DeviceAttribute::MultiprocessorCount)?;
+    let mut optin = 0i32;
+    // SAFETY: `optin` is a valid out-pointer and the device handle came from the driver.
+    let status = unsafe {
+        cu::cuDeviceGetAttribute(
+            &mut optin,
+            cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            device.as_raw(),
+        )
+    };
+    check("cuDeviceGetAttribute", status)?;
+    let shared = attribute(DeviceAttribute::MaxSharedMemoryPerBlock)?;
+    let limits = DeviceLimits {
+        shared_bytes_per_block: u32::try_from(optin)
+            .unwrap_or(0)
+            .max(shared)
+            .max(DEFAULT_SHARED_BYTES),
+        max_grid_x: attribute(DeviceAttribute::MaxGridDimX)?.max(1),
+        multiprocessors: compute_units.max(1),
+        cluster_max_log: if attribute(DeviceAttribute::ComputeCapabilityMajor)? >= 9 {
+            cluster_max_log()
+        } else {
+            0
+        },
+    };
+    let info = DeviceInfo {
+        backend: BackendKind::Cuda,
+        index: ordinal as usize,
+        name,
+        vendor: "NVIDIA".to_string(),
+        device_type: DeviceType::Gpu,
+        memory_bytes,
+        compute_units,
+    };
+    Ok((device, info, limits))
+}
+
+/// Lists the CUDA devices. Any driver failure, including a machine without a driver or
+/// without a device, is an [`Error::Driver`] naming the call that failed (usually `cuInit`).
+pub fn devices() -> Result<Vec<DeviceInfo>> {
+    let count = init()?;
+    (0..count).map(|i| Ok(probe(i)?.1)).collect()
+}

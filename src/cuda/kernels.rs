@@ -1,0 +1,114 @@
+//! The kernels: the PTX embedded at build time, one variant per compute capability, and the
+//! functions looked up in the loaded module.
+
+use cust::module::Module;
+use cust::sys as cu;
+
+use super::driver::{check, on};
+use super::plan;
+use crate::error::Result;
+
+/// The PTX of `cuda/bitonic.cu`, compiled by the build script for compute capability 7.5.
+pub(super) const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic.ptx"));
+
+/// The same kernels for compute capability 8.0 and newer, which copy tiles into shared
+/// memory asynchronously.
+pub(super) const PTX_SM80: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic_sm80.ptx"));
+
+/// The same kernels for compute capability 9.0 and newer, with the thread-block cluster
+/// kernels (`cluster_pass_*`) beside them.
+pub(super) const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic_sm90.ptx"));
+
+/// Key widths and value kinds in the order of the kernel table; the suffixes of the kernels'
+/// names in `cuda/bitonic.cu`.
+pub(super) const KEY_NAMES: [&str; 2] = ["u32", "u64"];
+pub(super) const VALUE_NAMES: [&str; 3] = ["none", "u32", "u64"];
+/// The value kinds of the cluster kernels, whose keys are `u32` (`plan::cluster_schedule`).
+pub(super) const CLUSTER_VALUE_NAMES: [&str; 2] = ["none", "u32"];
+
+/// Caps the tile (log2 of its elements) for experiments: `BITONIC_CUDA_LOG_TILE=13`.
+const LOG_TILE_ENV: &str = "BITONIC_CUDA_LOG_TILE";
+/// Sets the largest sort on thread-block clusters, as log2 of its elements, for experiments:
+/// `BITONIC_CUDA_CLUSTER_MAX_LOG=16` keeps them to one-launch sorts, `0` turns them off.
+const CLUSTER_ENV: &str = "BITONIC_CUDA_CLUSTER_MAX_LOG";
+/// One kernel of the loaded module.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Kernel {
+    /// The driver's handle; valid while the module that it came from is loaded.
+    pub(super) func: cu::CUfunction,
+}
+
+// SAFETY: a CUfunction is an immutable handle into a loaded module and the driver API is
+// thread-safe; `CudaBackend` keeps the module loaded for as long as the handles exist.
+unsafe impl Send for Kernel {}
+// SAFETY: as above; launching through a shared handle mutates nothing on the host.
+unsafe impl Sync for Kernel {}
+
+/// Looks up `tile_pass_<key>_<value>` and lets it use `shared_bytes` of shared memory.
+pub(super) fn load_kernel(module: &Module, name: &str, shared_bytes: u32) -> Result<Kernel> {
+    let function = module
+        .get_function(name)
+        .map_err(on("cuModuleGetFunction"))?;
+    let func = function.to_raw();
+    // SAFETY: `func` belongs to `module`, loaded in the current context; the attribute takes
+    // a byte count no larger than the device's opt-in limit.
+    let status = unsafe {
+        cu::cuFuncSetAttribute(
+            func,
+            cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared_bytes as i32,
+        )
+    };
+    check("cuFuncSetAttribute", status)?;
+    Ok(Kernel { func })
+}
+
+/// The kernels indexed by `key * VALUE_NAMES.len() + value`.
+pub(super) fn load_kernels(module: &Module, shared_bytes: u32) -> Result<Vec<Kernel>> {
+    let mut kernels = Vec::with_capacity(KEY_NAMES.len() * VALUE_NAMES.len());
+    for key in KEY_NAMES {
+        for value in VALUE_NAMES {
+            kernels.push(load_kernel(
+                module,
+                &format!("tile_pass_{key}_{value}"),
+                shared_bytes,
+            )?);
+        }
+    }
+    Ok(kernels)
+}
+
+/// Looks up the cluster kernels (`cluster_pass_u32_none`, `cluster_pass_u32_u32`, in the
+/// sm_90 PTX); none when the PTX lacks them (built for an older `BITONIC_CUDA_ARCH`).
+pub(super) fn load_cluster_kernels(module: &Module, shared_bytes: u32) -> Result<Vec<Kernel>> {
+    if module.get_function("cluster_pass_u32_none").is_err() {
+        return Ok(Vec::new());
+    }
+    CLUSTER_VALUE_NAMES
+        .iter()
+        .map(|value| load_kernel(module, &format!("cluster_pass_u32_{value}"), shared_bytes))
+        .collect()
+}
+
+/// The largest sort on clusters from `BITONIC_CUDA_CLUSTER_MAX_LOG` (0 turns clusters off),
+/// else [`plan::DEFAULT_CLUSTER_MAX_LOG`].
+pub(super) fn cluster_max_log() -> u32 {
+    std::env::var(CLUSTER_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(plan::DEFAULT_CLUSTER_MAX_LOG)
+}
+
+/// The tile cap from `BITONIC_CUDA_LOG_TILE`, if set to a number.
+pub(super) fn log_tile_cap() -> Option<u32> {
+    std::env::var(LOG_TILE_ENV).ok()?.trim().parse().ok()
+}
+
+/// The kernels of one word variant.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Kernels {
+    /// `tile_pass_<key>_<value>`: every launch not on clusters.
+    pub(super) tile: Kernel,
+    /// `cluster_pass_<key>_<value>`, where the device and the variant have one.
+    pub(super) cluster: Option<Kernel>,
+}
