@@ -66,7 +66,7 @@ impl CudaBackend {
         Ok(Graph { exec, graph })
     }
 
-    /// Device-resident timing; see [`Backend::time_sort_words`].
+    /// Device-resident timing; see [`crate::Backend::time_sort_words`].
     pub(super) fn time_rows(
         &self,
         keys: &mut WordsMut<'_>,

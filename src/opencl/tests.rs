@@ -1,5 +1,7 @@
 //! Tests of the opencl backend that need its internals.
 
+use super::plan::Kind;
+use super::programs::{SOURCE, Width};
 use super::*;
 use crate::cpu::CpuBackend;
 use crate::keys::{KeyKind, KeyRepr, SortKey};

@@ -1,0 +1,182 @@
+//! Launches: a pass's kernel arguments, set in the order the kernels declare them, and its
+//! enqueue on an in-order queue.
+
+use std::ptr;
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::event::Event;
+use opencl3::kernel::Kernel;
+use opencl3::types::cl_mem;
+
+use super::driver::driver;
+use super::plan::{Kind, Launch, Shape};
+use super::programs::Kernels;
+use super::{OpenClBackend, Operands};
+use crate::backend::BackendKind;
+use crate::error::Result;
+use crate::keys::KeyEncoding;
+
+/// Sets a kernel's arguments in order.
+pub(super) struct Args<'a> {
+    pub(super) kernel: &'a Kernel,
+    pub(super) index: u32,
+}
+
+impl<'a> Args<'a> {
+    /// The arguments both kernels begin with: the key (and value) buffers, then the rows'
+    /// shape (`row_len`, `rows`, `log_p`).
+    pub(super) fn with_data(kernel: &'a Kernel, buffers: Operands, shape: Shape) -> Result<Self> {
+        let mut args = Args { kernel, index: 0 };
+        args.buffer(buffers.keys)?;
+        if let Some(v) = buffers.values {
+            args.buffer(v)?;
+        }
+        args.u64(shape.row_len)?;
+        args.u64(shape.rows)?;
+        args.u32(shape.log_row)?;
+        Ok(args)
+    }
+
+    /// Sets the next argument to the bytes of `value`.
+    ///
+    /// # Safety
+    /// `T` must be the type the kernel declares for that argument.
+    pub(super) unsafe fn set<T>(&mut self, value: &T) -> Result<()> {
+        crate::fault::point(BackendKind::OpenCl, "clSetKernelArg")?;
+        // SAFETY: the caller guarantees the type; `value` is read during the call only.
+        unsafe { self.kernel.set_arg(self.index, value) }.map_err(driver("clSetKernelArg"))?;
+        self.index += 1;
+        Ok(())
+    }
+
+    pub(super) fn buffer(&mut self, buffer: cl_mem) -> Result<()> {
+        // SAFETY: the argument is a `__global` pointer, set from a memory object handle.
+        unsafe { self.set(&buffer) }
+    }
+
+    pub(super) fn u64(&mut self, value: u64) -> Result<()> {
+        // SAFETY: the argument is a `ulong`, 8 bytes like `u64`.
+        unsafe { self.set(&value) }
+    }
+
+    pub(super) fn u32(&mut self, value: u32) -> Result<()> {
+        // SAFETY: the argument is a `uint`, 4 bytes like `u32`.
+        unsafe { self.set(&value) }
+    }
+
+    pub(super) fn local(&mut self, bytes: u64) -> Result<()> {
+        crate::fault::point(BackendKind::OpenCl, "clSetKernelArg")?;
+        // SAFETY: the argument is a `__local` pointer; a size with no value allocates it.
+        unsafe { self.kernel.set_arg_local_buffer(self.index, bytes as usize) }
+            .map_err(driver("clSetKernelArg"))?;
+        self.index += 1;
+        Ok(())
+    }
+}
+
+impl OpenClBackend {
+    /// Enqueues one launch on `queue` and returns its event.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn enqueue_launch(
+        &self,
+        queue: &CommandQueue,
+        kernels: &Kernels,
+        buffers: Operands,
+        shape: Shape,
+        launch: &Launch,
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<Event> {
+        let code = encoding.code();
+        let kernel = match launch.kind {
+            Kind::Tile {
+                tiles,
+                mode,
+                log_local,
+                log_net,
+                c,
+                lo_g,
+                m,
+                flip,
+                tail,
+            } => {
+                let mut args = Args::with_data(&kernels.tile, buffers, shape)?;
+                args.u64(tiles)?;
+                args.u32(mode)?;
+                args.u32(log_local)?;
+                args.u32(log_net)?;
+                args.u32(c)?;
+                args.u32(lo_g)?;
+                args.u32(m)?;
+                args.u32(flip)?;
+                args.u32(tail)?;
+                args.u32(code)?;
+                args.u32(launch.transform)?;
+                args.local(launch.local_words * buffers.key_bytes)?;
+                if buffers.values.is_some() {
+                    args.local(launch.local_words * buffers.value_bytes)?;
+                }
+                &kernels.tile
+            }
+            Kind::Global {
+                groups,
+                lo_g,
+                m,
+                flip,
+            } => {
+                let mut args = Args::with_data(&kernels.global, buffers, shape)?;
+                args.u64(groups)?;
+                args.u32(lo_g)?;
+                args.u32(m)?;
+                args.u32(flip)?;
+                args.u32(code)?;
+                args.u32(launch.transform)?;
+                &kernels.global
+            }
+        };
+        let global_size = [launch.groups * launch.local];
+        let local_size = [launch.local];
+        crate::fault::point(BackendKind::OpenCl, "clEnqueueNDRangeKernel")?;
+        // SAFETY: every argument of the kernel was set just above with the type the kernel
+        // declares for this variant; the sizes are one-dimensional arrays that outlive the
+        // call, and the global size is a multiple of the local size.
+        unsafe {
+            queue.enqueue_nd_range_kernel(
+                kernel.get(),
+                1,
+                ptr::null(),
+                global_size.as_ptr(),
+                local_size.as_ptr(),
+                &[],
+            )
+        }
+        .map_err(self.memory_error("clEnqueueNDRangeKernel", requested))
+    }
+
+    /// Enqueues every launch of a sort on `queue`; returns the launches' events. On failure,
+    /// lets what was enqueued drain before the buffers go.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn enqueue_sort(
+        &self,
+        queue: &CommandQueue,
+        kernels: &Kernels,
+        buffers: Operands,
+        shape: Shape,
+        launches: &[Launch],
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<Vec<Event>> {
+        let mut events = Vec::with_capacity(launches.len());
+        for launch in launches {
+            match self.enqueue_launch(queue, kernels, buffers, shape, launch, encoding, requested) {
+                Ok(event) => events.push(event),
+                Err(e) => {
+                    // Its status no longer matters.
+                    let _ = queue.finish();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(events)
+    }
+}

@@ -1,0 +1,212 @@
+//! The programs: the embedded kernel source, built once per word variant (key width, value
+//! width, registers per round) on first use and cached with its two kernel objects.
+
+use std::sync::{Arc, Mutex};
+
+use opencl3::error_codes::CL_BUILD_PROGRAM_FAILURE;
+use opencl3::kernel::Kernel;
+use opencl3::program::Program;
+
+use super::driver::driver;
+use super::plan::Limits;
+use super::{DeviceType, OpenClBackend, lifecycle_lock};
+use crate::error::{Error, Result};
+use crate::keys::WordsMut;
+
+/// The kernel source, built once per word variant.
+pub(super) const SOURCE: &str = include_str!("../../kernels/bitonic.cl");
+
+/// Name of the tile kernel (local passes and global passes of many levels).
+pub(super) const TILE_KERNEL: &str = "bitonic_tile";
+
+/// Name of the register kernel (global passes of at most `2^LOG_E` levels).
+pub(super) const GLOBAL_KERNEL: &str = "bitonic_global";
+
+/// A machine word as the kernels see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Width {
+    W32,
+    W64,
+}
+
+impl Width {
+    pub(super) fn of(words: &WordsMut<'_>) -> Width {
+        match words {
+            WordsMut::U32(_) => Width::W32,
+            WordsMut::U64(_) => Width::W64,
+        }
+    }
+
+    pub(super) fn bytes(self) -> u64 {
+        match self {
+            Width::W32 => 4,
+            Width::W64 => 8,
+        }
+    }
+
+    pub(super) fn cl_type(self) -> &'static str {
+        match self {
+            Width::W32 => "uint",
+            Width::W64 => "ulong",
+        }
+    }
+}
+
+/// Which program: key word, optional value word, registers per round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct VariantKey {
+    pub(super) key: Width,
+    pub(super) value: Option<Width>,
+    pub(super) log_e: u32,
+}
+
+impl VariantKey {
+    pub(super) fn element_bytes(self) -> u64 {
+        self.key.bytes() + self.value.map_or(0, Width::bytes)
+    }
+
+    pub(super) fn build_options(self) -> String {
+        let values = match self.value {
+            None => "-D HAS_VALUES=0".to_string(),
+            Some(v) => format!("-D HAS_VALUES=1 -D VAL_T={}", v.cl_type()),
+        };
+        format!(
+            "-D KEY_T={} {values} -D LOG_E={}",
+            self.key.cl_type(),
+            self.log_e
+        )
+    }
+}
+
+/// A built program with its kernels and the limits its launches are planned from.
+pub(super) struct Variant {
+    /// The kernel objects; their arguments are per-object state, so a sort holds this lock
+    /// from the first argument it sets to its last enqueue.
+    /// (The kernels retain their program, so the program object is not kept here.)
+    pub(super) kernels: Mutex<Kernels>,
+    pub(super) limits: Limits,
+    pub(super) element_bytes: u64,
+}
+
+/// The two kernel objects of a program.
+pub(super) struct Kernels {
+    pub(super) tile: Kernel,
+    pub(super) global: Kernel,
+}
+
+impl OpenClBackend {
+    /// The program for keys and values (when given) of these byte widths, each 4 or 8.
+    pub(super) fn variant_of_widths(
+        &self,
+        key_bytes: usize,
+        value_bytes: Option<usize>,
+    ) -> Result<Arc<Variant>> {
+        let width = |b: usize| match b {
+            4 => Ok(Width::W32),
+            8 => Ok(Width::W64),
+            bytes => Err(Error::UnsupportedValueSize { bytes }),
+        };
+        self.variant(VariantKey {
+            key: width(key_bytes)?,
+            value: value_bytes.map(width).transpose()?,
+            log_e: self.round_log_e(),
+        })
+    }
+
+    /// The cached program for `key`, built on first use.
+    pub(super) fn variant(&self, key: VariantKey) -> Result<Arc<Variant>> {
+        // The map is only ever inserted into whole, so a poisoned lock still holds a valid map.
+        let mut cache = self
+            .variants
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(v) = cache.get(&key) {
+            return Ok(Arc::clone(v));
+        }
+        let built = Arc::new(self.build(key)?);
+        cache.insert(key, Arc::clone(&built));
+        Ok(built)
+    }
+
+    /// The program for the words of a sort.
+    pub(super) fn variant_for(
+        &self,
+        keys: &WordsMut<'_>,
+        values: Option<&WordsMut<'_>>,
+    ) -> Result<Arc<Variant>> {
+        self.variant(VariantKey {
+            key: Width::of(keys),
+            value: values.map(Width::of),
+            log_e: self.round_log_e(),
+        })
+    }
+
+    /// Levels per register round: one on CPU devices, whose compilers need no registers
+    /// and one of which (PoCL 5) aborts on a kernel that chooses between rounds of
+    /// different sizes (`createParallelRegionBefore` assertion); `log_e` elsewhere.
+    pub(super) fn round_log_e(&self) -> u32 {
+        if self.info.device_type == DeviceType::Cpu {
+            1
+        } else {
+            self.log_e
+        }
+    }
+
+    /// Compiles `source` for this device; a compiler error comes back with its build log.
+    pub(super) fn compile(&self, source: &str, options: &str) -> Result<Program> {
+        let mut program = Program::create_from_source(&self.context, source)
+            .map_err(driver("clCreateProgramWithSource"))?;
+        if let Err(e) = program.build(&[self.device.id()], options) {
+            if e.0 == CL_BUILD_PROGRAM_FAILURE {
+                let log = program
+                    .get_build_log(self.device.id())
+                    .unwrap_or_else(|e| format!("(the build log could not be read: {e})"));
+                return Err(Error::KernelBuild {
+                    log: format!("options: {options}\n{log}"),
+                });
+            }
+            return Err(driver("clBuildProgram")(e));
+        }
+        Ok(program)
+    }
+
+    /// Builds the program for `key` and records the limits its launches are planned from.
+    pub(super) fn build(&self, key: VariantKey) -> Result<Variant> {
+        let _lifecycle = lifecycle_lock();
+        let options = key.build_options();
+        let program = match self.compile(SOURCE, &options) {
+            Ok(program) => program,
+            // A compiler without the C99 `_Pragma` operator gets the loops without the
+            // unroll hint; if that fails too, the first build's log is the one to read.
+            Err(first @ Error::KernelBuild { .. }) => self
+                .compile(SOURCE, &format!("{options} -D NO_UNROLL_PRAGMA"))
+                .map_err(|_| first)?,
+            Err(e) => return Err(e),
+        };
+        let kernels = Kernels {
+            tile: Kernel::create(&program, TILE_KERNEL).map_err(driver("clCreateKernel"))?,
+            global: Kernel::create(&program, GLOBAL_KERNEL).map_err(driver("clCreateKernel"))?,
+        };
+        let kernel_limit = |kernel: &Kernel| -> Result<usize> {
+            Ok(kernel
+                .get_work_group_size(self.device.id())
+                .map_err(driver("clGetKernelWorkGroupInfo"))?
+                .min(self.limits.max_group)
+                .max(1))
+        };
+        let limits = Limits {
+            local_mem: self.limits.local_mem,
+            compute_units: self.limits.compute_units,
+            tile_group: kernel_limit(&kernels.tile)?,
+            global_group: kernel_limit(&kernels.global)?,
+            log_e: key.log_e,
+            max_log_tile: self.max_log_tile,
+            uniform_groups: self.info.device_type == DeviceType::Cpu,
+        };
+        Ok(Variant {
+            kernels: Mutex::new(kernels),
+            limits,
+            element_bytes: key.element_bytes(),
+        })
+    }
+}
