@@ -1,6 +1,6 @@
 // Bitonic sorting network kernels for the CUDA backend (src/cuda/).
 //
-// Every launch is one pass of src/schedule.rs and runs the same comparators that the schedule
+// Every launch is one pass of src/schedule/ and runs the same comparators that the schedule
 // describes and `schedule::emulate` executes; only the grouping of a pass's levels into
 // on-chip work differs, which cannot change the result (the comparators of one level are
 // disjoint, and the levels run in order).

@@ -1,6 +1,6 @@
 // Bitonic sorting network kernels for the OpenCL backend (src/opencl/).
 //
-// These kernels execute exactly the comparator network of src/schedule.rs; read its module
+// These kernels execute exactly the comparator network of src/schedule/; read its module
 // documentation first. The host builds one program per word variant with -D options:
 //   KEY_T      the key word: uint or ulong
 //   HAS_VALUES 1 when values move with the keys (absent or 0: keys only)
