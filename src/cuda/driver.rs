@@ -9,8 +9,7 @@ use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
 use cust::sys as cu;
 
-use super::kernels::cluster_max_log;
-use super::plan::DeviceLimits;
+use super::plan::{self, DeviceLimits};
 use crate::backend::{BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
 
@@ -104,7 +103,7 @@ pub(super) fn probe(ordinal: u32) -> Result<(Device, DeviceInfo, DeviceLimits)> 
         max_grid_x: attribute(DeviceAttribute::MaxGridDimX)?.max(1),
         multiprocessors: compute_units.max(1),
         cluster_max_log: if attribute(DeviceAttribute::ComputeCapabilityMajor)? >= 9 {
-            cluster_max_log()
+            plan::DEFAULT_CLUSTER_MAX_LOG
         } else {
             0
         },

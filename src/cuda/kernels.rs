@@ -5,7 +5,6 @@ use cust::module::Module;
 use cust::sys as cu;
 
 use super::driver::{check, on};
-use super::plan;
 use crate::error::Result;
 
 /// The PTX of `cuda/bitonic.cu`, compiled by the build script for compute capability 7.5.
@@ -26,11 +25,6 @@ pub(super) const VALUE_NAMES: [&str; 3] = ["none", "u32", "u64"];
 /// The value kinds of the cluster kernels, whose keys are `u32` (`plan::cluster_schedule`).
 pub(super) const CLUSTER_VALUE_NAMES: [&str; 2] = ["none", "u32"];
 
-/// Caps the tile (log2 of its elements) for experiments: `BITONIC_CUDA_LOG_TILE=13`.
-const LOG_TILE_ENV: &str = "BITONIC_CUDA_LOG_TILE";
-/// Sets the largest sort on thread-block clusters, as log2 of its elements, for experiments:
-/// `BITONIC_CUDA_CLUSTER_MAX_LOG=16` keeps them to one-launch sorts, `0` turns them off.
-const CLUSTER_ENV: &str = "BITONIC_CUDA_CLUSTER_MAX_LOG";
 /// One kernel of the loaded module.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Kernel {
@@ -88,20 +82,6 @@ pub(super) fn load_cluster_kernels(module: &Module, shared_bytes: u32) -> Result
         .iter()
         .map(|value| load_kernel(module, &format!("cluster_pass_u32_{value}"), shared_bytes))
         .collect()
-}
-
-/// The largest sort on clusters from `BITONIC_CUDA_CLUSTER_MAX_LOG` (0 turns clusters off),
-/// else [`plan::DEFAULT_CLUSTER_MAX_LOG`].
-pub(super) fn cluster_max_log() -> u32 {
-    std::env::var(CLUSTER_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(plan::DEFAULT_CLUSTER_MAX_LOG)
-}
-
-/// The tile cap from `BITONIC_CUDA_LOG_TILE`, if set to a number.
-pub(super) fn log_tile_cap() -> Option<u32> {
-    std::env::var(LOG_TILE_ENV).ok()?.trim().parse().ok()
 }
 
 /// The kernels of one word variant.

@@ -51,7 +51,6 @@ pub use driver::devices;
 use driver::{check, driver_error, init, on, probe};
 use kernels::{
     Kernel, Kernels, PTX, PTX_SM80, PTX_SM90, VALUE_NAMES, load_cluster_kernels, load_kernels,
-    log_tile_cap,
 };
 use link::CudaLink;
 pub use plan::{DeviceLimits, Launch, PassArgs, Widths};
@@ -194,14 +193,7 @@ impl CudaBackend {
 
     /// The launches of a sort of `rows` rows of `row_len` elements of these widths.
     pub fn plan(&self, row_len: u64, rows: u64, widths: Widths, encoding: u32) -> Vec<Launch> {
-        plan::plan(
-            &self.limits,
-            row_len,
-            rows,
-            widths,
-            encoding,
-            log_tile_cap(),
-        )
+        plan::plan(&self.limits, row_len, rows, widths, encoding, None)
     }
 
     fn out_of_memory(&self, requested: u64) -> Error {

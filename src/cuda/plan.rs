@@ -53,8 +53,9 @@ pub const MAX_LOG_SINGLE_CLUSTER: u32 = 16;
 /// against 0.061 ms, half the launches), but from 2^20 every cluster pass took about twice a
 /// block's pass per byte (2^20: 0.115 ms at best against 0.090; 2^28: 35 against 22.6 ms),
 /// and racecheck reported hazards in a sort of more than 2^16 keys on clusters that are not
-/// explained yet (`docs/perf.md`, change 17). `BITONIC_CUDA_CLUSTER_MAX_LOG` overrides it
-/// (`0` turns clusters off, `18` or more puts larger sorts on them).
+/// explained yet (`docs/perf.md`, change 17). The plan still accepts a larger
+/// `DeviceLimits::cluster_max_log` (the kernel model tests do), but the backend always opens
+/// with this one.
 pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 16;
 
 /// `transform` bit: encode keys as they are loaded.
