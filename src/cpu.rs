@@ -68,16 +68,24 @@ fn host_memory_bytes() -> u64 {
 /// a few thousand keys.
 const SEQUENTIAL_BELOW: usize = 1 << 14;
 
-fn sort_keys<W: Word>(keys: &mut [W], enc: KeyEncoding) {
+/// Applies `f` to every key: on the calling thread below [`SEQUENTIAL_BELOW`], else on
+/// rayon's threads.
+fn map_keys<W: Word>(keys: &mut [W], f: impl Fn(W) -> W + Sync) {
     if keys.len() < SEQUENTIAL_BELOW {
-        keys.iter_mut().for_each(|k| *k = enc.encode(*k));
-        keys.sort_unstable();
-        keys.iter_mut().for_each(|k| *k = enc.decode(*k));
-        return;
+        keys.iter_mut().for_each(|k| *k = f(*k));
+    } else {
+        keys.par_iter_mut().for_each(|k| *k = f(*k));
     }
-    keys.par_iter_mut().for_each(|k| *k = enc.encode(*k));
-    keys.par_sort_unstable();
-    keys.par_iter_mut().for_each(|k| *k = enc.decode(*k));
+}
+
+fn sort_keys<W: Word>(keys: &mut [W], enc: KeyEncoding) {
+    map_keys(keys, |k| enc.encode(k));
+    if keys.len() < SEQUENTIAL_BELOW {
+        keys.sort_unstable();
+    } else {
+        keys.par_sort_unstable();
+    }
+    map_keys(keys, |k| enc.decode(k));
 }
 
 fn sort_pairs<W: Word, V: bytemuck::Pod + Send>(
@@ -85,22 +93,13 @@ fn sort_pairs<W: Word, V: bytemuck::Pod + Send>(
     values: &mut [V],
     enc: KeyEncoding,
 ) {
-    let small = keys.len() < SEQUENTIAL_BELOW;
-    if small && sort_distinct_pairs(keys, values, enc) {
+    if keys.len() < SEQUENTIAL_BELOW && sort_distinct_pairs(keys, values, enc) {
         return;
     }
-    if small {
-        keys.iter_mut().for_each(|k| *k = enc.encode(*k));
-    } else {
-        keys.par_iter_mut().for_each(|k| *k = enc.encode(*k));
-    }
+    map_keys(keys, |k| enc.encode(k));
     let schedule = Schedule::new(keys.len() as u64, CPU_TILE);
     schedule::emulate(&schedule, keys, Some(values));
-    if small {
-        keys.iter_mut().for_each(|k| *k = enc.decode(*k));
-    } else {
-        keys.par_iter_mut().for_each(|k| *k = enc.decode(*k));
-    }
+    map_keys(keys, |k| enc.decode(k));
 }
 
 /// Sorts short pairs whose keys are all distinct with the standard library: distinct keys

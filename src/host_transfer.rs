@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::kept::{DeviceBytes, Kept};
 use crate::keys::{NarrowKeys, WordsMut};
 
 /// Bytes of one pinned slot: large enough that a copy's fixed cost (about 10 us) is small
@@ -46,9 +47,9 @@ pub(crate) struct Gauges {
 
 impl Gauges {
     /// Records what the backend keeps now.
-    pub(crate) fn keep(&self, device: u64, pinned: u64) {
-        self.device.store(device, Ordering::Relaxed);
-        self.pinned.store(pinned, Ordering::Relaxed);
+    pub(crate) fn keep<B: DeviceBytes, P, M>(&self, host: &HostState<B, P, M>) {
+        self.device.store(host.buffers.bytes(), Ordering::Relaxed);
+        self.pinned.store(host.ring.bytes(), Ordering::Relaxed);
     }
 
     /// Device bytes kept.
@@ -132,8 +133,8 @@ impl<P, M> Slot<P, M> {
     }
 }
 
-/// The pinned slots a backend keeps between sorts: allocated on first use, freed by
-/// [`Ring::clear`] (the backend's `release_cached`) or when the backend goes.
+/// The pinned slots a backend keeps between sorts: allocated on first use, freed with the
+/// backend's [`HostState`] (its `release_cached`, or when the backend goes).
 /// Generic over the link's pinned memory `P` and marks `M`, so that a backend can keep it
 /// apart from the borrowed link it uses in each sort.
 pub(crate) struct Ring<P, M> {
@@ -182,7 +183,54 @@ impl<P, M> Ring<P, M> {
 }
 
 /// The ring a link uses.
-pub(crate) type RingOf<L> = Ring<<L as Link>::Pinned, <L as Link>::Mark>;
+type RingOf<L> = Ring<<L as Link>::Pinned, <L as Link>::Mark>;
+
+/// What a GPU backend's sorts of host slices keep between calls: the device buffers `B`
+/// (`crate::kept`), the pinned ring, and the host memory of all-or-nothing copies back.
+pub(crate) struct HostState<B, P, M> {
+    pub(crate) buffers: Kept<B>,
+    ring: Ring<P, M>,
+    held: Vec<u8>,
+}
+
+impl<B, P, M> Default for HostState<B, P, M> {
+    fn default() -> Self {
+        HostState {
+            buffers: Kept::default(),
+            ring: Ring::default(),
+            held: Vec::new(),
+        }
+    }
+}
+
+/// The state a backend keeps for its link `L` and device buffers `B`.
+pub(crate) type HostStateOf<L, B> = HostState<B, <L as Link>::Pinned, <L as Link>::Mark>;
+
+impl<B, P, M> HostState<B, P, M> {
+    /// Uploads the keys, and the values when given, each to its device buffer ([`upload`]).
+    pub(crate) fn upload<'a, L: Link<Pinned = P, Mark = M>>(
+        &mut self,
+        link: &L,
+        keys: (&Column<'a>, L::Device),
+        values: Option<(&Column<'a>, L::Device)>,
+    ) -> Result<()> {
+        let columns: Vec<_> = std::iter::once(keys).chain(values).collect();
+        upload(link, &mut self.ring, &columns)
+    }
+
+    /// Copies the sorted keys, and the values when given, back ([`download`]) in the
+    /// backend's copy-back mode.
+    pub(crate) fn download<'a, L: Link<Pinned = P, Mark = M>>(
+        &mut self,
+        link: &L,
+        keys: (&mut Column<'a>, L::Device),
+        values: Option<(&mut Column<'a>, L::Device)>,
+        mode: CopyBack,
+    ) -> Result<()> {
+        let mut columns: Vec<_> = std::iter::once(keys).chain(values).collect();
+        download(link, &mut self.ring, &mut columns, mode, &mut self.held)
+    }
+}
 
 /// Host data on its way to or from the device, as the words the kernels see.
 pub(crate) enum Column<'a> {
@@ -222,14 +270,8 @@ impl Column<'_> {
                 let at = first * w.word_bytes();
                 par_copy(out, &w.as_bytes()[at..at + out.len()]);
             }
-            Column::Narrow(k) => {
-                let words: &mut [u32] = bytemuck::cast_slice_mut(out);
-                let pieces = PIECE_BYTES / 4;
-                words
-                    .par_chunks_mut(pieces)
-                    .enumerate()
-                    .for_each(|(i, piece)| k.widen(first + i * pieces, piece));
-            }
+            // `widen` spreads itself over rayon's threads, as `narrow` does.
+            Column::Narrow(k) => k.widen(first, bytemuck::cast_slice_mut(out)),
         }
     }
 
@@ -240,10 +282,7 @@ impl Column<'_> {
                 let at = first * w.word_bytes();
                 par_copy(&mut w.as_bytes_mut()[at..at + data.len()], data);
             }
-            Column::Narrow(k) => {
-                let words: &[u32] = bytemuck::cast_slice(data);
-                k.narrow(first, words);
-            }
+            Column::Narrow(k) => k.narrow(first, bytemuck::cast_slice(data)),
         }
     }
 }
@@ -259,17 +298,20 @@ fn par_copy(dst: &mut [u8], src: &[u8]) {
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
-/// Bytes per chunk for a transfer of `total` bytes of `word_bytes` words: about a quarter of
-/// it, so that the host and the bus overlap even for small transfers, within
-/// [`MIN_CHUNK_BYTES`] and [`SLOT_BYTES`], in whole words.
-fn chunk_bytes(total: usize, word_bytes: usize) -> usize {
+/// The chunks of a transfer of `total` bytes of `word_bytes` words, as (byte offset, length):
+/// each about a quarter of it, so that the host and the bus overlap even for small
+/// transfers, within [`MIN_CHUNK_BYTES`] and [`SLOT_BYTES`], in whole words.
+fn chunks(total: usize, word_bytes: usize) -> impl Iterator<Item = (usize, usize)> {
     let want = (total / 4).clamp(MIN_CHUNK_BYTES, SLOT_BYTES);
-    (want / word_bytes).max(1) * word_bytes
+    let chunk = (want / word_bytes).max(1) * word_bytes;
+    (0..total)
+        .step_by(chunk)
+        .map(move |offset| (offset, chunk.min(total - offset)))
 }
 
 /// Copies each column to its device buffer (`dst`, from byte 0) through the ring. The columns
 /// are only read. On error nothing is left in flight.
-pub(crate) fn upload<L: Link>(
+fn upload<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
     columns: &[(&Column<'_>, L::Device)],
@@ -289,17 +331,12 @@ fn upload_in_chunks<L: Link>(
 ) -> Result<()> {
     let mut next = 0;
     for &(column, dst) in columns {
-        let total = column.device_bytes();
         let word = column.word_bytes();
-        let chunk = chunk_bytes(total, word);
-        let mut offset = 0;
-        while offset < total {
-            let len = chunk.min(total - offset);
+        for (offset, len) in chunks(column.device_bytes(), word) {
             let slot = &mut ring.slots[next % SLOTS];
             next += 1;
             column.stage_in(offset / word, &mut slot.ready(link)?[..len]);
             slot.pending = Some(link.upload(&slot.pinned, dst, offset, len)?);
-            offset += len;
         }
     }
     // The sort that follows on the same stream waits for these copies by itself; the slots
@@ -322,7 +359,7 @@ pub(crate) enum CopyBack {
 /// the work already enqueued (the sort). On error nothing is left in flight; with
 /// [`CopyBack::Direct`], an error after the first chunk was written is wrapped in
 /// [`Error::PartialResult`]. `held` is the host memory [`CopyBack::AllOrNothing`] keeps.
-pub(crate) fn download<L: Link>(
+fn download<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
     columns: &mut [(&mut Column<'_>, L::Device)],
@@ -395,16 +432,11 @@ fn download_in_chunks<L: Link>(
     store: &mut dyn FnMut(usize, usize, &[u8]),
 ) -> Result<()> {
     // Every chunk of every source, in order: (source, byte offset, length).
-    let mut chunks = Vec::new();
-    for (c, source) in sources.iter().enumerate() {
-        let chunk = chunk_bytes(source.bytes, source.word);
-        let mut offset = 0;
-        while offset < source.bytes {
-            let len = chunk.min(source.bytes - offset);
-            chunks.push((c, offset, len));
-            offset += len;
-        }
-    }
+    let chunks: Vec<(usize, usize, usize)> = sources
+        .iter()
+        .enumerate()
+        .flat_map(|(c, s)| chunks(s.bytes, s.word).map(move |(offset, len)| (c, offset, len)))
+        .collect();
     let enqueue = |ring: &mut RingOf<L>, i: usize| -> Result<()> {
         let (c, offset, len) = chunks[i];
         let slot = &mut ring.slots[i % SLOTS];

@@ -453,19 +453,7 @@ fn register(slot: &Slot, trials: &mut Vec<Trial>) {
     trials.push(slot.trial("faults::host_below", check_host_below));
     for n in LENGTHS {
         let name = |case: &str| format!("faults::{case}::n{n}");
-        let id = name("u32_keys");
-        trials.push(slot.trial(&id.clone(), move |t| {
-            let keys = Pattern::Random.keys::<u32>(n, &mut rng_for(input_seed(t.seed, &id, n)));
-            inject(
-                t,
-                &id,
-                Keys {
-                    keys,
-                    descending: false,
-                    row_len: None,
-                },
-            )
-        }));
+        trials.push(u32_keys_trial(slot, name("u32_keys"), n));
         let id = name("f64_keys_desc");
         trials.push(slot.trial(&id.clone(), move |t| {
             let keys = Pattern::Special.keys::<f64>(n, &mut rng_for(input_seed(t.seed, &id, n)));
@@ -528,21 +516,25 @@ fn register(slot: &Slot, trials: &mut Vec<Trial>) {
     // on OpenCL CPU devices (PoCL), where its 500 sorts of 1.5 million keys take minutes; the
     // engine's own tests (`host_transfer`) inject every failure of such a transfer there.
     if !matches!(slot, Slot::Ready(t) if t.is_opencl_cpu()) {
-        let n = CHUNKED;
-        let id = format!("faults::u32_keys_chunked::n{n}");
-        trials.push(slot.trial(&id.clone(), move |t| {
-            let keys = Pattern::Random.keys::<u32>(n, &mut rng_for(input_seed(t.seed, &id, n)));
-            inject(
-                t,
-                &id,
-                Keys {
-                    keys,
-                    descending: false,
-                    row_len: None,
-                },
-            )
-        }));
+        let id = format!("faults::u32_keys_chunked::n{CHUNKED}");
+        trials.push(u32_keys_trial(slot, id, CHUNKED));
     }
+}
+
+/// The fault loop over `n` random `u32` keys, sorted ascending.
+fn u32_keys_trial(slot: &Slot, id: String, n: usize) -> Trial {
+    slot.trial(&id.clone(), move |t| {
+        let keys = Pattern::Random.keys::<u32>(n, &mut rng_for(input_seed(t.seed, &id, n)));
+        inject(
+            t,
+            &id,
+            Keys {
+                keys,
+                descending: false,
+                row_len: None,
+            },
+        )
+    })
 }
 
 fn main() {

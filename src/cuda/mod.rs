@@ -35,8 +35,8 @@ use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{self, Column, Gauges, RingOf};
-use crate::kept::{DeviceBytes, Kept, grow};
+use crate::host_transfer::{Column, Gauges, HostStateOf};
+use crate::kept::{DeviceBytes, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 
 mod device_slices;
@@ -64,17 +64,8 @@ struct Job {
     launches: Vec<Launch>,
 }
 
-/// The device buffers that sorts of host slices reuse (`crate::kept`).
-type Scratch = Kept<DeviceBuffer<u8>>;
-
-/// What sorts of host slices keep between calls: device buffers, the pinned staging ring,
-/// and the host memory of all-or-nothing copies back.
-#[derive(Default)]
-struct HostState {
-    buffers: Scratch,
-    ring: RingOf<CudaLink<'static>>,
-    held: Vec<u8>,
-}
+/// What sorts of host slices keep between calls (`crate::host_transfer`).
+type HostState = HostStateOf<CudaLink<'static>, DeviceBuffer<u8>>;
 
 impl DeviceBytes for DeviceBuffer<u8> {
     fn byte_len(&self) -> usize {
@@ -323,17 +314,17 @@ impl CudaBackend {
             };
             Ok((device_keys, device_values))
         });
-        self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
+        self.gauges.keep(host);
         let (device_keys, device_values) = allocated?;
         let link = CudaLink {
             stream: &self.stream,
         };
-        let mut uploads = vec![(&keys, device_keys)];
-        if let Some(v) = &values {
-            uploads.push((v, device_values));
-        }
-        let uploaded = host_transfer::upload(&link, &mut host.ring, &uploads);
-        self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
+        let uploaded = host.upload(
+            &link,
+            (&keys, device_keys),
+            values.as_ref().map(|v| (v, device_values)),
+        );
+        self.gauges.keep(host);
         uploaded?;
         let enqueued = self.enqueue(
             &Job {
@@ -360,12 +351,12 @@ impl CudaBackend {
         enqueued?;
         // The downloads follow the passes on the stream: a failed pass is reported by the
         // first download's wait, before anything is written to the slices.
-        let mut downloads = vec![(&mut keys, device_keys)];
-        if let Some(v) = values.as_mut() {
-            downloads.push((v, device_values));
-        }
-        let mode = self.gauges.copy_back();
-        host_transfer::download(&link, &mut host.ring, &mut downloads, mode, &mut host.held)
+        host.download(
+            &link,
+            (&mut keys, device_keys),
+            values.as_mut().map(|v| (v, device_values)),
+            self.gauges.copy_back(),
+        )
     }
 
     /// The kernels for these word widths: the tile kernel, and the cluster kernel where the
@@ -441,7 +432,7 @@ impl Backend for CudaBackend {
         // The buffers are freed in their context; without it current they are kept.
         if CurrentContext::set_current(&self.context).is_ok() {
             *host = HostState::default();
-            self.gauges.keep(0, 0);
+            self.gauges.keep(&host);
         }
     }
 

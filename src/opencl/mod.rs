@@ -36,8 +36,8 @@ use opencl3::types::cl_mem;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{self, Column, Gauges, RingOf};
-use crate::kept::{DeviceBytes, Kept, grow};
+use crate::host_transfer::{Column, Gauges, HostStateOf};
+use crate::kept::{DeviceBytes, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::schedule::TileParams;
 
@@ -121,17 +121,8 @@ struct Operands {
     value_bytes: u64,
 }
 
-/// The device buffers that sorts of host slices reuse (`crate::kept`).
-type Scratch = Kept<Buffer<u8>>;
-
-/// What sorts of host slices keep between calls: device buffers, the mapped staging ring,
-/// and the host memory of all-or-nothing copies back.
-#[derive(Default)]
-struct HostState {
-    buffers: Scratch,
-    ring: RingOf<ClLink<'static>>,
-    held: Vec<u8>,
-}
+/// What sorts of host slices keep between calls (`crate::host_transfer`).
+type HostState = HostStateOf<ClLink<'static>, Buffer<u8>>;
 
 impl DeviceBytes for Buffer<u8> {
     fn byte_len(&self) -> usize {
@@ -282,19 +273,19 @@ impl OpenClBackend {
             };
             Ok((device_keys, device_values))
         });
-        self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
+        self.gauges.keep(host);
         let (device_keys, device_values) = allocated?;
         let link = ClLink {
             backend: self,
             queue: &self.queue,
             requested,
         };
-        let mut uploads = vec![(&keys, device_keys)];
-        if let (Some(v), Some(d)) = (&values, device_values) {
-            uploads.push((v, d));
-        }
-        let uploaded = host_transfer::upload(&link, &mut host.ring, &uploads);
-        self.gauges.keep(host.buffers.bytes(), host.ring.bytes());
+        let uploaded = host.upload(
+            &link,
+            (&keys, device_keys),
+            values.as_ref().zip(device_values),
+        );
+        self.gauges.keep(host);
         uploaded?;
         {
             // Kernel arguments are set and used under the lock; no data is behind it, so a
@@ -320,12 +311,12 @@ impl OpenClBackend {
         }
         // The reads follow the passes on the in-order queue: a failed pass is reported by the
         // first read's wait, before anything is written to the slices.
-        let mut downloads = vec![(&mut keys, device_keys)];
-        if let (Some(v), Some(d)) = (values.as_mut(), device_values) {
-            downloads.push((v, d));
-        }
-        let mode = self.gauges.copy_back();
-        host_transfer::download(&link, &mut host.ring, &mut downloads, mode, &mut host.held)
+        host.download(
+            &link,
+            (&mut keys, device_keys),
+            values.as_mut().zip(device_values),
+            self.gauges.copy_back(),
+        )
     }
 }
 
@@ -379,7 +370,7 @@ impl Backend for OpenClBackend {
     fn release_cached(&self) {
         let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
         *host = HostState::default();
-        self.gauges.keep(0, 0);
+        self.gauges.keep(&host);
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
