@@ -8,10 +8,10 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 mkdir -p .device
-cargo build --release --features cuda,opencl --bin bitonic
+cargo build --release -p bitonic-bench --features cuda,opencl --bin bitonic
 cp "$CARGO_TARGET_DIR"/release/bitonic .device/bitonic
 # `cargo test --no-run` names the test executables in its JSON messages.
-cargo test --release --all-features --no-run --message-format=json --test suite --test huge --test properties --test threads --test faults --test device_buffers --lib \
+cargo test -p bitonic --release --all-features --no-run --message-format=json --test suite --test huge --test properties --test threads --test faults --test device_buffers --lib \
     | python3 -c '
 import json, shutil, sys
 for line in sys.stdin:

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 
 /// Which driver API runs the sort.
@@ -212,30 +212,5 @@ pub trait Backend: Send + Sync {
     /// need not override it.
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
-    }
-
-    /// Device-resident timing, for benchmarks. Uploads `keys` (and `values`) once, then
-    /// `warmup + runs` times (at least once) restores the unsorted words on the device
-    /// (untimed) and sorts them, timing only the sort with the device's own events (CUDA events, OpenCL profiling
-    /// events). Returns the milliseconds of each timed run; on return the slices hold the
-    /// sorted result, so the caller can check it.
-    ///
-    /// `row_len` 0 sorts the whole array; otherwise `keys.len()` must be a multiple of it and
-    /// each row of `row_len` words is sorted independently, all rows in the same launches.
-    /// Backends without device events (the CPU) return [`Error::Unsupported`].
-    fn time_sort_words(
-        &self,
-        keys: WordsMut<'_>,
-        values: Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-        row_len: usize,
-        warmup: usize,
-        runs: usize,
-    ) -> Result<Vec<f64>> {
-        let _ = (keys, values, encoding, row_len, warmup, runs);
-        Err(Error::Unsupported(format!(
-            "device-resident timing on {}",
-            self.device().backend
-        )))
     }
 }

@@ -164,8 +164,8 @@ impl Sorter {
         self.backend.device()
     }
 
-    /// The backend this sorter runs on (for [`Backend::time_sort_words`] and other
-    /// backend-level calls).
+    /// The backend this sorter runs on, for backend-level calls such as
+    /// [`Backend::sort_words`].
     pub fn backend(&self) -> &dyn Backend {
         self.backend.as_ref()
     }

@@ -14,8 +14,8 @@
 //!
 //! The files: `driver.rs` (driver errors, initialization, device properties), `kernels.rs`
 //! (the embedded PTX and its kernels), `plan.rs` (launches from the schedule), `link.rs`
-//! (pinned memory, copies and events for the transfer engine), `timing.rs` (device-resident
-//! timing for benchmarks), `device_slices.rs` (sorts of data already on the device).
+//! (pinned memory, copies and events for the transfer engine), `device_slices.rs` (sorts of
+//! data already on the device).
 //!
 //! Keys already in device memory are sorted in place on the caller's stream by the calls in
 //! `device_slices.rs` ([`CudaBackend::sort_device`] and its siblings).
@@ -41,11 +41,9 @@ use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 
 mod device_slices;
 mod driver;
-mod held_stream;
 mod kernels;
 mod link;
 pub mod plan;
-mod timing;
 
 pub use driver::devices;
 use driver::{check, driver_error, init, on, probe};
@@ -83,11 +81,8 @@ pub struct CudaBackend {
     /// `cluster_pass_u32_<value>` in [`CLUSTER_VALUE_NAMES`] order; empty below compute
     /// capability 9.0.
     cluster_kernels: Vec<Kernel>,
-    /// `hold_stream`, which device-resident timing queues before the timed work.
-    hold: Kernel,
     /// Serializes sorts of host slices: they share the stream, the device buffers and the
-    /// pinned staging, and a graph capture on the stream must not see another thread's
-    /// launches.
+    /// pinned staging.
     busy: Mutex<HostState>,
     /// What the host-slice sorts keep, and how they copy back, readable without the lock.
     gauges: Gauges,
@@ -156,19 +151,12 @@ impl CudaBackend {
         if cluster_kernels.is_empty() {
             limits.cluster_max_log = 0;
         }
-        let hold = Kernel {
-            func: module
-                .get_function("hold_stream")
-                .map_err(on("cuModuleGetFunction"))?
-                .to_raw(),
-        };
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
         Ok(CudaBackend {
             info,
             limits,
             kernels,
             cluster_kernels,
-            hold,
             busy: Mutex::new(HostState::default()),
             gauges: Gauges::default(),
             stream,
@@ -204,31 +192,6 @@ impl CudaBackend {
             CudaError::OutOfMemory => self.out_of_memory(requested),
             e => driver_error("cuMemAlloc", e),
         })
-    }
-
-    /// Copies `bytes` into a new device buffer.
-    fn upload(&self, bytes: &[u8], requested: u64) -> Result<DeviceBuffer<u8>> {
-        let buffer = self.alloc(bytes.len(), requested)?;
-        self.copy_in(buffer.as_device_ptr().as_raw(), bytes)?;
-        Ok(buffer)
-    }
-
-    /// Copies `bytes` to device memory at `ptr`, which holds at least as many.
-    fn copy_in(&self, ptr: cu::CUdeviceptr, bytes: &[u8]) -> Result<()> {
-        crate::fault::point(BackendKind::Cuda, "cuMemcpyHtoDAsync")?;
-        // On the backend's own stream, not the legacy default stream: a legacy-stream copy
-        // breaks a graph capture that another thread has under way on any blocking stream.
-        // SAFETY: the buffer at `ptr` holds at least `bytes.len()` bytes; the stream is
-        // synchronized before returning, so `bytes` is only read during the call.
-        check("cuMemcpyHtoDAsync", unsafe {
-            cu::cuMemcpyHtoDAsync_v2(
-                ptr,
-                bytes.as_ptr().cast(),
-                bytes.len(),
-                self.stream.as_inner(),
-            )
-        })?;
-        self.stream.synchronize().map_err(on("cuStreamSynchronize"))
     }
 
     /// Enqueues every launch of `job` on `stream`.
@@ -438,18 +401,6 @@ impl Backend for CudaBackend {
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
-    }
-
-    fn time_sort_words(
-        &self,
-        mut keys: WordsMut<'_>,
-        mut values: Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-        row_len: usize,
-        warmup: usize,
-        runs: usize,
-    ) -> Result<Vec<f64>> {
-        self.time_rows(&mut keys, &mut values, encoding, row_len, warmup, runs)
     }
 }
 

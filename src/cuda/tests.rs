@@ -312,28 +312,6 @@ fn compare_with_cpu(gpu: &CudaBackend, n: usize, encoding: KeyEncoding, seed: u6
     assert_eq!(gk, ck, "keys only n={n} {encoding:?}");
 }
 
-/// Device-resident timing with no run asked for still sorts once, so the slices receive a
-/// sorted result, not words no sort wrote.
-#[test]
-#[ignore = "needs a CUDA device: scripts/gpu-check.sh runs it with --ignored"]
-fn timing_without_runs_still_sorts() {
-    let gpu = CudaBackend::open(0).expect("open device 0");
-    let enc = KeyEncoding {
-        kind: KeyKind::Unsigned,
-        descending: false,
-    };
-    let mut keys: Vec<u32> = (0..5000u32)
-        .map(|i| i.wrapping_mul(2_654_435_761))
-        .collect();
-    let mut want = keys.clone();
-    want.sort_unstable();
-    let times = gpu
-        .time_sort_words(WordsMut::U32(&mut keys), None, enc, 0, 0, 0)
-        .expect("no timed run");
-    assert!(times.is_empty());
-    assert_eq!(keys, want);
-}
-
 /// Bit-identical results to the CPU backend (which runs the same network), values
 /// included. Ignored by default, so that a machine without CUDA reports it as not run;
 /// `scripts/gpu-check.sh` runs it.
@@ -375,69 +353,6 @@ fn gpu_matches_cpu() {
     );
     assert!(matches!(e, Err(Error::LengthMismatch { .. })));
     assert_eq!(k, [3, 1, 2]);
-}
-
-/// Device-resident sort times on a real device (CUDA events, median of 15 after 3 warm-up
-/// runs): `cargo test --release --features cuda --lib cuda_throughput -- --ignored
-/// --nocapture`. `bitonic bench --compare` is the full comparison; this is the kernel
-/// developer's quick look.
-#[test]
-#[ignore = "needs a CUDA device; a timing, not a check"]
-fn cuda_throughput() {
-    let gpu = CudaBackend::open(0).expect("open device 0");
-    let encoding = KeyEncoding {
-        kind: KeyKind::Unsigned,
-        descending: false,
-    };
-    let median = |mut t: Vec<f64>| {
-        t.sort_by(f64::total_cmp);
-        t[t.len() / 2]
-    };
-    let max_log: u32 = std::env::var("BITONIC_TIMING_MAX_LOG")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(28);
-    let mut next = lcg(99);
-    let mut cases: Vec<(&str, u32, usize)> =
-        (10..=max_log).step_by(2).map(|l| ("u32", l, 0)).collect();
-    cases.extend([("u32+u32", 28, 0), ("u64", 26, 0), ("u32 rows", 24, 1024)]);
-    for (what, log_n, row_len) in cases {
-        if log_n > max_log {
-            continue;
-        }
-        let n = 1usize << log_n;
-        let ms = match what {
-            "u64" => {
-                let mut k: Vec<u64> = (0..n).map(|_| next()).collect();
-                let t = gpu
-                    .time_sort_words(WordsMut::U64(&mut k), None, encoding, row_len, 3, 15)
-                    .expect("timing");
-                assert!(k.windows(2).all(|w| w[0] <= w[1]));
-                t
-            }
-            _ => {
-                let mut k: Vec<u32> = (0..n).map(|_| next() as u32).collect();
-                let mut v: Vec<u32> = (0..n as u32).collect();
-                let values = (what == "u32+u32").then(|| WordsMut::U32(&mut v));
-                let t = gpu
-                    .time_sort_words(WordsMut::U32(&mut k), values, encoding, row_len, 3, 15)
-                    .expect("timing");
-                let row = if row_len == 0 { n } else { row_len };
-                assert!(k.chunks(row).all(|r| r.windows(2).all(|w| w[0] <= w[1])));
-                t
-            }
-        };
-        let m = median(ms);
-        eprintln!(
-            "timing {what} 2^{log_n}{}: {m:.4} ms, {:.2} Gkeys/s",
-            if row_len > 0 {
-                format!(" rows of {row_len}")
-            } else {
-                String::new()
-            },
-            n as f64 / m / 1e6
-        );
-    }
 }
 
 /// A scalar execution of `tile_pass` (cuda/bitonic.cu) for keys only, with the same index
@@ -762,7 +677,7 @@ fn cuda_pass_profile() {
     let mut next = lcg(5);
     let keys: Vec<u32> = (0..n).map(|_| next() as u32).collect();
     CurrentContext::set_current(&gpu.context).expect("context");
-    let buffer = gpu.upload(bytemuck::cast_slice(&keys), 0).expect("upload");
+    let buffer = DeviceBuffer::from_slice(&keys).expect("upload");
     let launches = gpu.plan(n as u64, 1, Widths::keys(4), 0);
     let start = Event::new(EventFlags::DEFAULT).expect("event");
     let stop = Event::new(EventFlags::DEFAULT).expect("event");

@@ -5,14 +5,12 @@
 //! life of the backend. A sort of host slices goes through the transfer engine
 //! (`crate::host_transfer`): the words go up through mapped host buffers, the launches that
 //! `plan.rs` makes from [`crate::schedule::Schedule`] follow in order on the same in-order
-//! queue, and the result comes back through the same buffers. [`Backend::time_sort_words`]
-//! runs the same launches on a profiling queue and times them with the kernels' own events.
+//! queue, and the result comes back through the same buffers.
 //!
 //! The files: `driver.rs` (failed calls as errors, the devices), `programs.rs` (the source,
 //! built and cached per variant), `plan.rs` (launches from the schedule), `launch.rs` (kernel
 //! arguments and enqueues), `link.rs` (mapped host buffers, copies and events for the
-//! transfer engine), `timing.rs` (device-resident timing for benchmarks), `device_buffers.rs`
-//! (sorts of data already on the device).
+//! transfer engine), `device_buffers.rs` (sorts of data already on the device).
 //!
 //! Each program's two kernel objects are cached with it; their arguments are per-object
 //! state, so a sort holds the program's kernel lock while it sets arguments and enqueues.
@@ -376,18 +374,6 @@ impl Backend for OpenClBackend {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
-
-    fn time_sort_words(
-        &self,
-        keys: WordsMut<'_>,
-        values: Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-        row_len: usize,
-        warmup: usize,
-        runs: usize,
-    ) -> Result<Vec<f64>> {
-        self.time_rows(keys, values, encoding, row_len, warmup, runs)
-    }
 }
 
 mod device_buffers;
@@ -396,7 +382,6 @@ mod launch;
 mod link;
 mod plan;
 mod programs;
-mod timing;
 
 pub use driver::devices;
 use driver::{describe, device_ids, driver};

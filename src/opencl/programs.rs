@@ -11,7 +11,6 @@ use super::driver::driver;
 use super::plan::Limits;
 use super::{DeviceType, OpenClBackend, lifecycle_lock};
 use crate::error::{Error, Result};
-use crate::keys::WordsMut;
 
 /// The kernel source, built once per word variant.
 pub(super) const SOURCE: &str = include_str!("../../kernels/bitonic.cl");
@@ -30,13 +29,6 @@ pub(super) enum Width {
 }
 
 impl Width {
-    pub(super) fn of(words: &WordsMut<'_>) -> Width {
-        match words {
-            WordsMut::U32(_) => Width::W32,
-            WordsMut::U64(_) => Width::W64,
-        }
-    }
-
     pub(super) fn bytes(self) -> u64 {
         match self {
             Width::W32 => 4,
@@ -126,19 +118,6 @@ impl OpenClBackend {
         let built = Arc::new(self.build(key)?);
         cache.insert(key, Arc::clone(&built));
         Ok(built)
-    }
-
-    /// The program for the words of a sort.
-    pub(super) fn variant_for(
-        &self,
-        keys: &WordsMut<'_>,
-        values: Option<&WordsMut<'_>>,
-    ) -> Result<Arc<Variant>> {
-        self.variant(VariantKey {
-            key: Width::of(keys),
-            value: values.map(Width::of),
-            log_e: self.round_log_e(),
-        })
     }
 
     /// Levels per register round: one on CPU devices, whose compilers need no registers

@@ -383,7 +383,7 @@ fn a_failed_build_returns_its_log() {
     }
 }
 
-/// Sorts `rows` rows of `row_len` through `time_sort_words` on `b` and checks every row
+/// Sorts `rows` rows of `row_len` through `sort_rows_words` on `b` and checks every row
 /// against the CPU backend's network run on that row alone (keys and values bit for bit).
 fn check_rows(b: &OpenClBackend, rng: &mut StdRng, row_len: usize, rows: usize, ties: bool) {
     let n = row_len * rows;
@@ -407,20 +407,16 @@ fn check_rows(b: &OpenClBackend, rng: &mut StdRng, row_len: usize, rows: usize, 
         );
         // Keys alone.
         let mut got_k = keys.clone();
-        let times = b
-            .time_sort_words(WordsMut::U32(&mut got_k), None, encoding, row_len, 0, 1)
+        b.sort_rows_words(WordsMut::U32(&mut got_k), None, encoding, row_len)
             .unwrap_or_else(|e| panic!("{label}: {e}"));
-        assert_eq!(times.len(), 1, "{label}");
         assert!(got_k == want_k, "keys differ: {label}");
         // Key-value pairs.
         let (mut got_k, mut got_v) = (keys.clone(), values.clone());
-        b.time_sort_words(
+        b.sort_rows_words(
             WordsMut::U32(&mut got_k),
             Some(WordsMut::U32(&mut got_v)),
             encoding,
             row_len,
-            0,
-            1,
         )
         .unwrap_or_else(|e| panic!("{label}: {e}"));
         assert!(got_k == want_k, "keys differ (pairs): {label}");
@@ -443,75 +439,6 @@ fn sorts_rows_independently() {
     let b = &backends()[0];
     check_rows(b, &mut rng, 17, 999, true);
     check_rows(b, &mut rng, 70_001, 3, false);
-}
-
-#[test]
-#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
-fn times_device_resident_sorts() {
-    let b = &backends()[0];
-    let encoding = KeyEncoding {
-        kind: KeyKind::Float,
-        descending: false,
-    };
-    let mut rng = StdRng::seed_from_u64(22);
-    for (n, values) in [
-        (1usize << 16, false),
-        ((1 << 16) + 3, true),
-        (1 << 20, false),
-    ] {
-        let keys: Vec<f32> = (0..n).map(|_| rng.gen_range(-1e6f32..1e6)).collect();
-        let mut got = keys.clone();
-        let mut vals: Vec<u64> = (0..n as u64).collect();
-        let (w, _) = as_words(&mut got);
-        let times = b
-            .time_sort_words(
-                w,
-                values.then(|| WordsMut::U64(&mut vals)),
-                encoding,
-                0,
-                1,
-                3,
-            )
-            .unwrap_or_else(|e| panic!("n={n}: {e}"));
-        assert_eq!(times.len(), 3, "n={n}");
-        assert!(times.iter().all(|&t| t > 0.0 && t.is_finite()), "{times:?}");
-        let mut want = keys.clone();
-        want.sort_unstable_by(f32::total_cmp);
-        assert!(
-            bytemuck::cast_slice::<f32, u32>(&got) == bytemuck::cast_slice::<f32, u32>(&want),
-            "n={n}: not sorted"
-        );
-        if values {
-            for (k, v) in got.iter().zip(&vals) {
-                assert_eq!(k.to_bits(), keys[*v as usize].to_bits(), "n={n}");
-            }
-        }
-        let median = {
-            let mut t = times.clone();
-            t.sort_by(f64::total_cmp);
-            t[t.len() / 2]
-        };
-        eprintln!(
-            "time_sort_words n={n} values={values} on {}: {median:.3} ms (of {times:?})",
-            b.device().name
-        );
-    }
-    // No run asked for still sorts; rows must divide the words.
-    let mut keys = vec![3u32, 1, 2, 0];
-    let enc = KeyEncoding {
-        kind: KeyKind::Unsigned,
-        descending: false,
-    };
-    let times = b
-        .time_sort_words(WordsMut::U32(&mut keys), None, enc, 2, 0, 0)
-        .expect("no timed run");
-    assert!(times.is_empty());
-    assert_eq!(keys, [1, 3, 0, 2]);
-    let err = b
-        .time_sort_words(WordsMut::U32(&mut keys), None, enc, 3, 0, 1)
-        .expect_err("4 words are not rows of 3");
-    assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
-    assert_eq!(keys, [1, 3, 0, 2]);
 }
 
 /// Key-value results equal the schedule's CPU emulation bit for bit (values of equal keys

@@ -1,10 +1,9 @@
 //! Criterion benchmarks: every available backend and device (the CPU, each OpenCL device,
 //! CUDA when present) x key type (u32, u64, f32, i64) x size, keys alone and key-value (u32
-//! values), as host round trips through `Sorter::sort` / `sort_by_key`; plus device-resident
-//! sort time (`Backend::time_sort_words`, the device's own events) for u32 keys and u32+u32
-//! pairs on the backends that support it.
+//! values), as host round trips through `Sorter::sort` / `sort_by_key`. Device-resident times
+//! are `bitonic bench --compare`'s job.
 //!
-//! Groups are `roundtrip/<key>`, `roundtrip/<key>+u32`, `device/u32`, `device/u32+u32`;
+//! Groups are `roundtrip/<key>` and `roundtrip/<key>+u32`;
 //! benchmark ids are `<backend><index>/<n>`. Each combination is checked once against the
 //! CPU backend before it is timed.
 //!
@@ -15,8 +14,7 @@
 
 use std::time::Duration;
 
-use bitonic::keys::Word;
-use bitonic::{BackendKind, DeviceType, Error, KeyEncoding, KeyKind, SortKey, Sorter, WordsMut};
+use bitonic::{BackendKind, DeviceType, SortKey, Sorter};
 use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
@@ -139,63 +137,6 @@ fn bench_roundtrip<K: SortKey>(c: &mut Criterion, targets: &[Target], cpu: &Sort
     }
 }
 
-/// Device-resident sort time of u32 keys (alone and with u32 values), from the backend's own
-/// device events: each criterion sample is one `time_sort_words` call of `iters` runs.
-fn bench_device(c: &mut Criterion, targets: &[Target]) {
-    let encoding = KeyEncoding {
-        kind: KeyKind::Unsigned,
-        descending: false,
-    };
-    for with_values in [false, true] {
-        let group_name = if with_values {
-            "device/u32+u32"
-        } else {
-            "device/u32"
-        };
-        let mut group = c.benchmark_group(group_name);
-        // Flat sampling: 10 samples of equal iteration counts, so that slow combinations
-        // (PoCL, the CPU's key-value network) run about 10 times, not 55.
-        group.sampling_mode(SamplingMode::Flat);
-        for n in sizes(targets.iter().map(|t| t.max_n).max().unwrap_or(0)) {
-            let keys: Vec<u32> = random(n, 11 + n as u64);
-            let values: Vec<u32> = (0..n as u32).collect();
-            let mut want = keys.clone();
-            want.sort_unstable();
-            group.throughput(Throughput::Elements(n as u64));
-            for t in targets.iter().filter(|t| n <= t.max_n) {
-                let timed = |runs: usize| -> Result<(Vec<f64>, Vec<u32>), Error> {
-                    let mut k = keys.clone();
-                    let mut v = values.clone();
-                    let ms = t.sorter.backend().time_sort_words(
-                        u32::words_mut(&mut k),
-                        with_values.then_some(WordsMut::U32(&mut v)),
-                        encoding,
-                        0,
-                        0,
-                        runs,
-                    )?;
-                    Ok((ms, k))
-                };
-                match timed(1) {
-                    Ok((_, k)) => assert!(k == want, "{}: wrong result, n = {n}", t.name),
-                    Err(Error::Unsupported(_)) => continue, // the CPU: no device events
-                    Err(e) => {
-                        eprintln!("note: {} skipped for device/u32, n = {n}: {e}", t.name);
-                        continue;
-                    }
-                }
-                group.bench_function(BenchmarkId::new(&t.name, n), |b| {
-                    b.iter_custom(|iters| {
-                        let (ms, _) = timed(iters as usize).expect("time_sort_words failed");
-                        Duration::from_secs_f64(ms.iter().sum::<f64>() * 1e-3)
-                    })
-                });
-            }
-        }
-        group.finish();
-    }
-}
-
 fn benches(c: &mut Criterion) {
     let targets = targets();
     let cpu = Sorter::builder()
@@ -207,7 +148,6 @@ fn benches(c: &mut Criterion) {
     bench_roundtrip::<u64>(c, &targets, &cpu, "u64");
     bench_roundtrip::<f32>(c, &targets, &cpu, "f32");
     bench_roundtrip::<i64>(c, &targets, &cpu, "i64");
-    bench_device(c, &targets);
 }
 
 criterion_group! {

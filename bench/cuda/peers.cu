@@ -75,7 +75,7 @@ struct Timing {
     }
 };
 
-// Holds the stream while the timed sort is queued behind it, as src/cuda/held_stream.rs
+// Holds the stream while the timed sort is queued behind it, as bench/src/device_timing/cuda.rs
 // does for our sorts (nvbench's blocking-kernel method): the events then measure the GPU's
 // work, not the host's launch latency. Spins on a word of mapped host memory; gives up
 // after a second and writes 2, which voids the timing.
@@ -92,8 +92,8 @@ __global__ void hold_stream(volatile uint32_t* flag, unsigned long long timeout_
     }
 }
 
-// The mapped flag of hold_stream; BITONIC_HOLD_STREAM=0 (as for our sorts) turns holding
-// off. Released, waited for and freed on every return path.
+// The mapped flag of hold_stream (used when the caller asks for holding, as
+// `bitonic bench --compare` does unless given --no-hold). Released, waited for and freed on every return path.
 struct HeldStream {
     volatile uint32_t* host = nullptr;
     uint32_t* device = nullptr;
@@ -107,10 +107,6 @@ struct HeldStream {
             cudaStreamSynchronize(stream);
             cudaFreeHost(const_cast<uint32_t*>(host));
         }
-    }
-    static bool wanted() {
-        const char* v = std::getenv("BITONIC_HOLD_STREAM");
-        return v == nullptr || std::strcmp(v, "0") != 0;
     }
     cudaError_t create(cudaStream_t s) {
         stream = s;
@@ -189,7 +185,7 @@ cudaError_t cub_sort(int algo, Problem<K>& p, void* temp, cudaStream_t stream) {
 template <typename K>
 cudaError_t time_sort(int device, int algo, int with_values, const void* host_keys,
                       const uint32_t* host_values, size_t n, size_t segment_len, int warmup,
-                      int runs, float* out_ms, void* host_keys_out, uint32_t* host_values_out) {
+                      int runs, int hold, float* out_ms, void* host_keys_out, uint32_t* host_values_out) {
     if (host_keys == nullptr || host_keys_out == nullptr || out_ms == nullptr || runs < 1 ||
         warmup < 0 || n == 0 || n > UINT32_MAX) {
         return cudaErrorInvalidValue;
@@ -242,7 +238,7 @@ cudaError_t time_sort(int device, int algo, int with_values, const void* host_ke
     PEER_CHECK(p.temp.alloc(p.temp_bytes));
 
     HeldStream held;
-    if (HeldStream::wanted()) PEER_CHECK(held.create(t.stream));
+    if (hold) PEER_CHECK(held.create(t.stream));
 
     for (int run = 0; run < warmup + runs; ++run) {
         if (algo == kMerge) {
@@ -321,20 +317,21 @@ int bitonic_peer_cub_device(int device, char* name, size_t name_len, size_t* tot
 //           run outside the timed region),
 //   algo 2: cub::DeviceSegmentedSort::SortKeys on rows of segment_len keys (keys only).
 // Uploads once, allocates CUB's temporary storage once, then runs warmup + runs sorts, each
-// between two CUDA events; out_ms receives the `runs` timed milliseconds. The last sorted
+// between two CUDA events (with the stream held while each is queued when `hold` is
+// nonzero); out_ms receives the `runs` timed milliseconds. The last sorted
 // result is written to host_keys_out (and host_values_out). n must be 1 to 2^32 - 1.
 int bitonic_peer_cub_time(int device, int algo, int key_bits, int with_values,
                           const void* host_keys, const uint32_t* host_values, size_t n,
-                          size_t segment_len, int warmup, int runs, float* out_ms,
+                          size_t segment_len, int warmup, int runs, int hold, float* out_ms,
                           void* host_keys_out, uint32_t* host_values_out) {
     cudaError_t status;
     if (key_bits == 32) {
         status = time_sort<uint32_t>(device, algo, with_values, host_keys, host_values, n,
-                                     segment_len, warmup, runs, out_ms, host_keys_out,
+                                     segment_len, warmup, runs, hold, out_ms, host_keys_out,
                                      host_values_out);
     } else if (key_bits == 64) {
         status = time_sort<uint64_t>(device, algo, with_values, host_keys, host_values, n,
-                                     segment_len, warmup, runs, out_ms, host_keys_out,
+                                     segment_len, warmup, runs, hold, out_ms, host_keys_out,
                                      host_values_out);
     } else {
         status = cudaErrorInvalidValue;

@@ -6,7 +6,8 @@ use std::time::Instant;
 use bitonic::{SortKey, Sorter};
 use rand::{Rng, SeedableRng};
 
-use super::{device_label, median, parse_number, parse_sizes, sorters, truncate};
+use crate::args::BenchArgs;
+use crate::common::{device_label, median, sorters, truncate};
 
 /// What `bitonic bench` measures.
 pub struct BenchConfig {
@@ -18,31 +19,17 @@ pub struct BenchConfig {
     pub seed: u64,
 }
 
-/// Parses the options of `bitonic bench` (without `--compare`).
-pub fn parse(args: &[String], usage: &str) -> Result<BenchConfig, String> {
-    let mut cfg = BenchConfig {
-        sizes: vec![1 << 10, 1 << 14, 1 << 18, 1 << 22],
-        runs: 7,
-        seed: 1,
-    };
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let value = it
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value\n{usage}"))?;
-        match flag.as_str() {
-            "--sizes" => cfg.sizes = parse_sizes(value)?,
-            "--runs" => {
-                cfg.runs = parse_number(flag, value)?;
-                if cfg.runs == 0 {
-                    return Err("--runs must be at least 1".into());
-                }
-            }
-            "--seed" => cfg.seed = parse_number(flag, value)?,
-            _ => return Err(format!("unknown option {flag}\n{usage}")),
-        }
+/// The configuration that `args` (without `--compare`) asks for.
+pub fn config(args: &BenchArgs) -> BenchConfig {
+    BenchConfig {
+        sizes: if args.sizes.is_empty() {
+            vec![1 << 10, 1 << 14, 1 << 18, 1 << 22]
+        } else {
+            args.sizes.clone()
+        },
+        runs: args.runs.map_or(7, |r| r as usize),
+        seed: args.seed,
     }
-    Ok(cfg)
 }
 
 /// Runs `bitonic bench`.

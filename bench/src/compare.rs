@@ -1,6 +1,6 @@
 //! `bitonic bench --compare`: per case and size, our backends (every CUDA and OpenCL
 //! device), Rust's `par_sort_unstable` on the CPU, when linked, CUB's sorts and, when
-//! `python3` has torch with CUDA, `torch.sort` (in a child process, `src/cli/torch.rs`),
+//! `python3` has torch with CUDA, `torch.sort` (in a child process, `src/torch.rs`),
 //! measured in one run on the same random input; device-resident time and host round trip
 //! reported separately; every result checked; a table, a CSV file and an SVG plot.
 //! `docs/bench.md` explains the output.
@@ -11,15 +11,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use bitonic::keys::Word;
-use bitonic::{BackendKind, DeviceType, Error, KeyEncoding, KeyKind, SortKey, Sorter, WordsMut};
+use bitonic::{BackendKind, DeviceType, Error, SortKey, Sorter};
 use rand::distributions::{Distribution, Standard};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-use super::cub::{self, CubAlgo, CubDevice, CubKey};
-use super::plot::{self, Panel, Series};
-use super::torch::{self, Launch, TorchPeer};
-use super::{median, minimum, parse_number, parse_size, parse_sizes, size_label, truncate};
+use crate::args::{self, BenchArgs};
+use crate::common::{median, minimum, size_label, truncate};
+use crate::cub::{self, CubAlgo, CubDevice, CubKey};
+use crate::device_timing::{self, CudaOptions};
+use crate::plot::{self, Panel, Series};
+use crate::torch::{self, Launch, TorchPeer};
 
 /// One kind of input the comparison sorts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,18 +65,6 @@ impl Case {
     }
 }
 
-/// Parses `16384x1024`.
-fn parse_rows(s: &str) -> Result<Case, String> {
-    let (r, c) = s
-        .split_once(['x', 'X'])
-        .ok_or_else(|| format!("--rows {s}: use ROWSxCOLS, e.g. 16384x1024"))?;
-    let (rows, cols) = (parse_size(r)?, parse_size(c)?);
-    if rows == 0 || cols == 0 {
-        return Err(format!("--rows {s}: rows and columns must be positive"));
-    }
-    Ok(Case::Rows { rows, cols })
-}
-
 /// What `bitonic bench --compare` measures.
 pub struct CompareConfig {
     /// Key counts (the rows case has its own).
@@ -101,105 +91,64 @@ pub struct CompareConfig {
     pub csv: PathBuf,
     /// Where the SVG plot goes.
     pub plot: PathBuf,
+    /// How our CUDA sorts are timed (and whether CUB's stream is held too).
+    pub cuda: CudaOptions,
 }
 
-/// Parses the options of `bitonic bench --compare`.
-pub fn parse(args: &[String], usage: &str) -> Result<CompareConfig, String> {
+/// The configuration that `args` (with `--compare`) asks for.
+pub fn config(a: &BenchArgs) -> Result<CompareConfig, String> {
+    let runs = a.runs.map_or(15, |r| r as usize);
     let mut cfg = CompareConfig {
-        sizes: Vec::new(),
-        runs: 15,
-        warmup: 3,
-        roundtrip_runs: 0, // 0: as many as `runs`
-        seed: 1,
+        sizes: a.sizes.clone(),
+        runs,
+        warmup: a.warmup,
+        roundtrip_runs: a.roundtrip_runs.filter(|&r| r > 0).unwrap_or(runs),
+        seed: a.seed,
         cases: Vec::new(),
-        cpu_max_log: 26,
-        opencl_cpu_max_log: 22,
-        skip: Vec::new(),
-        python: "python3".into(),
-        csv: PathBuf::from("bench-compare.csv"),
-        plot: PathBuf::from("bench-compare.svg"),
+        cpu_max_log: a.cpu_max_log,
+        opencl_cpu_max_log: a.opencl_cpu_max_log,
+        skip: a
+            .skip
+            .iter()
+            .map(|s| s.trim().to_lowercase())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        python: a.python.clone(),
+        csv: a.csv.clone(),
+        plot: a.plot.clone(),
+        cuda: CudaOptions {
+            hold: !a.no_hold,
+            graph: !a.no_graph,
+        },
     };
-    let mut max_log: Option<u32> = None;
-    let mut sizes_given = false;
-    let mut explicit_cases: Option<Vec<Case>> = None;
-    let mut extra_cases = vec![Case::U32];
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .map(String::as_str)
-                .ok_or_else(|| format!("{flag} needs a value\n{usage}"))
-        };
-        match flag.as_str() {
-            "--compare" => {}
-            "--kv" => extra_cases.push(Case::Kv),
-            "--u64" => extra_cases.push(Case::U64),
-            "--rows" => extra_cases.push(parse_rows(value()?)?),
-            "--cases" => {
-                let mut cases = Vec::new();
-                for c in value()?.split(',').map(str::trim) {
-                    cases.push(match c {
-                        "u32" => Case::U32,
-                        "kv" | "u32+u32" => Case::Kv,
-                        "u64" => Case::U64,
-                        "rows" => Case::Rows {
-                            rows: 16384,
-                            cols: 1024,
-                        },
-                        other if other.starts_with("rows") => {
-                            parse_rows(other.trim_start_matches("rows").trim_start_matches(':'))?
-                        }
-                        other => {
-                            return Err(format!(
-                                "--cases: unknown case {other:?} (u32, kv, u64, rows, rowsRxC)"
-                            ));
-                        }
-                    });
-                }
-                explicit_cases = Some(cases);
-            }
-            "--sizes" => {
-                cfg.sizes = parse_sizes(value()?)?;
-                sizes_given = true;
-            }
-            "--max-log" => max_log = Some(parse_number(flag, value()?)?),
-            "--runs" => cfg.runs = parse_number(flag, value()?)?,
-            "--warmup" => cfg.warmup = parse_number(flag, value()?)?,
-            "--roundtrip-runs" => cfg.roundtrip_runs = parse_number(flag, value()?)?,
-            "--seed" => cfg.seed = parse_number(flag, value()?)?,
-            "--cpu-max-log" => cfg.cpu_max_log = parse_number(flag, value()?)?,
-            "--opencl-cpu-max-log" => cfg.opencl_cpu_max_log = parse_number(flag, value()?)?,
-            "--skip" => cfg.skip.extend(
-                value()?
-                    .split(',')
-                    .map(|s| s.trim().to_lowercase())
-                    .filter(|s| !s.is_empty()),
-            ),
-            "--python" => cfg.python = value()?.to_string(),
-            "--csv" => cfg.csv = PathBuf::from(value()?),
-            "--plot" => cfg.plot = PathBuf::from(value()?),
-            _ => return Err(format!("unknown option {flag}\n{usage}")),
-        }
-    }
-    if cfg.runs == 0 {
-        return Err("--runs must be at least 1".into());
-    }
-    if cfg.roundtrip_runs == 0 {
-        cfg.roundtrip_runs = cfg.runs;
-    }
-    if !sizes_given {
-        let top = max_log.unwrap_or(28).min(40);
+    if a.sizes.is_empty() {
+        let top = a.max_log.unwrap_or(28).min(40);
         cfg.sizes = (10..=top).step_by(2).map(|k| 1usize << k).collect();
         if cfg.sizes.is_empty() {
             cfg.sizes.push(1 << top);
         }
-    } else if let Some(k) = max_log {
+    } else if let Some(k) = a.max_log {
         cfg.sizes.retain(|&n| (n as u128) <= 1u128 << k);
     }
     cfg.sizes.retain(|&n| n > 0);
     cfg.sizes.sort_unstable();
     cfg.sizes.dedup();
-    cfg.cases = explicit_cases.unwrap_or(extra_cases);
+    cfg.cases = if a.cases.is_empty() {
+        let mut cases = vec![Case::U32];
+        if a.kv {
+            cases.push(Case::Kv);
+        }
+        if a.u64 {
+            cases.push(Case::U64);
+        }
+        cases.extend(a.rows.iter().map(|&(rows, cols)| Case::Rows { rows, cols }));
+        cases
+    } else {
+        a.cases
+            .iter()
+            .map(|c| parse_case(c.trim()))
+            .collect::<Result<_, _>>()?
+    };
     cfg.cases.dedup();
     if cfg.cases.is_empty() {
         return Err("no case to run".into());
@@ -207,15 +156,38 @@ pub fn parse(args: &[String], usage: &str) -> Result<CompareConfig, String> {
     Ok(cfg)
 }
 
+/// One name of `--cases`.
+fn parse_case(c: &str) -> Result<Case, String> {
+    Ok(match c {
+        "u32" => Case::U32,
+        "kv" | "u32+u32" => Case::Kv,
+        "u64" => Case::U64,
+        "rows" => Case::Rows {
+            rows: 16384,
+            cols: 1024,
+        },
+        other if other.starts_with("rows") => {
+            let (rows, cols) =
+                args::parse_rows(other.trim_start_matches("rows").trim_start_matches(':'))?;
+            Case::Rows { rows, cols }
+        }
+        other => {
+            return Err(format!(
+                "--cases: unknown case {other:?} (u32, kv, u64, rows, rowsRxC)"
+            ));
+        }
+    })
+}
+
 /// How a sorter of the comparison runs.
 enum Runner {
-    /// One of our backends on one device (device events through `time_sort_words`).
+    /// One of our backends on one device (device events, `src/device_timing`).
     Ours(Sorter),
     /// Rust's `par_sort_unstable` on the host (wall clock).
     Cpu,
-    /// A CUB sort (CUDA events in `cuda/peers.cu`).
+    /// A CUB sort (CUDA events in `bench/cuda/peers.cu`).
     Cub(CubDevice, CubAlgo),
-    /// `torch.sort` in a Python child process (CUDA events in `scripts/torch_peer.py`).
+    /// `torch.sort` in a Python child process (CUDA events in `bench/scripts/torch_peer.py`).
     Torch(Box<TorchPeer>),
     /// The torch peer cannot run here; why, for the note of its rows.
     TorchUnavailable(String),
@@ -363,7 +335,9 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
             failures.errors += 1;
         }
     }
-    match std::fs::write(&cfg.plot, plot_svg(cfg, &rows)) {
+    let plotted = plot_svg(cfg, &rows)
+        .and_then(|doc| std::fs::write(&cfg.plot, doc).map_err(|e| e.to_string()));
+    match plotted {
         Ok(()) => println!("plot: {}", cfg.plot.display()),
         Err(e) => {
             eprintln!("bitonic: cannot write {}: {e}", cfg.plot.display());
@@ -503,7 +477,9 @@ fn torch_entry(cfg: &CompareConfig, ordinal: i32) -> Option<Entry> {
         println!("(left out by --skip: {}, not started)", torch::NAME);
         return None;
     }
-    Some(match torch::probe(&Launch::new(&cfg.python, ordinal)) {
+    let mut launch = Launch::new(&cfg.python, ordinal);
+    launch.hold = cfg.cuda.hold;
+    Some(match torch::probe(&launch) {
         Ok(peer) => {
             println!(
                 "torch   torch.sort, torch {} on {} ({})",
@@ -690,7 +666,7 @@ where
         let what = format!("{} on case {}, n = {n}", entry.label(), case.name());
         match &entry.runner {
             Runner::Ours(sorter) => {
-                match time_ours(sorter, &input, cfg.warmup, cfg.runs) {
+                match time_ours(sorter, &input, cfg.warmup, cfg.runs, cfg.cuda) {
                     Ok(timed) => {
                         if let Some(ms) =
                             checked_times(&input, timed, &what, "device", failures, &mut notes)
@@ -698,10 +674,9 @@ where
                             row.device_ms = ms;
                         }
                     }
-                    Err(Error::Unsupported(what)) => notes.push(format!("unsupported: {what}")),
                     Err(e) => {
                         failures.errors += 1;
-                        notes.push(error_note(&what, "device timing error", &e.to_string()));
+                        notes.push(error_note(&what, "device timing error", &e));
                     }
                 }
                 match roundtrip_ours(sorter, &input, cfg.roundtrip_runs) {
@@ -734,6 +709,7 @@ where
                     row_len,
                     cfg.warmup,
                     cfg.runs,
+                    cfg.cuda.hold,
                 );
                 match got {
                     Ok(timed) => {
@@ -875,33 +851,26 @@ type Sorted<W> = (Vec<W>, Option<Vec<u32>>);
 /// Milliseconds of each timed run, and the sorted output of the last one.
 type Timed<W> = (Vec<f64>, Vec<W>, Option<Vec<u32>>);
 
-/// Our device-resident time: `Backend::time_sort_words` (device events).
+/// Our device-resident time: the library's device-buffer calls between device events
+/// (`src/device_timing`).
 fn time_ours<W: Word>(
     sorter: &Sorter,
     input: &Input<W>,
     warmup: usize,
     runs: usize,
-) -> Result<Timed<W>, Error> {
+    cuda: CudaOptions,
+) -> Result<Timed<W>, String> {
     let mut keys = input.keys.clone();
     let mut values = input.values.clone();
-    let encoding = KeyEncoding {
-        kind: KeyKind::Unsigned,
-        descending: false,
-    };
-    let ms = sorter.backend().time_sort_words(
+    let ms = device_timing::time_sort(
+        sorter,
         W::words_mut(&mut keys),
-        values.as_deref_mut().map(WordsMut::U32),
-        encoding,
+        values.as_deref_mut(),
         input.row_len,
         warmup,
         runs,
+        cuda,
     )?;
-    if ms.len() != runs {
-        return Err(Error::Unsupported(format!(
-            "time_sort_words returned {} times for {runs} runs",
-            ms.len()
-        )));
-    }
     Ok((ms, keys, values))
 }
 
@@ -1029,7 +998,7 @@ fn write_csv(cfg: &CompareConfig, rows: &[Row]) -> std::io::Result<()> {
 }
 
 /// One panel per case; one line per sorter with device-resident times.
-fn plot_svg(cfg: &CompareConfig, rows: &[Row]) -> String {
+fn plot_svg(cfg: &CompareConfig, rows: &[Row]) -> Result<String, String> {
     let mut panels = Vec::new();
     for case in &cfg.cases {
         let name = case.name();
@@ -1065,6 +1034,22 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    /// `bitonic bench <args>` through clap, then [`config`].
+    fn parse(a: &[String], _: &str) -> Result<CompareConfig, String> {
+        use clap::Parser;
+        let argv = ["bitonic", "bench"]
+            .into_iter()
+            .map(String::from)
+            .chain(a.iter().cloned());
+        match crate::args::Cli::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .command
+        {
+            crate::args::Command::Bench(b) => config(&b),
+            crate::args::Command::Devices => Err("parsed as devices".into()),
+        }
     }
 
     #[test]

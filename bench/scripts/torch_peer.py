@@ -4,7 +4,7 @@
 The `bitonic` binary embeds this file, writes it to a temporary directory and starts it
 once per comparison run:
 
-    python3 torch_peer.py --serve [--device N] [--backend torch|python]
+    python3 torch_peer.py --serve [--device N] [--backend torch|python] [--no-hold]
 
 Protocol (one line per message, fields separated by tabs; every line this script writes
 for the caller starts with "@bitonic", anything else on stdout is ignored by the caller):
@@ -33,7 +33,7 @@ unsorted keys are restored device to device from a pristine copy, untimed. The d
 copied to the GPU once per request; `warmup` untimed runs come first.
 
 The stream is held while a run is queued, as `bitonic` does for its own sorts and CUB's
-(unless BITONIC_HOLD_STREAM=0): `torch.cuda._sleep` queues a spinning kernel before the
+(unless given --no-hold): `torch.cuda._sleep` queues a spinning kernel before the
 start event, long enough for the host to queue the whole run behind it, so that the events
 measure the GPU's work and not torch's host-side dispatch. If the start event has already
 completed when the run is queued, the hold was too short: the next runs sleep twice as
@@ -115,7 +115,7 @@ class Job:
 class TorchBackend:
     """torch.sort on a CUDA device."""
 
-    def __init__(self, ordinal):
+    def __init__(self, ordinal, hold=True):
         import torch  # noqa: F401  (ImportError is reported as "unavailable")
 
         self.torch = torch
@@ -137,8 +137,8 @@ class TorchBackend:
         # Holding the stream: see the module's docstring.
         self.sleep, self.hold_note = None, ""
         self.cycles = INITIAL_SLEEP_CYCLES
-        if os.environ.get("BITONIC_HOLD_STREAM", "").strip() == "0":
-            self.hold_note = "stream not held (BITONIC_HOLD_STREAM=0)"
+        if not hold:
+            self.hold_note = "stream not held (--no-hold)"
         elif callable(getattr(torch.cuda, "_sleep", None)):
             self.sleep = torch.cuda._sleep
         else:
@@ -248,12 +248,12 @@ def run_job(backend, fields):
     return times, note
 
 
-def serve(backend_name, ordinal):
+def serve(backend_name, ordinal, hold):
     if sys.byteorder != "little":
         reply("unavailable", "the file protocol is little-endian; this host is not")
         return 0
     try:
-        backend = PythonBackend() if backend_name == "python" else TorchBackend(ordinal)
+        backend = PythonBackend() if backend_name == "python" else TorchBackend(ordinal, hold)
     except ImportError as e:
         reply("unavailable", f"no torch in {sys.executable}: {e}")
         return 0
@@ -324,7 +324,7 @@ def cpu_selftest():
 
 
 def main(argv):
-    backend, ordinal, mode = "torch", 0, None
+    backend, ordinal, mode, hold = "torch", 0, None, True
     it = iter(argv)
     for arg in it:
         if arg in ("--serve", "--cpu-selftest"):
@@ -336,11 +336,13 @@ def main(argv):
                 return 2
         elif arg == "--device":
             ordinal = int(next(it, "0"))
+        elif arg == "--no-hold":
+            hold = False
         else:
             print(f"unknown argument {arg!r}\n{__doc__}", file=sys.stderr)
             return 2
     if mode == "--serve":
-        return serve(backend, ordinal)
+        return serve(backend, ordinal, hold)
     if mode == "--cpu-selftest":
         return cpu_selftest()
     print(__doc__, file=sys.stderr)

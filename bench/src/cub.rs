@@ -1,4 +1,4 @@
-//! The CUB peers (`cuda/peers.cu`, linked when build.rs sets the cfg `bitonic_cub`): CUB's
+//! The CUB peers (`bench/cuda/peers.cu`, linked when build.rs sets the cfg `bitonic_cub`): CUB's
 //! radix, merge and segmented sorts timed with CUDA events in the same process.
 
 use bitonic::keys::Word;
@@ -66,7 +66,7 @@ pub type CubTimes<W> = (Vec<f64>, Vec<W>, Option<Vec<u32>>);
 mod ffi {
     use std::ffi::{c_char, c_int, c_void};
 
-    // Defined in cuda/peers.cu; every int return value is a cudaError_t.
+    // Defined in bench/cuda/peers.cu; every int return value is a cudaError_t.
     unsafe extern "C" {
         pub fn bitonic_peer_cub_version() -> c_int;
         pub fn bitonic_peer_cub_error_string(code: c_int) -> *const c_char;
@@ -87,6 +87,7 @@ mod ffi {
             segment_len: usize,
             warmup: c_int,
             runs: c_int,
+            hold: c_int,
             out_ms: *mut f32,
             host_keys_out: *mut c_void,
             host_values_out: *mut u32,
@@ -158,6 +159,7 @@ pub fn probe(ordinal: i32) -> Result<CubDevice, String> {
 /// untimed and `runs` timed sorts, each between two CUDA events. `row_len` > 0 (segmented
 /// sort only) sorts each row of that many keys on its own. Returns the milliseconds of each
 /// timed run and the last sorted output.
+#[allow(clippy::too_many_arguments)]
 pub fn time<W: CubKey>(
     device: &CubDevice,
     algo: CubAlgo,
@@ -166,6 +168,7 @@ pub fn time<W: CubKey>(
     row_len: usize,
     warmup: usize,
     runs: usize,
+    hold: bool,
 ) -> Result<CubTimes<W>, String> {
     if values.is_some_and(|v| v.len() != keys.len()) {
         return Err("keys and values differ in length".into());
@@ -200,6 +203,7 @@ pub fn time<W: CubKey>(
                 row_len,
                 warmup_c,
                 runs_c,
+                i32::from(hold),
                 ms.as_mut_ptr(),
                 keys_out.as_mut_ptr().cast(),
                 values_out_ptr,
@@ -216,7 +220,7 @@ pub fn time<W: CubKey>(
     }
     #[cfg(not(bitonic_cub))]
     {
-        let _ = (device.ordinal, W::BITS, algo, row_len, warmup);
+        let _ = (device.ordinal, W::BITS, algo, row_len, warmup, hold);
         Err(format!("peers not built: {}", build_status()))
     }
 }

@@ -1,5 +1,5 @@
 //! The PyTorch peer of `bitonic bench --compare`: `torch.sort` timed with CUDA events by
-//! `scripts/torch_peer.py`, which is embedded in the binary (the GPU machine has python3
+//! `bench/scripts/torch_peer.py`, which is embedded in the binary (the GPU machine has python3
 //! and torch but not this repository), written to a temporary directory and started once
 //! per comparison run. Input and output go through raw files in that directory (the largest
 //! inputs are GiBs); requests and replies are tab-separated lines on the child's stdin and
@@ -22,7 +22,7 @@ use bitonic::{KeyEncoding, KeyKind};
 use rayon::prelude::*;
 
 /// The script, as the binary carries it.
-pub const SCRIPT: &str = include_str!("../../scripts/torch_peer.py");
+pub const SCRIPT: &str = include_str!("../scripts/torch_peer.py");
 
 /// The sorter's name in tables, the CSV and the plot.
 pub const NAME: &str = "torch-sort";
@@ -50,6 +50,8 @@ pub struct Launch {
     backend: &'static str,
     /// Extra environment of the child (tests).
     env: Vec<(String, String)>,
+    /// Hold the stream while each timed run is queued.
+    pub hold: bool,
 }
 
 impl Launch {
@@ -60,6 +62,7 @@ impl Launch {
             ordinal,
             backend: "torch",
             env: Vec::new(),
+            hold: true,
         }
     }
 
@@ -198,6 +201,7 @@ impl PeerProcess {
             .arg(script)
             .args(["--serve", "--backend", launch.backend, "--device"])
             .arg(launch.ordinal.to_string())
+            .args((!launch.hold).then_some("--no-hold"))
             .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -1,39 +1,6 @@
-//! The `bitonic` command's subcommands, and what they share: size parsing and medians.
-
-pub mod bench;
-pub mod compare;
-pub mod cub;
-pub mod plot;
-pub mod torch;
+//! What the subcommands share: medians, labels, the list of devices.
 
 use bitonic::{BackendKind, Sorter};
-
-/// Accepts `1000`, `2^20` or `1<<20`.
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let s = s.trim();
-    let shift = s.strip_prefix("2^").or_else(|| s.strip_prefix("1<<"));
-    let parsed = match shift {
-        Some(k) => k.parse::<u32>().ok().and_then(|k| 1usize.checked_shl(k)),
-        None => s.parse::<usize>().ok(),
-    };
-    parsed.ok_or_else(|| format!("{s:?} is not a size (use 1000, 2^20 or 1<<20)"))
-}
-
-/// Parses a comma-separated list of sizes (see [`parse_size`]).
-pub fn parse_sizes(s: &str) -> Result<Vec<usize>, String> {
-    s.split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(parse_size)
-        .collect()
-}
-
-/// Parses a number given to `flag`.
-pub fn parse_number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| format!("{flag} {value}: not a number"))
-}
 
 /// `2^k` for powers of two, the plain number otherwise.
 pub fn size_label(n: usize) -> String {
@@ -100,13 +67,6 @@ pub fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_sizes("2^10, 1000,1<<3").unwrap(), [1024, 1000, 8]);
-        assert!(parse_size("2^x").is_err());
-        assert!(parse_size("2^99").is_err());
-    }
 
     #[test]
     fn medians() {

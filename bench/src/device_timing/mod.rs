@@ -1,0 +1,89 @@
+//! Device-resident timing of our sorts through the library's public device-buffer calls
+//! (`CudaBackend::sort_device*`, `OpenClBackend::sort_device*`), with this crate's own
+//! events: the library holds no benchmark code.
+//!
+//! Every call uploads the words once, then `warmup + runs` times restores the unsorted words
+//! on the device (untimed) and sorts them, timing only the sort. On return the slices hold
+//! the sorted result, so the caller can check it.
+
+#[cfg(feature = "cuda")]
+mod cuda;
+#[cfg(feature = "opencl")]
+mod opencl;
+
+use bitonic::{Sorter, WordsMut};
+
+/// How CUDA sorts are timed.
+#[derive(Clone, Copy, Debug)]
+pub struct CudaOptions {
+    /// Hold the stream with a spinning kernel while the timed work is queued behind it, so
+    /// that the events measure the GPU and not the host's launch latency.
+    pub hold: bool,
+    /// Capture the sort's launches in a CUDA graph once and replay it in the timed runs.
+    pub graph: bool,
+}
+
+impl Default for CudaOptions {
+    fn default() -> Self {
+        CudaOptions {
+            hold: true,
+            graph: true,
+        }
+    }
+}
+
+/// Milliseconds of each of `runs` timed sorts of `keys` (with `values`, as many, moving with
+/// them; `row_len` 0 sorts the whole array, otherwise each row of `row_len` on its own) on
+/// `sorter`'s device, ascending, after `warmup` untimed ones.
+pub fn time_sort(
+    sorter: &Sorter,
+    keys: WordsMut<'_>,
+    values: Option<&mut [u32]>,
+    row_len: usize,
+    warmup: usize,
+    runs: usize,
+    cuda_options: CudaOptions,
+) -> Result<Vec<f64>, String> {
+    if keys.is_empty() || runs == 0 {
+        return Err("device-resident timing needs at least one key and one run".into());
+    }
+    if values.as_ref().is_some_and(|v| v.len() != keys.len()) {
+        return Err("keys and values differ in length".into());
+    }
+    if row_len > 0 && !keys.len().is_multiple_of(row_len) {
+        return Err(format!("{} keys are not rows of {row_len}", keys.len()));
+    }
+    let shape = Shape {
+        row_len,
+        warmup,
+        runs,
+    };
+    #[cfg(feature = "cuda")]
+    if let Some(cuda) = sorter.cuda() {
+        return match keys {
+            WordsMut::U32(k) => cuda::time(cuda, k, values, shape, cuda_options),
+            WordsMut::U64(k) => cuda::time(cuda, k, values, shape, cuda_options),
+        };
+    }
+    let _ = cuda_options;
+    #[cfg(feature = "opencl")]
+    if let Some(cl) = sorter.opencl() {
+        return match keys {
+            WordsMut::U32(k) => opencl::time(cl, k, values, shape),
+            WordsMut::U64(k) => opencl::time(cl, k, values, shape),
+        };
+    }
+    Err(format!(
+        "no device events on {} (device-resident timing needs CUDA or OpenCL)",
+        sorter.device().backend
+    ))
+}
+
+/// What one timing does besides the data.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+struct Shape {
+    row_len: usize,
+    warmup: usize,
+    runs: usize,
+}
