@@ -1149,22 +1149,3 @@ BITONIC_KERNEL(u32, u32, u64, u64, 1)
 BITONIC_KERNEL(u64, u64, none, NoValue, 1)
 BITONIC_KERNEL(u64, u64, u32, u32, 1)
 BITONIC_KERNEL(u64, u64, u64, u64, 1)
-
-// Device-resident timing (src/cuda/held_stream.rs): holds the stream until the host has
-// queued the timed work behind it, so that the events around that work measure the GPU's
-// time and not the host's launch latency (the blocking-kernel method of NVIDIA's nvbench).
-// `flag` is host memory mapped into the device: the host sets it to 1 to release the
-// stream. After `timeout_ns` the kernel gives up and writes 2, so that a host that never
-// released (it blocked on something queued behind this kernel) learns the timing is void.
-extern "C" __global__ void hold_stream(volatile u32 *flag, u64 timeout_ns) {
-    u64 start;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    while (*flag == 0u) {
-        u64 now;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        if (now - start > timeout_ns) {
-            *flag = 2u;
-            return;
-        }
-    }
-}

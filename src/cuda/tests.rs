@@ -176,11 +176,8 @@ fn ptx_has_every_kernel() {
             );
         }
     }
-    let hold = ".entry hold_stream(";
-    assert!(
-        PTX.contains(hold) && PTX_SM80.contains(hold) && PTX_SM90.contains(hold),
-        "{hold} missing"
-    );
+    // The benchmark's hold kernel is the benchmark crate's, not the library's.
+    assert!(!PTX.contains(".entry hold_stream("));
     // Cluster kernels only in the sm_90 PTX, with their compiled cluster size.
     for value in CLUSTER_VALUE_NAMES {
         let entry = format!(".entry cluster_pass_u32_{value}(");
