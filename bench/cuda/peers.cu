@@ -76,21 +76,8 @@ struct Timing {
 };
 
 // Holds the stream while the timed sort is queued behind it, as bench/src/device_timing/cuda.rs
-// does for our sorts (nvbench's blocking-kernel method): the events then measure the GPU's
-// work, not the host's launch latency. Spins on a word of mapped host memory; gives up
-// after a second and writes 2, which voids the timing.
-__global__ void hold_stream(volatile uint32_t* flag, unsigned long long timeout_ns) {
-    unsigned long long start;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    while (*flag == 0u) {
-        unsigned long long now;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        if (now - start > timeout_ns) {
-            *flag = 2u;
-            return;
-        }
-    }
-}
+// does for our sorts with the same kernel (nvbench's blocking-kernel method).
+#include "hold.cu"
 
 // The mapped flag of hold_stream (used when the caller asks for holding, as
 // `bitonic bench --compare` does unless given --no-hold). Released, waited for and freed on every return path.
