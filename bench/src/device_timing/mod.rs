@@ -20,6 +20,7 @@ pub struct CudaOptions {
     /// that the events measure the GPU and not the host's launch latency.
     pub hold: bool,
     /// Capture the sort's launches in a CUDA graph once and replay it in the timed runs.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // read by the CUDA timing only
     pub graph: bool,
 }
 
@@ -65,7 +66,7 @@ pub fn time_sort(
             WordsMut::U64(k) => cuda::time(cuda, k, values, shape, cuda_options),
         };
     }
-    let _ = cuda_options;
+    let _ = (cuda_options, shape);
     #[cfg(feature = "opencl")]
     if let Some(cl) = sorter.opencl() {
         return match keys {
