@@ -148,7 +148,7 @@ pub trait Backend: Send + Sync {
 
     /// Sorts each row of `row_len` words independently, every row in the same launches, as
     /// [`Backend::sort_words`] sorts one: `keys.len()` must be a multiple of a nonzero
-    /// `row_len` ([`Error::InvalidConfig`] otherwise). On error the slices are left as they
+    /// `row_len` ([`Error::InvalidConfig`](crate::Error::InvalidConfig) otherwise). On error the slices are left as they
     /// were.
     fn sort_rows_words(
         &self,
@@ -185,7 +185,7 @@ pub trait Backend: Send + Sync {
     /// [`crate::SorterBuilder::all_or_nothing`]): `true`, the slices as they were or fully
     /// sorted; `false` (the default of the GPU backends), the result is copied back chunk by
     /// chunk as it arrives, and a failure after the first chunk is an
-    /// [`Error::PartialResult`]. Backends that never fail half-way ignore it.
+    /// [`Error::PartialResult`](crate::Error::PartialResult). Backends that never fail half-way ignore it.
     fn set_all_or_nothing(&self, all_or_nothing: bool) {
         let _ = all_or_nothing;
     }
