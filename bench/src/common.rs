@@ -1,6 +1,6 @@
 //! What the subcommands share: medians, labels, the list of devices.
 
-use bitonic::{BackendKind, Sorter};
+use bitonic::{BackendKind, DeviceInfo, Sorter};
 
 /// `2^k` for powers of two, the plain number otherwise.
 pub fn size_label(n: usize) -> String {
@@ -33,6 +33,15 @@ pub fn device_label(sorter: &Sorter) -> String {
     format!("{}:{} {}", d.backend, d.index, d.name)
 }
 
+/// A sorter on exactly device `d`, whatever the environment asks for.
+pub fn open(d: &DeviceInfo) -> bitonic::Result<Sorter> {
+    Sorter::builder()
+        .ignore_env()
+        .backend(d.backend)
+        .device_index(d.index)
+        .build()
+}
+
 /// Every available device: each GPU and OpenCL device found, and the host CPU (last).
 /// Backends that cannot start are reported on stderr.
 pub fn sorters() -> Vec<Sorter> {
@@ -43,12 +52,7 @@ pub fn sorters() -> Vec<Sorter> {
             continue;
         }
         for d in &b.devices {
-            let built = Sorter::builder()
-                .ignore_env()
-                .backend(d.backend)
-                .device_index(d.index)
-                .build();
-            match built {
+            match open(d) {
                 Ok(s) => out.push(s),
                 Err(e) => eprintln!("note: {d} not benchmarked: {e}"),
             }

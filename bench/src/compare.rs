@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::args::{self, BenchArgs};
-use crate::common::{median, minimum, size_label, truncate};
+use crate::common::{self, median, minimum, size_label, truncate};
 use crate::cub::{self, CubAlgo, CubDevice, CubKey};
 use crate::device_timing::{self, CudaOptions};
 use crate::plot::{self, Panel, Series};
@@ -392,12 +392,7 @@ fn entries(cfg: &CompareConfig) -> Vec<Entry> {
             println!("{name:<7} unavailable (no devices)");
         }
         for d in &b.devices {
-            let built = Sorter::builder()
-                .ignore_env()
-                .backend(d.backend)
-                .device_index(d.index)
-                .build();
-            match built {
+            match common::open(d) {
                 Ok(s) => {
                     println!("{name:<7} {d}");
                     if d.backend == BackendKind::Cuda && out.is_empty() {
@@ -666,31 +661,30 @@ where
         let what = format!("{} on case {}, n = {n}", entry.label(), case.name());
         match &entry.runner {
             Runner::Ours(sorter) => {
-                match time_ours(sorter, &input, cfg.warmup, cfg.runs, cfg.cuda) {
-                    Ok(timed) => {
-                        if let Some(ms) =
-                            checked_times(&input, timed, &what, "device", failures, &mut notes)
-                        {
-                            row.device_ms = ms;
-                        }
-                    }
-                    Err(e) => {
-                        failures.errors += 1;
-                        notes.push(error_note(&what, "device timing error", &e));
-                    }
+                let got = time_ours(sorter, &input, cfg.warmup, cfg.runs, cfg.cuda);
+                if let Some(ms) = measured(
+                    &input,
+                    got,
+                    "device",
+                    "device timing error",
+                    &what,
+                    failures,
+                    &mut notes,
+                ) {
+                    row.device_ms = ms;
                 }
-                match roundtrip_ours(sorter, &input, cfg.roundtrip_runs) {
-                    Ok(timed) => {
-                        if let Some(ms) =
-                            checked_times(&input, timed, &what, "round trip", failures, &mut notes)
-                        {
-                            row.roundtrip_ms = ms;
-                        }
-                    }
-                    Err(e) => {
-                        failures.errors += 1;
-                        notes.push(error_note(&what, "round trip error", &e.to_string()));
-                    }
+                let got = roundtrip_ours(sorter, &input, cfg.roundtrip_runs);
+                let got = got.map_err(|e| e.to_string());
+                if let Some(ms) = measured(
+                    &input,
+                    got,
+                    "round trip",
+                    "round trip error",
+                    &what,
+                    failures,
+                    &mut notes,
+                ) {
+                    row.roundtrip_ms = ms;
                 }
             }
             Runner::Cpu => {
@@ -711,18 +705,10 @@ where
                     cfg.runs,
                     cfg.cuda.hold,
                 );
-                match got {
-                    Ok(timed) => {
-                        if let Some(ms) =
-                            checked_times(&input, timed, &what, "device", failures, &mut notes)
-                        {
-                            row.device_ms = ms;
-                        }
-                    }
-                    Err(e) => {
-                        failures.errors += 1;
-                        notes.push(error_note(&what, "error", &e));
-                    }
+                if let Some(ms) =
+                    measured(&input, got, "device", "error", &what, failures, &mut notes)
+                {
+                    row.device_ms = ms;
                 }
             }
             Runner::Torch(peer) => {
@@ -733,21 +719,18 @@ where
                     cfg.warmup,
                     cfg.runs,
                 );
-                match got {
-                    Ok((timed, note)) => {
-                        if let Some(ms) =
-                            checked_times(&input, timed, &what, "device", failures, &mut notes)
-                        {
-                            row.device_ms = ms;
-                        }
-                        if !note.is_empty() {
-                            notes.push(truncate(&note, 120));
-                        }
-                    }
-                    Err(e) => {
-                        failures.errors += 1;
-                        notes.push(error_note(&what, "error", &e));
-                    }
+                let mut note = String::new();
+                let got = got.map(|(timed, n)| {
+                    note = n;
+                    timed
+                });
+                if let Some(ms) =
+                    measured(&input, got, "device", "error", &what, failures, &mut notes)
+                {
+                    row.device_ms = ms;
+                }
+                if !note.is_empty() {
+                    notes.push(truncate(&note, 120));
                 }
             }
             // skip_reason has said why already; nothing to measure.
@@ -770,6 +753,27 @@ fn error_note(what: &str, kind: &str, error: &str) -> String {
         eprintln!("{what}: {kind}:\n{error}");
     }
     format!("{kind}: {}", truncate(first, 160))
+}
+
+/// The times of a measurement that ran and whose output passed the check; none when it
+/// failed to run (an error, counted, with its note) or its check failed.
+fn measured<W: Word>(
+    input: &Input<W>,
+    got: Result<Timed<W>, String>,
+    stage: &str,
+    error_kind: &str,
+    what: &str,
+    failures: &mut Failures,
+    notes: &mut Vec<String>,
+) -> Option<Vec<f64>> {
+    match got {
+        Ok(timed) => checked_times(input, timed, what, stage, failures, notes),
+        Err(e) => {
+            failures.errors += 1;
+            notes.push(error_note(what, error_kind, &e));
+            None
+        }
+    }
 }
 
 /// The times of a run whose output passed the check against the CPU's sort; none when it
