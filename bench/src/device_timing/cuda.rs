@@ -16,7 +16,7 @@ use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::sys as cu;
 
-use super::{CudaOptions, Shape};
+use super::{CudaOptions, Shape, on};
 
 /// The hold kernel (`cuda/hold.cu`), compiled by build.rs.
 const HOLD_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/hold.ptx"));
@@ -24,10 +24,6 @@ const HOLD_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/hold.ptx"));
 /// How long the hold kernel waits for its release before it gives up: a host that queues
 /// the timed work needs microseconds; a second means it blocked on the held stream itself.
 const HOLD_TIMEOUT_NS: u64 = 1_000_000_000;
-
-fn on<E: std::fmt::Display>(call: &'static str) -> impl Fn(E) -> String {
-    move |e| format!("{call} failed: {e}")
-}
 
 fn check(call: &str, status: cu::CUresult) -> Result<(), String> {
     if status == cu::CUresult::CUDA_SUCCESS {

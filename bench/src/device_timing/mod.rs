@@ -80,6 +80,12 @@ pub fn time_sort(
     ))
 }
 
+/// Turns a driver error into the message of a failed `call`.
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+fn on<E: std::fmt::Display>(call: &'static str) -> impl Fn(E) -> String {
+    move |e| format!("{call} failed: {e}")
+}
+
 /// What one timing does besides the data.
 #[derive(Clone, Copy)]
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]

@@ -17,14 +17,10 @@ use opencl3::memory::{Buffer, CL_MEM_READ_WRITE};
 use opencl3::program::Program;
 use opencl3::types::CL_BLOCKING;
 
-use super::Shape;
+use super::{Shape, on};
 
 /// The marks around the timed sort.
 const MARK_SOURCE: &str = "__kernel void mark(void) {}";
-
-fn on<E: std::fmt::Display>(call: &'static str) -> impl Fn(E) -> String {
-    move |e| format!("{call} failed: {e}")
-}
 
 /// A device buffer of this context holding a copy of `data` (a blocking write).
 fn upload<T>(cl: &OpenClBackend, queue: &CommandQueue, data: &[T]) -> Result<Buffer<T>, String> {
