@@ -24,6 +24,7 @@ fn main() {
     }
     println!("cargo:rerun-if-env-changed=BITONIC_CUDA_ARCH");
     println!("cargo:rerun-if-changed=cuda");
+    println!("cargo:rerun-if-changed=kernels/contract.h");
     let manifest_dir =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -35,8 +36,11 @@ fn main() {
         fail("no cuda/*.cu sources found; the crate is incomplete");
     }
     let nvcc = nvcc::find_nvcc().unwrap_or_else(|e| fail(&e));
-    // Headers the kernels include live next to them.
-    let include = manifest_dir.join("cuda");
+    // The kernels include their own headers (`cuda/*.cuh`) and the contract shared with the
+    // OpenCL kernels (`kernels/contract.h`).
+    let cuda_dir = manifest_dir.join("cuda");
+    let kernels_dir = manifest_dir.join("kernels");
+    let include = [cuda_dir.as_path(), kernels_dir.as_path()];
     for source in &sources {
         println!("cargo:rerun-if-changed={}", source.display());
         let stem = source

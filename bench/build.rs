@@ -34,7 +34,7 @@ fn main() {
         &hold,
         &out_dir.join("hold.ptx"),
         "compute_75",
-        &manifest_dir.join("cuda"),
+        &[manifest_dir.join("cuda").as_path()],
     )
     .unwrap_or_else(|e| panic!("bitonic-bench: {e}"));
     peers::build(&nvcc, &manifest_dir, &out_dir);

@@ -33,21 +33,23 @@ pub fn find_nvcc() -> Result<PathBuf, String> {
     })
 }
 
-/// Compiles `source` to `ptx` for the virtual architecture `arch`, with `include` on the
-/// header search path. nvcc's warnings are passed on as cargo warnings.
+/// Compiles `source` to `ptx` for the virtual architecture `arch`, with the `include`
+/// directories on the header search path. nvcc's warnings are passed on as cargo warnings.
 pub fn compile_ptx(
     nvcc: &Path,
     source: &Path,
     ptx: &Path,
     arch: &str,
-    include: &Path,
+    include: &[&Path],
 ) -> Result<(), String> {
-    let output = Command::new(nvcc)
+    let mut command = Command::new(nvcc);
+    for dir in include {
+        command.arg("-I").arg(dir);
+    }
+    let output = command
         .arg("--ptx")
         .arg(format!("-arch={arch}"))
         .args(["-O3", "-lineinfo", "-std=c++17"])
-        .arg("-I")
-        .arg(include)
         .arg("-o")
         .arg(ptx)
         .arg(source)

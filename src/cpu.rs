@@ -16,7 +16,6 @@ const CPU_TILE: TileParams = TileParams {
     log_tile: 12,
     max_global_levels: 4,
     fuse_tails: true,
-    min_global_levels: 1,
 };
 
 /// Sorts on the host with rayon.

@@ -7,8 +7,11 @@
 //! +NaN) and reversible bit for bit. Descending order inverts the word.
 //!
 //! The GPU kernels apply the same mapping to 32- and 64-bit words on their first load and
-//! last store (`cuda/bitonic.cu` and `kernels/bitonic.cl` mirror [`KeyEncoding::encode`] and
-//! [`KeyEncoding::decode`]); narrower keys are widened to 32-bit ordered words on the host.
+//! last store (`ENCODE_KEY_WORD` and `DECODE_KEY_WORD` in `kernels/contract.h` mirror
+//! [`KeyEncoding::encode`] and [`KeyEncoding::decode`]); narrower keys are widened to 32-bit
+//! ordered words on the host.
+
+use crate::kernel_contract;
 
 /// How the raw bits of a key word are turned into ordered bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -22,12 +25,13 @@ pub enum KeyKind {
 }
 
 impl KeyKind {
-    /// A small integer the kernels receive for this kind.
+    /// A small integer the kernels receive for this kind (`KIND_*` in
+    /// `kernels/contract.h`).
     pub fn code(self) -> u32 {
         match self {
-            KeyKind::Unsigned => 0,
-            KeyKind::Signed => 1,
-            KeyKind::Float => 2,
+            KeyKind::Unsigned => kernel_contract::KIND_UNSIGNED,
+            KeyKind::Signed => kernel_contract::KIND_SIGNED,
+            KeyKind::Float => kernel_contract::KIND_FLOAT,
         }
     }
 }
@@ -43,9 +47,15 @@ pub struct KeyEncoding {
 }
 
 impl KeyEncoding {
-    /// The encoding as one integer for kernel arguments: bits 0-1 the kind, bit 2 descending.
+    /// The encoding as one integer for kernel arguments: bits 0-1 the kind, bit 2 descending
+    /// (`kernels/contract.h`).
     pub fn code(self) -> u32 {
-        self.kind.code() | (u32::from(self.descending) << 2)
+        let descending = if self.descending {
+            kernel_contract::ENCODING_DESCENDING
+        } else {
+            0
+        };
+        self.kind.code() | descending
     }
 
     /// Raw key word to ordered word.

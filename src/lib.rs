@@ -35,8 +35,11 @@ pub mod fault;
 mod fault;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 mod host_transfer;
+// Without a GPU backend only the key encodings are used.
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 mod kept;
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+mod kernel_contract;
 pub mod keys;
 #[cfg(feature = "opencl")]
 pub mod opencl;

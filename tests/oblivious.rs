@@ -27,7 +27,6 @@ fn params(log_tile: u32, max_global_levels: u32, fuse_tails: bool) -> TileParams
         log_tile,
         max_global_levels,
         fuse_tails,
-        min_global_levels: 1,
     }
 }
 

@@ -20,19 +20,21 @@
 #[path = "support/derived.rs"]
 mod derived;
 mod support;
+// Each test binary uses its own part of the shared harness.
+#[allow(dead_code)]
+#[path = "support/targets.rs"]
+mod targets;
 
 use std::fmt::Debug;
-use std::sync::Arc;
-use std::time::Instant;
 
-use bitonic::{BackendKind, DeviceInfo, Error, Sorter};
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use bitonic::{BackendKind, Error, Sorter};
+use libtest_mimic::{Arguments, Failed, Trial};
 use rand::Rng;
 use support::{
-    DEFAULT_SEED, Pattern, TestKey, TestValue, check_keys, env_backends, env_number, env_string,
-    expected, first_key_diff, input_seed, pair_multiset, rng_for, show_key, show_value, sort_keys,
-    sort_pairs,
+    Pattern, TestKey, TestValue, check_keys, env_number, expected, first_key_diff, input_seed,
+    pair_multiset, rng_for, show_key, show_value, sort_keys, sort_pairs,
 };
+use targets::{Slot, Target};
 
 const DEFAULT_MAX_N: usize = 4_000_000;
 
@@ -41,38 +43,26 @@ const DEFAULT_MAX_N: usize = 4_000_000;
 
 struct Config {
     max_n: usize,
-    seed: u64,
-    only: Option<Vec<BackendKind>>,
-    require: Vec<BackendKind>,
-    times: bool,
-}
-
-/// The setting, or none when it is malformed (the problem is kept for `config::env`).
-fn take<T>(setting: Result<Option<T>, String>, problems: &mut Vec<String>) -> Option<T> {
-    setting.unwrap_or_else(|e| {
-        problems.push(e);
-        None
-    })
 }
 
 impl Config {
     /// The configuration, and what was wrong with the environment (defaults replace it).
-    fn from_env() -> (Config, Vec<String>) {
-        let mut problems = Vec::new();
-        let max_n = take(env_number("BITONIC_TEST_MAX_N"), &mut problems)
-            .map_or(DEFAULT_MAX_N, |n| n as usize);
-        let seed = take(env_number("BITONIC_TEST_SEED"), &mut problems).unwrap_or(DEFAULT_SEED);
-        let only = take(env_backends("BITONIC_TEST_BACKENDS"), &mut problems);
-        let require = take(env_backends("BITONIC_REQUIRE"), &mut problems).unwrap_or_default();
-        let times = take(env_string("BITONIC_TEST_TIMES"), &mut problems).is_some_and(|s| s != "0");
-        let cfg = Config {
-            max_n,
-            seed,
-            only,
-            require,
-            times,
-        };
-        (cfg, problems)
+    /// The backends, the seed and the trial times are `targets::find`'s.
+    fn from_env() -> (Config, Option<String>) {
+        match env_number("BITONIC_TEST_MAX_N") {
+            Ok(max_n) => (
+                Config {
+                    max_n: max_n.map_or(DEFAULT_MAX_N, |n| n as usize),
+                },
+                None,
+            ),
+            Err(problem) => (
+                Config {
+                    max_n: DEFAULT_MAX_N,
+                },
+                Some(problem),
+            ),
+        }
     }
 }
 
@@ -117,36 +107,10 @@ const BIG_PAIR_LENGTHS: [usize; 1] = [(1 << 21) + 1];
 // ---------------------------------------------------------------------------------------
 // Targets and trials.
 
-/// One device with its sorter, shared by all of its trials.
-struct Target {
-    label: String,
-    info: DeviceInfo,
-    sorter: Sorter,
-    /// The CPU backend, whose key-value results every other backend must equal bit for bit.
-    reference: Option<Arc<Sorter>>,
-    seed: u64,
-}
-
-/// A target whose trials run, or one whose backend is unavailable (its trials are ignored).
-enum Slot {
-    Ready(Arc<Target>),
-    Unavailable { label: String, reason: String },
-}
-
-impl Slot {
-    fn label(&self) -> &str {
-        match self {
-            Slot::Ready(t) => &t.label,
-            Slot::Unavailable { label, .. } => label,
-        }
-    }
-}
-
 #[derive(Default)]
 struct Suite {
     /// Trials with a rough cost, so that the longest start first.
     trials: Vec<(u64, Trial)>,
-    times: bool,
 }
 
 impl Suite {
@@ -154,27 +118,7 @@ impl Suite {
     where
         F: FnOnce(&Target) -> Result<(), Failed> + Send + 'static,
     {
-        let name = format!("{}::{id}", slot.label());
-        let trial = match slot {
-            Slot::Ready(target) => {
-                let target = Arc::clone(target);
-                let times = self.times;
-                let timed = name.clone();
-                Trial::test(name, move || {
-                    let start = Instant::now();
-                    let result = body(&target);
-                    if times {
-                        eprintln!("{timed}: {:.2} s", start.elapsed().as_secs_f64());
-                    }
-                    result
-                })
-            }
-            Slot::Unavailable { reason, .. } => {
-                let reason = reason.clone();
-                Trial::ignorable_test(name, move || Ok(Completion::ignored_with(reason)))
-                    .with_ignored_flag(true)
-            }
-        };
+        let trial = slot.trial(id, body);
         self.trials.push((cost, trial));
     }
 
@@ -187,6 +131,10 @@ impl Suite {
 
     fn add_failure(&mut self, name: impl Into<String>, message: String) {
         self.add_plain(name, move || Err(message.into()));
+    }
+
+    fn add_trial(&mut self, trial: Trial) {
+        self.trials.push((0, trial));
     }
 
     fn into_trials(mut self) -> Vec<Trial> {
@@ -607,102 +555,19 @@ fn check_not_compiled(backend: BackendKind) -> Result<(), Failed> {
 
 // ---------------------------------------------------------------------------------------
 
-fn names(kinds: &[BackendKind]) -> String {
-    kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
-}
-
 fn main() {
     let args = Arguments::from_args();
-    let (cfg, problems) = Config::from_env();
-    let mut suite = Suite {
-        times: cfg.times,
-        ..Suite::default()
-    };
-    if !problems.is_empty() {
-        suite.add_failure("config::env", problems.join("; "));
+    let (cfg, problem) = Config::from_env();
+    let mut suite = Suite::default();
+    if let Some(problem) = problem {
+        suite.add_failure("config::max_n", problem);
     }
-
-    let reference = Arc::new(
-        Sorter::builder()
-            .ignore_env()
-            .backend(BackendKind::Cpu)
-            .build()
-            .expect("the CPU backend, the reference of every other one, must always build"),
-    );
-
-    for entry in bitonic::devices() {
-        let kind = entry.backend;
-        let required = cfg.require.contains(&kind);
-        if let Some(only) = cfg.only.as_ref().filter(|only| !only.contains(&kind)) {
-            eprintln!(
-                "bitonic suite: {kind}: not tested (BITONIC_TEST_BACKENDS={})",
-                names(only)
-            );
-            if required {
-                suite.add_failure(
-                    format!("require::{kind}"),
-                    format!(
-                        "BITONIC_REQUIRE lists {kind}, but BITONIC_TEST_BACKENDS={} excludes it",
-                        names(only)
-                    ),
-                );
-            }
-            continue;
-        }
-        let missing = entry.unavailable.clone().or_else(|| {
-            entry
-                .devices
-                .is_empty()
-                .then(|| "the backend started but found no devices".to_string())
-        });
-        if let Some(why) = missing {
-            if required {
-                eprintln!("bitonic suite: {kind}: did not run: {why} (it is required)");
-                suite.add_failure(
-                    format!("require::{kind}"),
-                    format!("BITONIC_REQUIRE lists {kind}, but it did not run: {why}"),
-                );
-            } else if kind.is_compiled() {
-                eprintln!("bitonic suite: {kind}: did not run, its trials are ignored: {why}");
-                let slot = Slot::Unavailable {
-                    label: kind.name().to_string(),
-                    reason: format!("{kind} is unavailable: {why}"),
-                };
-                register_target(&mut suite, &slot, &cfg);
-            } else {
-                eprintln!("bitonic suite: {kind}: did not run: {why}");
-            }
-            continue;
-        }
-        for info in entry.devices {
-            let label = format!("{kind}{}", info.index);
-            let built = Sorter::builder()
-                .ignore_env()
-                .backend(kind)
-                .device_index(info.index)
-                .host_below(0)
-                .build();
-            match built {
-                Ok(sorter) => {
-                    eprintln!("bitonic suite: {label}: testing {info}");
-                    let target = Target {
-                        label,
-                        info,
-                        sorter,
-                        reference: (kind != BackendKind::Cpu).then(|| Arc::clone(&reference)),
-                        seed: cfg.seed,
-                    };
-                    register_target(&mut suite, &Slot::Ready(Arc::new(target)), &cfg);
-                }
-                Err(e) => {
-                    eprintln!("bitonic suite: {label}: could not open {info}: {e}");
-                    suite.add_failure(
-                        format!("{label}::open"),
-                        format!("devices() lists {info}, but building a sorter on it failed: {e}"),
-                    );
-                }
-            }
-        }
+    let found = targets::find("suite");
+    for failure in found.failures {
+        suite.add_trial(failure);
+    }
+    for slot in &found.slots {
+        register_target(&mut suite, slot, &cfg);
     }
 
     suite.add_plain("select::no_device_by_name", check_no_device);

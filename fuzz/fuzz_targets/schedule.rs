@@ -149,20 +149,11 @@ fuzz_target!(|data: &[u8]| {
         log_tile: 1 + u32::from(case.log_tile) % 13,
         max_global_levels,
         fuse_tails: case.log_tile & 0x80 != 0,
-        // A cluster's tiles (global passes of at least three levels) now and then.
-        min_global_levels: if case.max_global_levels & 0x80 != 0 {
-            max_global_levels.min(3)
-        } else {
-            1
-        },
     };
-    // Such tiles have no schedule for sorts one or two stages longer than the tile.
-    let Some(schedule) = Schedule::try_new(n as u64, params) else {
-        return;
-    };
+    let schedule = Schedule::new(n as u64, params);
     assert_eq!(
-        Some(&schedule),
-        Schedule::try_new(n as u64, params).as_ref(),
+        schedule,
+        Schedule::new(n as u64, params),
         "not deterministic"
     );
     let keys = make_keys(&case, n, rest);

@@ -9,7 +9,7 @@ use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
 use cust::sys as cu;
 
-use super::plan::{self, DeviceLimits};
+use super::plan::DeviceLimits;
 use crate::backend::{BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result};
 
@@ -102,11 +102,7 @@ pub(super) fn probe(ordinal: u32) -> Result<(Device, DeviceInfo, DeviceLimits)> 
             .max(DEFAULT_SHARED_BYTES),
         max_grid_x: attribute(DeviceAttribute::MaxGridDimX)?.max(1),
         multiprocessors: compute_units.max(1),
-        cluster_max_log: if attribute(DeviceAttribute::ComputeCapabilityMajor)? >= 9 {
-            plan::DEFAULT_CLUSTER_MAX_LOG
-        } else {
-            0
-        },
+        clusters: attribute(DeviceAttribute::ComputeCapabilityMajor)? >= 9,
     };
     let info = DeviceInfo {
         backend: BackendKind::Cuda,

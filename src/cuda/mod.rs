@@ -1,8 +1,9 @@
 //! The CUDA executor, through the driver API of `cust` (cargo feature `cuda`).
 //!
-//! The kernels live in `cuda/bitonic.cu`; the build script compiles them to PTX with nvcc
-//! (`-arch=compute_75` unless `BITONIC_CUDA_ARCH` says otherwise) and this module embeds
-//! that PTX, which the driver JIT-compiles for the GPU at hand when a backend is opened.
+//! The kernels live in `cuda/bitonic.cu` and the headers it includes (`cuda/*.cuh` and the
+//! contract shared with the OpenCL kernels, `kernels/contract.h`); the build script compiles
+//! them to PTX with nvcc (`-arch=compute_75` unless `BITONIC_CUDA_ARCH` says otherwise) and
+//! this module embeds that PTX, which the driver JIT-compiles for the GPU at hand when a backend is opened.
 //!
 //! [`CudaBackend::open`] retains the device's primary context, loads the module, opts every
 //! kernel in to the device's largest shared memory, and creates one stream; every sort makes
@@ -148,9 +149,7 @@ impl CudaBackend {
             Vec::new()
         };
         let mut limits = limits;
-        if cluster_kernels.is_empty() {
-            limits.cluster_max_log = 0;
-        }
+        limits.clusters = !cluster_kernels.is_empty();
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
         Ok(CudaBackend {
             info,

@@ -4,15 +4,20 @@
 //! Each pass of [`Schedule`] becomes one launch of `tile_pass_<K>_<V>` (see
 //! `cuda/bitonic.cu`): a block loads a virtual tile of `2^tile_bits` elements into shared
 //! memory, applies the pass's levels in rounds of [`LOG_E`] levels, and stores it back. On
-//! compute capability 9.0, sorts of one row of `u32` keys (alone or with `u32` values) from
-//! `2^MIN_CLUSTER_LOG` elements on launch `cluster_pass_<K>_<V>` instead: each tile is
-//! spread over the eight blocks of a thread-block cluster, so tiles are eight times larger
-//! and the sort takes fewer launches.
+//! compute capability 9.0, sorts of one row of `2^MIN_CLUSTER_LOG ..= 2^MAX_CLUSTER_LOG`
+//! `u32` keys (alone or with `u32` values) are one launch of `cluster_pass_<K>_<V>` instead:
+//! the whole row is one tile spread over the eight blocks of a thread-block cluster, which
+//! sorts it on eight multiprocessors rather than one block's, or a chain of launches.
 
 use crate::schedule::{Pass, Schedule, TileParams, choose_log_tile};
 
-/// Each thread holds `2^LOG_E` elements per round; `LOG_E` in `cuda/bitonic.cu` agrees.
-pub const LOG_E: u32 = 4;
+pub use crate::kernel_contract::{
+    DECODE_ON_STORE, ENCODE_ON_LOAD, MODE_GLOBAL, MODE_MERGE, MODE_SORT, PassArgs, padded_words,
+};
+
+/// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's
+/// largest round).
+pub const LOG_E: u32 = crate::kernel_contract::MAX_LOG_E;
 
 /// A global pass's tile spans `2^LOG_COLS` consecutive columns (64 bytes of `u32` keys, two
 /// whole 32-byte sectors), so that a tile of `2^S` keys takes up to `S - 4` levels: 16
@@ -26,16 +31,8 @@ pub const MAX_LOG_TILE: u32 = 15;
 /// Threads per block, at most (the kernels are compiled with `__launch_bounds__(512)`).
 pub const MAX_THREADS: u32 = 512;
 
-/// `mode` of [`PassArgs`]: sort whole tiles.
-pub const MODE_SORT: u32 = 0;
-/// `mode` of [`PassArgs`]: the half-cleaners inside tiles.
-pub const MODE_MERGE: u32 = 1;
-/// `mode` of [`PassArgs`]: levels with strides of a tile or more.
-pub const MODE_GLOBAL: u32 = 2;
-
-/// Blocks of a cluster (`CLUSTER_BLOCKS` in `cuda/bitonic.cu`, its compiled cluster size),
-/// as log2. A cluster's tile is `2^LOG_CLUSTER` slices, one per block; its global passes
-/// apply at least `LOG_CLUSTER` levels, so that the cluster's bits are rows.
+/// Blocks of a cluster (`CLUSTER_BLOCKS` in `cuda/cluster.cuh`, its compiled cluster size),
+/// as log2. A cluster's tile is `2^LOG_CLUSTER` slices, one per block.
 pub const LOG_CLUSTER: u32 = 3;
 
 /// The smallest sort on clusters, as log2 of its elements. At `2^12` (one warp per block)
@@ -44,24 +41,11 @@ pub const LOG_CLUSTER: u32 = 3;
 /// rounds add theirs (`docs/perf.md`, change 15).
 pub const MIN_CLUSTER_LOG: u32 = 13;
 
-/// The largest sort that is one cluster's tile (one launch). Above it the tiles shrink
-/// until every multiprocessor has a block ([`cluster_schedule`]).
-pub const MAX_LOG_SINGLE_CLUSTER: u32 = 16;
-
-/// The largest sort on clusters by default (`DeviceLimits::cluster_max_log`): the
-/// one-launch sorts. On the H200, clusters of 2^13- and 2^14-element tiles won at 2^18 (0.055
-/// against 0.061 ms, half the launches), but from 2^20 every cluster pass took about twice a
-/// block's pass per byte (2^20: 0.115 ms at best against 0.090; 2^28: 35 against 22.6 ms),
-/// and racecheck reported hazards in a sort of more than 2^16 keys on clusters that are not
-/// explained yet (`docs/perf.md`, change 17). The plan still accepts a larger
-/// `DeviceLimits::cluster_max_log` (the kernel model tests do), but the backend always opens
-/// with this one.
-pub const DEFAULT_CLUSTER_MAX_LOG: u32 = 16;
-
-/// `transform` bit: encode keys as they are loaded.
-pub const ENCODE_ON_LOAD: u32 = 1;
-/// `transform` bit: decode keys as they are stored.
-pub const DECODE_ON_STORE: u32 = 2;
+/// The largest sort on clusters, as log2 of its elements: one cluster's tile, sorted in one
+/// launch. Running every pass of larger sorts on clusters lost on the H200 from 2^20 on
+/// (2^20: 0.115 against 0.090 ms; 2^28: 35 against 22.6 ms, `docs/perf.md`, change 17), so
+/// larger sorts run on single blocks.
+pub const MAX_CLUSTER_LOG: u32 = 16;
 
 /// The device limits the plan is made from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,40 +56,10 @@ pub struct DeviceLimits {
     pub max_grid_x: u32,
     /// Multiprocessors: tiles are kept small enough that every one has work.
     pub multiprocessors: u32,
-    /// The largest single-row sort, as log2 of its elements, whose passes run on
-    /// thread-block clusters (compute capability 9.0, [`cluster_schedule`]); 0 for none.
-    pub cluster_max_log: u32,
-}
-
-/// The kernels' parameter block; `struct PassArgs` in `cuda/bitonic.cu` has this layout.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct PassArgs {
-    /// Elements per row (`n` for a plain sort).
-    pub row_len: u64,
-    /// Number of rows (1 for a plain sort).
-    pub rows: u64,
-    /// log2 of the virtual row length (the power of two at or above `row_len`).
-    pub log_row: u32,
-    /// `MODE_*`.
-    pub mode: u32,
-    /// log2 of the elements of one block's tile.
-    pub tile_bits: u32,
-    /// Global passes: the merge stage.
-    pub stage: u32,
-    /// Global passes: the first level applied (0 is the flip).
-    pub first_level: u32,
-    /// Global passes: how many levels.
-    pub levels: u32,
-    /// Global passes: log2 of the consecutive columns in a tile.
-    pub log_cols: u32,
-    /// [`crate::keys::KeyEncoding::code`].
-    pub encoding: u32,
-    /// `ENCODE_ON_LOAD` / `DECODE_ON_STORE` bits.
-    pub transform: u32,
-    /// Global passes: the previous stage's half-cleaners on column bits `tail_bits-1 .. 0`
-    /// run first ([`Pass::GlobalMerge`]); 0 for none.
-    pub tail_bits: u32,
+    /// Whether the module has the thread-block cluster kernels (compute capability 9.0 and
+    /// newer), which sort one row of `2^MIN_CLUSTER_LOG ..= 2^MAX_CLUSTER_LOG` elements in
+    /// one launch ([`cluster_schedule`]).
+    pub clusters: bool,
 }
 
 /// One kernel launch.
@@ -123,13 +77,6 @@ pub struct Launch {
     /// `2^LOG_CLUSTER`, each holding a slice of the `2^tile_bits` tile) rather than
     /// `tile_pass_*`.
     pub cluster: bool,
-}
-
-/// Words of one padded shared array of `2^bits` elements (one pad word per 32, rounded up to
-/// a multiple of 4); `padded_words` in `cuda/bitonic.cu` agrees.
-pub fn padded_words(bits: u32) -> u64 {
-    let size = 1u64 << bits;
-    (size + (size >> 5) + 3) & !3
 }
 
 /// The word widths of a sort's elements: key bytes (4 or 8) and value bytes (0, 4 or 8).
@@ -197,13 +144,10 @@ fn max_log_tile_for(limits: &DeviceLimits, widths: Widths, blocks: u32, cap: Opt
     bits
 }
 
-/// The schedule of a sort on thread-block clusters, or `None` where it runs on single
-/// blocks: a single row of `u32` keys, alone or with `u32` values (the variants with cluster
-/// kernels), of `2^MIN_CLUSTER_LOG ..= 2^cluster_max_log` elements. Its tile is the whole
-/// row up to [`MAX_LOG_SINGLE_CLUSTER`] (one launch); above, eight slices as large as fit a
-/// block's share of shared memory, smaller where that leaves multiprocessors without a
-/// block, and smaller again where the sort is only one or two stages longer than the tile
-/// (a cluster's global passes apply at least [`LOG_CLUSTER`] levels).
+/// The schedule of a sort on one thread-block cluster, or `None` where it runs on single
+/// blocks: one row of `2^MIN_CLUSTER_LOG ..= 2^MAX_CLUSTER_LOG` `u32` keys, alone or with
+/// `u32` values (the variants with cluster kernels), whose slices (an eighth of the row
+/// each) fit a block's share of shared memory. The tile is the whole row: one launch.
 pub fn cluster_schedule(
     limits: &DeviceLimits,
     row_len: u64,
@@ -213,28 +157,16 @@ pub fn cluster_schedule(
 ) -> Option<Schedule> {
     let log_n = crate::schedule::ceil_log2(row_len);
     let fits = widths.key == 4 && widths.value <= 4;
-    if rows != 1 || !fits || !(MIN_CLUSTER_LOG..=limits.cluster_max_log).contains(&log_n) {
-        return None;
-    }
-    let blocks = cluster_blocks_per_multiprocessor(widths);
-    let largest = max_log_tile_for(limits, widths, blocks, cap) + LOG_CLUSTER;
-    let clusters_log = (limits.multiprocessors >> LOG_CLUSTER).max(1).ilog2();
-    let first = if log_n <= MAX_LOG_SINGLE_CLUSTER.min(largest) {
-        log_n
-    } else {
-        log_n.saturating_sub(clusters_log).min(largest)
-    };
-    (MIN_CLUSTER_LOG..=first)
-        .rev()
-        .find_map(|log_tile| Schedule::try_new(row_len, cluster_tile_params(log_tile)))
-}
-
-/// The tile parameters of a cluster's tile of `2^log_tile` elements.
-pub fn cluster_tile_params(log_tile: u32) -> TileParams {
-    TileParams {
-        min_global_levels: LOG_CLUSTER,
-        ..tile_params(log_tile)
-    }
+    let largest_slice = max_log_tile_for(
+        limits,
+        widths,
+        cluster_blocks_per_multiprocessor(widths),
+        cap,
+    );
+    let one_cluster = (MIN_CLUSTER_LOG..=MAX_CLUSTER_LOG).contains(&log_n)
+        && log_n <= largest_slice + LOG_CLUSTER;
+    (limits.clusters && rows == 1 && fits && one_cluster)
+        .then(|| Schedule::new(row_len, tile_params(log_n)))
 }
 
 /// The tile parameters the schedule is built from.
@@ -243,7 +175,6 @@ pub fn tile_params(log_tile: u32) -> TileParams {
         log_tile,
         max_global_levels: log_tile.saturating_sub(LOG_COLS).max(1),
         fuse_tails: true,
-        min_global_levels: 1,
     }
 }
 
@@ -334,12 +265,9 @@ pub fn plan(
             } else {
                 (rows << log_row) >> args.tile_bits
             };
-            // A cluster's block holds a slice of the tile; its grid is whole clusters.
+            // A cluster's block holds a slice of the tile; its grid is one cluster.
             let (block_bits, per_tile) = if cluster {
-                debug_assert!(
-                    args.mode != MODE_GLOBAL || args.levels >= LOG_CLUSTER,
-                    "{pass:?}"
-                );
+                debug_assert!(args.mode == MODE_SORT && tiles == 1, "{pass:?}");
                 (args.tile_bits - LOG_CLUSTER, 1u64 << LOG_CLUSTER)
             } else {
                 (args.tile_bits, 1)

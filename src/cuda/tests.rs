@@ -11,7 +11,7 @@ const H200: DeviceLimits = DeviceLimits {
     shared_bytes_per_block: 232_448,
     max_grid_x: i32::MAX as u32,
     multiprocessors: 132,
-    cluster_max_log: plan::DEFAULT_CLUSTER_MAX_LOG,
+    clusters: true,
 };
 
 #[test]
@@ -78,52 +78,19 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     assert!(wide.iter().all(|l| !l.cluster));
     let odd = plan::plan(&H200, (1 << 13) + 1, 1, Widths::keys(4), 0, None);
     assert_eq!((odd.len(), odd[0].args.tile_bits), (1, 14));
-    // Above 2^16 (where `cluster_max_log` allows), tiles of eight slices for every
-    // multiprocessor (16 clusters on 132), at most 2^17 (slices of 2^14, two blocks per
-    // multiprocessor for keys, one for pairs).
-    let all_clusters = DeviceLimits {
-        cluster_max_log: 63,
-        ..H200
-    };
-    for (log_n, widths, tile, count) in [
-        (17, Widths::keys(4), 13, 7),
-        (20, Widths::keys(4), 16, 6),
-        (24, Widths::keys(4), 17, 11),
-        (28, Widths::keys(4), 17, 18),
-        (28, Widths { key: 4, value: 4 }, 17, 18),
-    ] {
-        let launches = plan::plan(&all_clusters, 1 << log_n, 1, widths, 0, None);
-        assert_eq!(launches[0].args.tile_bits, tile, "2^{log_n}");
-        assert_eq!(launches.len(), count, "2^{log_n}");
-        for l in &launches {
-            assert!(l.cluster && l.grid % 8 == 0 && l.args.tile_bits <= tile);
-            assert!(l.block >= 32 && l.block <= plan::MAX_THREADS);
-            assert!(l.args.mode != plan::MODE_GLOBAL || l.args.levels >= plan::LOG_CLUSTER);
-            let blocks = plan::cluster_blocks_per_multiprocessor(widths);
-            assert!(u64::from(l.shared_bytes) * u64::from(blocks) <= 232_448 + 1024);
-        }
-    }
-    // Without clusters (and with them by default, for one-launch sorts only), 2^14 fits one tile but
-    // sorts faster as tiles of 2^11: a local sort, then stages 12..=14 (each stage's tail
-    // fused into the next stage's first pass).
+    // Without clusters, 2^14 fits one tile but sorts faster as tiles of 2^11: a local sort,
+    // then stages 12..=14 (each stage's tail fused into the next stage's first pass).
     let no_clusters = DeviceLimits {
-        cluster_max_log: 0,
+        clusters: false,
         ..H200
     };
     let launches = plan::plan(&no_clusters, 1 << 14, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 11);
     assert_eq!(launches.len(), 5);
-    let up_to_2_18 = DeviceLimits {
-        cluster_max_log: 18,
-        ..H200
-    };
-    let launches = plan::plan(&up_to_2_18, 1 << 18, 1, Widths::keys(4), 0, None);
-    assert!(launches.iter().all(|l| l.cluster) && launches.len() == 6);
-    for limits in [no_clusters, H200, up_to_2_18] {
-        if limits != up_to_2_18 {
-            let large = plan::plan(&limits, 1 << 17, 1, Widths::keys(4), 0, None);
-            assert!(large.len() > 1 && large.iter().all(|l| !l.cluster));
-        }
+    for limits in [no_clusters, H200] {
+        // Past one cluster's tile, single blocks.
+        let large = plan::plan(&limits, (1 << 16) + 1, 1, Widths::keys(4), 0, None);
+        assert!(large.len() > 1 && large.iter().all(|l| !l.cluster));
         // 2^20: tiles of 2^13 give every multiprocessor one; 15 launches unfused.
         let launches = plan::plan(&limits, 1 << 20, 1, Widths::keys(4), 0, None);
         assert_eq!(launches[0].args.tile_bits, 13);
@@ -359,8 +326,8 @@ mod kernel_model {
     use super::plan::{LOG_CLUSTER, LOG_E, Launch, MODE_GLOBAL, MODE_MERGE, MODE_SORT, PassArgs};
 
     /// The virtual index of tile `t`'s element `x`. A flip's mirrored rows hold the
-    /// mirrored columns, reversed in a block's tile, in ascending order in a cluster's.
-    fn virtual_index(a: &PassArgs, cluster: bool, t: u64, x: u64) -> u64 {
+    /// mirrored columns reversed.
+    fn virtual_index(a: &PassArgs, t: u64, x: u64) -> u64 {
         if a.mode != MODE_GLOBAL {
             return (t << a.tile_bits) + x;
         }
@@ -372,11 +339,7 @@ mod kernel_model {
         let (row, col) = (x >> c, x & ((1 << c) - 1));
         if a.first_level == 0 && row >= 1 << (a.levels - 1) {
             let mirrored = ((1u64 << lo) - 1) - col_base;
-            if cluster {
-                block + (row << lo) + mirrored - ((1 << c) - 1) + col
-            } else {
-                block + (row << lo) + mirrored - col
-            }
+            block + (row << lo) + mirrored - col
         } else {
             block + (row << lo) + col_base + col
         }
@@ -442,10 +405,10 @@ mod kernel_model {
         }
     }
 
-    /// A cluster round of `levels` levels on the tile's top bits: groups of one slice
-    /// position p in 2^levels consecutive slices; with `flip` the upper half of a group
-    /// at p's mirror.
-    fn cluster_round(tile: &mut [u32], levels: u32, flip: bool) {
+    /// A cluster round of `levels` levels on the tile's top bits, the first the stage's
+    /// flip: groups of one slice position p in 2^levels consecutive slices, the upper half
+    /// of a group at p's mirror.
+    fn cluster_round(tile: &mut [u32], levels: u32) {
         let slice_bits = tile.len().trailing_zeros() - LOG_CLUSTER;
         let mask = (1usize << slice_bits) - 1;
         let r_count = 1usize << levels;
@@ -453,15 +416,11 @@ mod kernel_model {
             let (p, run) = (group & mask, group >> slice_bits);
             let slot: Vec<usize> = (0..r_count)
                 .map(|r| {
-                    let at = if flip && r >= r_count / 2 {
-                        p ^ mask
-                    } else {
-                        p
-                    };
+                    let at = if r >= r_count / 2 { p ^ mask } else { p };
                     (((run << levels) | r) << slice_bits) | at
                 })
                 .collect();
-            network(tile, &slot, flip);
+            network(tile, &slot, true);
         }
     }
 
@@ -473,32 +432,17 @@ mod kernel_model {
         }
     }
 
-    /// `cluster_pass` on one tile (in the cluster's layout, [`virtual_index`]).
+    /// `cluster_pass` on its one tile, the whole row: each slice sorted, then every stage
+    /// above a slice as a cluster round and the half-cleaners inside the slices.
     fn cluster_pass(a: &PassArgs, tile: &mut [u32]) {
+        assert_eq!(a.mode, MODE_SORT, "a cluster launch is a whole sort");
         let slice_bits = a.tile_bits - LOG_CLUSTER;
-        match a.mode {
-            MODE_SORT => {
-                for slice in tile.chunks_mut(1 << slice_bits) {
-                    sort_tile(slice);
-                }
-                for stage in slice_bits + 1..=a.tile_bits {
-                    cluster_round(tile, stage - slice_bits, true);
-                    slice_levels(tile, slice_bits - 1, 0);
-                }
-            }
-            MODE_MERGE => {
-                cluster_round(tile, LOG_CLUSTER, false);
-                slice_levels(tile, slice_bits - 1, 0);
-            }
-            _ => {
-                if a.tail_bits > 0 {
-                    slice_levels(tile, a.tail_bits - 1, 0);
-                }
-                cluster_round(tile, LOG_CLUSTER, a.first_level == 0);
-                if a.log_cols < slice_bits {
-                    slice_levels(tile, slice_bits - 1, a.log_cols);
-                }
-            }
+        for slice in tile.chunks_mut(1 << slice_bits) {
+            sort_tile(slice);
+        }
+        for stage in slice_bits + 1..=a.tile_bits {
+            cluster_round(tile, stage - slice_bits);
+            slice_levels(tile, slice_bits - 1, 0);
         }
     }
 
@@ -561,11 +505,11 @@ mod kernel_model {
             let size = 1u64 << a.tile_bits;
             let tiles = (a.rows << a.log_row) >> a.tile_bits;
             for t in 0..tiles {
-                if memory_index(a, virtual_index(a, l.cluster, t, 0)).is_none() {
+                if memory_index(a, virtual_index(a, t, 0)).is_none() {
                     continue;
                 }
                 let at: Vec<Option<u64>> = (0..size)
-                    .map(|x| memory_index(a, virtual_index(a, l.cluster, t, x)))
+                    .map(|x| memory_index(a, virtual_index(a, t, x)))
                     .collect();
                 let mut tile: Vec<u32> = at
                     .iter()
@@ -606,7 +550,7 @@ fn kernel_model_sorts_every_plan() {
         shared_bytes_per_block: 48 * 1024,
         max_grid_x: 65535,
         multiprocessors: 4,
-        cluster_max_log: plan::DEFAULT_CLUSTER_MAX_LOG,
+        clusters: true,
     };
     let mut next = lcg(7);
     for cap in [3u32, 6, 9, 13] {
@@ -630,32 +574,6 @@ fn kernel_model_sorts_every_plan() {
                 assert_eq!(keys, expect, "row_len {row_len} rows {rows} cap {cap}");
             }
         }
-    }
-}
-
-#[test]
-fn kernel_model_sorts_large_cluster_plans() {
-    // The H200's plans past one cluster: tiles of 2^13..2^17 on clusters, local merges,
-    // global passes with and without the flip and fused tails; a smaller cap too.
-    let all_clusters = DeviceLimits {
-        cluster_max_log: 63,
-        ..H200
-    };
-    let mut next = lcg(11);
-    for (row_len, cap) in [
-        ((1u64 << 17) + 1, None),
-        ((1 << 18) - 1, None),
-        (1 << 19, Some(12)),
-        (1 << 20, None),
-        ((1 << 21) + 77, None),
-    ] {
-        let launches = plan::plan(&all_clusters, row_len, 1, Widths::keys(4), 0, cap);
-        assert!(launches.iter().all(|l| l.cluster), "{row_len}");
-        let mut keys: Vec<u32> = (0..row_len).map(|_| next() as u32).collect();
-        let mut expect = keys.clone();
-        expect.sort_unstable();
-        kernel_model::execute(&launches, &mut keys);
-        assert!(keys == expect, "row_len {row_len} cap {cap:?}");
     }
 }
 

@@ -1,7 +1,8 @@
 //! The OpenCL executor, through `opencl3` (cargo feature `opencl`).
 //!
-//! The kernels live in `kernels/bitonic.cl` and are embedded in the library. One program is
-//! built per word variant (key word, optional value word) on first use and cached for the
+//! The kernels live in `kernels/bitonic.cl` and the files it includes (`kernels/*.clh` and
+//! the contract shared with the CUDA kernels, `kernels/contract.h`), embedded in the
+//! library. One program is built per word variant (key word, optional value word) on first use and cached for the
 //! life of the backend. A sort of host slices goes through the transfer engine
 //! (`crate::host_transfer`): the words go up through mapped host buffers, the launches that
 //! `plan.rs` makes from [`crate::schedule::Schedule`] follow in order on the same in-order

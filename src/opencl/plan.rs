@@ -13,8 +13,13 @@
 
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2, choose_log_tile};
 
-/// log2 of the elements a work item holds in registers in one round (`LOG_E` in the kernel).
-pub const LOG_E: u32 = 4;
+pub use crate::kernel_contract::{
+    DECODE_ON_STORE, ENCODE_ON_LOAD, MODE_GLOBAL, MODE_MERGE, MODE_SORT, padded_words,
+};
+
+/// log2 of the elements a work item holds in registers in one round (`LOG_E` of the
+/// program; CPU devices get programs with smaller rounds).
+pub const LOG_E: u32 = crate::kernel_contract::MAX_LOG_E;
 /// A global tile spans at most `2^MAX_LOG_COLS` consecutive columns (128 bytes of `u32`).
 pub const MAX_LOG_COLS: u32 = 5;
 /// The largest tile: 2^13 elements (32 KiB of `u32` keys).
@@ -30,18 +35,6 @@ pub const MAX_GLOBAL_GROUP: usize = 256;
 const MAX_TILE_GROUPS: u64 = 1 << 16;
 /// The most work items a global pass launches; the items loop over the remaining groups.
 const MAX_GLOBAL_ITEMS: u64 = 1 << 22;
-
-/// `mode` of `bitonic_tile`: stages `1..=log_net` inside tiles.
-pub const MODE_SORT: u32 = 0;
-/// `mode` of `bitonic_tile`: the half-cleaners below `log_net`.
-pub const MODE_MERGE: u32 = 1;
-/// `mode` of `bitonic_tile`: global levels on a tile of columns by rows.
-pub const MODE_GLOBAL: u32 = 2;
-
-/// `transform` bit: raw keys become ordered words as they are loaded (the first pass).
-pub const ENCODE_ON_LOAD: u32 = 1;
-/// `transform` bit: ordered words become raw keys as they are stored (the last pass).
-pub const DECODE_ON_STORE: u32 = 2;
 
 /// What the plan needs to know about the device and the program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,13 +55,6 @@ pub struct Limits {
     /// compiles a kernel anew for every work-group size it meets (seconds each), and a CPU
     /// loses nothing to idle work items; a GPU gets sizes that fit each pass.
     pub uniform_groups: bool,
-}
-
-/// Words of one `__local` array of `2^bits` elements padded with one word per 32
-/// (`PAD(x) = x + (x >> 5)` in the kernel).
-pub fn padded_words(bits: u32) -> u64 {
-    let size = 1u64 << bits;
-    size + (size >> 5)
 }
 
 /// The largest tile whose padded keys and values fit the local memory (less the margin),
@@ -95,7 +81,6 @@ pub fn tile_params(log_tile: u32) -> TileParams {
         log_tile,
         max_global_levels: (log_tile - log_cols(log_tile)).max(1),
         fuse_tails: true,
-        min_global_levels: 1,
     }
 }
 

@@ -12,8 +12,42 @@ use super::plan::Limits;
 use super::{DeviceType, OpenClBackend, lifecycle_lock};
 use crate::error::{Error, Result};
 
-/// The kernel source, built once per word variant.
-pub(super) const SOURCE: &str = include_str!("../../kernels/bitonic.cl");
+/// The kernel source files, embedded: the main file first, then the files it includes.
+const SOURCE_FILES: [(&str, &str); 5] = [
+    ("bitonic.cl", include_str!("../../kernels/bitonic.cl")),
+    ("contract.h", include_str!("../../kernels/contract.h")),
+    ("words.clh", include_str!("../../kernels/words.clh")),
+    ("rounds.clh", include_str!("../../kernels/rounds.clh")),
+    ("tile_io.clh", include_str!("../../kernels/tile_io.clh")),
+];
+
+/// The program's source as one string: `kernels/bitonic.cl` with each `#include "name"` of
+/// an embedded file replaced by that file (a program is built from strings, with no include
+/// path into the installed crate).
+pub(super) fn program_source() -> String {
+    let mut source = String::new();
+    inline_includes(SOURCE_FILES[0].1, &mut source, 0);
+    source
+}
+
+/// Appends `text` to `out` with its includes of embedded files inlined (`depth` guards
+/// against a file that includes itself).
+fn inline_includes(text: &str, out: &mut String, depth: usize) {
+    for line in text.lines() {
+        let included = line
+            .trim()
+            .strip_prefix("#include \"")
+            .and_then(|rest| rest.strip_suffix('"'))
+            .and_then(|name| SOURCE_FILES.iter().find(|(file, _)| *file == name));
+        match included {
+            Some((_, body)) if depth < SOURCE_FILES.len() => inline_includes(body, out, depth + 1),
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+}
 
 /// Name of the tile kernel (local passes and global passes of many levels).
 pub(super) const TILE_KERNEL: &str = "bitonic_tile";
@@ -153,12 +187,13 @@ impl OpenClBackend {
     pub(super) fn build(&self, key: VariantKey) -> Result<Variant> {
         let _lifecycle = lifecycle_lock();
         let options = key.build_options();
-        let program = match self.compile(SOURCE, &options) {
+        let source = program_source();
+        let program = match self.compile(&source, &options) {
             Ok(program) => program,
             // A compiler without the C99 `_Pragma` operator gets the loops without the
             // unroll hint; if that fails too, the first build's log is the one to read.
             Err(first @ Error::KernelBuild { .. }) => self
-                .compile(SOURCE, &format!("{options} -D NO_UNROLL_PRAGMA"))
+                .compile(&source, &format!("{options} -D NO_UNROLL_PRAGMA"))
                 .map_err(|_| first)?,
             Err(e) => return Err(e),
         };

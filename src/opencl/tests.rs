@@ -1,7 +1,7 @@
 //! Tests of the opencl backend that need its internals.
 
 use super::plan::Kind;
-use super::programs::{SOURCE, Width};
+use super::programs::{Width, program_source};
 use super::*;
 use crate::cpu::CpuBackend;
 use crate::keys::{KeyKind, KeyRepr, SortKey};
@@ -457,7 +457,6 @@ fn pairs_match_the_network_emulation() {
         log_tile: 6,
         max_global_levels: 3,
         fuse_tails: true,
-        min_global_levels: 1,
     };
     for n in lengths {
         let encoding = KeyEncoding {
@@ -503,7 +502,7 @@ fn builds_without_the_unroll_pragma() {
         };
         let options = format!("{} -D NO_UNROLL_PRAGMA", key.build_options());
         let _lifecycle = lifecycle_lock();
-        let program = b.compile(SOURCE, &options).expect("builds");
+        let program = b.compile(&program_source(), &options).expect("builds");
         drop(program);
     }
 }
@@ -613,7 +612,6 @@ fn check_fused<W: SortKey + crate::keys::Word + std::fmt::Debug>(
         log_tile: 4,
         max_global_levels: 2,
         fuse_tails: false,
-        min_global_levels: 1,
     };
     emulate(
         &Schedule::new(keys.len() as u64, params),
@@ -635,4 +633,19 @@ fn check_fused<W: SortKey + crate::keys::Word + std::fmt::Debug>(
         "values differ: {label}, {} bytes",
         size_of::<W>()
     );
+}
+
+#[test]
+fn program_source_inlines_every_include() {
+    let source = program_source();
+    assert!(!source.contains("#include"), "an include was left");
+    for part in [
+        "#define MODE_GLOBAL 2u",       // contract.h
+        "inline KEY_T encode_key",      // words.clh
+        "#define NETWORK_AT",           // rounds.clh
+        "inline TileMap tile_map",      // tile_io.clh
+        "__kernel void bitonic_global", // bitonic.cl
+    ] {
+        assert_eq!(source.matches(part).count(), 1, "{part}");
+    }
 }

@@ -50,9 +50,6 @@ pub struct TileParams {
     /// Whether global passes start with the previous stage's tail (see the module docs);
     /// a backend sets it once its kernels run [`Pass::GlobalMerge::tail_bits`].
     pub fuse_tails: bool,
-    /// The fewest levels one global pass applies (at least 1). A tile spread over the
-    /// blocks of a thread-block cluster needs its top bits, the cluster's, to be rows.
-    pub min_global_levels: u32,
 }
 
 /// One launch of the schedule.
@@ -110,18 +107,10 @@ impl Schedule {
     /// Builds the schedule for `n` elements. `n <= 1` needs no pass at all.
     ///
     /// # Panics
-    /// When no schedule exists (see [`Schedule::try_new`]); with `min_global_levels == 1`
-    /// one always does.
+    /// When `params.max_global_levels` is 0 (a global pass applies at least one level).
     pub fn new(n: u64, params: TileParams) -> Schedule {
-        Schedule::try_new(n, params).expect("every stage can end in whole tiles")
-    }
-
-    /// The schedule for `n` elements, or `None` when global passes of at least
-    /// `params.min_global_levels` levels cannot bring some stage down to whole tiles (a
-    /// sort only a few stages longer than the tile).
-    pub fn try_new(n: u64, params: TileParams) -> Option<Schedule> {
         assert!(
-            (1..=params.max_global_levels).contains(&params.min_global_levels),
+            params.max_global_levels >= 1,
             "a global pass applies a level"
         );
         let log_n = ceil_log2(n);
@@ -129,9 +118,9 @@ impl Schedule {
         if n > 1 {
             let log_tile = params.log_tile.min(log_n).max(1);
             passes.push(Pass::LocalSort { log_tile });
-            passes.extend(merge_passes(log_tile, log_n, params)?);
+            passes.extend(merge_passes(log_tile, log_n, params));
         }
-        Some(Schedule { n, log_n, passes })
+        Schedule { n, log_n, passes }
     }
 
     /// The passes with the key transform each one applies.

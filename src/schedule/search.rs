@@ -59,10 +59,9 @@ enum Step {
 /// The launches after the local sort: stages `log_tile+1 ..= log_n`, chosen for the fewest
 /// launches and then the cheapest register rounds ([`Cost`]; a search over the stage and the
 /// levels left in it: at most 64 x 64 states).
-pub(super) fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Option<Vec<Pass>> {
+pub(super) fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Vec<Pass> {
     let s = log_tile;
     let m = params.max_global_levels;
-    let fewest = params.min_global_levels;
     // A global pass leaves at least the fewest columns a global tile has below its rows.
     let min_left = s.saturating_sub(m).max(1);
     let width = log_n as usize + 1;
@@ -91,7 +90,7 @@ pub(super) fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Opt
             if params.fuse_tails && left < s && stage < log_n {
                 // The tail's columns (at least s - m) beside the next stage's rows.
                 let room = s - left.max(s.saturating_sub(m));
-                for levels in fewest..=room.min(m) {
+                for levels in 1..=room.min(m) {
                     let rest = best[stage as usize + 1][(stage + 1 - levels) as usize].0;
                     consider(
                         Cost::launch(&[left, levels]).then(rest),
@@ -99,7 +98,7 @@ pub(super) fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Opt
                     );
                 }
             }
-            for levels in fewest..=m.min(left.saturating_sub(min_left)) {
+            for levels in 1..=m.min(left.saturating_sub(min_left)) {
                 let rest = best[stage as usize][(left - levels) as usize].0;
                 consider(Cost::launch(&[levels]).then(rest), Step::Global(levels));
             }
@@ -111,9 +110,8 @@ pub(super) fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Opt
     let (mut stage, mut left) = (s + 1, s + 1);
     while stage <= log_n {
         let (cost, step) = best[stage as usize][left as usize];
-        if cost == Cost::NONE {
-            return None;
-        }
+        // Single-level global passes alone always end a stage in whole tiles.
+        debug_assert!(cost != Cost::NONE, "stage {stage} left {left}");
         match step {
             Step::Global(levels) => {
                 passes.push(Pass::GlobalMerge {
@@ -142,5 +140,5 @@ pub(super) fn merge_passes(log_tile: u32, log_n: u32, params: TileParams) -> Opt
             }
         }
     }
-    Some(passes)
+    passes
 }

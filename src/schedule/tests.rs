@@ -38,7 +38,6 @@ fn schedule_sorts_every_small_length() {
                     log_tile,
                     max_global_levels,
                     fuse_tails,
-                    min_global_levels: 1,
                 };
                 for n in 0..=300 {
                     check(n, params, 1 << 20);
@@ -56,7 +55,6 @@ fn schedule_sorts_around_powers_of_two() {
             log_tile: 6,
             max_global_levels: 3,
             fuse_tails,
-            min_global_levels: 1,
         };
         for k in 1..=14 {
             for n in [(1usize << k) - 1, 1 << k, (1 << k) + 1] {
@@ -64,43 +62,6 @@ fn schedule_sorts_around_powers_of_two() {
             }
         }
     }
-}
-
-#[test]
-fn cluster_tiles_apply_at_least_their_fewest_levels() {
-    // Tiles of 2^(3+s) on a cluster of eight blocks: global passes of at least three
-    // levels (the cluster's bits are rows). Some short sorts have no such schedule.
-    for log_tile in 9..=10 {
-        let params = TileParams {
-            log_tile,
-            max_global_levels: log_tile - 4,
-            fuse_tails: true,
-            min_global_levels: 3,
-        };
-        for log_n in 0..=17u32 {
-            for n in [(1usize << log_n) - 1, 1 << log_n, (1 << log_n) + 1] {
-                let Some(schedule) = Schedule::try_new(n as u64, params) else {
-                    let above = ceil_log2(n as u64) - log_tile;
-                    assert!((1..=2).contains(&above), "n {n} tile 2^{log_tile}");
-                    continue;
-                };
-                for pass in &schedule.passes {
-                    if let Pass::GlobalMerge { levels, .. } = *pass {
-                        assert!(levels >= 3, "{pass:?}");
-                    }
-                }
-                check(n, params, 3);
-            }
-        }
-    }
-    // The launches at 2^28 with tiles of 2^17 against 26 with 2^14.
-    let params = TileParams {
-        log_tile: 17,
-        max_global_levels: 13,
-        fuse_tails: true,
-        min_global_levels: 3,
-    };
-    assert_eq!(Schedule::try_new(1 << 28, params).unwrap().passes.len(), 18);
 }
 
 #[test]
@@ -113,7 +74,6 @@ fn pass_counts_match_the_formula() {
                 log_tile: s,
                 max_global_levels: m,
                 fuse_tails: false,
-                min_global_levels: 1,
             },
         );
         let want: u32 = 1 + (s + 1..=l).map(|k| (k - s).div_ceil(m) + 1).sum::<u32>();
@@ -132,7 +92,6 @@ fn fused_tails_save_launches() {
                 log_tile: s,
                 max_global_levels: m,
                 fuse_tails: true,
-                min_global_levels: 1,
             },
         );
         assert_eq!(schedule.passes.len(), want, "S={s} m={m} L={l}");

@@ -22,7 +22,8 @@ use crate::support::{
     Pattern, TestKey, TestValue, around, first_key_diff, input_seed, pair_multiset, rng_for,
     show_key, show_value,
 };
-use crate::{Config, Slot, Suite, Target, capped, order_name};
+use crate::targets::{Slot, Target};
+use crate::{Config, Suite, capped, order_name};
 
 // ---------------------------------------------------------------------------------------
 // Keys, inputs and messages.

@@ -1,10 +1,11 @@
-//! The devices a libtest-mimic test binary runs its trials on, found and gated exactly as in
-//! `suite.rs`: the CPU backend, every OpenCL device, every CUDA device. Included with
-//! `#[path = "support/targets.rs"] mod targets;` by `properties.rs` and `threads.rs`.
+//! The devices a libtest-mimic test binary runs its trials on, found and gated in one way for
+//! every such binary: the CPU backend, every OpenCL device, every CUDA device. Included with
+//! `#[path = "support/targets.rs"] mod targets;` by `suite.rs`, `properties.rs`,
+//! `threads.rs`, `faults.rs` and `device_buffers.rs`.
 //!
 //! A backend that is compiled in but cannot start has its trials listed as *ignored* with the
 //! reason (never passed); one that is not compiled in is skipped with a line on stderr.
-//! Environment, as for the suite:
+//! Environment:
 //! - `BITONIC_REQUIRE=cuda,opencl,cpu`: a listed backend that did not run fails
 //!   `require::<backend>`;
 //! - `BITONIC_TEST_BACKENDS=...`: test only these backends;

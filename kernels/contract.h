@@ -1,0 +1,79 @@
+// The contract between the host (src/kernel_contract.rs) and the kernels: the CUDA kernels
+// (cuda/*.cu) and the OpenCL kernels (kernels/*.cl) include this header, and the tests of
+// src/kernel_contract.rs read it and fail when the Rust side disagrees. Plain C
+// preprocessor and C syntax only, so that nvcc and every OpenCL C compiler accept it.
+
+#ifndef BITONIC_CONTRACT_H
+#define BITONIC_CONTRACT_H
+
+// The most levels a register round applies (each thread holds 2^MAX_LOG_E elements). The
+// CUDA kernels always use it; OpenCL programs are built with LOG_E in 1..MAX_LOG_E.
+#define MAX_LOG_E 4
+
+// Pass modes (`mode`).
+#define MODE_SORT 0u   // sort whole tiles (stages 1..log_tile)
+#define MODE_MERGE 1u  // the half-cleaners inside tiles
+#define MODE_GLOBAL 2u // levels whose strides are a tile or more
+
+// Key transforms (`transform` bits): the first pass turns raw keys into ordered words as it
+// loads them, the last turns them back as it stores them.
+#define ENCODE_ON_LOAD 1u
+#define DECODE_ON_STORE 2u
+
+// Key encodings (`encoding`, KeyEncoding::code in src/keys.rs): bits 0-1 the kind, bit 2
+// descending.
+#define ENCODING_KIND_MASK 3u
+#define KIND_UNSIGNED 0u
+#define KIND_SIGNED 1u
+#define KIND_FLOAT 2u
+#define ENCODING_DESCENDING 4u
+
+// A raw key word of `kind` as a word whose unsigned order is the key's ascending order, and
+// back; `sign` is the word's top bit. Floats take total_cmp's order (negative values
+// complemented, positive ones with the sign bit set).
+#define ASCENDING_WORD(raw, kind, sign)                                                          \
+    ((kind) == KIND_SIGNED  ? (raw) ^ (sign)                                                     \
+     : (kind) == KIND_FLOAT ? (((raw) & (sign)) ? ~(raw) : (raw) ^ (sign))                       \
+                            : (raw))
+#define RAW_FROM_ASCENDING(word, kind, sign)                                                     \
+    ((kind) == KIND_SIGNED  ? (word) ^ (sign)                                                    \
+     : (kind) == KIND_FLOAT ? (((word) & (sign)) ? (word) ^ (sign) : ~(word))                    \
+                            : (word))
+
+// The ordered word of a raw key word under `encoding` (descending order is the complement of
+// the ascending word), and the raw key word of an ordered word.
+#define ENCODE_KEY_WORD(raw, encoding, sign)                                                     \
+    (((encoding) & ENCODING_DESCENDING) ? ~ASCENDING_WORD(raw, (encoding) & ENCODING_KIND_MASK, sign) \
+                                        : ASCENDING_WORD(raw, (encoding) & ENCODING_KIND_MASK, sign))
+#define DECODE_KEY_WORD(ordered, encoding, sign)                                                 \
+    RAW_FROM_ASCENDING((((encoding) & ENCODING_DESCENDING) ? ~(ordered) : (ordered)),           \
+                       (encoding) & ENCODING_KIND_MASK, sign)
+
+// On-chip layout: one padding word after every 2^PAD_SHIFT, against bank conflicts.
+#define PAD_SHIFT 5
+#define PAD(x) ((x) + ((x) >> PAD_SHIFT))
+// Words of one padded on-chip array of 2^bits elements, rounded up to a multiple of 4 so
+// that an array of 8-byte words after it stays 16-byte aligned.
+#define PADDED_WORDS(bits) ((PAD(1u << (bits)) + 3u) & ~3u)
+
+#ifdef __CUDACC__
+// The parameter block of every CUDA pass (`PassArgs` in src/kernel_contract.rs). The OpenCL
+// kernels take the same quantities as separate arguments (src/opencl/launch.rs).
+struct PassArgs {
+    unsigned long long row_len; // elements per row (n for a plain sort)
+    unsigned long long rows;    // number of rows (1 for a plain sort)
+    unsigned int log_row;       // P = 2^log_row >= row_len: the virtual row length
+    unsigned int mode;          // MODE_*
+    unsigned int tile_bits;     // log2 of the virtual tile
+    unsigned int stage;         // GLOBAL: the merge stage (blocks of 2^stage)
+    unsigned int first_level;   // GLOBAL: the first level applied (0 = the flip)
+    unsigned int levels;        // GLOBAL: how many levels
+    unsigned int log_cols;      // GLOBAL: log2 of the consecutive columns in a tile
+    unsigned int encoding;      // ENCODING_* bits
+    unsigned int transform;     // ENCODE_ON_LOAD | DECODE_ON_STORE bits
+    unsigned int tail_bits;     // GLOBAL: the previous stage's half-cleaners on column bits
+                                // tail_bits-1..0 run first
+};
+#endif
+
+#endif

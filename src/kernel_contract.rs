@@ -1,0 +1,210 @@
+//! The contract between the host and the kernels: pass modes, key transforms, key encodings,
+//! on-chip padding and the CUDA passes' parameter block. `kernels/contract.h` defines the
+//! same for `cuda/*.cu` and `kernels/*.cl`; the tests below read that header and fail on any
+//! difference.
+
+/// The most levels one register round applies (`MAX_LOG_E`): each thread holds
+/// `2^MAX_LOG_E` elements. The CUDA kernels always use it; OpenCL programs are built with
+/// `LOG_E` in `1..=MAX_LOG_E`.
+pub const MAX_LOG_E: u32 = 4;
+
+/// `mode`: sort whole tiles (stages `1..=log_tile`).
+pub const MODE_SORT: u32 = 0;
+/// `mode`: the half-cleaners inside tiles.
+pub const MODE_MERGE: u32 = 1;
+/// `mode`: levels whose strides are a tile or more.
+pub const MODE_GLOBAL: u32 = 2;
+
+/// `transform` bit: raw keys become ordered words as they are loaded (the first pass).
+pub const ENCODE_ON_LOAD: u32 = 1;
+/// `transform` bit: ordered words become raw keys as they are stored (the last pass).
+pub const DECODE_ON_STORE: u32 = 2;
+
+/// Key kind: unsigned integers.
+pub const KIND_UNSIGNED: u32 = 0;
+/// Key kind: signed integers.
+pub const KIND_SIGNED: u32 = 1;
+/// Key kind: floats, in `total_cmp` order.
+pub const KIND_FLOAT: u32 = 2;
+/// `encoding` bit: descending order.
+pub const ENCODING_DESCENDING: u32 = 4;
+
+/// On-chip arrays hold one padding word after every `2^PAD_SHIFT` elements, against bank
+/// conflicts.
+pub const PAD_SHIFT: u32 = 5;
+
+/// Words of one padded on-chip array of `2^bits` elements (`PADDED_WORDS`): one padding word
+/// per `2^PAD_SHIFT`, rounded up to a multiple of 4 so that an array of 8-byte words after it
+/// stays 16-byte aligned.
+pub fn padded_words(bits: u32) -> u64 {
+    let size = 1u64 << bits;
+    (size + (size >> PAD_SHIFT) + 3) & !3
+}
+
+/// The parameter block of every CUDA pass (`struct PassArgs` in `kernels/contract.h`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PassArgs {
+    /// Elements per row (`n` for a plain sort).
+    pub row_len: u64,
+    /// Number of rows (1 for a plain sort).
+    pub rows: u64,
+    /// log2 of the virtual row length (the power of two at or above `row_len`).
+    pub log_row: u32,
+    /// `MODE_*`.
+    pub mode: u32,
+    /// log2 of the elements of one block's tile.
+    pub tile_bits: u32,
+    /// Global passes: the merge stage.
+    pub stage: u32,
+    /// Global passes: the first level applied (0 is the flip).
+    pub first_level: u32,
+    /// Global passes: how many levels.
+    pub levels: u32,
+    /// Global passes: log2 of the consecutive columns in a tile.
+    pub log_cols: u32,
+    /// [`crate::keys::KeyEncoding::code`].
+    pub encoding: u32,
+    /// [`ENCODE_ON_LOAD`] / [`DECODE_ON_STORE`] bits.
+    pub transform: u32,
+    /// Global passes: the previous stage's half-cleaners on column bits `tail_bits-1 .. 0`
+    /// run first ([`crate::schedule::Pass::GlobalMerge`]); 0 for none.
+    pub tail_bits: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    const HEADER: &str = include_str!("../kernels/contract.h");
+
+    /// The replacement text of `#define name ...` in the header, comments stripped.
+    fn define(name: &str) -> String {
+        let prefix = format!("#define {name}");
+        let line = HEADER
+            .lines()
+            .find(|l| {
+                l.strip_prefix(&prefix)
+                    .is_some_and(|rest| rest.starts_with([' ', '(']))
+            })
+            .unwrap_or_else(|| panic!("contract.h defines no {name}"));
+        let text = &line[prefix.len()..];
+        text.split("//").next().unwrap_or("").trim().to_string()
+    }
+
+    /// The value of a numeric `#define` (`4`, `2u`).
+    fn number(name: &str) -> u32 {
+        let text = define(name);
+        text.trim_end_matches('u')
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} is {text:?}, not a number"))
+    }
+
+    #[test]
+    fn constants_match_the_header() {
+        for (name, value) in [
+            ("MAX_LOG_E", MAX_LOG_E),
+            ("MODE_SORT", MODE_SORT),
+            ("MODE_MERGE", MODE_MERGE),
+            ("MODE_GLOBAL", MODE_GLOBAL),
+            ("ENCODE_ON_LOAD", ENCODE_ON_LOAD),
+            ("DECODE_ON_STORE", DECODE_ON_STORE),
+            // The kind's bits hold every kind.
+            (
+                "ENCODING_KIND_MASK",
+                KIND_UNSIGNED | KIND_SIGNED | KIND_FLOAT,
+            ),
+            ("KIND_UNSIGNED", KIND_UNSIGNED),
+            ("KIND_SIGNED", KIND_SIGNED),
+            ("KIND_FLOAT", KIND_FLOAT),
+            ("ENCODING_DESCENDING", ENCODING_DESCENDING),
+            ("PAD_SHIFT", PAD_SHIFT),
+        ] {
+            assert_eq!(number(name), value, "{name}");
+        }
+    }
+
+    #[test]
+    fn padding_matches_the_header() {
+        // The formulas, as text: one padding word per 2^PAD_SHIFT, rounded up to 4 words.
+        assert_eq!(define("PAD"), "(x) ((x) + ((x) >> PAD_SHIFT))");
+        assert_eq!(
+            define("PADDED_WORDS"),
+            "(bits) ((PAD(1u << (bits)) + 3u) & ~3u)"
+        );
+        for bits in 0..=20 {
+            let size = 1u64 << bits;
+            let pad = size + (size >> PAD_SHIFT);
+            assert_eq!(padded_words(bits), pad.div_ceil(4) * 4, "2^{bits}");
+        }
+    }
+
+    #[test]
+    fn encodings_match_the_keys() {
+        use crate::keys::{KeyEncoding, KeyKind};
+        for (kind, code) in [
+            (KeyKind::Unsigned, KIND_UNSIGNED),
+            (KeyKind::Signed, KIND_SIGNED),
+            (KeyKind::Float, KIND_FLOAT),
+        ] {
+            for descending in [false, true] {
+                let encoding = KeyEncoding { kind, descending };
+                let want = code | if descending { ENCODING_DESCENDING } else { 0 };
+                assert_eq!(encoding.code(), want, "{encoding:?}");
+                assert_eq!(encoding.code() & !ENCODING_DESCENDING, code);
+            }
+        }
+    }
+
+    #[test]
+    fn pass_args_match_the_header() {
+        // The struct's fields in the header, in order, with their C types.
+        let body = HEADER
+            .split("struct PassArgs {")
+            .nth(1)
+            .and_then(|rest| rest.split("};").next())
+            .expect("contract.h defines struct PassArgs");
+        let fields: Vec<(String, String)> = body
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or("").trim())
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let decl = l.strip_suffix(';').expect("one field per line");
+                let (ty, name) = decl.rsplit_once(' ').expect("a type and a name");
+                (ty.trim().to_string(), name.to_string())
+            })
+            .collect();
+        let c_size = |ty: &str| match ty {
+            "unsigned long long" => 8,
+            "unsigned int" => 4,
+            other => panic!("unexpected field type {other}"),
+        };
+        let rust = [
+            ("row_len", offset_of!(PassArgs, row_len), 8),
+            ("rows", offset_of!(PassArgs, rows), 8),
+            ("log_row", offset_of!(PassArgs, log_row), 4),
+            ("mode", offset_of!(PassArgs, mode), 4),
+            ("tile_bits", offset_of!(PassArgs, tile_bits), 4),
+            ("stage", offset_of!(PassArgs, stage), 4),
+            ("first_level", offset_of!(PassArgs, first_level), 4),
+            ("levels", offset_of!(PassArgs, levels), 4),
+            ("log_cols", offset_of!(PassArgs, log_cols), 4),
+            ("encoding", offset_of!(PassArgs, encoding), 4),
+            ("transform", offset_of!(PassArgs, transform), 4),
+            ("tail_bits", offset_of!(PassArgs, tail_bits), 4),
+        ];
+        assert_eq!(fields.len(), rust.len(), "{fields:?}");
+        // C lays the fields out in order, each at the next multiple of its size.
+        let mut offset = 0usize;
+        for ((ty, name), (rust_name, rust_offset, rust_size)) in fields.iter().zip(rust) {
+            let size = c_size(ty);
+            offset = offset.next_multiple_of(size);
+            assert_eq!(name, rust_name);
+            assert_eq!((offset, size), (rust_offset, rust_size), "{name}");
+            offset += size;
+        }
+        assert_eq!(offset.next_multiple_of(8), size_of::<PassArgs>());
+    }
+}
