@@ -577,17 +577,20 @@ fn kernel_model_sorts_every_plan() {
     }
 }
 
-/// Per-launch device times of one sort (CUDA events around each launch): which passes cost
-/// what. `cargo test --release --features cuda --lib cuda_pass_profile -- --ignored
-/// --nocapture`; `BITONIC_PROFILE_LOG_N` (default 24) sets the size.
+/// Per-launch device times of sorts of 2^16, 2^20 and 2^24 `u32` keys (CUDA events around
+/// each launch): which passes cost what. `cargo test --release --features cuda --lib
+/// cuda_pass_profile -- --ignored --nocapture`.
 #[test]
 #[ignore = "needs a CUDA device; a timing, not a check"]
 fn cuda_pass_profile() {
     let gpu = CudaBackend::open(0).expect("open device 0");
-    let log_n: u32 = std::env::var("BITONIC_PROFILE_LOG_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24);
+    for log_n in [16, 20, 24] {
+        profile_passes(&gpu, log_n);
+    }
+}
+
+/// Prints each launch's time in one sort of `2^log_n` random `u32` keys, and checks it.
+fn profile_passes(gpu: &CudaBackend, log_n: u32) {
     let n = 1usize << log_n;
     let mut next = lcg(5);
     let keys: Vec<u32> = (0..n).map(|_| next() as u32).collect();
