@@ -26,13 +26,37 @@ template <typename K> __device__ __forceinline__ K sign_bit() {
     return K(1) << (sizeof(K) * 8 - 1);
 }
 
-// Raw key word to ordered word and back (kernels/contract.h; KeyEncoding in src/keys.rs).
+// Raw key word to ordered word: mirror of KeyEncoding::encode (the codes are
+// kernels/contract.h's). A branch on the kind, uniform across the launch: the same mapping as
+// one chain of selects made nvcc spill registers in every tile pass (docs/perf.md, change 20).
 template <typename K> __device__ __forceinline__ K encode_key(K raw, u32 encoding) {
-    return ENCODE_KEY_WORD(raw, encoding, sign_bit<K>());
+    const K sign = sign_bit<K>();
+    K ordered = raw;
+    switch (encoding & ENCODING_KIND_MASK) {
+    case KIND_SIGNED:
+        ordered = raw ^ sign;
+        break;
+    case KIND_FLOAT: // total_cmp order
+        ordered = (raw & sign) ? ~raw : (raw ^ sign);
+        break;
+    default: // KIND_UNSIGNED
+        break;
+    }
+    return (encoding & ENCODING_DESCENDING) ? ~ordered : ordered;
 }
 
+// Ordered word back to the raw key word: mirror of KeyEncoding::decode.
 template <typename K> __device__ __forceinline__ K decode_key(K ordered, u32 encoding) {
-    return DECODE_KEY_WORD(ordered, encoding, sign_bit<K>());
+    const K sign = sign_bit<K>();
+    const K y = (encoding & ENCODING_DESCENDING) ? ~ordered : ordered;
+    switch (encoding & ENCODING_KIND_MASK) {
+    case KIND_SIGNED:
+        return y ^ sign;
+    case KIND_FLOAT:
+        return (y & sign) ? (y ^ sign) : ~y;
+    default:
+        return y;
+    }
 }
 
 // Shared-memory slot of tile element x: one padding word after every 32.

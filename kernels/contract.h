@@ -28,26 +28,9 @@
 #define KIND_FLOAT 2u
 #define ENCODING_DESCENDING 4u
 
-// A raw key word of `kind` as a word whose unsigned order is the key's ascending order, and
-// back; `sign` is the word's top bit. Floats take total_cmp's order (negative values
-// complemented, positive ones with the sign bit set).
-#define ASCENDING_WORD(raw, kind, sign)                                                          \
-    ((kind) == KIND_SIGNED  ? (raw) ^ (sign)                                                     \
-     : (kind) == KIND_FLOAT ? (((raw) & (sign)) ? ~(raw) : (raw) ^ (sign))                       \
-                            : (raw))
-#define RAW_FROM_ASCENDING(word, kind, sign)                                                     \
-    ((kind) == KIND_SIGNED  ? (word) ^ (sign)                                                    \
-     : (kind) == KIND_FLOAT ? (((word) & (sign)) ? (word) ^ (sign) : ~(word))                    \
-                            : (word))
-
-// The ordered word of a raw key word under `encoding` (descending order is the complement of
-// the ascending word), and the raw key word of an ordered word.
-#define ENCODE_KEY_WORD(raw, encoding, sign)                                                     \
-    (((encoding) & ENCODING_DESCENDING) ? ~ASCENDING_WORD(raw, (encoding) & ENCODING_KIND_MASK, sign) \
-                                        : ASCENDING_WORD(raw, (encoding) & ENCODING_KIND_MASK, sign))
-#define DECODE_KEY_WORD(ordered, encoding, sign)                                                 \
-    RAW_FROM_ASCENDING((((encoding) & ENCODING_DESCENDING) ? ~(ordered) : (ordered)),           \
-                       (encoding) & ENCODING_KIND_MASK, sign)
+// The mapping itself (KeyEncoding::encode and decode in src/keys.rs) is written in each
+// kernel language as a branch on the kind: encode_key and decode_key in cuda/words.cuh and
+// kernels/words.clh.
 
 // On-chip layout: one padding word after every 2^PAD_SHIFT, against bank conflicts.
 #define PAD_SHIFT 5

@@ -7,9 +7,9 @@
 //! +NaN) and reversible bit for bit. Descending order inverts the word.
 //!
 //! The GPU kernels apply the same mapping to 32- and 64-bit words on their first load and
-//! last store (`ENCODE_KEY_WORD` and `DECODE_KEY_WORD` in `kernels/contract.h` mirror
-//! [`KeyEncoding::encode`] and [`KeyEncoding::decode`]); narrower keys are widened to 32-bit
-//! ordered words on the host.
+//! last store (`encode_key` and `decode_key` in `cuda/words.cuh` and `kernels/words.clh`
+//! mirror [`KeyEncoding::encode`] and [`KeyEncoding::decode`], with the codes of
+//! `kernels/contract.h`); narrower keys are widened to 32-bit ordered words on the host.
 
 use crate::kernel_contract;
 

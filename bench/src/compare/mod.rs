@@ -1,0 +1,530 @@
+//! `bitonic bench --compare`: per case and size, our backends (every CUDA and OpenCL
+//! device), Rust's `par_sort_unstable` on the CPU, when linked, CUB's sorts and, when
+//! `python3` has torch with CUDA, `torch.sort` (in a child process, `src/torch.rs`),
+//! measured in one run on the same random input; device-resident time and host round trip
+//! reported separately; every result checked; a table, a CSV file and an SVG plot.
+//! `docs/bench.md` explains the output.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use bitonic::keys::Word;
+use bitonic::{BackendKind, DeviceType, Error, SortKey, Sorter};
+use rand::distributions::{Distribution, Standard};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+use crate::args::{self, BenchArgs};
+use crate::common::{self, median, minimum, size_label, truncate};
+use crate::cub::{self, CubAlgo, CubDevice, CubKey};
+use crate::device_timing::{self, CudaOptions};
+use crate::plot::{self, Panel, Series};
+use crate::torch::{self, Launch, TorchPeer};
+
+mod measure;
+mod report;
+#[cfg(test)]
+mod tests;
+
+use measure::*;
+use report::*;
+
+/// One kind of input the comparison sorts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Case {
+    /// `u32` keys.
+    U32,
+    /// `u32` keys with `u32` values.
+    Kv,
+    /// `u64` keys.
+    U64,
+    /// `rows` rows of `cols` `u32` keys, each row sorted on its own (all rows at once).
+    Rows {
+        /// Number of rows.
+        rows: usize,
+        /// Keys per row.
+        cols: usize,
+    },
+}
+
+impl Case {
+    /// The case's name in tables and the CSV.
+    pub fn name(self) -> String {
+        match self {
+            Case::U32 => "u32".into(),
+            Case::Kv => "u32+u32".into(),
+            Case::U64 => "u64".into(),
+            Case::Rows { rows, cols } => format!("rows{rows}x{cols}"),
+        }
+    }
+
+    /// A sentence describing the case.
+    pub fn title(self) -> String {
+        match self {
+            Case::U32 => "u32 keys".into(),
+            Case::Kv => "u32 keys + u32 values (sort by key)".into(),
+            Case::U64 => "u64 keys".into(),
+            Case::Rows { rows, cols } => {
+                format!("{rows} rows x {cols} u32 keys, each row sorted independently")
+            }
+        }
+    }
+}
+
+/// What `bitonic bench --compare` measures.
+pub struct CompareConfig {
+    /// Key counts (the rows case has its own).
+    pub sizes: Vec<usize>,
+    /// Timed runs of each device-resident measurement.
+    pub runs: usize,
+    /// Untimed runs before them.
+    pub warmup: usize,
+    /// Timed host round trips of our backends (after one untimed one).
+    pub roundtrip_runs: usize,
+    /// Seed of the random input.
+    pub seed: u64,
+    /// The cases, in order.
+    pub cases: Vec<Case>,
+    /// The CPU sort runs up to 2^this keys.
+    pub cpu_max_log: u32,
+    /// OpenCL CPU devices (PoCL) run up to 2^this keys.
+    pub opencl_cpu_max_log: u32,
+    /// Sorters whose label contains one of these (ignoring case) are left out.
+    pub skip: Vec<String>,
+    /// The Python interpreter that runs the torch peer.
+    pub python: String,
+    /// Where the CSV goes.
+    pub csv: PathBuf,
+    /// Where the SVG plot goes.
+    pub plot: PathBuf,
+    /// How our CUDA sorts are timed (and whether CUB's stream is held too).
+    pub cuda: CudaOptions,
+}
+
+/// The configuration that `args` (with `--compare`) asks for.
+pub fn config(a: &BenchArgs) -> Result<CompareConfig, String> {
+    let runs = a.runs.map_or(15, |r| r as usize);
+    let mut cfg = CompareConfig {
+        sizes: a.sizes.clone(),
+        runs,
+        warmup: a.warmup,
+        roundtrip_runs: a.roundtrip_runs.filter(|&r| r > 0).unwrap_or(runs),
+        seed: a.seed,
+        cases: Vec::new(),
+        cpu_max_log: a.cpu_max_log,
+        opencl_cpu_max_log: a.opencl_cpu_max_log,
+        skip: a
+            .skip
+            .iter()
+            .map(|s| s.trim().to_lowercase())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        python: a.python.clone(),
+        csv: a.csv.clone(),
+        plot: a.plot.clone(),
+        cuda: CudaOptions {
+            hold: !a.no_hold,
+            graph: !a.no_graph,
+        },
+    };
+    if a.sizes.is_empty() {
+        let top = a.max_log.unwrap_or(28).min(40);
+        cfg.sizes = (10..=top).step_by(2).map(|k| 1usize << k).collect();
+        if cfg.sizes.is_empty() {
+            cfg.sizes.push(1 << top);
+        }
+    } else if let Some(k) = a.max_log {
+        cfg.sizes.retain(|&n| (n as u128) <= 1u128 << k);
+    }
+    cfg.sizes.retain(|&n| n > 0);
+    cfg.sizes.sort_unstable();
+    cfg.sizes.dedup();
+    cfg.cases = if a.cases.is_empty() {
+        let mut cases = vec![Case::U32];
+        if a.kv {
+            cases.push(Case::Kv);
+        }
+        if a.u64 {
+            cases.push(Case::U64);
+        }
+        cases.extend(a.rows.iter().map(|&(rows, cols)| Case::Rows { rows, cols }));
+        cases
+    } else {
+        a.cases
+            .iter()
+            .map(|c| parse_case(c.trim()))
+            .collect::<Result<_, _>>()?
+    };
+    cfg.cases.dedup();
+    if cfg.cases.is_empty() {
+        return Err("no case to run".into());
+    }
+    Ok(cfg)
+}
+
+/// One name of `--cases`.
+fn parse_case(c: &str) -> Result<Case, String> {
+    Ok(match c {
+        "u32" => Case::U32,
+        "kv" | "u32+u32" => Case::Kv,
+        "u64" => Case::U64,
+        "rows" => Case::Rows {
+            rows: 16384,
+            cols: 1024,
+        },
+        other if other.starts_with("rows") => {
+            let (rows, cols) =
+                args::parse_rows(other.trim_start_matches("rows").trim_start_matches(':'))?;
+            Case::Rows { rows, cols }
+        }
+        other => {
+            return Err(format!(
+                "--cases: unknown case {other:?} (u32, kv, u64, rows, rowsRxC)"
+            ));
+        }
+    })
+}
+
+/// How a sorter of the comparison runs.
+enum Runner {
+    /// One of our backends on one device (device events, `src/device_timing`).
+    Ours(Sorter),
+    /// Rust's `par_sort_unstable` on the host (wall clock).
+    Cpu,
+    /// A CUB sort (CUDA events in `bench/cuda/peers.cu`).
+    Cub(CubDevice, CubAlgo),
+    /// `torch.sort` in a Python child process (CUDA events in `bench/scripts/torch_peer.py`).
+    Torch(Box<TorchPeer>),
+    /// The torch peer cannot run here; why, for the note of its rows.
+    TorchUnavailable(String),
+}
+
+/// A row label and what runs it.
+struct Entry {
+    sorter: String,
+    device: String,
+    runner: Runner,
+}
+
+impl Entry {
+    fn label(&self) -> String {
+        format!("{} {}", self.sorter, self.device)
+    }
+
+    /// Why `n` keys of `bytes_per_key` (values included) are not run here, if they are not.
+    fn skip_reason(&self, cfg: &CompareConfig, n: usize, bytes_per_key: usize) -> Option<String> {
+        let fits = |copies: u64, memory: u64| {
+            let need = copies * n as u64 * bytes_per_key as u64;
+            (memory > 0 && need as f64 > 0.9 * memory as f64).then(|| {
+                format!(
+                    "skipped: needs about {:.1} GiB of the device's {:.1} GiB",
+                    need as f64 / (1u64 << 30) as f64,
+                    memory as f64 / (1u64 << 30) as f64
+                )
+            })
+        };
+        match &self.runner {
+            Runner::Cpu if (n as u128) > 1u128 << cfg.cpu_max_log => Some(format!(
+                "skipped: above 2^{} (--cpu-max-log)",
+                cfg.cpu_max_log
+            )),
+            Runner::Cpu => None,
+            Runner::Ours(s) => {
+                let d = s.device();
+                if d.backend == BackendKind::OpenCl
+                    && d.device_type == DeviceType::Cpu
+                    && (n as u128) > 1u128 << cfg.opencl_cpu_max_log
+                {
+                    return Some(format!(
+                        "skipped: OpenCL CPU device above 2^{} (--opencl-cpu-max-log)",
+                        cfg.opencl_cpu_max_log
+                    ));
+                }
+                // The pristine copy and the work buffer.
+                fits(2, d.memory_bytes)
+            }
+            // Input, output and CUB's temporary storage (about one more copy).
+            Runner::Cub(d, _) => fits(3, d.memory_bytes),
+            // Pristine and work keys (and values), sorted keys, gathered values, torch's
+            // radix-sort buffers (about two copies more), plus the int64 indices torch.sort
+            // always returns and their second buffer (16 bytes a key).
+            Runner::Torch(peer) => {
+                let need = n as u64 * (5 * bytes_per_key as u64 + 16);
+                let memory = peer.memory_bytes;
+                (memory > 0 && need as f64 > 0.9 * memory as f64).then(|| {
+                    format!(
+                        "skipped: needs about {:.1} GiB of the device's {:.1} GiB",
+                        need as f64 / (1u64 << 30) as f64,
+                        memory as f64 / (1u64 << 30) as f64
+                    )
+                })
+            }
+            Runner::TorchUnavailable(why) => Some(format!("unavailable: {why}")),
+        }
+    }
+}
+
+/// What one sorter gave for one case and size.
+struct Row {
+    case: String,
+    sorter: String,
+    device: String,
+    label: String,
+    n: usize,
+    device_ms: Vec<f64>,
+    roundtrip_ms: Vec<f64>,
+}
+
+/// Counts of what went wrong, for the exit status.
+#[derive(Default)]
+struct Failures {
+    wrong: Vec<String>,
+    errors: usize,
+}
+
+/// Runs `bitonic bench --compare`.
+pub fn run(cfg: &CompareConfig) -> Result<(), String> {
+    let entries = entries(cfg);
+    if entries.is_empty() {
+        return Err("no sorter to compare (all skipped?)".into());
+    }
+    println!(
+        "device-resident time: median (and min) of {} timed runs after {} warm-ups, our \
+         backends, CUB and torch.sort timed with device events, the CPU with the wall clock; \
+         host round trip (ours: upload + sort + download through Sorter::sort): median of {} runs, \
+         reported separately. Random keys (seed {}); every result checked against the CPU's \
+         sort of the same input.",
+        cfg.runs, cfg.warmup, cfg.roundtrip_runs, cfg.seed
+    );
+    let mut failures = Failures::default();
+    let mut rows: Vec<Row> = Vec::new();
+    for &case in &cfg.cases {
+        let reference = reference(&entries);
+        println!();
+        println!("== case {}: {}", case.name(), case.title());
+        match reference {
+            Some(r) => println!(
+                "   ratio = this sorter's device ms / {}'s device ms at the same n \
+                 (above 1: {} is faster; below 1: this sorter is faster)",
+                entries[r].label(),
+                entries[r].sorter
+            ),
+            None => println!("   ratio: none (no bitonic device to compare with)"),
+        }
+        println!(
+            "{:>6}  {:<14} {:<34} {:>11} {:>11} {:>9} {:>7} {:>13}  note",
+            "n", "sorter", "device", "dev ms med", "dev ms min", "Gkeys/s", "ratio", "roundtrip ms"
+        );
+        let sizes: Vec<usize> = match case {
+            Case::Rows { rows, cols } => vec![rows * cols],
+            _ => cfg.sizes.clone(),
+        };
+        for (i, &n) in sizes.iter().enumerate() {
+            let seed = cfg.seed ^ ((i as u64 + 1) << 32) ^ (case_id(case) << 56);
+            let new_rows = match case {
+                Case::U32 => measure::<u32>(cfg, case, n, false, 0, seed, &entries, &mut failures),
+                Case::Kv => measure::<u32>(cfg, case, n, true, 0, seed, &entries, &mut failures),
+                Case::U64 => measure::<u64>(cfg, case, n, false, 0, seed, &entries, &mut failures),
+                Case::Rows { cols, .. } => {
+                    measure::<u32>(cfg, case, n, false, cols, seed, &entries, &mut failures)
+                }
+            };
+            rows.extend(new_rows);
+        }
+    }
+
+    println!();
+    match write_csv(cfg, &rows) {
+        Ok(()) => println!("CSV:  {}", cfg.csv.display()),
+        Err(e) => {
+            eprintln!("bitonic: cannot write {}: {e}", cfg.csv.display());
+            failures.errors += 1;
+        }
+    }
+    let plotted = plot_svg(cfg, &rows)
+        .and_then(|doc| std::fs::write(&cfg.plot, doc).map_err(|e| e.to_string()));
+    match plotted {
+        Ok(()) => println!("plot: {}", cfg.plot.display()),
+        Err(e) => {
+            eprintln!("bitonic: cannot write {}: {e}", cfg.plot.display());
+            failures.errors += 1;
+        }
+    }
+    if !failures.wrong.is_empty() {
+        eprintln!();
+        for w in &failures.wrong {
+            eprintln!("!!! WRONG RESULT: {w}");
+        }
+        return Err(format!(
+            "{} WRONG RESULT(S) (and {} other error(s)); see above",
+            failures.wrong.len(),
+            failures.errors
+        ));
+    }
+    if failures.errors > 0 {
+        return Err(format!(
+            "{} sorter error(s); see the notes in the tables",
+            failures.errors
+        ));
+    }
+    Ok(())
+}
+
+fn case_id(case: Case) -> u64 {
+    match case {
+        Case::U32 => 1,
+        Case::Kv => 2,
+        Case::U64 => 3,
+        Case::Rows { .. } => 4,
+    }
+}
+
+/// Every sorter of the comparison, ours first (CUDA, then OpenCL), then CUB, then the CPU.
+/// Prints what is available and why the rest is not.
+fn entries(cfg: &CompareConfig) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let mut cuda_ordinal = 0;
+    for b in bitonic::devices() {
+        let name = match b.backend {
+            BackendKind::Cuda => "CUDA",
+            BackendKind::OpenCl => "OpenCL",
+            BackendKind::Cpu => continue, // the CPU row is Rust's own sort, below
+        };
+        if let Some(why) = &b.unavailable {
+            println!("{name:<7} unavailable ({why})");
+            continue;
+        }
+        if b.devices.is_empty() {
+            println!("{name:<7} unavailable (no devices)");
+        }
+        for d in &b.devices {
+            match common::open(d) {
+                Ok(s) => {
+                    println!("{name:<7} {d}");
+                    if d.backend == BackendKind::Cuda && out.is_empty() {
+                        // CUB runs on the GPU of our first CUDA device.
+                        cuda_ordinal = d.index as i32;
+                    }
+                    out.push(Entry {
+                        sorter: "bitonic".into(),
+                        device: format!("{}:{} {}", d.backend, d.index, d.name),
+                        runner: Runner::Ours(s),
+                    });
+                }
+                Err(e) => println!("{name:<7} {d}: unavailable ({e})"),
+            }
+        }
+    }
+    // Ours in the order the ratios want: CUDA, then OpenCL GPUs, then other OpenCL devices
+    // (the reference is measured first at each size).
+    out.sort_by_key(|e| match &e.runner {
+        Runner::Ours(s) => (
+            s.device().backend != BackendKind::Cuda,
+            s.device().device_type != DeviceType::Gpu,
+        ),
+        _ => (true, true),
+    });
+    match cub::probe(cuda_ordinal) {
+        Ok(dev) => {
+            println!(
+                "CUB     {} on {} ({})",
+                cub::version().unwrap_or_default(),
+                dev.label,
+                cub::build_status()
+            );
+            for algo in [CubAlgo::Radix, CubAlgo::Merge, CubAlgo::Segmented] {
+                out.push(Entry {
+                    sorter: algo.name().into(),
+                    device: dev.label.clone(),
+                    runner: Runner::Cub(dev.clone(), algo),
+                });
+            }
+        }
+        Err(why) => println!("CUB     {why}"),
+    }
+    out.extend(torch_entry(cfg, cuda_ordinal));
+    println!(
+        "CPU     Rust par_sort_unstable on the host ({} rayon threads), up to 2^{}",
+        rayon::current_num_threads(),
+        cfg.cpu_max_log
+    );
+    out.push(Entry {
+        sorter: "rust-cpu".into(),
+        device: format!("host CPU ({} threads)", rayon::current_num_threads()),
+        runner: Runner::Cpu,
+    });
+    out.retain(|e| {
+        let label = e.label().to_lowercase();
+        let skip = cfg.skip.iter().any(|s| label.contains(s.as_str()));
+        if skip {
+            println!("(left out by --skip: {})", e.label());
+        }
+        !skip
+    });
+    out
+}
+
+/// Whether `--skip` leaves out every sorter whose label starts with `name`.
+fn skips_name(cfg: &CompareConfig, name: &str) -> bool {
+    let name = name.to_lowercase();
+    cfg.skip.iter().any(|s| name.contains(s.as_str()))
+}
+
+/// The torch peer on CUDA device `ordinal`: started once for the whole run, so that a
+/// missing python3, torch or CUDA is found once (its rows then say why in their note) and
+/// each size costs one request. None when `--skip` names it (then nothing is started).
+fn torch_entry(cfg: &CompareConfig, ordinal: i32) -> Option<Entry> {
+    if skips_name(cfg, torch::NAME) {
+        println!("(left out by --skip: {}, not started)", torch::NAME);
+        return None;
+    }
+    let mut launch = Launch::new(&cfg.python, ordinal);
+    launch.hold = cfg.cuda.hold;
+    Some(match torch::probe(&launch) {
+        Ok(peer) => {
+            println!(
+                "torch   torch.sort, torch {} on {} ({})",
+                peer.version, peer.label, cfg.python
+            );
+            Entry {
+                sorter: torch::NAME.into(),
+                device: peer.label.clone(),
+                runner: Runner::Torch(Box::new(peer)),
+            }
+        }
+        Err(why) => {
+            println!("torch   unavailable ({why})");
+            Entry {
+                sorter: torch::NAME.into(),
+                device: "(unavailable)".into(),
+                runner: Runner::TorchUnavailable(why),
+            }
+        }
+    })
+}
+
+/// The entry the ratios divide by: our CUDA backend, else our first GPU, else our first
+/// device.
+fn reference(entries: &[Entry]) -> Option<usize> {
+    let ours = |pred: &dyn Fn(&Sorter) -> bool| {
+        entries
+            .iter()
+            .position(|e| matches!(&e.runner, Runner::Ours(s) if pred(s)))
+    };
+    ours(&|s| s.device().backend == BackendKind::Cuda)
+        .or_else(|| ours(&|s| s.device().device_type == DeviceType::Gpu))
+        .or_else(|| ours(&|_| true))
+}
+
+/// Whether `entry` runs in `case`: the segmented sort only for rows, the other CUB sorts
+/// only for whole arrays.
+fn runs_case(entry: &Entry, case: Case) -> bool {
+    match (&entry.runner, case) {
+        (Runner::Cub(_, CubAlgo::Segmented), Case::Rows { .. }) => true,
+        (Runner::Cub(_, CubAlgo::Segmented), _) => false,
+        (Runner::Cub(_, _), Case::Rows { .. }) => false,
+        _ => true,
+    }
+}
