@@ -642,7 +642,7 @@ fn program_source_inlines_every_include() {
     for part in [
         "#define MODE_GLOBAL 2u",       // contract.h
         "inline KEY_T encode_key",      // words.clh
-        "#define NETWORK_AT",           // rounds.clh
+        "#define NETWORK_RUNS",         // rounds.clh
         "inline TileMap tile_map",      // tile_io.clh
         "__kernel void bitonic_global", // bitonic.cl
     ] {
