@@ -58,13 +58,13 @@ template <typename T> __device__ __forceinline__ void store_cluster(u32 address,
     }
 }
 
-// Levels on the cluster bits [slice_bits, slice_bits + L), the tile's top bits: with FLIP
-// the stage's flip first, then half-cleaners. A group is 2^L elements at one slice position
+// Levels on the cluster bits [slice_bits, slice_bits + L), the tile's top bits: the stage's
+// flip first, then half-cleaners. A group is 2^L elements at one slice position
 // p in 2^L consecutive slices; the flip pairs x with x ^ (2^tile_bits - 1), so the upper half
 // of the registers takes the mirrored position p ^ (2^slice_bits - 1) (as in a tile's flip
 // round). The groups are dealt out to the blocks in order of p, so a warp reads consecutive
 // slots of each slice.
-template <typename K, typename V, u32 L, bool FLIP>
+template <typename K, typename V, u32 L>
 __device__ __forceinline__ void cluster_round(K *sk, V *sv, u32 slice_bits) {
     constexpr bool HAS_V = HasValues<V>::value;
     constexpr u32 R = 1u << L;
@@ -78,7 +78,7 @@ __device__ __forceinline__ void cluster_round(K *sk, V *sv, u32 slice_bits) {
         const u32 p = group & mask;
         const u32 run = group >> slice_bits;
         const u32 slot_low = pad(p);
-        const u32 slot_high = FLIP ? pad(p ^ mask) : slot_low;
+        const u32 slot_high = pad(p ^ mask);
         // Register r: block (run << L) | r, slot slot_low (lower half) or slot_high.
         const auto key_at = [&](u32 r) {
             return in_block(keys_at + (r < R / 2 ? slot_low : slot_high) * (u32)sizeof(K), (run << L) | r);
@@ -95,7 +95,7 @@ __device__ __forceinline__ void cluster_round(K *sk, V *sv, u32 slice_bits) {
                 v[r] = load_cluster<V>(value_at(r));
             }
         }
-        round_network<K, V, L, FLIP>(k, v);
+        round_network<K, V, L, true>(k, v);
 #pragma unroll
         for (u32 r = 0; r < R; ++r) {
             store_cluster<K>(key_at(r), k[r]);
@@ -115,13 +115,13 @@ __device__ __forceinline__ void cluster_levels(K *sk, V *sv, u32 slice_bits, u32
     cluster_sync();
     switch (levels) {
     case 1:
-        cluster_round<K, V, 1, true>(sk, sv, slice_bits);
+        cluster_round<K, V, 1>(sk, sv, slice_bits);
         break;
     case 2:
-        cluster_round<K, V, 2, true>(sk, sv, slice_bits);
+        cluster_round<K, V, 2>(sk, sv, slice_bits);
         break;
     default:
-        cluster_round<K, V, 3, true>(sk, sv, slice_bits);
+        cluster_round<K, V, 3>(sk, sv, slice_bits);
         break;
     }
     cluster_sync();
