@@ -49,20 +49,12 @@ impl Config {
     /// The configuration, and what was wrong with the environment (defaults replace it).
     /// The backends, the seed and the trial times are `targets::find`'s.
     fn from_env() -> (Config, Option<String>) {
-        match env_number("BITONIC_TEST_MAX_N") {
-            Ok(max_n) => (
-                Config {
-                    max_n: max_n.map_or(DEFAULT_MAX_N, |n| n as usize),
-                },
-                None,
-            ),
-            Err(problem) => (
-                Config {
-                    max_n: DEFAULT_MAX_N,
-                },
-                Some(problem),
-            ),
-        }
+        let (max_n, problem) = match env_number("BITONIC_TEST_MAX_N") {
+            Ok(max_n) => (max_n.map(|n| n as usize), None),
+            Err(problem) => (None, Some(problem)),
+        };
+        let max_n = max_n.unwrap_or(DEFAULT_MAX_N);
+        (Config { max_n }, problem)
     }
 }
 
