@@ -4,6 +4,7 @@ use std::fmt;
 
 use crate::error::Result;
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
+use crate::pinned::PinnedMemory;
 
 /// Which driver API runs the sort.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -195,6 +196,14 @@ pub trait Backend: Send + Sync {
     /// none.
     fn cached_pinned_bytes(&self) -> u64 {
         0
+    }
+
+    /// `bytes` (more than 0) of zero-filled pinned host memory for a caller's buffer (see
+    /// [`crate::Sorter::pinned_buffer`]), which this backend's sorts of host slices copy
+    /// directly; `None` for backends without such memory (their buffers are ordinary memory).
+    fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {
+        let _ = bytes;
+        Ok(None)
     }
 
     /// Bytes of device memory this backend keeps between sorts (see

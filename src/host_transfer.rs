@@ -14,6 +14,10 @@
 //! A slot's bytes are only handed out after the copy that last used it has completed
 //! ([`Slot::ready`]), so the host never writes memory the bus is reading, nor reads memory the
 //! bus is still writing.
+//!
+//! A column that lies in a caller's pinned buffer of the backend's own context
+//! ([`crate::pinned`]) skips the ring: one copy each way, straight between the caller's
+//! memory and the device, and no host copy at all.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -22,6 +26,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::kept::{DeviceBytes, Kept};
 use crate::keys::{NarrowKeys, WordsMut};
+use crate::pinned::is_pinned_for;
 
 /// Bytes of one pinned slot: large enough that a copy's fixed cost (about 10 us) is small
 /// against its time on the bus (8 MiB: about 160 us at 51 GiB/s).
@@ -90,27 +95,20 @@ pub(crate) trait Link {
     fn alloc_pinned(&self, bytes: usize) -> Result<Self::Pinned>;
     /// The pinned memory's bytes.
     fn pinned_bytes(pinned: &mut Self::Pinned) -> &mut [u8];
-    /// Enqueues a copy of the first `len` bytes of `src` to `dst` at byte `offset`, after
-    /// everything enqueued before it. `src` is neither written nor freed before the returned
-    /// mark has been waited for or [`Link::drain`] has returned ([`Slot`] keeps this).
-    fn upload(
-        &self,
-        src: &Self::Pinned,
-        dst: Self::Device,
-        offset: usize,
-        len: usize,
-    ) -> Result<Self::Mark>;
-    /// Enqueues a copy of `len` bytes of `src` at byte `offset` into the start of `dst`,
-    /// after everything enqueued before it (the sort's kernels). `dst` is neither read nor
-    /// freed before the mark has been waited for or [`Link::drain`] has returned.
-    fn download(
-        &self,
-        src: Self::Device,
-        offset: usize,
-        len: usize,
-        dst: &mut Self::Pinned,
-    ) -> Result<Self::Mark>;
-    /// Blocks until the copy behind `mark` (and everything before it) has completed.
+    /// The driver context whose pinned buffers ([`crate::pinned`]) this link copies directly.
+    fn owner(&self) -> u64;
+    /// Enqueues a copy of `src` (pinned memory: a slot, or a caller's pinned buffer) to `dst`
+    /// at byte `offset`, after everything enqueued before it. `src` is neither written nor
+    /// freed before the returned mark has been waited for or [`Link::drain`] has returned
+    /// (the engine keeps this).
+    fn upload(&self, src: &[u8], dst: Self::Device, offset: usize) -> Result<Self::Mark>;
+    /// Enqueues a copy of `dst.len()` bytes of `src` at byte `offset` into `dst` (pinned
+    /// memory), after everything enqueued before it (the sort's kernels). `dst` is neither
+    /// read nor freed before the mark has been waited for or [`Link::drain`] has returned.
+    fn download(&self, src: Self::Device, offset: usize, dst: &mut [u8]) -> Result<Self::Mark>;
+    /// A mark after everything enqueued so far.
+    fn mark(&self) -> Result<Self::Mark>;
+    /// Blocks until the work behind `mark` (and everything before it) has completed.
     fn wait(&self, mark: Self::Mark) -> Result<()>;
     /// Blocks until everything enqueued has completed, successfully or not (error paths
     /// call it before the slots may be reused or freed).
@@ -263,6 +261,23 @@ impl Column<'_> {
         self.len() * self.word_bytes()
     }
 
+    /// The column's bytes when they lie in a caller's pinned buffer of context `owner`
+    /// ([`crate::pinned`]): the bus reads them directly.
+    fn pinned_bytes(&self, owner: u64) -> Option<&[u8]> {
+        match self {
+            Column::Words(w) => Some(w.as_bytes()).filter(|b| is_pinned_for(owner, b)),
+            Column::Narrow(_) => None,
+        }
+    }
+
+    /// As [`Column::pinned_bytes`], for the bus to write them.
+    fn pinned_bytes_mut(&mut self, owner: u64) -> Option<&mut [u8]> {
+        match self {
+            Column::Words(w) => Some(w.as_bytes_mut()).filter(|b| is_pinned_for(owner, b)),
+            Column::Narrow(_) => None,
+        }
+    }
+
     /// Writes the device words of the elements from `first` into `out` (whole words).
     fn stage_in(&self, first: usize, out: &mut [u8]) {
         match self {
@@ -309,34 +324,42 @@ fn chunks(total: usize, word_bytes: usize) -> impl Iterator<Item = (usize, usize
         .map(move |offset| (offset, chunk.min(total - offset)))
 }
 
-/// Copies each column to its device buffer (`dst`, from byte 0) through the ring. The columns
-/// are only read. On error nothing is left in flight.
+/// Copies each column to its device buffer (`dst`, from byte 0): a caller's pinned buffer
+/// in one copy, anything else through the ring. The columns are only read. On error nothing
+/// is left in flight.
 fn upload<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
     columns: &[(&Column<'_>, L::Device)],
 ) -> Result<()> {
-    ring.ensure(link)?;
-    let result = upload_in_chunks(link, ring, columns);
+    let result = upload_columns(link, ring, columns);
     if result.is_err() {
         ring.settle(link);
     }
     result
 }
 
-fn upload_in_chunks<L: Link>(
+fn upload_columns<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
     columns: &[(&Column<'_>, L::Device)],
 ) -> Result<()> {
     let mut next = 0;
     for &(column, dst) in columns {
+        if let Some(bytes) = column.pinned_bytes(link.owner()) {
+            // The sort and the downloads follow on the same stream or queue, and the caller's
+            // slice stays borrowed until the download has been waited for.
+            link.upload(bytes, dst, 0)?;
+            continue;
+        }
+        ring.ensure(link)?;
         let word = column.word_bytes();
         for (offset, len) in chunks(column.device_bytes(), word) {
             let slot = &mut ring.slots[next % SLOTS];
             next += 1;
-            column.stage_in(offset / word, &mut slot.ready(link)?[..len]);
-            slot.pending = Some(link.upload(&slot.pinned, dst, offset, len)?);
+            let staged = &mut slot.ready(link)?[..len];
+            column.stage_in(offset / word, staged);
+            slot.pending = Some(link.upload(staged, dst, offset)?);
         }
     }
     // The sort that follows on the same stream waits for these copies by itself; the slots
@@ -347,18 +370,21 @@ fn upload_in_chunks<L: Link>(
 /// How the sorted words reach the caller's slices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CopyBack {
-    /// Chunk by chunk as they arrive, overlapped with the bus. A failure after the first
-    /// chunk was written returns [`Error::PartialResult`].
+    /// Chunk by chunk as they arrive, overlapped with the bus; a caller's pinned buffer
+    /// directly. A failure after the first byte may have been written returns
+    /// [`Error::PartialResult`].
     Direct,
     /// Everything into host memory first, then into the slices: a failure leaves them as
     /// they were. One more host copy of the data.
     AllOrNothing,
 }
 
-/// Copies each device buffer (`src`, from byte 0) into its column through the ring, after
-/// the work already enqueued (the sort). On error nothing is left in flight; with
-/// [`CopyBack::Direct`], an error after the first chunk was written is wrapped in
-/// [`Error::PartialResult`]. `held` is the host memory [`CopyBack::AllOrNothing`] keeps.
+/// Copies each device buffer (`src`, from byte 0) into its column, after the work already
+/// enqueued (the sort): with [`CopyBack::Direct`], a caller's pinned buffer in one copy once
+/// the sort has finished, anything else through the ring. On error nothing is left in
+/// flight; with [`CopyBack::Direct`], an error after the first byte may have been written is
+/// wrapped in [`Error::PartialResult`]. `held` is the host memory [`CopyBack::AllOrNothing`]
+/// keeps.
 fn download<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
@@ -366,7 +392,70 @@ fn download<L: Link>(
     mode: CopyBack,
     held: &mut Vec<u8>,
 ) -> Result<()> {
-    ring.ensure(link)?;
+    let mut written = false;
+    let result = download_columns(link, ring, columns, mode, held, &mut written);
+    result.map_err(|e| {
+        ring.settle(link);
+        if written {
+            Error::PartialResult { cause: Box::new(e) }
+        } else {
+            e
+        }
+    })
+}
+
+fn download_columns<L: Link>(
+    link: &L,
+    ring: &mut RingOf<L>,
+    columns: &mut [(&mut Column<'_>, L::Device)],
+    mode: CopyBack,
+    held: &mut Vec<u8>,
+    written: &mut bool,
+) -> Result<()> {
+    let owner = link.owner();
+    let direct: Vec<bool> = columns
+        .iter()
+        .map(|(column, _)| mode == CopyBack::Direct && column.pinned_bytes(owner).is_some())
+        .collect();
+    let mut marks = Vec::new();
+    if direct.contains(&true) {
+        // Wait for the sort first, so that a failed pass is reported before the device may
+        // write into the caller's memory.
+        link.wait(link.mark()?)?;
+        for ((column, device), _) in columns.iter_mut().zip(&direct).filter(|(_, d)| **d) {
+            let bytes = column.pinned_bytes_mut(owner).ok_or_else(|| {
+                Error::Unsupported("a pinned column stopped being pinned".to_string())
+            })?;
+            marks.push(link.download(*device, 0, bytes)?);
+            *written = true;
+        }
+    }
+    // The other columns through the ring, while the direct copies run.
+    let mut staged: Vec<&mut (&mut Column<'_>, L::Device)> = columns
+        .iter_mut()
+        .zip(&direct)
+        .filter(|(_, d)| !**d)
+        .map(|(c, _)| c)
+        .collect();
+    if !staged.is_empty() {
+        ring.ensure(link)?;
+        download_staged(link, ring, &mut staged, mode, held, written)?;
+    }
+    for mark in marks {
+        link.wait(mark)?;
+    }
+    Ok(())
+}
+
+/// The columns' downloads through the ring, in `mode`.
+fn download_staged<L: Link>(
+    link: &L,
+    ring: &mut RingOf<L>,
+    columns: &mut [&mut (&mut Column<'_>, L::Device)],
+    mode: CopyBack,
+    held: &mut Vec<u8>,
+    written: &mut bool,
+) -> Result<()> {
     let sources: Vec<Source<L>> = columns
         .iter()
         .map(|(column, device)| Source {
@@ -375,10 +464,9 @@ fn download<L: Link>(
             word: column.word_bytes(),
         })
         .collect();
-    let mut written = false;
-    let result = match mode {
+    match mode {
         CopyBack::Direct => download_in_chunks(link, ring, &sources, &mut |c, offset, data| {
-            written = true;
+            *written = true;
             columns[c].0.stage_out(offset / sources[c].word, data);
         }),
         CopyBack::AllOrNothing => {
@@ -398,22 +486,13 @@ fn download<L: Link>(
             download_in_chunks(link, ring, &sources, &mut |c, offset, data| {
                 let at = starts[c] + offset;
                 par_copy(&mut held[at..at + data.len()], data);
-            })
-            .map(|()| {
-                for (c, (column, _)) in columns.iter_mut().enumerate() {
-                    column.stage_out(0, &held[starts[c]..starts[c] + sources[c].bytes]);
-                }
-            })
+            })?;
+            for (c, (column, _)) in columns.iter_mut().map(|c| &mut **c).enumerate() {
+                column.stage_out(0, &held[starts[c]..starts[c] + sources[c].bytes]);
+            }
+            Ok(())
         }
-    };
-    result.map_err(|e| {
-        ring.settle(link);
-        if written {
-            Error::PartialResult { cause: Box::new(e) }
-        } else {
-            e
-        }
-    })
+    }
 }
 
 /// A device buffer to download: its handle, bytes and word width.
@@ -440,8 +519,8 @@ fn download_in_chunks<L: Link>(
     let enqueue = |ring: &mut RingOf<L>, i: usize| -> Result<()> {
         let (c, offset, len) = chunks[i];
         let slot = &mut ring.slots[i % SLOTS];
-        slot.ready(link)?;
-        slot.pending = Some(link.download(sources[c].device, offset, len, &mut slot.pinned)?);
+        let landing = &mut slot.ready(link)?[..len];
+        slot.pending = Some(link.download(sources[c].device, offset, landing)?);
         Ok(())
     };
     for i in 0..chunks.len().min(SLOTS) {

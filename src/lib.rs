@@ -43,6 +43,7 @@ mod kernel_contract;
 pub mod keys;
 #[cfg(feature = "opencl")]
 pub mod opencl;
+pub mod pinned;
 pub mod schedule;
 mod select;
 mod sorter;
@@ -50,6 +51,7 @@ mod sorter;
 pub use backend::{Backend, BackendDevices, BackendKind, DeviceInfo, DeviceType};
 pub use error::{Error, Result};
 pub use keys::{KeyEncoding, KeyKind, NarrowKeys, Order, SortKey, WordKey, WordsMut};
+pub use pinned::PinnedBuffer;
 pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
 pub use sorter::{DEFAULT_HOST_BELOW, Sorter, SorterBuilder};
 

@@ -4,6 +4,7 @@ use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::cpu::CpuBackend;
 use crate::error::{Error, Result, check_lengths};
 use crate::keys::{KeyEncoding, KeyRepr, SortKey, Word, WordsMut};
+use crate::pinned::PinnedBuffer;
 use crate::select::{self, DeviceFilter};
 
 /// Sorts slices on one device. Create it once and reuse it: device contexts and compiled
@@ -205,6 +206,44 @@ impl Sorter {
     /// next sort allocates again. Dropping the sorter frees them too.
     pub fn release_device_memory(&self) {
         self.backend.release_cached()
+    }
+
+    /// A buffer of `len` zeros in pinned host memory of this sorter's device. Sorts of slices
+    /// inside it skip the staging copy through [`Sorter::cached_pinned_bytes`]: the bus reads
+    /// and writes the caller's memory directly, which on the GPU backends takes the host
+    /// round trip to the bus speed. Any sort of a slice in it works (keys, values, rows,
+    /// argsort, stable sorts), also on the CPU backend, whose buffers are ordinary memory.
+    ///
+    /// ```
+    /// let sorter = bitonic::Sorter::new()?;
+    /// let mut keys = sorter.pinned_buffer::<u32>(1 << 16)?;
+    /// for (i, k) in keys.iter_mut().enumerate() {
+    ///     *k = (i as u32).wrapping_mul(2_654_435_761);
+    /// }
+    /// sorter.sort(&mut keys)?;
+    /// assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    ///
+    /// Pinned memory is taken out of the operating system's pageable memory; allocating it
+    /// costs about as much as writing it once, so keep buffers for reuse rather than making
+    /// one per sort. With [`SorterBuilder::all_or_nothing`] the results still go through the
+    /// staging ring, which keeps that promise. Errors: [`Error::OutOfMemory`] when the
+    /// driver cannot pin that much, [`Error::Driver`] for other driver failures.
+    pub fn pinned_buffer<T: bytemuck::Pod>(&self, len: usize) -> Result<PinnedBuffer<T>> {
+        let bytes =
+            len.checked_mul(std::mem::size_of::<T>())
+                .ok_or_else(|| Error::OutOfMemory {
+                    device: "pinned host memory".to_string(),
+                    requested: u64::MAX,
+                    available: 0,
+                })?;
+        let memory = if bytes == 0 {
+            None
+        } else {
+            self.backend.alloc_pinned(bytes)?
+        };
+        PinnedBuffer::new(memory, len)
     }
 
     /// Sorts `keys` ascending (floats in [`f32::total_cmp`] order).

@@ -1,6 +1,12 @@
 //! The CUDA side of the host transfer engine (`crate::host_transfer`): pinned memory from
-//! `cuMemAllocHost`, asynchronous copies on the backend's stream, and events after them.
+//! `cuMemAllocHost`, asynchronous copies on the backend's stream, and events after them; and
+//! the pinned memory of callers' buffers (`crate::pinned`).
 
+use std::mem::ManuallyDrop;
+use std::ptr;
+
+use cust::context::{Context, CurrentContext};
+use cust::device::Device;
 use cust::error::CudaError;
 use cust::event::{Event, EventFlags};
 use cust::memory::LockedBuffer;
@@ -12,16 +18,35 @@ use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::fault::point;
 use crate::host_transfer::Link;
+use crate::pinned::PinnedMemory;
+use rayon::prelude::*;
 
 /// Copies between pinned host memory and device memory on one stream. The backend's context
 /// is current on the calling thread for as long as a `CudaLink` is used.
 pub(crate) struct CudaLink<'a> {
     pub(crate) stream: &'a Stream,
+    /// The backend's context: pinned buffers of this context are copied directly.
+    pub(crate) context: cu::CUcontext,
 }
 
 impl CudaLink<'_> {
+    /// `bytes` of pinned memory in the current context, not initialized.
+    fn alloc(bytes: usize) -> Result<LockedBuffer<u8>> {
+        point(BackendKind::Cuda, "cuMemAllocHost")?;
+        // SAFETY: every user writes the bytes before reading them: the engine's slots are
+        // filled by a staging copy or a download first, a caller's buffer is zero-filled.
+        unsafe { LockedBuffer::uninitialized(bytes) }.map_err(|e| match e {
+            CudaError::OutOfMemory => crate::Error::OutOfMemory {
+                device: "pinned host memory".to_string(),
+                requested: bytes as u64,
+                available: 0,
+            },
+            e => driver_error("cuMemAllocHost", e),
+        })
+    }
+
     /// An event recorded on the stream after everything enqueued so far.
-    fn mark(&self) -> Result<Event> {
+    fn record(&self) -> Result<Event> {
         let event = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
         point(BackendKind::Cuda, "cuEventRecord")?;
         event.record(self.stream).map_err(on("cuEventRecord"))?;
@@ -35,65 +60,51 @@ impl Link for CudaLink<'_> {
     type Mark = Event;
 
     fn alloc_pinned(&self, bytes: usize) -> Result<LockedBuffer<u8>> {
-        point(BackendKind::Cuda, "cuMemAllocHost")?;
-        // SAFETY: the engine writes a slot's bytes before any are read (a staging copy or a
-        // download fills them first).
-        unsafe { LockedBuffer::uninitialized(bytes) }.map_err(|e| match e {
-            CudaError::OutOfMemory => crate::Error::OutOfMemory {
-                device: "pinned host memory".to_string(),
-                requested: bytes as u64,
-                available: 0,
-            },
-            e => driver_error("cuMemAllocHost", e),
-        })
+        CudaLink::alloc(bytes)
     }
 
     fn pinned_bytes(pinned: &mut LockedBuffer<u8>) -> &mut [u8] {
         pinned.as_mut_slice()
     }
 
-    fn upload(
-        &self,
-        src: &LockedBuffer<u8>,
-        dst: cu::CUdeviceptr,
-        offset: usize,
-        len: usize,
-    ) -> Result<Event> {
+    fn owner(&self) -> u64 {
+        self.context as u64
+    }
+
+    fn upload(&self, src: &[u8], dst: cu::CUdeviceptr, offset: usize) -> Result<Event> {
         point(BackendKind::Cuda, "cuMemcpyHtoDAsync")?;
-        // SAFETY: `src` holds at least `len` bytes and the engine neither writes nor frees it
+        // SAFETY: `src` is valid for its length, and the engine neither writes nor frees it
         // before the returned event completes; the device buffer at `dst` holds at least
-        // `offset + len` bytes (the engine uploads a column into a buffer of its size).
+        // `offset + src.len()` bytes (the engine uploads a column into a buffer of its size).
         check("cuMemcpyHtoDAsync", unsafe {
             cu::cuMemcpyHtoDAsync_v2(
                 dst + offset as u64,
                 src.as_ptr().cast(),
-                len,
+                src.len(),
                 self.stream.as_inner(),
             )
         })?;
-        self.mark()
+        self.record()
     }
 
-    fn download(
-        &self,
-        src: cu::CUdeviceptr,
-        offset: usize,
-        len: usize,
-        dst: &mut LockedBuffer<u8>,
-    ) -> Result<Event> {
+    fn download(&self, src: cu::CUdeviceptr, offset: usize, dst: &mut [u8]) -> Result<Event> {
         point(BackendKind::Cuda, "cuMemcpyDtoHAsync")?;
-        // SAFETY: `dst` holds at least `len` bytes and the engine neither reads nor frees it
+        // SAFETY: `dst` is valid for its length, and the engine neither reads nor frees it
         // before the returned event completes; the device buffer at `src` holds at least
-        // `offset + len` bytes.
+        // `offset + dst.len()` bytes.
         check("cuMemcpyDtoHAsync", unsafe {
             cu::cuMemcpyDtoHAsync_v2(
                 dst.as_mut_ptr().cast(),
                 src + offset as u64,
-                len,
+                dst.len(),
                 self.stream.as_inner(),
             )
         })?;
-        self.mark()
+        self.record()
+    }
+
+    fn mark(&self) -> Result<Event> {
+        self.record()
     }
 
     fn wait(&self, mark: Event) -> Result<()> {
@@ -104,5 +115,64 @@ impl Link for CudaLink<'_> {
     fn drain(&self) {
         // Only called after another failure, which is the one to report.
         let _ = self.stream.synchronize();
+    }
+}
+
+/// A caller's pinned buffer ([`crate::pinned`]): zero-filled memory from `cuMemAllocHost`,
+/// and a retain of the primary context it belongs to, so that it outlives the backend.
+pub(crate) struct CallerPinned {
+    buffer: ManuallyDrop<LockedBuffer<u8>>,
+    // Released after the buffer is freed in it (`Drop`).
+    context: Context,
+}
+
+impl CallerPinned {
+    /// `bytes` (more than 0) of zeros in pinned memory of `device`'s primary context.
+    pub(crate) fn zeroed(device: Device, bytes: usize) -> Result<CallerPinned> {
+        let context = Context::new(device).map_err(on("cuDevicePrimaryCtxRetain"))?;
+        CurrentContext::set_current(&context).map_err(on("cuCtxSetCurrent"))?;
+        let mut buffer = CudaLink::alloc(bytes)?;
+        zero(&mut buffer);
+        Ok(CallerPinned {
+            buffer: ManuallyDrop::new(buffer),
+            context,
+        })
+    }
+}
+
+/// Writes zeros over all of `buffer` on rayon's threads (pinned buffers can be GiBs).
+fn zero(buffer: &mut LockedBuffer<u8>) {
+    const PIECE: usize = 4 << 20;
+    let len = buffer.len();
+    let base = buffer.as_mut_ptr() as usize;
+    (0..len.div_ceil(PIECE)).into_par_iter().for_each(|i| {
+        let at = i * PIECE;
+        // SAFETY: the pieces are disjoint and within the buffer's `len` bytes, which the
+        // `&mut` borrow keeps alive and unshared until every piece is written.
+        unsafe { ptr::write_bytes((base + at) as *mut u8, 0, PIECE.min(len - at)) };
+    });
+}
+
+impl Drop for CallerPinned {
+    fn drop(&mut self) {
+        // `cuMemFreeHost` needs the context current; without it the memory stays until the
+        // context goes. Nothing useful can be done about a failure here.
+        let _ = CurrentContext::set_current(&self.context);
+        // SAFETY: dropped once, here; the field is never used again.
+        unsafe { ManuallyDrop::drop(&mut self.buffer) };
+    }
+}
+
+impl PinnedMemory for CallerPinned {
+    fn bytes(&self) -> &[u8] {
+        self.buffer.as_slice()
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self.buffer.as_mut_slice()
+    }
+
+    fn owner(&self) -> u64 {
+        self.context.as_raw() as u64
     }
 }

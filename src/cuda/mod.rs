@@ -27,7 +27,7 @@ use std::ptr;
 use std::sync::Mutex;
 
 use cust::context::{Context, CurrentContext};
-use cust::device::DeviceAttribute;
+use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
 use cust::memory::DeviceBuffer;
 use cust::module::Module;
@@ -39,6 +39,7 @@ use crate::error::{Error, Result, check_rows_words};
 use crate::host_transfer::{Column, Gauges, HostStateOf};
 use crate::kept::{DeviceBytes, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
+use crate::pinned::PinnedMemory;
 
 mod device_slices;
 mod driver;
@@ -51,7 +52,7 @@ use driver::{check, driver_error, init, on, probe};
 use kernels::{
     Kernel, Kernels, PTX, PTX_SM80, PTX_SM90, VALUE_NAMES, load_cluster_kernels, load_kernels,
 };
-use link::CudaLink;
+use link::{CallerPinned, CudaLink};
 pub use plan::{DeviceLimits, Launch, PassArgs, Widths};
 
 /// One sort's device words and its launches.
@@ -77,6 +78,7 @@ impl DeviceBytes for DeviceBuffer<u8> {
 /// the largest sort so far.
 pub struct CudaBackend {
     info: DeviceInfo,
+    device: Device,
     limits: DeviceLimits,
     kernels: Vec<Kernel>,
     /// `cluster_pass_u32_<value>` in [`CLUSTER_VALUE_NAMES`] order; empty below compute
@@ -153,6 +155,7 @@ impl CudaBackend {
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
         Ok(CudaBackend {
             info,
+            device,
             limits,
             kernels,
             cluster_kernels,
@@ -280,6 +283,7 @@ impl CudaBackend {
         let (device_keys, device_values) = allocated?;
         let link = CudaLink {
             stream: &self.stream,
+            context: self.context.as_raw(),
         };
         let uploaded = host.upload(
             &link,
@@ -313,12 +317,15 @@ impl CudaBackend {
         enqueued?;
         // The downloads follow the passes on the stream: a failed pass is reported by the
         // first download's wait, before anything is written to the slices.
-        host.download(
+        let downloaded = host.download(
             &link,
             (&mut keys, device_keys),
             values.as_mut().map(|v| (v, device_values)),
             self.gauges.copy_back(),
-        )
+        );
+        // The ring may have been allocated only now (the keys went up directly).
+        self.gauges.keep(host);
+        downloaded
     }
 
     /// The kernels for these word widths: the tile kernel, and the cluster kernel where the
@@ -387,6 +394,10 @@ impl Backend for CudaBackend {
 
     fn cached_bytes(&self) -> u64 {
         self.gauges.device()
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {
+        Ok(Some(Box::new(CallerPinned::zeroed(self.device, bytes)?)))
     }
 
     fn release_cached(&self) {

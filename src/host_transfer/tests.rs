@@ -5,6 +5,10 @@ use std::cell::{Cell, RefCell};
 
 use super::*;
 use crate::keys::{NarrowKeys, SortKey};
+use crate::pinned::PinnedBuffer;
+
+/// The context the fake link's pinned buffers belong to.
+const FAKE_OWNER: u64 = 0xfa4e;
 
 /// A device of plain host memory: copies happen at once, and the `fail_at`-th call
 /// (uploads, downloads and waits counted together) fails.
@@ -47,16 +51,24 @@ impl Link for FakeLink {
         pinned
     }
 
-    fn upload(&self, src: &Vec<u8>, dst: usize, offset: usize, len: usize) -> Result<()> {
+    fn owner(&self) -> u64 {
+        FAKE_OWNER
+    }
+
+    fn upload(&self, src: &[u8], dst: usize, offset: usize) -> Result<()> {
         self.step()?;
-        self.memory.borrow_mut()[dst][offset..offset + len].copy_from_slice(&src[..len]);
+        self.memory.borrow_mut()[dst][offset..offset + src.len()].copy_from_slice(src);
         Ok(())
     }
 
-    fn download(&self, src: usize, offset: usize, len: usize, dst: &mut Vec<u8>) -> Result<()> {
+    fn download(&self, src: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
         self.step()?;
-        dst[..len].copy_from_slice(&self.memory.borrow()[src][offset..offset + len]);
+        dst.copy_from_slice(&self.memory.borrow()[src][offset..offset + dst.len()]);
         Ok(())
+    }
+
+    fn mark(&self) -> Result<()> {
+        self.step()
     }
 
     fn wait(&self, (): ()) -> Result<()> {
@@ -248,4 +260,131 @@ fn a_failed_copy_back_is_partial_only_after_a_chunk_was_written() {
         }
     }
     assert!(partial > 0, "no failure came after a written chunk");
+}
+
+/// `n` words in a pinned buffer of the fake link's context.
+fn pinned_words(n: usize, seed: u64) -> PinnedBuffer<u32> {
+    let memory = crate::pinned::fake_memory(n.div_ceil(2), FAKE_OWNER);
+    let mut buffer = PinnedBuffer::<u32>::new(Some(memory), n.div_ceil(2) * 2).unwrap();
+    buffer[..n].copy_from_slice(&words(n, seed));
+    buffer
+}
+
+/// Reverses the device buffer's `word`-byte words ("sorts" it).
+fn reverse_on_device(link: &FakeLink, buffer: usize, word: usize) {
+    let mut memory = link.memory.borrow_mut();
+    let reversed: Vec<u8> = memory[buffer]
+        .chunks(word)
+        .rev()
+        .flatten()
+        .copied()
+        .collect();
+    memory[buffer] = reversed;
+}
+
+#[test]
+fn pinned_columns_skip_the_ring_unless_all_or_nothing() {
+    for mode in [CopyBack::Direct, CopyBack::AllOrNothing] {
+        for n in [1usize, 2, 3, 1000, SLOT_BYTES / 4 + 1] {
+            let link = FakeLink::default();
+            let mut ring: RingOf<FakeLink> = Ring::default();
+            let mut pinned = pinned_words(n, 5);
+            // Values in ordinary memory: the ring carries them beside the direct copies.
+            let mut values: Vec<u32> = (0..n as u32).collect();
+            let (device_keys, device_values) = (link.buffer(4 * n), link.buffer(4 * n));
+            {
+                let mut keys = Column::Words(WordsMut::U32(&mut pinned[..n]));
+                let mut vals = Column::Words(WordsMut::U32(&mut values));
+                upload(
+                    &link,
+                    &mut ring,
+                    &[(&keys, device_keys), (&vals, device_values)],
+                )
+                .unwrap();
+                reverse_on_device(&link, device_keys, 4);
+                reverse_on_device(&link, device_values, 4);
+                download(
+                    &link,
+                    &mut ring,
+                    &mut [(&mut keys, device_keys), (&mut vals, device_values)],
+                    mode,
+                    &mut Vec::new(),
+                )
+                .unwrap();
+            }
+            let mut want = words(n, 5);
+            want.reverse();
+            assert_eq!(&pinned[..n], &want[..], "n = {n}, {mode:?}");
+            assert!(values.iter().rev().enumerate().all(|(i, &v)| v == i as u32));
+            assert_eq!(link.pinned_allocated.get(), SLOTS, "the values' ring");
+            // Pinned keys alone need no ring at all on the way up, nor on the way down
+            // unless the copy back must be all or nothing.
+            let link = FakeLink::default();
+            let mut ring: RingOf<FakeLink> = Ring::default();
+            let device = link.buffer(4 * n);
+            let mut keys = Column::Words(WordsMut::U32(&mut pinned[..n]));
+            upload(&link, &mut ring, &[(&keys, device)]).unwrap();
+            download(
+                &link,
+                &mut ring,
+                &mut [(&mut keys, device)],
+                mode,
+                &mut Vec::new(),
+            )
+            .unwrap();
+            let slots = if mode == CopyBack::Direct { 0 } else { SLOTS };
+            assert_eq!(link.pinned_allocated.get(), slots, "n = {n}, {mode:?}");
+            assert_eq!(&pinned[..n], &want[..]);
+        }
+    }
+}
+
+#[test]
+fn a_pinned_column_fails_whole_or_partial() {
+    let n = 1000;
+    let count = {
+        let link = FakeLink::default();
+        let mut pinned = pinned_words(n, 6);
+        let device = link.buffer(4 * n);
+        let mut column = Column::Words(WordsMut::U32(&mut pinned[..n]));
+        let mut ring: RingOf<FakeLink> = Ring::default();
+        download(
+            &link,
+            &mut ring,
+            &mut [(&mut column, device)],
+            CopyBack::Direct,
+            &mut Vec::new(),
+        )
+        .unwrap();
+        link.calls.get()
+    };
+    // The mark after the sort, its wait, the copy, its wait.
+    assert_eq!(count, 4);
+    for fail_at in 0..count {
+        let link = FakeLink {
+            fail_at: Some(fail_at),
+            ..FakeLink::default()
+        };
+        let mut ring: RingOf<FakeLink> = Ring::default();
+        let mut pinned = pinned_words(n, 6);
+        let device = link.buffer(4 * n);
+        let mut column = Column::Words(WordsMut::U32(&mut pinned[..n]));
+        let result = download(
+            &link,
+            &mut ring,
+            &mut [(&mut column, device)],
+            CopyBack::Direct,
+            &mut Vec::new(),
+        );
+        match (fail_at, result) {
+            // Before the copy was enqueued (or when enqueuing it failed): the caller's memory
+            // is as it was.
+            (0..=2, Err(Error::Unsupported(_))) => assert_eq!(&pinned[..n], &words(n, 6)[..]),
+            // The copy may have written: a partial result, never Ok.
+            (3, Err(Error::PartialResult { cause })) => {
+                assert!(matches!(*cause, Error::Unsupported(_)))
+            }
+            (k, other) => panic!("failure at call {k}: {other:?}"),
+        }
+    }
 }

@@ -1,9 +1,8 @@
 //! The OpenCL side of the host transfer engine (`crate::host_transfer`): host-accessible
 //! buffers (`CL_MEM_ALLOC_HOST_PTR`, which drivers such as NVIDIA's back with pinned memory)
 //! kept mapped, non-blocking reads and writes on the backend's in-order queue, and their
-//! events.
+//! events; and the pinned memory of callers' buffers (`crate::pinned`).
 
-use std::ffi::c_void;
 use std::ptr;
 
 use opencl3::command_queue::{
@@ -21,6 +20,8 @@ use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::fault::point;
 use crate::host_transfer::Link;
+use crate::pinned::PinnedMemory;
+use rayon::prelude::*;
 
 /// A host-accessible buffer, mapped for its whole life.
 pub(crate) struct MappedBuffer {
@@ -36,6 +37,8 @@ pub(crate) struct MappedBuffer {
 // SAFETY: the mapping is plain host memory owned by this value alone (no other value holds
 // `host`), and OpenCL objects may be used from any thread.
 unsafe impl Send for MappedBuffer {}
+// SAFETY: as for `Send`; through `&MappedBuffer` the mapping is only read.
+unsafe impl Sync for MappedBuffer {}
 
 impl Drop for MappedBuffer {
     fn drop(&mut self) {
@@ -125,18 +128,23 @@ impl Link for ClLink<'_> {
         unsafe { std::slice::from_raw_parts_mut(pinned.host, pinned.len) }
     }
 
-    fn upload(&self, src: &MappedBuffer, dst: cl_mem, offset: usize, len: usize) -> Result<Event> {
+    fn owner(&self) -> u64 {
+        self.backend.context.get() as u64
+    }
+
+    fn upload(&self, src: &[u8], dst: cl_mem, offset: usize) -> Result<Event> {
         point(BackendKind::OpenCl, "clEnqueueWriteBuffer")?;
-        // SAFETY: `src` maps at least `len` bytes, which the engine neither writes nor frees
-        // before the returned event completes; `dst` holds at least `offset + len` bytes.
+        // SAFETY: `src` is valid for its length, and the engine neither writes nor frees it
+        // before the returned event completes; `dst` holds at least `offset + src.len()`
+        // bytes.
         let event = unsafe {
             enqueue_write_buffer(
                 self.queue.get(),
                 dst,
                 CL_NON_BLOCKING,
                 offset,
-                len,
-                src.host as *const c_void,
+                src.len(),
+                src.as_ptr().cast(),
                 0,
                 ptr::null(),
             )
@@ -148,24 +156,19 @@ impl Link for ClLink<'_> {
         Ok(Event::new(event))
     }
 
-    fn download(
-        &self,
-        src: cl_mem,
-        offset: usize,
-        len: usize,
-        dst: &mut MappedBuffer,
-    ) -> Result<Event> {
+    fn download(&self, src: cl_mem, offset: usize, dst: &mut [u8]) -> Result<Event> {
         point(BackendKind::OpenCl, "clEnqueueReadBuffer")?;
-        // SAFETY: `dst` maps at least `len` bytes, which the engine neither reads nor frees
-        // before the returned event completes; `src` holds at least `offset + len` bytes.
+        // SAFETY: `dst` is valid for its length, and the engine neither reads nor frees it
+        // before the returned event completes; `src` holds at least `offset + dst.len()`
+        // bytes.
         let event = unsafe {
             enqueue_read_buffer(
                 self.queue.get(),
                 src,
                 CL_NON_BLOCKING,
                 offset,
-                len,
-                dst.host.cast(),
+                dst.len(),
+                dst.as_mut_ptr().cast(),
                 0,
                 ptr::null(),
             )
@@ -177,6 +180,15 @@ impl Link for ClLink<'_> {
         Ok(Event::new(event))
     }
 
+    fn mark(&self) -> Result<Event> {
+        point(BackendKind::OpenCl, "clEnqueueMarkerWithWaitList")?;
+        // SAFETY: an empty wait list; the marker only orders the queue.
+        unsafe { self.queue.enqueue_marker_with_wait_list(&[]) }.map_err(|e| {
+            self.backend
+                .memory_error("clEnqueueMarkerWithWaitList", self.requested)(e.into())
+        })
+    }
+
     fn wait(&self, mark: Event) -> Result<()> {
         point(BackendKind::OpenCl, "clWaitForEvents")?;
         mark.wait()
@@ -186,5 +198,42 @@ impl Link for ClLink<'_> {
     fn drain(&self) {
         // Only called after another failure, which is the one to report.
         let _ = self.queue.finish();
+    }
+}
+
+/// A caller's pinned buffer ([`crate::pinned`]): a mapped host-accessible buffer, zero-filled.
+/// The buffer keeps its context alive, and the mapping its retained queue.
+pub(crate) struct CallerPinned {
+    mapped: MappedBuffer,
+    context: u64,
+}
+
+impl CallerPinned {
+    /// `bytes` (more than 0) of zeros in a mapped buffer of `link`'s context.
+    pub(crate) fn zeroed(link: &ClLink<'_>, bytes: usize) -> Result<CallerPinned> {
+        let mut mapped = link.alloc_pinned(bytes)?;
+        ClLink::pinned_bytes(&mut mapped)
+            .par_chunks_mut(4 << 20)
+            .for_each(|piece| piece.fill(0));
+        Ok(CallerPinned {
+            mapped,
+            context: link.owner(),
+        })
+    }
+}
+
+impl PinnedMemory for CallerPinned {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping holds `len` bytes and lives as long as `self`; a shared borrow
+        // of `self` allows no writes through `bytes_mut` meanwhile.
+        unsafe { std::slice::from_raw_parts(self.mapped.host, self.mapped.len) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        ClLink::pinned_bytes(&mut self.mapped)
+    }
+
+    fn owner(&self) -> u64 {
+        self.context
     }
 }

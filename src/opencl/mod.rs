@@ -38,6 +38,7 @@ use crate::error::{Error, Result, check_rows_words};
 use crate::host_transfer::{Column, Gauges, HostStateOf};
 use crate::kept::{DeviceBytes, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
+use crate::pinned::PinnedMemory;
 use crate::schedule::TileParams;
 
 use plan::{LOG_E, MAX_LOG_TILE, Shape};
@@ -310,12 +311,15 @@ impl OpenClBackend {
         }
         // The reads follow the passes on the in-order queue: a failed pass is reported by the
         // first read's wait, before anything is written to the slices.
-        host.download(
+        let downloaded = host.download(
             &link,
             (&mut keys, device_keys),
             values.as_mut().zip(device_values),
             self.gauges.copy_back(),
-        )
+        );
+        // The ring may have been allocated only now (the keys went up directly).
+        self.gauges.keep(host);
+        downloaded
     }
 }
 
@@ -366,6 +370,15 @@ impl Backend for OpenClBackend {
         self.gauges.device()
     }
 
+    fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {
+        let link = ClLink {
+            backend: self,
+            queue: &self.queue,
+            requested: bytes as u64,
+        };
+        Ok(Some(Box::new(CallerPinned::zeroed(&link, bytes)?)))
+    }
+
     fn release_cached(&self) {
         let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
         *host = HostState::default();
@@ -386,7 +399,7 @@ mod programs;
 
 pub use driver::devices;
 use driver::{describe, device_ids, driver};
-use link::ClLink;
+use link::{CallerPinned, ClLink};
 use programs::{Variant, VariantKey};
 
 #[cfg(test)]
