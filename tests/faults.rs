@@ -23,9 +23,11 @@
 //! The successful sort ends the loop and must also be exact; it must come at k = the number
 //! of points of the unarmed sort, and at least [`MIN_DISTINCT_CALLS`] different calls must
 //! have failed on the way, so the trial cannot pass without injecting anything. Cases: `u32`
-//! keys, `f64` keys descending, `u32` keys with `u64` values, rows of `f32`, and a stable
+//! keys, `f64` keys descending, `u32` keys with `u64` values, rows of `f32`, a stable
 //! key-value sort of `u16` keys with ties (two network sorts, narrow keys widened on the
-//! host), each with 1000 and 70_000 elements (the latter several merge passes).
+//! host), and `u32` keys alone and with `u64` values in `PinnedBuffer`s (copied directly,
+//! past the staging ring), each with 1000 and 70_000 elements (the latter several merge
+//! passes).
 //!
 //! Targets and gating are the suite's (`support/targets.rs`), GPU backends only (the CPU
 //! backend calls no driver): an unavailable backend's trials are ignored with the reason;
@@ -39,8 +41,9 @@ mod support;
 mod targets;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use bitonic::{BackendKind, Error, Sorter, fault};
+use bitonic::{BackendKind, Error, PinnedBuffer, Sorter, fault};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use support::{
     Pattern, TestKey, TestValue, check_keys, expected, input_seed, pair_multiset, rng_for,
@@ -72,6 +75,7 @@ fn known_calls(backend: BackendKind) -> &'static [&'static str] {
             "clEnqueueNDRangeKernel",
             "clWaitForEvents",
             "clEnqueueReadBuffer",
+            "clEnqueueMarkerWithWaitList",
         ],
         _ => &[],
     }
@@ -185,6 +189,73 @@ impl<K: TestKey + Ord, V: TestValue> Case for Pairs<K, V> {
             return Err("the CPU backend's pairs are not a permutation of the input's".into());
         }
         Ok(want)
+    }
+}
+
+/// `u32` keys, and `u64` values when given, in pinned buffers of the target's sorter: the
+/// copies go directly between them and the device, past the staging ring (except the copy
+/// back of an all-or-nothing sort).
+struct Pinned {
+    sorter: Arc<Sorter>,
+    keys: PinnedBuffer<u32>,
+    values: Option<PinnedBuffer<u64>>,
+}
+
+impl Pinned {
+    fn new(sorter: &Arc<Sorter>, keys: &[u32], values: Option<&[u64]>) -> Pinned {
+        fn copy<T: bytemuck::Pod>(sorter: &Sorter, data: &[T]) -> PinnedBuffer<T> {
+            let mut buffer = sorter
+                .pinned_buffer(data.len())
+                .unwrap_or_else(|e| panic!("allocating a pinned buffer: {e}"));
+            buffer.copy_from_slice(data);
+            buffer
+        }
+        Pinned {
+            sorter: Arc::clone(sorter),
+            keys: copy(sorter, keys),
+            values: values.map(|v| copy(sorter, v)),
+        }
+    }
+}
+
+impl Clone for Pinned {
+    fn clone(&self) -> Self {
+        Pinned::new(&self.sorter, &self.keys, self.values.as_deref())
+    }
+}
+
+impl Case for Pinned {
+    fn sort(&mut self, sorter: &Sorter) -> bitonic::Result<()> {
+        match &mut self.values {
+            Some(values) => sorter.sort_by_key(&mut self.keys, values),
+            None => sorter.sort(&mut self.keys),
+        }
+    }
+
+    fn bits(&self) -> Vec<u64> {
+        let keys = self.keys.iter().map(|&k| TestKey::bits(k));
+        let values = self
+            .values
+            .iter()
+            .flat_map(|v| v.iter().map(|&v| TestValue::bits(v)));
+        keys.chain(values).collect()
+    }
+
+    fn want(&self, target: &Target) -> Result<Self, String> {
+        // As for the same data in ordinary memory.
+        let (keys, values) = match &self.values {
+            Some(values) => {
+                let pairs = Pairs {
+                    keys: self.keys.to_vec(),
+                    values: values.to_vec(),
+                    stable: false,
+                };
+                let want = pairs.want(target)?;
+                (want.keys, Some(want.values))
+            }
+            None => (expected(&self.keys, false), None),
+        };
+        Ok(Pinned::new(&self.sorter, &keys, values.as_deref()))
     }
 }
 
@@ -494,6 +565,18 @@ fn register(slot: &Slot, trials: &mut Vec<Trial>) {
                     row_len: Some(n / 4),
                 },
             )
+        }));
+        let id = name("pinned_u32_keys");
+        trials.push(slot.trial(&id.clone(), move |t| {
+            let keys = Pattern::Random.keys::<u32>(n, &mut rng_for(input_seed(t.seed, &id, n)));
+            inject(t, &id, Pinned::new(&t.sorter, &keys, None))
+        }));
+        let id = name("pinned_u32_keys_u64_values");
+        trials.push(slot.trial(&id.clone(), move |t| {
+            let seed = input_seed(t.seed, &id, n);
+            let keys = Pattern::Few.keys::<u32>(n, &mut rng_for(seed));
+            let values: Vec<u64> = (0..n).map(|i| u64::make(i, seed)).collect();
+            inject(t, &id, Pinned::new(&t.sorter, &keys, Some(&values)))
         }));
         let id = name("u16_keys_u32_values_stable");
         trials.push(slot.trial(&id.clone(), move |t| {
