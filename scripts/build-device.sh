@@ -11,7 +11,7 @@ mkdir -p .device
 cargo build --release -p bitonic-bench --features cuda,opencl --bin bitonic
 cp "$CARGO_TARGET_DIR"/release/bitonic .device/bitonic
 # `cargo test --no-run` names the test executables in its JSON messages.
-cargo test -p bitonic --release --all-features --no-run --message-format=json --test suite --test huge --test properties --test threads --test faults --test device_buffers --lib \
+cargo test -p bitonic --release --all-features --no-run --message-format=json --test suite --test huge --test properties --test threads --test faults --test device_buffers --test pinned --lib \
     | python3 -c '
 import json, shutil, sys
 for line in sys.stdin:

@@ -16,6 +16,8 @@ for the caller starts with "@bitonic", anything else on stdout is ignored by the
   reply:           @bitonic  ok  <ms of timed run 1> <ms of run 2> ...   (space-separated)
                          [<note>]    (optional: something the caller should show)
               or:  @bitonic  error  <message>
+  request:         trip-pageable | trip-pinned   (the same fields as sort)
+  reply:           as for sort
   request:         quit
 
 The input file holds n keys as little-endian signed words (int32 for 32-bit keys, int64
@@ -40,6 +42,16 @@ completed when the run is queued, the hold was too short: the next runs sleep tw
 long, and timed runs that were not held are counted in the reply's note. After a request its
 tensors are freed and torch's cached memory is given back (torch.cuda.empty_cache()), so
 that the other sorters of the comparison get the device memory back.
+
+trip-pageable and trip-pinned time the host round trip instead, with the wall clock
+(perf_counter) after a torch.cuda.synchronize(), `warmup` untimed runs first:
+  trip-pageable: CPU tensors in ordinary memory, `.to(device)`, `torch.sort` (and the
+                 gather), `.cpu()` of the results: what a torch user writes;
+  trip-pinned:   CPU tensors in page-locked memory (`pin_memory=True`, filled untimed),
+                 `.to(device, non_blocking=True)`, `torch.sort` (and the gather), then
+                 `copy_(..., non_blocking=True)` into pinned result tensors allocated
+                 untimed, and a torch.cuda.synchronize().
+The output file receives the last run's result.
 
 --backend python replaces torch by Python's own sorted() on the host (timed with
 perf_counter): it exists to test the protocol and the caller without torch or a GPU.
@@ -189,6 +201,53 @@ class TorchBackend:
             note = f"{unheld} of {job.runs} timed runs not held (launch latency included)"
         return times, out, note
 
+    def trip(self, job, keys_buf, values_buf, pinned):
+        torch = self.torch
+        key_dtype = torch.int32 if job.bits == 32 else torch.int64
+        shape = (job.n // job.cols, job.cols) if job.cols else (job.n,)
+        columns = [(torch.frombuffer(keys_buf, dtype=key_dtype).view(shape), key_dtype)]
+        if values_buf is not None:
+            columns.append((torch.frombuffer(values_buf, dtype=torch.int32).view(shape), torch.int32))
+        # The inputs, and with pinned memory also the result tensors, untimed.
+        sources, results = [], []
+        for host, dtype in columns:
+            source = torch.empty(shape, dtype=dtype, pin_memory=pinned)
+            source.copy_(host)
+            sources.append(source)
+            if pinned:
+                results.append(torch.empty(shape, dtype=dtype, pin_memory=True))
+        times = []
+        out_tensors = None
+        for run in range(job.warmup + job.runs):
+            out_tensors = None
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            on_device = [s.to(self.device, non_blocking=pinned) for s in sources]
+            sorted_keys, indices = torch.sort(on_device[0], dim=-1)
+            sorted_all = [sorted_keys]
+            if len(on_device) > 1:
+                sorted_all.append(torch.gather(on_device[1], -1, indices))
+            if pinned:
+                for result, d in zip(results, sorted_all):
+                    result.copy_(d, non_blocking=True)
+                torch.cuda.synchronize()
+                out_tensors = results
+            else:
+                out_tensors = [d.cpu() for d in sorted_all]
+            ms = (time.perf_counter() - t0) * 1e3
+            del on_device, sorted_keys, indices, sorted_all
+            if run >= job.warmup:
+                times.append(ms)
+        out = bytearray(job.input_size())
+        torch.frombuffer(out, dtype=key_dtype, count=job.n).copy_(out_tensors[0].reshape(-1))
+        if values_buf is not None:
+            torch.frombuffer(
+                out, dtype=torch.int32, count=job.n, offset=job.n * job.key_bytes
+            ).copy_(out_tensors[1].reshape(-1))
+        del sources, results, out_tensors, columns
+        torch.cuda.empty_cache()
+        return times, out, ""
+
     def release(self):
         self.torch.cuda.empty_cache()
 
@@ -230,16 +289,25 @@ class PythonBackend:
             out += out_values.tobytes()
         return times, out, os.environ.get("BITONIC_TORCH_PEER_TEST_NOTE", "")
 
+    def trip(self, job, keys_buf, values_buf, pinned):
+        return self.sort(job, keys_buf, values_buf)
+
     def release(self):
         pass
 
 
-def run_job(backend, fields):
+REQUESTS = ("sort", "trip-pageable", "trip-pinned")
+
+
+def run_job(backend, fields, request="sort"):
     job = Job(fields)
     buf = read_exact(job.input, job.input_size())
     keys_buf = memoryview(buf)[: job.n * job.key_bytes]
     values_buf = memoryview(buf)[job.n * job.key_bytes :] if job.with_values else None
-    times, out, note = backend.sort(job, keys_buf, values_buf)
+    if request == "sort":
+        times, out, note = backend.sort(job, keys_buf, values_buf)
+    else:
+        times, out, note = backend.trip(job, keys_buf, values_buf, request == "trip-pinned")
     del keys_buf, values_buf, buf
     if len(out) != job.input_size():
         raise RuntimeError(f"{len(out)} output bytes, expected {job.input_size()}")
@@ -265,12 +333,12 @@ def serve(backend_name, ordinal, hold):
         fields = line.rstrip("\n").split("\t")
         if fields == ["quit"] or fields == [""]:
             break
-        if fields[0] != "sort":
+        if fields[0] not in REQUESTS:
             reply("error", f"unknown request {fields[0]!r}")
             continue
         failure = None
         try:
-            times, note = run_job(backend, fields[1:])
+            times, note = run_job(backend, fields[1:], fields[0])
         except Exception as e:  # noqa: BLE001  (reported to the caller, which goes on)
             traceback.print_exc(file=sys.stderr)
             failure = f"{type(e).__name__}: {e}"

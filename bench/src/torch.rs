@@ -298,6 +298,28 @@ fn start_in(dir: &TempDir, launch: &Launch) -> Result<(PeerProcess, Reply), Stri
     started
 }
 
+/// What a request times.
+#[derive(Clone, Copy, Debug)]
+enum Timing {
+    /// `torch.sort` on the device, between CUDA events.
+    Device,
+    /// The host round trip from and to ordinary memory.
+    PageableTrip,
+    /// The host round trip from and to pinned memory.
+    PinnedTrip,
+}
+
+impl Timing {
+    /// The script's name for the request.
+    fn request(self) -> &'static str {
+        match self {
+            Timing::Device => "sort",
+            Timing::PageableTrip => "trip-pageable",
+            Timing::PinnedTrip => "trip-pinned",
+        }
+    }
+}
+
 /// A started torch peer: the script runs, torch has a CUDA context on the device.
 pub struct TorchPeer {
     launch: Launch,
@@ -355,6 +377,39 @@ impl TorchPeer {
         warmup: usize,
         runs: usize,
     ) -> Result<(TorchTimes<W>, String), String> {
+        self.request(Timing::Device, keys, values, row_len, warmup, runs)
+    }
+
+    /// As [`TorchPeer::time`], but each run is a host round trip timed with the wall clock:
+    /// host tensors to the device, `torch.sort`, the results back to host tensors, in
+    /// ordinary memory or, with `pinned`, page-locked memory and non-blocking copies (the
+    /// script's docstring says exactly what is timed).
+    pub fn time_round_trip<W: Word>(
+        &self,
+        keys: &[W],
+        values: Option<&[u32]>,
+        row_len: usize,
+        warmup: usize,
+        runs: usize,
+        pinned: bool,
+    ) -> Result<(TorchTimes<W>, String), String> {
+        let timing = if pinned {
+            Timing::PinnedTrip
+        } else {
+            Timing::PageableTrip
+        };
+        self.request(timing, keys, values, row_len, warmup, runs)
+    }
+
+    fn request<W: Word>(
+        &self,
+        timing: Timing,
+        keys: &[W],
+        values: Option<&[u32]>,
+        row_len: usize,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<(TorchTimes<W>, String), String> {
         let n = keys.len();
         if values.is_some_and(|v| v.len() != n) {
             return Err("keys and values differ in length".into());
@@ -367,7 +422,8 @@ impl TorchPeer {
         }
         let input = self.dir.0.join("in.bin");
         let output = self.dir.0.join("out.bin");
-        let result = self.time_through(&input, &output, keys, values, row_len, warmup, runs);
+        let result =
+            self.time_through(timing, &input, &output, keys, values, row_len, warmup, runs);
         let _ = std::fs::remove_file(&input);
         let _ = std::fs::remove_file(&output);
         result
@@ -376,6 +432,7 @@ impl TorchPeer {
     #[allow(clippy::too_many_arguments)]
     fn time_through<W: Word>(
         &self,
+        timing: Timing,
         input: &Path,
         output: &Path,
         keys: &[W],
@@ -411,7 +468,8 @@ impl TorchPeer {
         };
         let bits = 8 * std::mem::size_of::<W>();
         let request = format!(
-            "sort\t{bits}\t{}\t{}\t{row_len}\t{warmup}\t{runs}\t{input_text}\t{output_text}",
+            "{}\t{bits}\t{}\t{}\t{row_len}\t{warmup}\t{runs}\t{input_text}\t{output_text}",
+            timing.request(),
             u8::from(values.is_some()),
             keys.len(),
         );

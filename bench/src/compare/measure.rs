@@ -134,6 +134,7 @@ where
             n,
             device_ms: Vec::new(),
             roundtrip_ms: Vec::new(),
+            pinned_ms: Vec::new(),
         };
         let mut notes: Vec<String> = Vec::new();
         if let Some(why) = entry.skip_reason(cfg, n, bytes_per_key) {
@@ -167,6 +168,19 @@ where
                     &mut notes,
                 ) {
                     row.roundtrip_ms = ms;
+                }
+                let got = roundtrip_pinned_ours(sorter, &input, cfg.roundtrip_runs);
+                let got = got.map_err(|e| e.to_string());
+                if let Some(ms) = measured(
+                    &input,
+                    got,
+                    "pinned round trip",
+                    "pinned round trip error",
+                    &what,
+                    failures,
+                    &mut notes,
+                ) {
+                    row.pinned_ms = ms;
                 }
             }
             Runner::Cpu => {
@@ -213,6 +227,31 @@ where
                 }
                 if !note.is_empty() {
                     notes.push(truncate(&note, 120));
+                }
+                for pinned in [false, true] {
+                    let got = peer.time_round_trip(
+                        &input.keys,
+                        input.values.as_deref(),
+                        row_len,
+                        1,
+                        cfg.roundtrip_runs,
+                        pinned,
+                    );
+                    let stage = if pinned {
+                        "pinned round trip"
+                    } else {
+                        "round trip"
+                    };
+                    let got = got.map(|(timed, _)| timed);
+                    if let Some(ms) =
+                        measured(&input, got, stage, "error", &what, failures, &mut notes)
+                    {
+                        if pinned {
+                            row.pinned_ms = ms;
+                        } else {
+                            row.roundtrip_ms = ms;
+                        }
+                    }
                 }
             }
             // skip_reason has said why already; nothing to measure.
@@ -328,7 +367,8 @@ pub(super) fn time_ours<W: Word>(
 }
 
 /// Our host round trip: the wall clock of `Sorter::sort` / `sort_by_key` (rows:
-/// `sort_rows` / `sort_rows_by_key`): upload, sort, download; one untimed run first.
+/// `sort_rows` / `sort_rows_by_key`) on vectors in ordinary memory: upload, sort, download;
+/// one untimed run first.
 pub(super) fn roundtrip_ours<W: Word + SortKey>(
     sorter: &Sorter,
     input: &Input<W>,
@@ -336,25 +376,54 @@ pub(super) fn roundtrip_ours<W: Word + SortKey>(
 ) -> Result<Timed<W>, Error> {
     let mut keys = input.keys.clone();
     let mut values = input.values.clone();
+    let ms = time_host_sorts(sorter, input, runs, &mut keys, values.as_deref_mut())?;
+    Ok((ms, keys, values))
+}
+
+/// As [`roundtrip_ours`], with keys and values in the sorter's pinned buffers
+/// (`Sorter::pinned_buffer`, allocated untimed): the bus copies them directly.
+pub(super) fn roundtrip_pinned_ours<W: Word + SortKey>(
+    sorter: &Sorter,
+    input: &Input<W>,
+    runs: usize,
+) -> Result<Timed<W>, Error> {
+    let mut keys = sorter.pinned_buffer::<W>(input.keys.len())?;
+    let mut values = match &input.values {
+        Some(v) => Some(sorter.pinned_buffer::<u32>(v.len())?),
+        None => None,
+    };
+    let ms = time_host_sorts(sorter, input, runs, &mut keys, values.as_deref_mut())?;
+    Ok((ms, keys.to_vec(), values.map(|v| v.to_vec())))
+}
+
+/// Restores `keys` and `values` from `input` (untimed) and times one host-slice sort of
+/// them, `runs` times after one untimed run.
+fn time_host_sorts<W: Word + SortKey>(
+    sorter: &Sorter,
+    input: &Input<W>,
+    runs: usize,
+    keys: &mut [W],
+    mut values: Option<&mut [u32]>,
+) -> Result<Vec<f64>, Error> {
     let mut ms = Vec::with_capacity(runs);
     for run in 0..=runs {
         keys.copy_from_slice(&input.keys);
-        if let (Some(v), Some(src)) = (values.as_mut(), input.values.as_ref()) {
+        if let (Some(v), Some(src)) = (values.as_deref_mut(), input.values.as_ref()) {
             v.copy_from_slice(src);
         }
         let start = Instant::now();
-        match (values.as_mut(), input.row_len) {
-            (Some(v), 0) => sorter.sort_by_key(&mut keys, v)?,
-            (None, 0) => sorter.sort(&mut keys)?,
-            (Some(v), row_len) => sorter.sort_rows_by_key(&mut keys, v, row_len)?,
-            (None, row_len) => sorter.sort_rows(&mut keys, row_len)?,
+        match (values.as_deref_mut(), input.row_len) {
+            (Some(v), 0) => sorter.sort_by_key(keys, v)?,
+            (None, 0) => sorter.sort(keys)?,
+            (Some(v), row_len) => sorter.sort_rows_by_key(keys, v, row_len)?,
+            (None, row_len) => sorter.sort_rows(keys, row_len)?,
         }
         let elapsed = start.elapsed().as_secs_f64() * 1e3;
         if run > 0 {
             ms.push(elapsed);
         }
     }
-    Ok((ms, keys, values))
+    Ok(ms)
 }
 
 /// The CPU peer, timed with the wall clock on host data: `par_sort_unstable` for keys,

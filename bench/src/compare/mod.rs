@@ -274,7 +274,10 @@ struct Row {
     label: String,
     n: usize,
     device_ms: Vec<f64>,
+    /// Host round trips from and to ordinary memory.
     roundtrip_ms: Vec<f64>,
+    /// Host round trips from and to pinned memory.
+    pinned_ms: Vec<f64>,
 }
 
 /// Counts of what went wrong, for the exit status.
@@ -293,9 +296,11 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
     println!(
         "device-resident time: median (and min) of {} timed runs after {} warm-ups, our \
          backends, CUB and torch.sort timed with device events, the CPU with the wall clock; \
-         host round trip (ours: upload + sort + download through Sorter::sort): median of {} runs, \
-         reported separately. Random keys (seed {}); every result checked against the CPU's \
-         sort of the same input.",
+         host round trip, host data in and out, median of {} runs after one warm-up, wall clock \
+         (ours: Sorter::sort on a Vec, and on a Sorter::pinned_buffer; torch: a CPU tensor \
+         .to(device), torch.sort, .cpu(), and the same from pinned tensors with non-blocking \
+         copies), reported separately. Random keys (seed {}); every result checked against \
+         the CPU's sort of the same input.",
         cfg.runs, cfg.warmup, cfg.roundtrip_runs, cfg.seed
     );
     let mut failures = Failures::default();
@@ -314,8 +319,16 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
             None => println!("   ratio: none (no bitonic device to compare with)"),
         }
         println!(
-            "{:>6}  {:<14} {:<34} {:>11} {:>11} {:>9} {:>7} {:>13}  note",
-            "n", "sorter", "device", "dev ms med", "dev ms min", "Gkeys/s", "ratio", "roundtrip ms"
+            "{:>6}  {:<14} {:<34} {:>11} {:>11} {:>9} {:>7} {:>13} {:>10}  note",
+            "n",
+            "sorter",
+            "device",
+            "dev ms med",
+            "dev ms min",
+            "Gkeys/s",
+            "ratio",
+            "roundtrip ms",
+            "pinned ms"
         );
         let sizes: Vec<usize> = match case {
             Case::Rows { rows, cols } => vec![rows * cols],

@@ -15,13 +15,15 @@ pub(super) fn print_row(row: &Row, reference_ms: Option<f64>, note: &str) {
             reference_ms.map_or_else(dash, |r| format!("{:.2}", med / r)),
         )
     };
-    let roundtrip = if row.roundtrip_ms.is_empty() {
-        dash()
-    } else {
-        format!("{:.3}", median(&row.roundtrip_ms))
+    let trip = |ms: &[f64]| {
+        if ms.is_empty() {
+            dash()
+        } else {
+            format!("{:.3}", median(ms))
+        }
     };
     println!(
-        "{:>6}  {:<14} {:<34} {:>11} {:>11} {:>9} {:>7} {:>13}  {}",
+        "{:>6}  {:<14} {:<34} {:>11} {:>11} {:>9} {:>7} {:>13} {:>10}  {}",
         size_label(row.n),
         row.sorter,
         truncate(&row.device, 34),
@@ -29,7 +31,8 @@ pub(super) fn print_row(row: &Row, reference_ms: Option<f64>, note: &str) {
         min,
         gkeys,
         ratio,
-        roundtrip,
+        trip(&row.roundtrip_ms),
+        trip(&row.pinned_ms),
         note
     );
     let _ = std::io::stdout().flush();
@@ -46,7 +49,8 @@ pub(super) fn csv_field(s: &str) -> String {
 
 pub(super) fn write_csv(cfg: &CompareConfig, rows: &[Row]) -> std::io::Result<()> {
     let mut text = String::from(
-        "case,sorter,device,n,device_ms_median,device_ms_min,runs,roundtrip_ms_median,keys_per_s\n",
+        "case,sorter,device,n,device_ms_median,device_ms_min,runs,roundtrip_ms_median,\
+         pinned_roundtrip_ms_median,keys_per_s\n",
     );
     let num = |v: f64| {
         if v.is_finite() {
@@ -61,7 +65,7 @@ pub(super) fn write_csv(cfg: &CompareConfig, rows: &[Row]) -> std::io::Result<()
         }
         let med = median(&r.device_ms);
         text.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{}\n",
             csv_field(&r.case),
             csv_field(&r.sorter),
             csv_field(&r.device),
@@ -74,6 +78,7 @@ pub(super) fn write_csv(cfg: &CompareConfig, rows: &[Row]) -> std::io::Result<()
                 r.device_ms.len()
             },
             num(median(&r.roundtrip_ms)),
+            num(median(&r.pinned_ms)),
             if med.is_finite() && med > 0.0 {
                 format!("{:.0}", r.n as f64 / (med * 1e-3))
             } else {
