@@ -183,10 +183,10 @@ impl Link for ClLink<'_> {
     fn mark(&self) -> Result<Event> {
         point(BackendKind::OpenCl, "clEnqueueMarkerWithWaitList")?;
         // SAFETY: an empty wait list; the marker only orders the queue.
-        unsafe { self.queue.enqueue_marker_with_wait_list(&[]) }.map_err(|e| {
+        unsafe { self.queue.enqueue_marker_with_wait_list(&[]) }.map_err(
             self.backend
-                .memory_error("clEnqueueMarkerWithWaitList", self.requested)(e.into())
-        })
+                .memory_error("clEnqueueMarkerWithWaitList", self.requested),
+        )
     }
 
     fn wait(&self, mark: Event) -> Result<()> {
