@@ -98,14 +98,15 @@ pub(crate) trait Link {
     /// The driver context whose pinned buffers ([`crate::pinned`]) this link copies directly.
     fn owner(&self) -> u64;
     /// Enqueues a copy of `src` (pinned memory: a slot, or a caller's pinned buffer) to `dst`
-    /// at byte `offset`, after everything enqueued before it. `src` is neither written nor
-    /// freed before the returned mark has been waited for or [`Link::drain`] has returned
-    /// (the engine keeps this).
-    fn upload(&self, src: &[u8], dst: Self::Device, offset: usize) -> Result<Self::Mark>;
+    /// at byte `offset`, after everything enqueued before it; on error nothing was enqueued.
+    /// `src` is neither written nor freed before a mark made after it has been waited for or
+    /// [`Link::drain`] has returned (the engine keeps this).
+    fn upload(&self, src: &[u8], dst: Self::Device, offset: usize) -> Result<()>;
     /// Enqueues a copy of `dst.len()` bytes of `src` at byte `offset` into `dst` (pinned
-    /// memory), after everything enqueued before it (the sort's kernels). `dst` is neither
-    /// read nor freed before the mark has been waited for or [`Link::drain`] has returned.
-    fn download(&self, src: Self::Device, offset: usize, dst: &mut [u8]) -> Result<Self::Mark>;
+    /// memory), after everything enqueued before it (the sort's kernels); on error nothing
+    /// was enqueued. `dst` is neither read nor freed before a mark made after it has been
+    /// waited for or [`Link::drain`] has returned.
+    fn download(&self, src: Self::Device, offset: usize, dst: &mut [u8]) -> Result<()>;
     /// A mark after everything enqueued so far.
     fn mark(&self) -> Result<Self::Mark>;
     /// Blocks until the work behind `mark` (and everything before it) has completed.
@@ -359,7 +360,8 @@ fn upload_columns<L: Link>(
             next += 1;
             let staged = &mut slot.ready(link)?[..len];
             column.stage_in(offset / word, staged);
-            slot.pending = Some(link.upload(staged, dst, offset)?);
+            link.upload(staged, dst, offset)?;
+            slot.pending = Some(link.mark()?);
         }
     }
     // The sort that follows on the same stream waits for these copies by itself; the slots
@@ -417,7 +419,7 @@ fn download_columns<L: Link>(
         .iter()
         .map(|(column, _)| mode == CopyBack::Direct && column.pinned_bytes(owner).is_some())
         .collect();
-    let mut marks = Vec::new();
+    let mut direct_copies = None;
     if direct.contains(&true) {
         // Wait for the sort first, so that a failed pass is reported before the device may
         // write into the caller's memory.
@@ -426,9 +428,10 @@ fn download_columns<L: Link>(
             let bytes = column.pinned_bytes_mut(owner).ok_or_else(|| {
                 Error::Unsupported("a pinned column stopped being pinned".to_string())
             })?;
-            marks.push(link.download(*device, 0, bytes)?);
+            link.download(*device, 0, bytes)?;
             *written = true;
         }
+        direct_copies = Some(link.mark()?);
     }
     // The other columns through the ring, while the direct copies run.
     let mut staged: Vec<&mut (&mut Column<'_>, L::Device)> = columns
@@ -441,7 +444,7 @@ fn download_columns<L: Link>(
         ring.ensure(link)?;
         download_staged(link, ring, &mut staged, mode, held, written)?;
     }
-    for mark in marks {
+    if let Some(mark) = direct_copies {
         link.wait(mark)?;
     }
     Ok(())
@@ -520,7 +523,8 @@ fn download_in_chunks<L: Link>(
         let (c, offset, len) = chunks[i];
         let slot = &mut ring.slots[i % SLOTS];
         let landing = &mut slot.ready(link)?[..len];
-        slot.pending = Some(link.download(sources[c].device, offset, landing)?);
+        link.download(sources[c].device, offset, landing)?;
+        slot.pending = Some(link.mark()?);
         Ok(())
     };
     for i in 0..chunks.len().min(SLOTS) {

@@ -71,11 +71,11 @@ impl Link for CudaLink<'_> {
         self.context as u64
     }
 
-    fn upload(&self, src: &[u8], dst: cu::CUdeviceptr, offset: usize) -> Result<Event> {
+    fn upload(&self, src: &[u8], dst: cu::CUdeviceptr, offset: usize) -> Result<()> {
         point(BackendKind::Cuda, "cuMemcpyHtoDAsync")?;
         // SAFETY: `src` is valid for its length, and the engine neither writes nor frees it
-        // before the returned event completes; the device buffer at `dst` holds at least
-        // `offset + src.len()` bytes (the engine uploads a column into a buffer of its size).
+        // before an event recorded after the copy completes; the device buffer at `dst`
+        // holds at least `offset + src.len()` bytes (a column goes into a buffer of its size).
         check("cuMemcpyHtoDAsync", unsafe {
             cu::cuMemcpyHtoDAsync_v2(
                 dst + offset as u64,
@@ -83,15 +83,14 @@ impl Link for CudaLink<'_> {
                 src.len(),
                 self.stream.as_inner(),
             )
-        })?;
-        self.record()
+        })
     }
 
-    fn download(&self, src: cu::CUdeviceptr, offset: usize, dst: &mut [u8]) -> Result<Event> {
+    fn download(&self, src: cu::CUdeviceptr, offset: usize, dst: &mut [u8]) -> Result<()> {
         point(BackendKind::Cuda, "cuMemcpyDtoHAsync")?;
         // SAFETY: `dst` is valid for its length, and the engine neither reads nor frees it
-        // before the returned event completes; the device buffer at `src` holds at least
-        // `offset + dst.len()` bytes.
+        // before an event recorded after the copy completes; the device buffer at `src`
+        // holds at least `offset + dst.len()` bytes.
         check("cuMemcpyDtoHAsync", unsafe {
             cu::cuMemcpyDtoHAsync_v2(
                 dst.as_mut_ptr().cast(),
@@ -99,8 +98,7 @@ impl Link for CudaLink<'_> {
                 dst.len(),
                 self.stream.as_inner(),
             )
-        })?;
-        self.record()
+        })
     }
 
     fn mark(&self) -> Result<Event> {

@@ -132,11 +132,11 @@ impl Link for ClLink<'_> {
         self.backend.context.get() as u64
     }
 
-    fn upload(&self, src: &[u8], dst: cl_mem, offset: usize) -> Result<Event> {
+    fn upload(&self, src: &[u8], dst: cl_mem, offset: usize) -> Result<()> {
         point(BackendKind::OpenCl, "clEnqueueWriteBuffer")?;
         // SAFETY: `src` is valid for its length, and the engine neither writes nor frees it
-        // before the returned event completes; `dst` holds at least `offset + src.len()`
-        // bytes.
+        // before a marker enqueued after the copy completes; `dst` holds at least
+        // `offset + src.len()` bytes.
         let event = unsafe {
             enqueue_write_buffer(
                 self.queue.get(),
@@ -153,14 +153,16 @@ impl Link for ClLink<'_> {
             self.backend
                 .memory_error("clEnqueueWriteBuffer", self.requested)(e.into())
         })?;
-        Ok(Event::new(event))
+        // Completion is waited for through a later marker (`mark`).
+        drop(Event::new(event));
+        Ok(())
     }
 
-    fn download(&self, src: cl_mem, offset: usize, dst: &mut [u8]) -> Result<Event> {
+    fn download(&self, src: cl_mem, offset: usize, dst: &mut [u8]) -> Result<()> {
         point(BackendKind::OpenCl, "clEnqueueReadBuffer")?;
         // SAFETY: `dst` is valid for its length, and the engine neither reads nor frees it
-        // before the returned event completes; `src` holds at least `offset + dst.len()`
-        // bytes.
+        // before a marker enqueued after the copy completes; `src` holds at least
+        // `offset + dst.len()` bytes.
         let event = unsafe {
             enqueue_read_buffer(
                 self.queue.get(),
@@ -177,7 +179,8 @@ impl Link for ClLink<'_> {
             self.backend
                 .memory_error("clEnqueueReadBuffer", self.requested)(e.into())
         })?;
-        Ok(Event::new(event))
+        drop(Event::new(event));
+        Ok(())
     }
 
     fn mark(&self) -> Result<Event> {

@@ -9,14 +9,14 @@ for f in .device/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
 chmod +x .device/*
 run() { local name=$1 limit=$2; shift 2; timeout "$limit" "$@" > "$out/$name.txt" 2>&1; echo "$name exit $?" >> "$out/$name.txt"; }
 export BITONIC_REQUIRE=cuda,opencl,cpu
-run pinned 90 .device/pinned
-run threads 60 .device/threads
-run faults 150 .device/faults
-run suite 150 .device/suite
+run pinned 80 .device/pinned
+run threads 50 .device/threads
+run faults 140 .device/faults
+run suite 140 .device/suite
 unset BITONIC_REQUIRE
-run unit 40 .device/unit
-run huge 120 .device/huge --ignored --test-threads 1
-run memcheck 90 compute-sanitizer --tool memcheck --print-limit 20 .device/pinned cuda0::
+run unit 30 .device/unit
+run huge 80 .device/huge --ignored --test-threads 1
+run memcheck 60 compute-sanitizer --tool memcheck --print-limit 20 .device/pinned cuda0::
 for f in pinned threads faults suite unit huge memcheck; do
     grep -E "^test result|ERROR SUMMARY| exit " "$out/$f.txt" | sed "s/^/$f: /"
 done
