@@ -100,6 +100,20 @@ fn words(n: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
+/// Downloads device buffer `device` into one column of `u32` words in `mode`, through a
+/// fresh ring.
+fn download_words(link: &FakeLink, words: &mut [u32], device: usize, mode: CopyBack) -> Result<()> {
+    let mut ring: RingOf<FakeLink> = Ring::default();
+    let mut column = Column::Words(WordsMut::U32(words));
+    download(
+        link,
+        &mut ring,
+        &mut [(&mut column, device)],
+        mode,
+        &mut Vec::new(),
+    )
+}
+
 #[test]
 fn words_go_up_and_come_back_at_every_length() {
     let link = FakeLink::default();
@@ -119,16 +133,8 @@ fn words_go_up_and_come_back_at_every_length() {
         )
         .unwrap();
         // "Sort": reverse both on the device.
-        for (buffer, word) in [(device_keys, 4), (device_values, 8)] {
-            let mut memory = link.memory.borrow_mut();
-            let reversed: Vec<u8> = memory[buffer]
-                .chunks(word)
-                .rev()
-                .flatten()
-                .copied()
-                .collect();
-            memory[buffer] = reversed;
-        }
+        reverse_on_device(&link, device_keys, 4);
+        reverse_on_device(&link, device_values, 8);
         let (mut key_column, mut value_column) = (key_column, value_column);
         for mode in [CopyBack::Direct, CopyBack::AllOrNothing] {
             download(
@@ -207,18 +213,8 @@ fn a_failed_copy_back_is_partial_only_after_a_chunk_was_written() {
     // Count the calls of a whole successful download first.
     let count = {
         let link = FakeLink::default();
-        let mut ring: RingOf<FakeLink> = Ring::default();
-        let mut keys = words(n, 2);
         let device = link.buffer(4 * n);
-        let mut column = Column::Words(WordsMut::U32(&mut keys));
-        download(
-            &link,
-            &mut ring,
-            &mut [(&mut column, device)],
-            CopyBack::Direct,
-            &mut Vec::new(),
-        )
-        .unwrap();
+        download_words(&link, &mut words(n, 2), device, CopyBack::Direct).unwrap();
         link.calls.get()
     };
     assert!(count > 4, "{count} calls: want several chunks");
@@ -229,19 +225,11 @@ fn a_failed_copy_back_is_partial_only_after_a_chunk_was_written() {
                 fail_at: Some(fail_at),
                 ..FakeLink::default()
             };
-            let mut ring: RingOf<FakeLink> = Ring::default();
             let input = words(n, 3);
             let mut keys = input.clone();
             let device = link.buffer(4 * n);
             link.memory.borrow_mut()[device] = bytemuck::cast_slice(&words(n, 4)).to_vec();
-            let mut column = Column::Words(WordsMut::U32(&mut keys));
-            let result = download(
-                &link,
-                &mut ring,
-                &mut [(&mut column, device)],
-                mode,
-                &mut Vec::new(),
-            );
+            let result = download_words(&link, &mut keys, device, mode);
             let sorted = words(n, 4);
             match result {
                 Ok(()) => panic!("call {fail_at} failed, yet the download returned Ok"),
@@ -344,16 +332,12 @@ fn a_pinned_column_fails_whole_or_partial() {
     let n = 1000;
     let count = {
         let link = FakeLink::default();
-        let mut pinned = pinned_words(n, 6);
         let device = link.buffer(4 * n);
-        let mut column = Column::Words(WordsMut::U32(&mut pinned[..n]));
-        let mut ring: RingOf<FakeLink> = Ring::default();
-        download(
+        download_words(
             &link,
-            &mut ring,
-            &mut [(&mut column, device)],
+            &mut pinned_words(n, 6)[..n],
+            device,
             CopyBack::Direct,
-            &mut Vec::new(),
         )
         .unwrap();
         link.calls.get()
@@ -365,17 +349,9 @@ fn a_pinned_column_fails_whole_or_partial() {
             fail_at: Some(fail_at),
             ..FakeLink::default()
         };
-        let mut ring: RingOf<FakeLink> = Ring::default();
         let mut pinned = pinned_words(n, 6);
         let device = link.buffer(4 * n);
-        let mut column = Column::Words(WordsMut::U32(&mut pinned[..n]));
-        let result = download(
-            &link,
-            &mut ring,
-            &mut [(&mut column, device)],
-            CopyBack::Direct,
-            &mut Vec::new(),
-        );
+        let result = download_words(&link, &mut pinned[..n], device, CopyBack::Direct);
         match (fail_at, result) {
             // Before the copy was enqueued (or when enqueuing it failed): the caller's memory
             // is as it was.
