@@ -1,0 +1,287 @@
+//! The merge-path schedule above the tile, and its scalar model. The GPU backends do not run
+//! it yet: they sort every length with the network of this module's parent. It is the plan
+//! of `docs/perf.md` ("Merge path above the tile"): tiles of `2^log_tile` keys sorted on chip,
+//! then passes that each merge groups of `2^log_ways` sorted runs into one, every output tile
+//! finding its part of each input run by [`split`].
+//!
+//! [`split`] and [`emulate`] are the reference that kernels of this design are to be tested
+//! against: the splitters of an output rank are exact, and ties go to the lower run first, so
+//! that the merges are stable.
+
+/// The merge passes of a sort of `n` keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergePlan {
+    /// Keys.
+    pub n: u64,
+    /// log2 of the tile every block sorts on chip (the first runs).
+    pub log_tile: u32,
+    /// log2 of the runs one merge pass merges into one (3: eight-way).
+    pub log_ways: u32,
+}
+
+/// One merge pass: groups of up to `2^log_ways` runs of `2^log_run` keys (the last run of the
+/// array may be shorter) merged into runs of `2^(log_run + log_ways)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergePass {
+    /// log2 of the input runs.
+    pub log_run: u32,
+    /// log2 of the runs merged into one (the last pass may merge fewer).
+    pub log_ways: u32,
+}
+
+impl MergePlan {
+    /// The merge passes in order: none when `n` fits one tile.
+    pub fn passes(&self) -> Vec<MergePass> {
+        let levels = super::ceil_log2(self.n.max(1)).saturating_sub(self.log_tile);
+        let ways = self.log_ways.max(1);
+        (0..levels.div_ceil(ways))
+            .map(|p| MergePass {
+                log_run: self.log_tile + p * ways,
+                log_ways: ways.min(levels - p * ways),
+            })
+            .collect()
+    }
+}
+
+/// How many keys of each run come first in the `rank` smallest of all `runs` (each sorted
+/// ascending): the splitters of output rank `rank`. Equal keys count as smaller in a lower
+/// run, and earlier in the same run, so merging the runs' prefixes and suffixes at these
+/// splitters is stable. `rank` beyond the total is the total.
+///
+/// The search bisects the key's bits as a kernel would (one binary search per run and step),
+/// then hands the remaining ties to the runs in order.
+pub fn split(runs: &[&[u64]], rank: u64) -> Vec<u64> {
+    let below = |v: u64| -> u64 {
+        runs.iter()
+            .map(|r| r.partition_point(|&k| k < v) as u64)
+            .sum()
+    };
+    let at_most = |v: u64| -> u64 {
+        runs.iter()
+            .map(|r| r.partition_point(|&k| k <= v) as u64)
+            .sum()
+    };
+    let total: u64 = runs.iter().map(|r| r.len() as u64).sum();
+    if rank >= total {
+        return runs.iter().map(|r| r.len() as u64).collect();
+    }
+    // The smallest key v with more than `rank` keys at or below it: the key at `rank`.
+    let (mut lo, mut hi) = (0u64, u64::MAX);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if at_most(mid) > rank {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    let mut left = rank - below(lo);
+    runs.iter()
+        .map(|r| {
+            let start = r.partition_point(|&k| k < lo);
+            let equal = r[start..].partition_point(|&k| k <= lo) as u64;
+            let take = left.min(equal);
+            left -= take;
+            start as u64 + take
+        })
+        .collect()
+}
+
+/// Sorts `keys` (and moves `values` with them) as the merge-path design does: every tile
+/// sorted on its own (stably), then each pass of `plan` merging its groups of runs output
+/// tile by output tile, each tile taking the parts of the runs between its two ranks'
+/// [`split`]s. The result equals a stable sort by key.
+pub fn emulate<V: Copy>(keys: &mut [u64], values: &mut [V], plan: MergePlan) {
+    assert_eq!(keys.len(), values.len(), "keys and values differ in length");
+    let n = keys.len();
+    let tile = 1usize << plan.log_tile;
+    let mut pairs: Vec<(u64, V)> = keys.iter().copied().zip(values.iter().copied()).collect();
+    for t in pairs.chunks_mut(tile) {
+        t.sort_by_key(|p| p.0);
+    }
+    for pass in plan.passes() {
+        let run = 1usize << pass.log_run;
+        let group = run << pass.log_ways;
+        let mut out = Vec::with_capacity(n);
+        for g in (0..n).step_by(group) {
+            let members: Vec<&[(u64, V)]> = (g..(g + group).min(n))
+                .step_by(run)
+                .map(|r| &pairs[r..(r + run).min(n)])
+                .collect();
+            let run_keys: Vec<Vec<u64>> = members
+                .iter()
+                .map(|m| m.iter().map(|p| p.0).collect())
+                .collect();
+            let run_refs: Vec<&[u64]> = run_keys.iter().map(Vec::as_slice).collect();
+            let len = group.min(n - g) as u64;
+            let mut from = split(&run_refs, 0);
+            for end in (tile as u64..=len)
+                .step_by(tile)
+                .chain((!len.is_multiple_of(tile as u64)).then_some(len))
+            {
+                let to = split(&run_refs, end);
+                merge_parts(&members, &from, &to, &mut out);
+                from = to;
+            }
+        }
+        pairs = out;
+    }
+    for (i, (k, v)) in pairs.into_iter().enumerate() {
+        keys[i] = k;
+        values[i] = v;
+    }
+}
+
+/// Appends the stable merge of `members[j][from[j]..to[j]]` to `out`.
+fn merge_parts<V: Copy>(
+    members: &[&[(u64, V)]],
+    from: &[u64],
+    to: &[u64],
+    out: &mut Vec<(u64, V)>,
+) {
+    let mut at: Vec<usize> = from.iter().map(|&f| f as usize).collect();
+    loop {
+        // The lowest run whose next key is smallest.
+        let next = (0..members.len())
+            .filter(|&j| at[j] < to[j] as usize)
+            .min_by_key(|&j| (members[j][at[j]].0, j));
+        let Some(j) = next else { break };
+        out.push(members[j][at[j]]);
+        at[j] += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patterns(n: usize, seed: u64) -> Vec<(&'static str, Vec<u64>)> {
+        let mut x = seed | 1;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let random: Vec<u64> = (0..n).map(|_| rand()).collect();
+        let mut sorted = random.clone();
+        sorted.sort_unstable();
+        let reversed: Vec<u64> = sorted.iter().rev().copied().collect();
+        vec![
+            ("random", random),
+            ("sorted", sorted),
+            ("reversed", reversed),
+            ("equal", vec![7; n]),
+            ("few", (0..n).map(|_| rand() % 3).collect()),
+            (
+                "organ pipe",
+                (0..n).map(|i| i.min(n - 1 - i) as u64).collect(),
+            ),
+            ("saw", (0..n).map(|i| (i % 17) as u64).collect()),
+            (
+                "extremes",
+                (0..n)
+                    .map(|i| if i % 2 == 0 { u64::MAX } else { 0 })
+                    .collect(),
+            ),
+        ]
+    }
+
+    #[test]
+    fn pass_counts_of_the_design() {
+        let count = |log_n: u32, log_tile, log_ways| {
+            MergePlan {
+                n: 1 << log_n,
+                log_tile,
+                log_ways,
+            }
+            .passes()
+            .len()
+        };
+        // docs/perf.md: eight-way merges above tiles of 2^13 (2^12 for u64 keys).
+        assert_eq!(
+            [count(20, 13, 3), count(24, 13, 3), count(28, 13, 3)],
+            [3, 4, 5]
+        );
+        assert_eq!(count(26, 12, 3), 5);
+        assert_eq!(
+            [count(20, 13, 2), count(24, 13, 2), count(28, 13, 2)],
+            [4, 6, 8]
+        );
+        assert_eq!(count(13, 13, 3), 0);
+        let plan = MergePlan {
+            n: (1 << 20) + 1,
+            log_tile: 13,
+            log_ways: 3,
+        };
+        let passes = plan.passes();
+        assert_eq!(passes.len(), 3);
+        assert_eq!(
+            passes[2],
+            MergePass {
+                log_run: 19,
+                log_ways: 2
+            }
+        );
+    }
+
+    #[test]
+    fn splitters_are_exact_and_stable() {
+        for (name, keys) in patterns(300, 5) {
+            let mut runs: Vec<Vec<u64>> = keys.chunks(37).map(|c| c.to_vec()).collect();
+            runs.iter_mut().for_each(|r| r.sort_unstable());
+            let refs: Vec<&[u64]> = runs.iter().map(Vec::as_slice).collect();
+            // (key, run, position) in the order a stable merge takes them.
+            let mut all: Vec<(u64, usize, usize)> = runs
+                .iter()
+                .enumerate()
+                .flat_map(|(j, r)| r.iter().enumerate().map(move |(i, &k)| (k, j, i)))
+                .collect();
+            all.sort_unstable();
+            for rank in 0..=all.len() as u64 + 2 {
+                let s = split(&refs, rank);
+                let taken = &all[..(rank as usize).min(all.len())];
+                for (j, &sj) in s.iter().enumerate() {
+                    let want = taken.iter().filter(|t| t.1 == j).count() as u64;
+                    assert_eq!(sj, want, "{name}: rank {rank}, run {j}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_model_is_a_stable_sort() {
+        for (log_tile, log_ways) in [(2, 1), (3, 2), (3, 3), (4, 3)] {
+            let tile = 1usize << log_tile;
+            let mut lengths = vec![0, 1, 2, 3, tile - 1, tile, tile + 1];
+            for log in [
+                log_tile + log_ways,
+                log_tile + 2 * log_ways,
+                log_tile + 2 * log_ways + 1,
+            ] {
+                let n = 1usize << log;
+                lengths.extend([n - 1, n, n + 1]);
+            }
+            for n in lengths {
+                for (name, input) in patterns(n, n as u64 + 11) {
+                    let mut keys = input.clone();
+                    let mut positions: Vec<u32> = (0..n as u32).collect();
+                    let plan = MergePlan {
+                        n: n as u64,
+                        log_tile,
+                        log_ways,
+                    };
+                    emulate(&mut keys, &mut positions, plan);
+                    let mut want: Vec<(u64, u32)> =
+                        input.iter().copied().zip(0..n as u32).collect();
+                    want.sort_by_key(|p| p.0);
+                    let got: Vec<(u64, u32)> = keys.into_iter().zip(positions).collect();
+                    assert_eq!(
+                        got, want,
+                        "{name}, n = {n}, tile 2^{log_tile}, 2^{log_ways}-way"
+                    );
+                }
+            }
+        }
+    }
+}
