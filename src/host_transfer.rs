@@ -42,7 +42,8 @@ const MIN_CHUNK_BYTES: usize = 2 << 20;
 /// than they save (NVIDIA H200 machine: 2^15 keys took 0.07 ms this way, 0.12 ms in pieces).
 const PARALLEL_FROM_BYTES: usize = 256 << 10;
 /// Longer copies go to every rayon thread in even pieces of at least this many bytes (2^20
-/// keys: 0.59 ms, against 0.86 ms in pieces of 256 KiB, which left half the threads idle).
+/// keys: 0.68 ms, against 0.81 ms in pieces of 256 KiB, which left half the threads idle;
+/// `docs/perf.md`, change 22).
 const MIN_PIECE_BYTES: usize = 64 << 10;
 
 /// What a GPU backend tells about its host-slice sorts without taking their lock: the bytes
