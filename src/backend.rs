@@ -198,7 +198,7 @@ pub trait Backend: Send + Sync {
         0
     }
 
-    /// `bytes` (more than 0) of zero-filled pinned host memory for a caller's buffer (see
+    /// `bytes` (more than 0) of pinned host memory for a caller's buffer (see
     /// [`crate::Sorter::pinned_buffer`]), which this backend's sorts of host slices copy
     /// directly; `None` for backends without such memory (their buffers are ordinary memory).
     fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {

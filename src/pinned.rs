@@ -17,9 +17,12 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::Mutex;
 
+use rayon::prelude::*;
+
 use crate::error::{Error, Result};
 
-/// Page-locked host memory that a GPU backend allocated for a caller's buffer, zero-filled.
+/// Page-locked host memory that a GPU backend allocated for a caller's buffer. Its contents
+/// need not be initialized: [`PinnedBuffer`] writes zeros over all of it before any read.
 /// A backend outside this crate has none to give (the default of
 /// [`crate::Backend::alloc_pinned`]); its buffers are ordinary memory.
 pub trait PinnedMemory: Send + Sync {
@@ -97,11 +100,16 @@ impl<T: bytemuck::Pod> PinnedBuffer<T> {
     /// `len` zeros in `memory` (`None`: in ordinary memory), or why `memory` cannot hold
     /// them.
     pub(crate) fn new(memory: Option<Box<dyn PinnedMemory>>, len: usize) -> Result<Self> {
-        let Some(memory) = memory else {
+        let Some(mut memory) = memory else {
             return Ok(PinnedBuffer {
                 storage: Storage::Heap(vec![T::zeroed(); len]),
             });
         };
+        // On rayon's threads: pinned buffers can be GiBs.
+        memory
+            .bytes_mut()
+            .par_chunks_mut(4 << 20)
+            .for_each(|piece| piece.fill(0));
         let bytes = memory.bytes();
         if bytemuck::try_cast_slice::<u8, T>(bytes).map(<[T]>::len) != Ok(len) {
             return Err(Error::Unsupported(format!(

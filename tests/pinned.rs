@@ -192,6 +192,9 @@ fn outlives_its_sorter(t: &Target) -> Result<(), Failed> {
         Pattern::Random.keys(n, &mut rng_for(input_seed(t.seed, "pinned::outlives", n)));
     let sorter = t.open_another()?;
     let mut buffer = sorter.pinned_buffer::<u64>(n)?;
+    if buffer.iter().any(|&k| k != 0) {
+        return Err("a new pinned buffer is not zero-filled".into());
+    }
     drop(sorter);
     buffer.copy_from_slice(&input);
     t.sorter.sort_descending(&mut buffer)?;

@@ -3,7 +3,6 @@
 //! the pinned memory of callers' buffers (`crate::pinned`).
 
 use std::mem::ManuallyDrop;
-use std::ptr;
 
 use cust::context::{Context, CurrentContext};
 use cust::device::Device;
@@ -19,7 +18,6 @@ use crate::error::Result;
 use crate::fault::point;
 use crate::host_transfer::Link;
 use crate::pinned::PinnedMemory;
-use rayon::prelude::*;
 
 /// Copies between pinned host memory and device memory on one stream. The backend's context
 /// is current on the calling thread for as long as a `CudaLink` is used.
@@ -34,7 +32,8 @@ impl CudaLink<'_> {
     fn alloc(bytes: usize) -> Result<LockedBuffer<u8>> {
         point(BackendKind::Cuda, "cuMemAllocHost")?;
         // SAFETY: every user writes the bytes before reading them: the engine's slots are
-        // filled by a staging copy or a download first, a caller's buffer is zero-filled.
+        // filled by a staging copy or a download first, a caller's buffer is zero-filled by
+        // `PinnedBuffer::new`.
         unsafe { LockedBuffer::uninitialized(bytes) }.map_err(|e| match e {
             CudaError::OutOfMemory => crate::Error::OutOfMemory {
                 device: "pinned host memory".to_string(),
@@ -43,14 +42,6 @@ impl CudaLink<'_> {
             },
             e => driver_error("cuMemAllocHost", e),
         })
-    }
-
-    /// An event recorded on the stream after everything enqueued so far.
-    fn record(&self) -> Result<Event> {
-        let event = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
-        point(BackendKind::Cuda, "cuEventRecord")?;
-        event.record(self.stream).map_err(on("cuEventRecord"))?;
-        Ok(event)
     }
 }
 
@@ -102,7 +93,10 @@ impl Link for CudaLink<'_> {
     }
 
     fn mark(&self) -> Result<Event> {
-        self.record()
+        let event = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
+        point(BackendKind::Cuda, "cuEventRecord")?;
+        event.record(self.stream).map_err(on("cuEventRecord"))?;
+        Ok(event)
     }
 
     fn wait(&self, mark: Event) -> Result<()> {
@@ -116,7 +110,7 @@ impl Link for CudaLink<'_> {
     }
 }
 
-/// A caller's pinned buffer ([`crate::pinned`]): zero-filled memory from `cuMemAllocHost`,
+/// A caller's pinned buffer ([`crate::pinned`]): memory from `cuMemAllocHost`,
 /// and a retain of the primary context it belongs to, so that it outlives the backend.
 pub(crate) struct CallerPinned {
     buffer: ManuallyDrop<LockedBuffer<u8>>,
@@ -125,30 +119,17 @@ pub(crate) struct CallerPinned {
 }
 
 impl CallerPinned {
-    /// `bytes` (more than 0) of zeros in pinned memory of `device`'s primary context.
-    pub(crate) fn zeroed(device: Device, bytes: usize) -> Result<CallerPinned> {
+    /// `bytes` (more than 0) of pinned memory of `device`'s primary context, not initialized
+    /// (`crate::pinned::PinnedBuffer` zero-fills it).
+    pub(crate) fn new(device: Device, bytes: usize) -> Result<CallerPinned> {
         let context = Context::new(device).map_err(on("cuDevicePrimaryCtxRetain"))?;
         CurrentContext::set_current(&context).map_err(on("cuCtxSetCurrent"))?;
-        let mut buffer = CudaLink::alloc(bytes)?;
-        zero(&mut buffer);
+        let buffer = CudaLink::alloc(bytes)?;
         Ok(CallerPinned {
             buffer: ManuallyDrop::new(buffer),
             context,
         })
     }
-}
-
-/// Writes zeros over all of `buffer` on rayon's threads (pinned buffers can be GiBs).
-fn zero(buffer: &mut LockedBuffer<u8>) {
-    const PIECE: usize = 4 << 20;
-    let len = buffer.len();
-    let base = buffer.as_mut_ptr() as usize;
-    (0..len.div_ceil(PIECE)).into_par_iter().for_each(|i| {
-        let at = i * PIECE;
-        // SAFETY: the pieces are disjoint and within the buffer's `len` bytes, which the
-        // `&mut` borrow keeps alive and unshared until every piece is written.
-        unsafe { ptr::write_bytes((base + at) as *mut u8, 0, PIECE.min(len - at)) };
-    });
 }
 
 impl Drop for CallerPinned {

@@ -397,7 +397,7 @@ impl Backend for CudaBackend {
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {
-        Ok(Some(Box::new(CallerPinned::zeroed(self.device, bytes)?)))
+        Ok(Some(Box::new(CallerPinned::new(self.device, bytes)?)))
     }
 
     fn release_cached(&self) {

@@ -21,7 +21,6 @@ use crate::error::Result;
 use crate::fault::point;
 use crate::host_transfer::Link;
 use crate::pinned::PinnedMemory;
-use rayon::prelude::*;
 
 /// A host-accessible buffer, mapped for its whole life.
 pub(crate) struct MappedBuffer {
@@ -204,7 +203,7 @@ impl Link for ClLink<'_> {
     }
 }
 
-/// A caller's pinned buffer ([`crate::pinned`]): a mapped host-accessible buffer, zero-filled.
+/// A caller's pinned buffer ([`crate::pinned`]): a mapped host-accessible buffer.
 /// The buffer keeps its context alive, and the mapping its retained queue.
 pub(crate) struct CallerPinned {
     mapped: MappedBuffer,
@@ -212,12 +211,10 @@ pub(crate) struct CallerPinned {
 }
 
 impl CallerPinned {
-    /// `bytes` (more than 0) of zeros in a mapped buffer of `link`'s context.
-    pub(crate) fn zeroed(link: &ClLink<'_>, bytes: usize) -> Result<CallerPinned> {
-        let mut mapped = link.alloc_pinned(bytes)?;
-        ClLink::pinned_bytes(&mut mapped)
-            .par_chunks_mut(4 << 20)
-            .for_each(|piece| piece.fill(0));
+    /// `bytes` (more than 0) in a mapped buffer of `link`'s context, not initialized
+    /// (`crate::pinned::PinnedBuffer` zero-fills it).
+    pub(crate) fn new(link: &ClLink<'_>, bytes: usize) -> Result<CallerPinned> {
+        let mapped = link.alloc_pinned(bytes)?;
         Ok(CallerPinned {
             mapped,
             context: link.owner(),

@@ -376,7 +376,7 @@ impl Backend for OpenClBackend {
             queue: &self.queue,
             requested: bytes as u64,
         };
-        Ok(Some(Box::new(CallerPinned::zeroed(&link, bytes)?)))
+        Ok(Some(Box::new(CallerPinned::new(&link, bytes)?)))
     }
 
     fn release_cached(&self) {
