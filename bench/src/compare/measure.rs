@@ -156,31 +156,20 @@ where
                 ) {
                     row.device_ms = ms;
                 }
-                let got = roundtrip_ours(sorter, &input, cfg.roundtrip_runs);
-                let got = got.map_err(|e| e.to_string());
-                if let Some(ms) = measured(
-                    &input,
-                    got,
-                    "round trip",
-                    "round trip error",
-                    &what,
-                    failures,
-                    &mut notes,
-                ) {
-                    row.roundtrip_ms = ms;
-                }
-                let got = roundtrip_pinned_ours(sorter, &input, cfg.roundtrip_runs);
-                let got = got.map_err(|e| e.to_string());
-                if let Some(ms) = measured(
-                    &input,
-                    got,
-                    "pinned round trip",
-                    "pinned round trip error",
-                    &what,
-                    failures,
-                    &mut notes,
-                ) {
-                    row.pinned_ms = ms;
+                for pinned in [false, true] {
+                    let got = if pinned {
+                        roundtrip_pinned_ours(sorter, &input, cfg.roundtrip_runs)
+                    } else {
+                        roundtrip_ours(sorter, &input, cfg.roundtrip_runs)
+                    };
+                    let stage = trip_stage(pinned);
+                    let got = got.map_err(|e| e.to_string());
+                    let kind = format!("{stage} error");
+                    if let Some(ms) =
+                        measured(&input, got, stage, &kind, &what, failures, &mut notes)
+                    {
+                        *row.trip_ms(pinned) = ms;
+                    }
                 }
             }
             Runner::Cpu => {
@@ -237,20 +226,12 @@ where
                         cfg.roundtrip_runs,
                         pinned,
                     );
-                    let stage = if pinned {
-                        "pinned round trip"
-                    } else {
-                        "round trip"
-                    };
+                    let stage = trip_stage(pinned);
                     let got = got.map(|(timed, _)| timed);
                     if let Some(ms) =
                         measured(&input, got, stage, "error", &what, failures, &mut notes)
                     {
-                        if pinned {
-                            row.pinned_ms = ms;
-                        } else {
-                            row.roundtrip_ms = ms;
-                        }
+                        *row.trip_ms(pinned) = ms;
                     }
                 }
             }
@@ -264,6 +245,15 @@ where
         out.push(row);
     }
     out
+}
+
+/// The name of a round trip from ordinary or from pinned memory, in notes and check messages.
+fn trip_stage(pinned: bool) -> &'static str {
+    if pinned {
+        "pinned round trip"
+    } else {
+        "round trip"
+    }
 }
 
 /// The first line of an error for the row's note; the whole error goes to stderr when it

@@ -280,6 +280,17 @@ struct Row {
     pinned_ms: Vec<f64>,
 }
 
+impl Row {
+    /// The round trips from pinned memory, or from ordinary memory.
+    fn trip_ms(&mut self, pinned: bool) -> &mut Vec<f64> {
+        if pinned {
+            &mut self.pinned_ms
+        } else {
+            &mut self.roundtrip_ms
+        }
+    }
+}
+
 /// Counts of what went wrong, for the exit status.
 #[derive(Default)]
 struct Failures {
