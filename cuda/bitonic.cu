@@ -37,7 +37,8 @@
 // The files: kernels/contract.h (the pass arguments, modes and encodings shared with the host
 // and the OpenCL kernels), words.cuh (key words, padding, compare-exchange), rounds.cuh (the
 // register rounds), tile_io.cuh (tile loads and stores), cluster.cuh (cluster sorts), and
-// here the passes and their entry points.
+// merge_path.cuh (the merge passes above the tile, which the default mode runs after a
+// tile sort), and here the passes and their entry points.
 
 #include "rounds.cuh"
 #include "tile_io.cuh"
@@ -102,6 +103,31 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         // The next tile's loads overwrite what this tile's stores read.
         __syncthreads();
     }
+}
+
+#include "merge_path.cuh"
+
+// Merge passes: E = 2^MERGE_LOG_E outputs per thread for 4-byte elements, half for wider
+// ones (their registers); src/cuda/plan.rs's `merge_log_e` agrees.
+#define MERGE_KERNEL(KNAME, K, VNAME, V, E)                                                      \
+    extern "C" __global__ void __launch_bounds__(512, 2) merge_pass_##KNAME##_##VNAME(           \
+        const K *src_keys, const V *src_values, K *dst_keys, V *dst_values, const u64 *splits,     \
+        MergeArgs args) {                                                                          \
+        merge_pass<K, V, E>(src_keys, src_values, dst_keys, dst_values, splits, args);           \
+    }
+
+MERGE_KERNEL(u32, u32, none, NoValue, (1u << MERGE_LOG_E))
+MERGE_KERNEL(u32, u32, u32, u32, (1u << (MERGE_LOG_E - 1)))
+MERGE_KERNEL(u32, u32, u64, u64, (1u << (MERGE_LOG_E - 1)))
+MERGE_KERNEL(u64, u64, none, NoValue, (1u << (MERGE_LOG_E - 1)))
+MERGE_KERNEL(u64, u64, u32, u32, (1u << (MERGE_LOG_E - 1)))
+MERGE_KERNEL(u64, u64, u64, u64, (1u << (MERGE_LOG_E - 1)))
+
+extern "C" __global__ void merge_split_u32(const u32 *keys, u64 *splits, MergeArgs args) {
+    merge_split<u32>(keys, splits, args);
+}
+extern "C" __global__ void merge_split_u64(const u64 *keys, u64 *splits, MergeArgs args) {
+    merge_split<u64>(keys, splits, args);
 }
 
 #if __CUDA_ARCH__ >= 900

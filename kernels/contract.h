@@ -39,7 +39,22 @@
 // that an array of 8-byte words after it stays 16-byte aligned.
 #define PADDED_WORDS(bits) ((PAD(1u << (bits)) + 3u) & ~3u)
 
+// Merge passes (merge path above the tile, src/schedule/merge_path.rs): every work-group
+// writes 2^tile_bits consecutive outputs of the stable merge of two sorted runs, each thread
+// 2^MERGE_LOG_E of them for 4-byte elements and 2^(MERGE_LOG_E-1) for wider ones.
+#define MERGE_LOG_E 4
+
 #ifdef __CUDACC__
+// The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in
+// src/kernel_contract.rs). The OpenCL kernels take the same quantities as separate arguments.
+struct MergeArgs {
+    unsigned long long n;     // elements
+    unsigned int log_run;     // the input runs hold 2^log_run elements (the last may be shorter)
+    unsigned int tile_bits;   // log2 of the outputs of one block
+    unsigned int encoding;    // ENCODING_* bits
+    unsigned int transform;   // DECODE_ON_STORE on the last pass
+};
+
 // The parameter block of every CUDA pass (`PassArgs` in src/kernel_contract.rs). The OpenCL
 // kernels take the same quantities as separate arguments (src/opencl/launch.rs).
 struct PassArgs {

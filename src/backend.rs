@@ -191,6 +191,13 @@ pub trait Backend: Send + Sync {
         let _ = all_or_nothing;
     }
 
+    /// Whether every sort runs the sorting network alone, whose memory accesses depend only
+    /// on the shape of the input (see [`crate::SorterBuilder::oblivious`]). Backends that
+    /// run nothing else ignore it.
+    fn set_oblivious(&self, oblivious: bool) {
+        let _ = oblivious;
+    }
+
     /// Bytes of pinned (page-locked) host memory this backend keeps between sorts to stage
     /// host slices (see [`crate::Sorter::cached_pinned_bytes`]); 0 for backends that keep
     /// none.

@@ -10,11 +10,30 @@ pub(crate) trait DeviceBytes {
     fn byte_len(&self) -> usize;
 }
 
-/// The key and value buffers kept from earlier sorts; each is as large as the largest sort
-/// so far needed, and a sort uses its first bytes.
+/// The key and value buffers kept from earlier sorts, and the merge passes' scratch; each is
+/// as large as the largest sort so far needed, and a sort uses its first bytes.
 pub(crate) struct Kept<B> {
     pub(crate) keys: Option<B>,
     pub(crate) values: Option<B>,
+    /// The merge passes' second buffer for keys, values and the splitters of output tiles.
+    pub(crate) scratch: Scratch<B>,
+}
+
+/// The buffers that merge passes write into and read from besides the data.
+pub(crate) struct Scratch<B> {
+    pub(crate) keys: Option<B>,
+    pub(crate) values: Option<B>,
+    pub(crate) splits: Option<B>,
+}
+
+impl<B> Default for Scratch<B> {
+    fn default() -> Self {
+        Scratch {
+            keys: None,
+            values: None,
+            splits: None,
+        }
+    }
 }
 
 impl<B> Default for Kept<B> {
@@ -22,6 +41,7 @@ impl<B> Default for Kept<B> {
         Kept {
             keys: None,
             values: None,
+            scratch: Scratch::default(),
         }
     }
 }
@@ -29,11 +49,17 @@ impl<B> Default for Kept<B> {
 impl<B: DeviceBytes> Kept<B> {
     /// Bytes of device memory kept.
     pub(crate) fn bytes(&self) -> u64 {
-        [&self.keys, &self.values]
-            .into_iter()
-            .flatten()
-            .map(|b| b.byte_len() as u64)
-            .sum()
+        [
+            &self.keys,
+            &self.values,
+            &self.scratch.keys,
+            &self.scratch.values,
+            &self.scratch.splits,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|b| b.byte_len() as u64)
+        .sum()
     }
 
     /// Runs `fill`, which grows and fills the buffers for one sort. When it runs out of
@@ -64,4 +90,33 @@ pub(crate) fn grow<B: DeviceBytes>(
         unreachable!("a missing buffer was allocated above")
     };
     Ok(buffer)
+}
+
+impl<B: DeviceBytes> Scratch<B> {
+    /// Grows the scratch to `keys`, `values` (0: none) and `splits` bytes. Out of device
+    /// memory it frees what it holds and returns `false`: the network, which sorts in place,
+    /// sorts instead.
+    pub(crate) fn grow(
+        &mut self,
+        keys: usize,
+        values: usize,
+        splits: usize,
+        mut alloc: impl FnMut(usize) -> Result<B>,
+    ) -> Result<bool> {
+        let mut grown = grow(&mut self.keys, keys, &mut alloc).map(|_| ());
+        if grown.is_ok() && values > 0 {
+            grown = grow(&mut self.values, values, &mut alloc).map(|_| ());
+        }
+        if grown.is_ok() {
+            grown = grow(&mut self.splits, splits, &mut alloc).map(|_| ());
+        }
+        match grown {
+            Ok(()) => Ok(true),
+            Err(Error::OutOfMemory { .. }) => {
+                *self = Scratch::default();
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
 }

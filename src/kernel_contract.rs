@@ -41,6 +41,28 @@ pub fn padded_words(bits: u32) -> u64 {
     (size + (size >> PAD_SHIFT) + 3) & !3
 }
 
+/// log2 of the outputs each thread of a merge pass writes for 4-byte elements
+/// (`MERGE_LOG_E`); wider elements take half as many.
+pub const MERGE_LOG_E: u32 = 4;
+
+/// The parameter block of every CUDA merge pass and its splitter pass (`struct MergeArgs` in
+/// `kernels/contract.h`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MergeArgs {
+    /// Elements.
+    pub n: u64,
+    /// log2 of the input runs (the last run may be shorter).
+    pub log_run: u32,
+    /// log2 of the outputs of one block.
+    pub tile_bits: u32,
+    /// [`crate::keys::KeyEncoding::code`].
+    pub encoding: u32,
+    /// [`DECODE_ON_STORE`] on the last pass.
+    pub transform: u32,
+}
+
 /// The parameter block of every CUDA pass (`struct PassArgs` in `kernels/contract.h`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 #[repr(C)]
@@ -121,6 +143,7 @@ mod tests {
             ("KIND_FLOAT", KIND_FLOAT),
             ("ENCODING_DESCENDING", ENCODING_DESCENDING),
             ("PAD_SHIFT", PAD_SHIFT),
+            ("MERGE_LOG_E", MERGE_LOG_E),
         ] {
             assert_eq!(number(name), value, "{name}");
         }
@@ -158,16 +181,14 @@ mod tests {
         }
     }
 
-    #[test]
-    fn pass_args_match_the_header() {
-        // The struct's fields in the header, in order, with their C types.
+    /// The fields of `struct name` in the header, in order, with their C types.
+    fn header_fields(name: &str) -> Vec<(String, String)> {
         let body = HEADER
-            .split("struct PassArgs {")
+            .split(&format!("struct {name} {{"))
             .nth(1)
             .and_then(|rest| rest.split("};").next())
-            .expect("contract.h defines struct PassArgs");
-        let fields: Vec<(String, String)> = body
-            .lines()
+            .unwrap_or_else(|| panic!("contract.h defines no struct {name}"));
+        body.lines()
             .map(|l| l.split("//").next().unwrap_or("").trim())
             .filter(|l| !l.is_empty())
             .map(|l| {
@@ -175,12 +196,49 @@ mod tests {
                 let (ty, name) = decl.rsplit_once(' ').expect("a type and a name");
                 (ty.trim().to_string(), name.to_string())
             })
-            .collect();
+            .collect()
+    }
+
+    /// Checks that the C struct lays out the Rust struct's fields `rust` (name, offset,
+    /// size) in order and that both have `size` bytes.
+    fn same_layout(name: &str, rust: &[(&str, usize, usize)], size: usize) {
+        let fields = header_fields(name);
         let c_size = |ty: &str| match ty {
             "unsigned long long" => 8,
             "unsigned int" => 4,
             other => panic!("unexpected field type {other}"),
         };
+        assert_eq!(fields.len(), rust.len(), "{fields:?}");
+        // C lays the fields out in order, each at the next multiple of its size.
+        let mut offset = 0usize;
+        for ((ty, field), &(rust_name, rust_offset, rust_size)) in fields.iter().zip(rust) {
+            let field_size = c_size(ty);
+            offset = offset.next_multiple_of(field_size);
+            assert_eq!(field, rust_name, "{name}");
+            assert_eq!(
+                (offset, field_size),
+                (rust_offset, rust_size),
+                "{name}.{field}"
+            );
+            offset += field_size;
+        }
+        assert_eq!(offset.next_multiple_of(8), size, "{name}");
+    }
+
+    #[test]
+    fn merge_args_match_the_header() {
+        let rust = [
+            ("n", offset_of!(MergeArgs, n), 8),
+            ("log_run", offset_of!(MergeArgs, log_run), 4),
+            ("tile_bits", offset_of!(MergeArgs, tile_bits), 4),
+            ("encoding", offset_of!(MergeArgs, encoding), 4),
+            ("transform", offset_of!(MergeArgs, transform), 4),
+        ];
+        same_layout("MergeArgs", &rust, size_of::<MergeArgs>());
+    }
+
+    #[test]
+    fn pass_args_match_the_header() {
         let rust = [
             ("row_len", offset_of!(PassArgs, row_len), 8),
             ("rows", offset_of!(PassArgs, rows), 8),
@@ -195,16 +253,6 @@ mod tests {
             ("transform", offset_of!(PassArgs, transform), 4),
             ("tail_bits", offset_of!(PassArgs, tail_bits), 4),
         ];
-        assert_eq!(fields.len(), rust.len(), "{fields:?}");
-        // C lays the fields out in order, each at the next multiple of its size.
-        let mut offset = 0usize;
-        for ((ty, name), (rust_name, rust_offset, rust_size)) in fields.iter().zip(rust) {
-            let size = c_size(ty);
-            offset = offset.next_multiple_of(size);
-            assert_eq!(name, rust_name);
-            assert_eq!((offset, size), (rust_offset, rust_size), "{name}");
-            offset += size;
-        }
-        assert_eq!(offset.next_multiple_of(8), size_of::<PassArgs>());
+        same_layout("PassArgs", &rust, size_of::<PassArgs>());
     }
 }

@@ -51,6 +51,7 @@ pub struct SorterBuilder {
     ignore_env: bool,
     host_below: usize,
     all_or_nothing: bool,
+    oblivious: bool,
 }
 
 impl Default for SorterBuilder {
@@ -61,6 +62,7 @@ impl Default for SorterBuilder {
             ignore_env: false,
             host_below: DEFAULT_HOST_BELOW,
             all_or_nothing: false,
+            oblivious: false,
         }
     }
 }
@@ -113,6 +115,19 @@ impl SorterBuilder {
         self
     }
 
+    /// Data-oblivious sorting: with `true`, every sort runs the bitonic sorting network
+    /// alone, whose sequence of compared and moved positions depends only on the length
+    /// (and the device's tile sizes), never on the keys (`docs/testing.md` says what is
+    /// tested). With `false`, the default, a CUDA sort of one array larger than one tile
+    /// sorts tiles with the network and then merges the sorted tiles by merge path, which is
+    /// faster but reads memory where the keys lead it. Values of equal keys may then land in
+    /// another order than the network's (both orders are deterministic for one device).
+    /// Device-resident calls follow the same setting.
+    pub fn oblivious(mut self, oblivious: bool) -> Self {
+        self.oblivious = oblivious;
+        self
+    }
+
     /// Finds the device and prepares it.
     pub fn build(self) -> Result<Sorter> {
         let (env_backend, env_device) = if self.ignore_env {
@@ -122,6 +137,7 @@ impl SorterBuilder {
         };
         let backend = select::choose(self.backend.or(env_backend), self.device.or(env_device))?;
         backend.set_all_or_nothing(self.all_or_nothing);
+        backend.set_oblivious(self.oblivious);
         let mut sorter = Sorter::with_backend(backend);
         sorter.host_below = self.host_below;
         Ok(sorter)

@@ -1,5 +1,8 @@
 //! Sorting keys that already live in device memory: the caller's `cust` slices, in place, on
-//! the caller's stream, with no host copy and no extra device memory.
+//! the caller's stream, with no host copy. Merge-path sorts need a scratch buffer as large
+//! as the slices; the backend keeps one for all device-resident sorts, and each sort's stream
+//! waits for the previous user of it (an event). Where the scratch does not fit, the network
+//! sorts in place with no extra memory.
 //!
 //! These calls only enqueue: the launches run after whatever the caller enqueued on the
 //! stream before, and the caller synchronizes (or records an event) before reading the
@@ -9,8 +12,9 @@
 use std::ptr;
 
 use cust::context::CurrentContext;
+use cust::event::{Event, EventFlags};
 use cust::memory::{DeviceCopy, DeviceSlice};
-use cust::stream::Stream;
+use cust::stream::{Stream, StreamWaitEventFlags};
 use cust::sys as cu;
 
 use super::{CudaBackend, Job, Widths, check, on};
@@ -168,24 +172,47 @@ impl CudaBackend {
         if row_len <= 1 {
             return Ok(());
         }
+        let widths = Widths {
+            key: keys.word_bytes as u64,
+            value: value_bytes as u64,
+        };
+        let mut scratch = self
+            .device_scratch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let waited = scratch.done.is_some();
+        if let Some(done) = scratch.done.take() {
+            // The previous sort that used the scratch may run on another stream. (Waiting
+            // consumes the event; the driver destroys it once the wait is resolved.)
+            stream
+                .wait_event(done, StreamWaitEventFlags::DEFAULT)
+                .map_err(on("cuStreamWaitEvent"))?;
+        }
+        let (plan, scratch_words) = self.plan_with_scratch(
+            &mut scratch.buffers,
+            row_len as u64,
+            (keys.len / row_len) as u64,
+            widths,
+            encoding.code(),
+        )?;
         let job = Job {
             keys: keys.ptr,
             values: values.map_or(0, |v| v.ptr),
             kernels: self.kernels(keys.word_bytes, value_bytes),
-            launches: self.plan(
-                row_len as u64,
-                (keys.len / row_len) as u64,
-                Widths {
-                    key: keys.word_bytes as u64,
-                    value: value_bytes as u64,
-                },
-                encoding.code(),
-            ),
+            plan,
+            scratch: scratch_words,
         };
-        // The launches read and write only the slices' `len` words. The caller's buffers stay
-        // allocated until the kernels finish: freeing device memory with `cuMemFree` (what
-        // `DeviceBuffer`'s drop does) waits for the work that uses it.
-        self.enqueue(&job, stream.as_inner())
+        // The launches read and write only the slices' `len` words and the scratch. The
+        // caller's buffers stay allocated until the kernels finish: freeing device memory
+        // with `cuMemFree` (what `DeviceBuffer`'s drop does) waits for the work that uses it.
+        let enqueued = self.enqueue(&job, stream.as_inner());
+        // After a wait, the event recorded here follows the previous user of the scratch too.
+        if job.scratch.is_some() || waited {
+            let done = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
+            done.record(stream).map_err(on("cuEventRecord"))?;
+            scratch.done = Some(done);
+        }
+        enqueued
     }
 
     /// Checks that device memory at `ptr` belongs to this backend's context, or, for memory

@@ -38,7 +38,7 @@ unsafe impl Send for Kernel {}
 // SAFETY: as above; launching through a shared handle mutates nothing on the host.
 unsafe impl Sync for Kernel {}
 
-/// Looks up `tile_pass_<key>_<value>` and lets it use `shared_bytes` of shared memory.
+/// Looks up kernel `name` and lets it use `shared_bytes` of shared memory.
 pub(super) fn load_kernel(module: &Module, name: &str, shared_bytes: u32) -> Result<Kernel> {
     let function = module
         .get_function(name)
@@ -57,14 +57,19 @@ pub(super) fn load_kernel(module: &Module, name: &str, shared_bytes: u32) -> Res
     Ok(Kernel { func })
 }
 
-/// The kernels indexed by `key * VALUE_NAMES.len() + value`.
-pub(super) fn load_kernels(module: &Module, shared_bytes: u32) -> Result<Vec<Kernel>> {
+/// The kernels `<prefix>_<key>_<value>` (`tile_pass`, `merge_pass`) indexed by
+/// `key * VALUE_NAMES.len() + value`.
+pub(super) fn load_kernels(
+    module: &Module,
+    prefix: &str,
+    shared_bytes: u32,
+) -> Result<Vec<Kernel>> {
     let mut kernels = Vec::with_capacity(KEY_NAMES.len() * VALUE_NAMES.len());
     for key in KEY_NAMES {
         for value in VALUE_NAMES {
             kernels.push(load_kernel(
                 module,
-                &format!("tile_pass_{key}_{value}"),
+                &format!("{prefix}_{key}_{value}"),
                 shared_bytes,
             )?);
         }
@@ -84,6 +89,14 @@ pub(super) fn load_cluster_kernels(module: &Module, shared_bytes: u32) -> Result
         .collect()
 }
 
+/// The splitter kernels `merge_split_<key>` in [`KEY_NAMES`] order.
+pub(super) fn load_split_kernels(module: &Module) -> Result<Vec<Kernel>> {
+    KEY_NAMES
+        .iter()
+        .map(|key| load_kernel(module, &format!("merge_split_{key}"), 0))
+        .collect()
+}
+
 /// The kernels of one word variant.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Kernels {
@@ -91,4 +104,41 @@ pub(super) struct Kernels {
     pub(super) tile: Kernel,
     /// `cluster_pass_<key>_<value>`, where the device and the variant have one.
     pub(super) cluster: Option<Kernel>,
+    /// `merge_pass_<key>_<value>`.
+    pub(super) merge: Kernel,
+    /// `merge_split_<key>`.
+    pub(super) split: Kernel,
+}
+
+/// Enqueues `kernel` on `stream` with `(grid, block, shared_bytes)`: blocks, threads per
+/// block and dynamic shared memory in bytes.
+///
+/// # Safety
+/// `params` must point at one value of each of the kernel's parameter types, in order, and
+/// those arguments must keep every memory access of the kernel inside memory it may use.
+pub(super) unsafe fn launch_kernel(
+    kernel: Kernel,
+    (grid, block, shared_bytes): (u32, u32, u32),
+    stream: cu::CUstream,
+    params: &mut [*mut std::ffi::c_void],
+) -> Result<()> {
+    crate::fault::point(crate::backend::BackendKind::Cuda, "cuLaunchKernel")?;
+    // SAFETY: the caller vouches for the parameters; `kernel` is a live handle of the loaded
+    // module, and a null `extra` is allowed.
+    let status = unsafe {
+        cu::cuLaunchKernel(
+            kernel.func,
+            grid,
+            1,
+            1,
+            block,
+            1,
+            1,
+            shared_bytes,
+            stream,
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    check("cuLaunchKernel", status)
 }

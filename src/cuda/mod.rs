@@ -23,8 +23,8 @@
 
 use std::ffi::{CString, c_void};
 use std::fmt;
-use std::ptr;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
@@ -37,7 +37,7 @@ use cust::sys as cu;
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::error::{Error, Result, check_rows_words};
 use crate::host_transfer::{Column, Gauges, HostStateOf};
-use crate::kept::{DeviceBytes, grow};
+use crate::kept::{DeviceBytes, Kept, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
 
@@ -50,10 +50,11 @@ pub mod plan;
 pub use driver::devices;
 use driver::{check, driver_error, init, on, probe};
 use kernels::{
-    Kernel, Kernels, PTX, PTX_SM80, PTX_SM90, VALUE_NAMES, load_cluster_kernels, load_kernels,
+    Kernel, Kernels, PTX, PTX_SM80, PTX_SM90, VALUE_NAMES, launch_kernel, load_cluster_kernels,
+    load_kernels, load_split_kernels,
 };
 use link::{CallerPinned, CudaLink};
-pub use plan::{DeviceLimits, Launch, PassArgs, Widths};
+pub use plan::{DeviceLimits, Launch, MergeLaunch, PassArgs, SortPlan, Widths};
 
 /// One sort's device words and its launches.
 struct Job {
@@ -61,7 +62,25 @@ struct Job {
     /// 0 without values.
     values: cu::CUdeviceptr,
     kernels: Kernels,
-    launches: Vec<Launch>,
+    plan: SortPlan,
+    /// The merge passes' buffers; `Some` exactly when `plan` is a merge-path plan.
+    scratch: Option<ScratchWords>,
+}
+
+/// The device addresses of the merge passes' scratch (`crate::kept::Scratch`).
+#[derive(Clone, Copy)]
+struct ScratchWords {
+    keys: cu::CUdeviceptr,
+    /// 0 without values.
+    values: cu::CUdeviceptr,
+    splits: cu::CUdeviceptr,
+}
+
+/// The scratch of device-resident sorts, which run on their callers' streams: `done` is
+/// recorded after the last sort that used it, and the next one's stream waits for it.
+struct DeviceScratch {
+    buffers: Kept<DeviceBuffer<u8>>,
+    done: Option<cust::event::Event>,
 }
 
 /// What sorts of host slices keep between calls (`crate::host_transfer`).
@@ -84,6 +103,14 @@ pub struct CudaBackend {
     /// `cluster_pass_u32_<value>` in [`CLUSTER_VALUE_NAMES`] order; empty below compute
     /// capability 9.0.
     cluster_kernels: Vec<Kernel>,
+    /// `merge_pass_<key>_<value>`, indexed as `kernels`.
+    merge_kernels: Vec<Kernel>,
+    /// `merge_split_<key>`.
+    split_kernels: Vec<Kernel>,
+    /// Whether every sort runs the network ([`Backend::set_oblivious`]).
+    oblivious: AtomicBool,
+    /// The merge scratch of device-resident sorts.
+    device_scratch: Mutex<DeviceScratch>,
     /// Serializes sorts of host slices: they share the stream, the device buffers and the
     /// pinned staging.
     busy: Mutex<HostState>,
@@ -144,7 +171,9 @@ impl CudaBackend {
             message: "the embedded PTX contains a NUL byte".to_string(),
         })?;
         let module = Module::from_ptx_cstr(&image, &[]).map_err(on("cuModuleLoadDataEx"))?;
-        let kernels = load_kernels(&module, limits.shared_bytes_per_block)?;
+        let kernels = load_kernels(&module, "tile_pass", limits.shared_bytes_per_block)?;
+        let merge_kernels = load_kernels(&module, "merge_pass", limits.shared_bytes_per_block)?;
+        let split_kernels = load_split_kernels(&module)?;
         let cluster_kernels = if major >= 9 {
             load_cluster_kernels(&module, limits.shared_bytes_per_block)?
         } else {
@@ -159,6 +188,13 @@ impl CudaBackend {
             limits,
             kernels,
             cluster_kernels,
+            merge_kernels,
+            split_kernels,
+            oblivious: AtomicBool::new(false),
+            device_scratch: Mutex::new(DeviceScratch {
+                buffers: Kept::default(),
+                done: None,
+            }),
             busy: Mutex::new(HostState::default()),
             gauges: Gauges::default(),
             stream,
@@ -172,9 +208,51 @@ impl CudaBackend {
         self.limits
     }
 
-    /// The launches of a sort of `rows` rows of `row_len` elements of these widths.
-    pub fn plan(&self, row_len: u64, rows: u64, widths: Widths, encoding: u32) -> Vec<Launch> {
-        plan::plan(&self.limits, row_len, rows, widths, encoding, None)
+    /// The launches of a sort of `rows` rows of `row_len` elements of these widths: the
+    /// network's, or a tile sort and merge passes ([`plan::choose`]).
+    pub fn plan(&self, row_len: u64, rows: u64, widths: Widths, encoding: u32) -> SortPlan {
+        let oblivious = self.oblivious.load(Ordering::Relaxed);
+        plan::choose(&self.limits, row_len, rows, widths, encoding, oblivious)
+    }
+
+    /// The plan of a sort and the scratch it needs, grown in `buffers`; the network's plan
+    /// where a merge-path plan's scratch does not fit in device memory.
+    fn plan_with_scratch(
+        &self,
+        buffers: &mut Kept<DeviceBuffer<u8>>,
+        row_len: u64,
+        rows: u64,
+        widths: Widths,
+        encoding: u32,
+    ) -> Result<(SortPlan, Option<ScratchWords>)> {
+        let plan = self.plan(row_len, rows, widths, encoding);
+        let SortPlan::MergePath(merge) = &plan else {
+            return Ok((plan, None));
+        };
+        let n = (row_len * rows) as usize;
+        let requested = (n as u64).saturating_mul(widths.element());
+        let grown = buffers.scratch.grow(
+            n * widths.key as usize,
+            n * widths.value as usize,
+            merge.splits as usize * 8,
+            |len| self.alloc(len, requested),
+        )?;
+        if !grown {
+            let network = plan::plan(&self.limits, row_len, rows, widths, encoding, None);
+            return Ok((SortPlan::Network(network), None));
+        }
+        let address =
+            |b: &Option<DeviceBuffer<u8>>| b.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
+        let scratch = ScratchWords {
+            keys: address(&buffers.scratch.keys),
+            values: if widths.value > 0 {
+                address(&buffers.scratch.values)
+            } else {
+                0
+            },
+            splits: address(&buffers.scratch.splits),
+        };
+        Ok((plan, Some(scratch)))
     }
 
     fn out_of_memory(&self, requested: u64) -> Error {
@@ -198,48 +276,115 @@ impl CudaBackend {
 
     /// Enqueues every launch of `job` on `stream`.
     fn enqueue(&self, job: &Job, stream: cu::CUstream) -> Result<()> {
-        for launch in &job.launches {
-            crate::fault::point(BackendKind::Cuda, "cuLaunchKernel")?;
-            let (mut keys, mut values, mut args) = (job.keys, job.values, launch.args);
-            let mut params = [
-                &mut keys as *mut u64 as *mut c_void,
-                &mut values as *mut u64 as *mut c_void,
-                &mut args as *mut PassArgs as *mut c_void,
-            ];
-            let kernel = if launch.cluster {
-                // The plan makes cluster launches only where `limits` says the kernels exist.
-                job.kernels.cluster.ok_or_else(|| {
-                    Error::Unsupported(
-                        "a cluster launch on a device without cluster kernels".into(),
-                    )
-                })?
-            } else {
-                job.kernels.tile
-            };
-            // SAFETY: the three parameters match `tile_pass_K_V` and `cluster_pass_K_V(K
-            // *keys, V *values, PassArgs args)` (PassArgs is repr(C) with the kernels' layout,
-            // device pointers are u64); `keys` and `values` hold `rows * row_len` words each
-            // (values 0 for the `none` kernels, which never read it), and the kernels touch no
-            // index past that; `shared_bytes` is within the opt-in limit set on the kernel at
-            // open; a cluster kernel's grid is a multiple of its compiled cluster size.
-            let status = unsafe {
-                cu::cuLaunchKernel(
-                    kernel.func,
-                    launch.grid,
-                    1,
-                    1,
-                    launch.block,
-                    1,
-                    1,
-                    launch.shared_bytes,
-                    stream,
-                    params.as_mut_ptr(),
-                    ptr::null_mut(),
-                )
-            };
-            check("cuLaunchKernel", status)?;
+        match (&job.plan, job.scratch) {
+            (SortPlan::Network(launches), _) => {
+                for launch in launches {
+                    self.launch_pass(job, launch, stream)?;
+                }
+            }
+            (SortPlan::MergePath(plan), Some(scratch)) => {
+                self.launch_pass(job, &plan.tile_sort, stream)?;
+                let mut from = (job.keys, job.values);
+                let mut to = (scratch.keys, scratch.values);
+                for merge in &plan.merges {
+                    self.launch_merge(job, merge, from, to, scratch.splits, stream)?;
+                    std::mem::swap(&mut from, &mut to);
+                }
+            }
+            (SortPlan::MergePath(_), None) => {
+                return Err(Error::Unsupported(
+                    "a merge-path sort without its scratch buffers".into(),
+                ));
+            }
         }
         Ok(())
+    }
+
+    /// Enqueues one network pass on `job`'s words.
+    fn launch_pass(&self, job: &Job, launch: &Launch, stream: cu::CUstream) -> Result<()> {
+        let (mut keys, mut values, mut args) = (job.keys, job.values, launch.args);
+        let mut params = [
+            &mut keys as *mut u64 as *mut c_void,
+            &mut values as *mut u64 as *mut c_void,
+            &mut args as *mut PassArgs as *mut c_void,
+        ];
+        let kernel = if launch.cluster {
+            // The plan makes cluster launches only where `limits` says the kernels exist.
+            job.kernels.cluster.ok_or_else(|| {
+                Error::Unsupported("a cluster launch on a device without cluster kernels".into())
+            })?
+        } else {
+            job.kernels.tile
+        };
+        // SAFETY: the three parameters match `tile_pass_K_V` and `cluster_pass_K_V(K *keys, V
+        // *values, PassArgs args)` (PassArgs is repr(C) with the kernels' layout, device
+        // pointers are u64); `keys` and `values` hold `rows * row_len` words each (values 0
+        // for the `none` kernels, which never read it), and the kernels touch no index past
+        // that; `shared_bytes` is within the opt-in limit set on the kernel at open; a
+        // cluster kernel's grid is a multiple of its compiled cluster size.
+        unsafe {
+            launch_kernel(
+                kernel,
+                (launch.grid, launch.block, launch.shared_bytes),
+                stream,
+                &mut params,
+            )
+        }
+    }
+
+    /// Enqueues one merge pass: the splitters of every output tile, then the merge from the
+    /// words `from` to the words `to`.
+    fn launch_merge(
+        &self,
+        job: &Job,
+        merge: &MergeLaunch,
+        from: (cu::CUdeviceptr, cu::CUdeviceptr),
+        to: (cu::CUdeviceptr, cu::CUdeviceptr),
+        splits: cu::CUdeviceptr,
+        stream: cu::CUstream,
+    ) -> Result<()> {
+        let mut args = merge.args;
+        let (mut src_keys, mut src_values) = from;
+        let (mut dst_keys, mut dst_values) = to;
+        let mut splits = splits;
+        let mut split_params = [
+            &mut src_keys as *mut u64 as *mut c_void,
+            &mut splits as *mut u64 as *mut c_void,
+            &mut args as *mut plan::MergeArgs as *mut c_void,
+        ];
+        // SAFETY: the parameters match `merge_split_K(const K *keys, u64 *splits, MergeArgs
+        // args)` (MergeArgs is repr(C) with the kernels' layout); `keys` holds `n` words and
+        // `splits` one u64 per output tile of the pass (`MergePathPlan::splits` is the most
+        // of any pass), the only indices the kernel touches.
+        unsafe {
+            launch_kernel(
+                job.kernels.split,
+                (merge.split_grid, merge.split_block, 0),
+                stream,
+                &mut split_params,
+            )?;
+        }
+        let mut merge_params = [
+            &mut src_keys as *mut u64 as *mut c_void,
+            &mut src_values as *mut u64 as *mut c_void,
+            &mut dst_keys as *mut u64 as *mut c_void,
+            &mut dst_values as *mut u64 as *mut c_void,
+            &mut splits as *mut u64 as *mut c_void,
+            &mut args as *mut plan::MergeArgs as *mut c_void,
+        ];
+        // SAFETY: the parameters match `merge_pass_K_V(const K *src_keys, const V
+        // *src_values, K *dst_keys, V *dst_values, const u64 *splits, MergeArgs args)`; the
+        // source and destination words are distinct buffers of `n` words each (values 0 for
+        // the `none` kernels, which never read them); the kernel reads the splitters the
+        // previous launch on this stream wrote; `shared_bytes` is within the opt-in limit.
+        unsafe {
+            launch_kernel(
+                job.kernels.merge,
+                (merge.grid, merge.block, merge.shared_bytes),
+                stream,
+                &mut merge_params,
+            )
+        }
     }
 
     /// Every sort of host slices: uploads the columns through the pinned ring, sorts rows of
@@ -266,6 +411,11 @@ impl CudaBackend {
         let host = &mut *host;
         crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
+        let widths = Widths {
+            key: key_bytes as u64,
+            value: value_bytes as u64,
+        };
+        let (row_len, rows) = (row_len as u64, (n / row_len) as u64);
         let allocated = host.buffers.fill(|buffers| {
             let alloc = |len| self.alloc(len, requested);
             let device_keys = grow(&mut buffers.keys, keys.device_bytes(), alloc)?;
@@ -277,10 +427,12 @@ impl CudaBackend {
                 }
                 None => 0,
             };
-            Ok((device_keys, device_values))
+            let (plan, scratch) =
+                self.plan_with_scratch(buffers, row_len, rows, widths, encoding.code())?;
+            Ok((device_keys, device_values, plan, scratch))
         });
         self.gauges.keep(host);
-        let (device_keys, device_values) = allocated?;
+        let (device_keys, device_values, plan, scratch) = allocated?;
         let link = CudaLink {
             stream: &self.stream,
             context: self.context.as_raw(),
@@ -297,15 +449,8 @@ impl CudaBackend {
                 keys: device_keys,
                 values: device_values,
                 kernels: self.kernels(key_bytes, value_bytes),
-                launches: self.plan(
-                    row_len as u64,
-                    (n / row_len) as u64,
-                    Widths {
-                        key: key_bytes as u64,
-                        value: value_bytes as u64,
-                    },
-                    encoding.code(),
-                ),
+                plan,
+                scratch,
             },
             self.stream.as_inner(),
         );
@@ -342,9 +487,12 @@ impl CudaBackend {
         } else {
             None
         };
+        let index = key_index * VALUE_NAMES.len() + value_index;
         Kernels {
-            tile: self.kernels[key_index * VALUE_NAMES.len() + value_index],
+            tile: self.kernels[index],
             cluster,
+            merge: self.merge_kernels[index],
+            split: self.split_kernels[key_index],
         }
     }
 }
@@ -388,12 +536,20 @@ impl Backend for CudaBackend {
         self.gauges.set_all_or_nothing(all_or_nothing);
     }
 
+    fn set_oblivious(&self, oblivious: bool) {
+        self.oblivious.store(oblivious, Ordering::Relaxed);
+    }
+
     fn cached_pinned_bytes(&self) -> u64 {
         self.gauges.pinned()
     }
 
     fn cached_bytes(&self) -> u64 {
-        self.gauges.device()
+        let device_scratch = self
+            .device_scratch
+            .lock()
+            .map_or(0, |scratch| scratch.buffers.bytes());
+        self.gauges.device() + device_scratch
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {
@@ -406,6 +562,12 @@ impl Backend for CudaBackend {
         if CurrentContext::set_current(&self.context).is_ok() {
             *host = HostState::default();
             self.gauges.keep(&host);
+            let mut scratch = self
+                .device_scratch
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            // Freeing waits for the sorts that use the memory (cuMemFree synchronizes).
+            scratch.buffers = Kept::default();
         }
     }
 

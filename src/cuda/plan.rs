@@ -9,10 +9,12 @@
 //! the whole row is one tile spread over the eight blocks of a thread-block cluster, which
 //! sorts it on eight multiprocessors rather than one block's, or a chain of launches.
 
-use crate::schedule::{Pass, Schedule, TileParams, choose_log_tile};
+use crate::schedule::merge_path::{MergePlan, choose_sort_tile};
+use crate::schedule::{Pass, Schedule, TileParams, Transform, choose_log_tile};
 
 pub use crate::kernel_contract::{
-    DECODE_ON_STORE, ENCODE_ON_LOAD, MODE_GLOBAL, MODE_MERGE, MODE_SORT, PassArgs, padded_words,
+    DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_LOG_E, MODE_GLOBAL, MODE_MERGE, MODE_SORT, MergeArgs,
+    PassArgs, padded_words,
 };
 
 /// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's
@@ -204,83 +206,275 @@ pub fn plan(
         Some(Pass::LocalSort { log_tile }) => *log_tile,
         _ => 1,
     };
-    let log_row = schedule.log_n;
+    let shape = Shape {
+        row_len,
+        rows,
+        log_row: schedule.log_n,
+        encoding,
+        schedule_tile,
+        element_bytes,
+        cluster,
+    };
     schedule
         .steps()
-        .map(|(pass, step)| {
-            let mut args = PassArgs {
-                row_len,
-                rows,
-                log_row,
-                mode: MODE_SORT,
-                tile_bits: 0,
-                stage: 0,
-                first_level: 0,
-                levels: 0,
-                log_cols: 0,
-                encoding,
-                transform: 0,
-                tail_bits: 0,
-            };
-            if step.encode_on_load {
-                args.transform |= ENCODE_ON_LOAD;
-            }
-            if step.decode_on_store {
-                args.transform |= DECODE_ON_STORE;
-            }
-            match pass {
-                Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
-                    args.mode = if matches!(pass, Pass::LocalSort { .. }) {
-                        MODE_SORT
-                    } else {
-                        MODE_MERGE
-                    };
-                    args.tile_bits = log_tile;
-                }
-                Pass::GlobalMerge {
-                    stage,
-                    first_level,
-                    levels,
-                    tail_bits,
-                } => {
-                    let lo = stage - first_level - levels;
-                    args.mode = MODE_GLOBAL;
-                    args.stage = stage;
-                    args.first_level = first_level;
-                    args.levels = levels;
-                    args.tail_bits = tail_bits;
-                    // As many consecutive columns as the tile holds beside its rows: a
-                    // pass of few levels still moves whole tiles (2^6-element blocks of one
-                    // warp ran 4x slower than full tiles), and at least LOG_COLS of them.
-                    // A fused tail's runs fit: tail_bits <= schedule_tile - levels, and
-                    // tail_bits <= lo (the tail lies below the stage's levels).
-                    args.log_cols = lo.min(schedule_tile.saturating_sub(levels).max(LOG_COLS));
-                    debug_assert!(tail_bits <= args.log_cols, "{pass:?}");
-                    args.tile_bits = args.log_cols + levels;
-                }
-            }
-            // Tiles wholly past the data exit at once; a plain sort does not launch them.
-            let tiles = if rows == 1 && args.mode != MODE_GLOBAL {
-                row_len.div_ceil(1u64 << args.tile_bits)
+        .map(|(pass, step)| launch(limits, &shape, pass, step))
+        .collect()
+}
+
+/// What every launch of one sort shares.
+#[derive(Clone, Copy)]
+struct Shape {
+    row_len: u64,
+    rows: u64,
+    log_row: u32,
+    encoding: u32,
+    /// The schedule's tile (its local sort's).
+    schedule_tile: u32,
+    element_bytes: u64,
+    cluster: bool,
+}
+
+/// The launch of one pass of a sort of `shape`.
+fn launch(limits: &DeviceLimits, shape: &Shape, pass: Pass, step: Transform) -> Launch {
+    let Shape {
+        row_len,
+        rows,
+        log_row,
+        encoding,
+        schedule_tile,
+        element_bytes,
+        cluster,
+    } = *shape;
+    let mut args = PassArgs {
+        row_len,
+        rows,
+        log_row,
+        mode: MODE_SORT,
+        tile_bits: 0,
+        stage: 0,
+        first_level: 0,
+        levels: 0,
+        log_cols: 0,
+        encoding,
+        transform: 0,
+        tail_bits: 0,
+    };
+    if step.encode_on_load {
+        args.transform |= ENCODE_ON_LOAD;
+    }
+    if step.decode_on_store {
+        args.transform |= DECODE_ON_STORE;
+    }
+    match pass {
+        Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
+            args.mode = if matches!(pass, Pass::LocalSort { .. }) {
+                MODE_SORT
             } else {
-                (rows << log_row) >> args.tile_bits
+                MODE_MERGE
             };
-            // A cluster's block holds a slice of the tile; its grid is one cluster.
-            let (block_bits, per_tile) = if cluster {
-                debug_assert!(args.mode == MODE_SORT && tiles == 1, "{pass:?}");
-                (args.tile_bits - LOG_CLUSTER, 1u64 << LOG_CLUSTER)
-            } else {
-                (args.tile_bits, 1)
-            };
-            let threads = (1u64 << block_bits.saturating_sub(LOG_E)).clamp(32, 512) as u32;
-            let most_tiles = u64::from(limits.max_grid_x.max(1)) / per_tile;
-            Launch {
-                args,
-                grid: (tiles.clamp(1, most_tiles.max(1)) * per_tile) as u32,
-                block: threads,
-                shared_bytes: (padded_words(block_bits) * element_bytes) as u32,
-                cluster,
+            args.tile_bits = log_tile;
+        }
+        Pass::GlobalMerge {
+            stage,
+            first_level,
+            levels,
+            tail_bits,
+        } => {
+            let lo = stage - first_level - levels;
+            args.mode = MODE_GLOBAL;
+            args.stage = stage;
+            args.first_level = first_level;
+            args.levels = levels;
+            args.tail_bits = tail_bits;
+            // As many consecutive columns as the tile holds beside its rows: a
+            // pass of few levels still moves whole tiles (2^6-element blocks of one
+            // warp ran 4x slower than full tiles), and at least LOG_COLS of them.
+            // A fused tail's runs fit: tail_bits <= schedule_tile - levels, and
+            // tail_bits <= lo (the tail lies below the stage's levels).
+            args.log_cols = lo.min(schedule_tile.saturating_sub(levels).max(LOG_COLS));
+            debug_assert!(tail_bits <= args.log_cols, "{pass:?}");
+            args.tile_bits = args.log_cols + levels;
+        }
+    }
+    // Tiles wholly past the data exit at once; a plain sort does not launch them.
+    let tiles = if rows == 1 && args.mode != MODE_GLOBAL {
+        row_len.div_ceil(1u64 << args.tile_bits)
+    } else {
+        (rows << log_row) >> args.tile_bits
+    };
+    // A cluster's block holds a slice of the tile; its grid is one cluster.
+    let (block_bits, per_tile) = if cluster {
+        debug_assert!(args.mode == MODE_SORT && tiles == 1, "{pass:?}");
+        (args.tile_bits - LOG_CLUSTER, 1u64 << LOG_CLUSTER)
+    } else {
+        (args.tile_bits, 1)
+    };
+    let threads = (1u64 << block_bits.saturating_sub(LOG_E)).clamp(32, 512) as u32;
+    let most_tiles = u64::from(limits.max_grid_x.max(1)) / per_tile;
+    Launch {
+        args,
+        grid: (tiles.clamp(1, most_tiles.max(1)) * per_tile) as u32,
+        block: threads,
+        shared_bytes: (padded_words(block_bits) * element_bytes) as u32,
+        cluster,
+    }
+}
+
+/// One merge pass: `merge_split_<K>` finds where every output tile's part of its two input
+/// runs starts, then `merge_pass_<K>_<V>` merges the parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MergeLaunch {
+    /// Both kernels' parameters.
+    pub args: MergeArgs,
+    /// Blocks of the splitter kernel.
+    pub split_grid: u32,
+    /// Threads per block of the splitter kernel.
+    pub split_block: u32,
+    /// Blocks of the merge kernel.
+    pub grid: u32,
+    /// Threads per block of the merge kernel.
+    pub block: u32,
+    /// Dynamic shared memory of the merge kernel in bytes.
+    pub shared_bytes: u32,
+}
+
+/// A merge-path sort: the tile sort in place, then merge passes that alternate from the data
+/// to the scratch buffer and back (an even number, so the result ends in the data).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergePathPlan {
+    /// The network's local sort of every tile, encoding keys on load.
+    pub tile_sort: Launch,
+    /// The merge passes in order; the last decodes keys on store.
+    pub merges: Vec<MergeLaunch>,
+    /// Entries of the splitter buffer (`u64`): the most output tiles of any pass.
+    pub splits: u64,
+}
+
+/// log2 of the outputs one thread of a merge pass writes: `MERGE_LOG_E` for 4-byte elements,
+/// one less for wider ones (the kernels' `E` in `cuda/bitonic.cu`).
+pub fn merge_log_e(widths: Widths) -> u32 {
+    if widths.element() == 4 {
+        MERGE_LOG_E
+    } else {
+        MERGE_LOG_E - 1
+    }
+}
+
+/// log2 of the outputs of one merge block: 512 threads' worth, fewer where the shared memory
+/// holds less (two blocks per multiprocessor, as the kernels are compiled for).
+pub fn merge_log_tile(limits: &DeviceLimits, widths: Widths) -> u32 {
+    let most = merge_log_e(widths) + MAX_THREADS.trailing_zeros();
+    max_log_tile_for(limits, widths, 2, Some(most))
+}
+
+/// The merge-path plan of a sort of one row of `n` elements, or `None` where the network
+/// sorts it ([`choose_sort_tile`], or tiles too small for merge blocks).
+pub fn merge_path_plan(
+    limits: &DeviceLimits,
+    n: u64,
+    widths: Widths,
+    encoding: u32,
+) -> Option<MergePathPlan> {
+    let merge_tile = merge_log_tile(limits, widths);
+    let log_e = merge_log_e(widths);
+    if merge_tile < log_e + 5 {
+        return None;
+    }
+    let sort_tile = choose_sort_tile(
+        n,
+        max_log_tile(limits, widths, None),
+        limits.multiprocessors,
+    )?;
+    let plan = MergePlan {
+        n,
+        log_tile: sort_tile,
+        log_ways: 1,
+    };
+    let shape = Shape {
+        row_len: n,
+        rows: 1,
+        log_row: crate::schedule::ceil_log2(n),
+        encoding,
+        schedule_tile: sort_tile,
+        element_bytes: widths.element(),
+        cluster: false,
+    };
+    let tile_sort = launch(
+        limits,
+        &shape,
+        Pass::LocalSort {
+            log_tile: sort_tile,
+        },
+        Transform {
+            encode_on_load: true,
+            decode_on_store: false,
+        },
+    );
+    let passes = plan.passes();
+    let last = passes.len().saturating_sub(1);
+    let grid_of = |items: u64| items.clamp(1, u64::from(limits.max_grid_x.max(1))) as u32;
+    let merges: Vec<MergeLaunch> = passes
+        .iter()
+        .enumerate()
+        .map(|(i, pass)| {
+            // A block's outputs lie inside one pair of runs.
+            let tile_bits = merge_tile.min(pass.log_run + 1);
+            let tiles = n.div_ceil(1 << tile_bits);
+            MergeLaunch {
+                args: MergeArgs {
+                    n,
+                    log_run: pass.log_run,
+                    tile_bits,
+                    encoding,
+                    transform: if i == last { DECODE_ON_STORE } else { 0 },
+                },
+                split_grid: grid_of(tiles.div_ceil(256)),
+                split_block: 256,
+                grid: grid_of(tiles),
+                block: 1 << (tile_bits - log_e),
+                shared_bytes: (padded_words(tile_bits) * widths.element()) as u32,
             }
         })
-        .collect()
+        .collect();
+    let splits = merges
+        .iter()
+        .map(|m| n.div_ceil(1 << m.args.tile_bits))
+        .max()
+        .unwrap_or(0);
+    Some(MergePathPlan {
+        tile_sort,
+        merges,
+        splits,
+    })
+}
+
+/// What a sort runs: the network's launches, or a tile sort and merge passes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SortPlan {
+    /// Every pass in place ([`plan`]).
+    Network(Vec<Launch>),
+    /// The tile sort and the merges ([`merge_path_plan`]); they need a scratch buffer as
+    /// large as the data and a splitter buffer.
+    MergePath(MergePathPlan),
+}
+
+/// The plan of a sort: merge path for one row that is neither one tile nor one cluster's,
+/// unless `oblivious` asks for the network (whose memory accesses depend only on the shape).
+pub fn choose(
+    limits: &DeviceLimits,
+    row_len: u64,
+    rows: u64,
+    widths: Widths,
+    encoding: u32,
+    oblivious: bool,
+) -> SortPlan {
+    let merge = (!oblivious
+        && rows == 1
+        && cluster_schedule(limits, row_len, rows, widths, None).is_none())
+    .then(|| merge_path_plan(limits, row_len, widths, encoding))
+    .flatten();
+    match merge {
+        Some(m) => SortPlan::MergePath(m),
+        None => SortPlan::Network(plan(limits, row_len, rows, widths, encoding, None)),
+    }
 }

@@ -354,6 +354,51 @@ fn kernel_model_sorts_every_plan() {
     }
 }
 
+#[test]
+fn merge_path_plans() {
+    let all = [(4, 0), (4, 4), (4, 8), (8, 0), (8, 4), (8, 8)];
+    for (key, value) in all {
+        let widths = Widths { key, value };
+        for log_n in [14u32, 15, 20, 24, 28, 32] {
+            for n in [(1u64 << log_n) - 1, 1 << log_n, (1 << log_n) + 1] {
+                let Some(p) = plan::merge_path_plan(&H200, n, widths, 5) else {
+                    panic!("{widths:?} n {n}: no merge-path plan");
+                };
+                // Encode in the tile sort, decode in the last merge, an even number of merges.
+                assert_eq!(p.tile_sort.args.transform, plan::ENCODE_ON_LOAD);
+                assert_eq!(p.tile_sort.args.mode, plan::MODE_SORT);
+                assert_eq!(p.merges.len() % 2, 0, "{widths:?} n {n}");
+                let last = p.merges.last().expect("merges");
+                assert_eq!(last.args.transform, plan::DECODE_ON_STORE);
+                let sort_tile = p.tile_sort.args.tile_bits;
+                let mut log_run = sort_tile;
+                for m in &p.merges {
+                    assert_eq!(m.args.log_run, log_run);
+                    assert!(m.args.tile_bits <= log_run + 1, "a block spans two pairs");
+                    let e = plan::merge_log_e(widths);
+                    assert_eq!(m.block, 1 << (m.args.tile_bits - e));
+                    assert!(m.block <= plan::MAX_THREADS);
+                    assert!(m.shared_bytes <= H200.shared_bytes_per_block / 2);
+                    let tiles = n.div_ceil(1 << m.args.tile_bits);
+                    assert!(tiles <= p.splits);
+                    assert!(u64::from(m.grid) == tiles.min(u64::from(H200.max_grid_x)));
+                    assert!(u64::from(m.split_grid) * u64::from(m.split_block) >= tiles);
+                    log_run += 1;
+                }
+                assert!(1u64 << log_run >= n, "the last run holds everything");
+            }
+        }
+    }
+    // Single tiles, cluster sorts, rows and the oblivious mode keep the network.
+    let keys = Widths::keys(4);
+    assert!(plan::merge_path_plan(&H200, 1 << 13, keys, 0).is_none());
+    let network = |p: SortPlan| matches!(p, SortPlan::Network(_));
+    assert!(network(plan::choose(&H200, 1 << 16, 1, keys, 0, false)));
+    assert!(!network(plan::choose(&H200, 1 << 17, 1, keys, 0, false)));
+    assert!(network(plan::choose(&H200, 1 << 17, 1, keys, 0, true)));
+    assert!(network(plan::choose(&H200, 1 << 17, 4, keys, 0, false)));
+}
+
 /// Per-launch device times of sorts of 2^16, 2^20 and 2^24 `u32` keys (CUDA events around
 /// each launch): which passes cost what. `cargo test --release --features cuda --lib
 /// cuda_pass_profile -- --ignored --nocapture`.
@@ -373,7 +418,8 @@ fn profile_passes(gpu: &CudaBackend, log_n: u32) {
     let keys: Vec<u32> = (0..n).map(|_| next() as u32).collect();
     CurrentContext::set_current(&gpu.context).expect("context");
     let buffer = DeviceBuffer::from_slice(&keys).expect("upload");
-    let launches = gpu.plan(n as u64, 1, Widths::keys(4), 0);
+    // The network's passes (a merge-path plan's tile sort is the network's first pass).
+    let launches = plan::plan(&gpu.limits, n as u64, 1, Widths::keys(4), 0, None);
     let start = Event::new(EventFlags::DEFAULT).expect("event");
     let stop = Event::new(EventFlags::DEFAULT).expect("event");
     let mut total = 0.0;
@@ -382,7 +428,8 @@ fn profile_passes(gpu: &CudaBackend, log_n: u32) {
             keys: buffer.as_device_ptr().as_raw(),
             values: 0,
             kernels: gpu.kernels(4, 0),
-            launches: vec![*launch],
+            plan: SortPlan::Network(vec![*launch]),
+            scratch: None,
         };
         start.record(&gpu.stream).expect("record");
         gpu.enqueue(&job, gpu.stream.as_inner()).expect("launch");

@@ -1,12 +1,38 @@
-//! The merge-path schedule above the tile, and its scalar model. The GPU backends do not run
-//! it yet: they sort every length with the network of this module's parent. It is the plan
-//! of `docs/perf.md` ("Merge path above the tile"): tiles of `2^log_tile` keys sorted on chip,
-//! then passes that each merge groups of `2^log_ways` sorted runs into one, every output tile
-//! finding its part of each input run by [`split`].
+//! The merge-path schedule above the tile, and its scalar model: tiles of `2^log_tile` keys
+//! sorted on chip by the network, then passes that each merge groups of `2^log_ways` sorted
+//! runs into one, every output tile finding its part of each input run by [`split`]
+//! (`docs/perf.md`, "Merge path above the tile"). The CUDA backend runs it with two-way merges
+//! ([`choose_sort_tile`] says where); the network of this module's parent sorts everything
+//! else, and everything in the data-oblivious mode.
 //!
 //! [`split`] and [`emulate`] are the reference that kernels of this design are to be tested
 //! against: the splitters of an output rank are exact, and ties go to the lower run first, so
 //! that the merges are stable.
+
+/// The largest tile sort of a merge-path sort, as log2 of its elements: each doubling of the
+/// tile adds `log_tile + 1` network levels on chip and saves one merge pass over memory.
+pub const MAX_LOG_SORT_TILE: u32 = 14;
+
+/// The smallest tile sort of a merge-path sort, as log2 of its elements.
+pub const MIN_LOG_SORT_TILE: u32 = 10;
+
+/// The tile that a two-way merge-path sort of one row of `n` elements sorts on chip before
+/// merging, or `None` where the network sorts it: rows of at most
+/// `2^MAX_LOG_SINGLE_TILE` (one launch of one tile). The tile is the network's choice for
+/// the device ([`super::choose_log_tile`]: every compute unit gets tiles), at most
+/// `2^MAX_LOG_SORT_TILE`, and one smaller where that leaves an odd number of merge passes,
+/// so that the passes, which alternate between the data and a scratch buffer, end in the
+/// data.
+pub fn choose_sort_tile(n: u64, max_log_tile: u32, compute_units: u32) -> Option<u32> {
+    let log_n = super::ceil_log2(n);
+    if log_n <= super::MAX_LOG_SINGLE_TILE || max_log_tile <= MIN_LOG_SORT_TILE {
+        return None;
+    }
+    let network = super::choose_log_tile(1, log_n, max_log_tile, compute_units);
+    let top = network.min(MAX_LOG_SORT_TILE).min(max_log_tile);
+    let tile = if (log_n - top) % 2 == 1 { top - 1 } else { top };
+    (tile >= MIN_LOG_SORT_TILE).then_some(tile)
+}
 
 /// The merge passes of a sort of `n` keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,6 +249,33 @@ mod tests {
                 log_ways: 2
             }
         );
+    }
+
+    #[test]
+    fn sort_tiles_leave_an_even_number_of_merges() {
+        // An H200: 132 multiprocessors, tiles up to 2^15.
+        for log_n in 0..=34u32 {
+            let n = 1u64 << log_n;
+            for n in [n - 1, n, n + 1] {
+                match choose_sort_tile(n, 15, 132) {
+                    None => assert!(n <= 1 << 13, "n = {n}"),
+                    Some(tile) => {
+                        assert!(n > 1 << 13, "n = {n}");
+                        assert!((MIN_LOG_SORT_TILE..=MAX_LOG_SORT_TILE).contains(&tile));
+                        let plan = MergePlan {
+                            n,
+                            log_tile: tile,
+                            log_ways: 1,
+                        };
+                        assert_eq!(plan.passes().len() % 2, 0, "n = {n}, tile 2^{tile}");
+                    }
+                }
+            }
+        }
+        assert_eq!(choose_sort_tile(1 << 28, 15, 132), Some(14));
+        assert_eq!(choose_sort_tile(1 << 20, 15, 132), Some(12));
+        // Devices whose tiles are small keep the network.
+        assert_eq!(choose_sort_tile(1 << 20, 10, 132), None);
     }
 
     #[test]
