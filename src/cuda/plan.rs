@@ -458,8 +458,11 @@ pub enum SortPlan {
     MergePath(MergePathPlan),
 }
 
-/// The plan of a sort: merge path for one row that is neither one tile nor one cluster's,
-/// unless `oblivious` asks for the network (whose memory accesses depend only on the shape).
+/// The plan of a sort: merge path for keys alone in one row that is neither one tile nor one
+/// cluster's, unless `oblivious` asks for the network (whose memory accesses depend only on
+/// the shape). Key-value sorts keep the network for now: every backend runs it, which is
+/// what makes their values of equal keys identical on CUDA, OpenCL and the CPU; for keys
+/// alone equal keys are equal words, and any correct sort gives the same result.
 pub fn choose(
     limits: &DeviceLimits,
     row_len: u64,
@@ -470,6 +473,7 @@ pub fn choose(
 ) -> SortPlan {
     let merge = (!oblivious
         && rows == 1
+        && widths.value == 0
         && cluster_schedule(limits, row_len, rows, widths, None).is_none())
     .then(|| merge_path_plan(limits, row_len, widths, encoding))
     .flatten();

@@ -131,17 +131,21 @@ fn grids_are_clamped() {
 fn ptx_has_every_kernel() {
     for key in KEY_NAMES {
         for value in VALUE_NAMES {
-            let entry = format!(".entry tile_pass_{key}_{value}(");
-            assert!(PTX.contains(&entry), "{entry} missing from the PTX");
-            assert!(
-                PTX_SM80.contains(&entry),
-                "{entry} missing from the sm_80 PTX"
-            );
-            assert!(
-                PTX_SM90.contains(&entry),
-                "{entry} missing from the sm_90 PTX"
-            );
+            for kernel in ["tile_pass", "merge_pass"] {
+                let entry = format!(".entry {kernel}_{key}_{value}(");
+                assert!(PTX.contains(&entry), "{entry} missing from the PTX");
+                assert!(
+                    PTX_SM80.contains(&entry),
+                    "{entry} missing from the sm_80 PTX"
+                );
+                assert!(
+                    PTX_SM90.contains(&entry),
+                    "{entry} missing from the sm_90 PTX"
+                );
+            }
         }
+        let entry = format!(".entry merge_split_{key}(");
+        assert!(PTX.contains(&entry) && PTX_SM90.contains(&entry), "{entry}");
     }
     // The benchmark's hold kernel is the benchmark crate's, not the library's.
     assert!(!PTX.contains(".entry hold_stream("));
@@ -397,6 +401,99 @@ fn merge_path_plans() {
     assert!(!network(plan::choose(&H200, 1 << 17, 1, keys, 0, false)));
     assert!(network(plan::choose(&H200, 1 << 17, 1, keys, 0, true)));
     assert!(network(plan::choose(&H200, 1 << 17, 4, keys, 0, false)));
+    let pairs = Widths { key: 4, value: 4 };
+    assert!(network(plan::choose(&H200, 1 << 20, 1, pairs, 0, false)));
+}
+
+/// The merge kernels of every key and value width, run directly (sorts choose them for keys
+/// alone): keys with their positions as values come out sorted, and the merges keep the
+/// order that the tile sort gave equal keys (they are stable), so the result is the tile
+/// sort's network on each tile, then a stable sort by key.
+#[test]
+#[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
+fn merge_kernels_are_stable_merges() {
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let mut next = lcg(9);
+    for (key, value) in [(4, 0), (4, 4), (4, 8), (8, 0), (8, 4), (8, 8)] {
+        let widths = Widths { key, value };
+        for n in [(1usize << 14) + 1, 100_003, (1 << 20) - 1] {
+            // Few distinct keys, so that ties cross every tile and run boundary.
+            let raw: Vec<u64> = (0..n).map(|_| next() % 50).collect();
+            let plan =
+                plan::merge_path_plan(&gpu.limits, n as u64, widths, 0).expect("a merge-path plan");
+            let tile = 1usize << plan.tile_sort.args.tile_bits;
+            // The expected result: positions as values, network-sorted tiles, then a stable
+            // sort by key.
+            let mut keys = raw.clone();
+            let mut positions: Vec<u64> = (0..n as u64).collect();
+            for (k, v) in keys.chunks_mut(tile).zip(positions.chunks_mut(tile)) {
+                let schedule =
+                    crate::schedule::Schedule::new(k.len() as u64, plan::tile_params(12));
+                crate::schedule::emulate(&schedule, k, Some(v));
+            }
+            let mut want: Vec<(u64, u64)> = keys.into_iter().zip(positions).collect();
+            want.sort_by_key(|p| p.0);
+            let words = |w: &[u64], bytes: u64| -> Vec<u8> {
+                w.iter()
+                    .flat_map(|&x| x.to_le_bytes()[..bytes as usize].to_vec())
+                    .collect()
+            };
+            let key_buf = DeviceBuffer::from_slice(&words(&raw, key)).expect("keys");
+            let positions: Vec<u64> = (0..n as u64).collect();
+            let value_buf =
+                DeviceBuffer::from_slice(&words(&positions, value.max(1))).expect("values");
+            let scratch_keys = DeviceBuffer::<u8>::zeroed(n * key as usize).expect("scratch");
+            let scratch_values =
+                DeviceBuffer::<u8>::zeroed(n * value.max(1) as usize).expect("scratch");
+            let splits = DeviceBuffer::<u64>::zeroed(plan.splits as usize).expect("splits");
+            let job = Job {
+                keys: key_buf.as_device_ptr().as_raw(),
+                values: if value > 0 {
+                    value_buf.as_device_ptr().as_raw()
+                } else {
+                    0
+                },
+                kernels: gpu.kernels(key as usize, value as usize),
+                plan: SortPlan::MergePath(plan),
+                scratch: Some(ScratchWords {
+                    keys: scratch_keys.as_device_ptr().as_raw(),
+                    values: if value > 0 {
+                        scratch_values.as_device_ptr().as_raw()
+                    } else {
+                        0
+                    },
+                    splits: splits.as_device_ptr().as_raw(),
+                }),
+            };
+            gpu.enqueue(&job, gpu.stream.as_inner()).expect("launch");
+            gpu.stream.synchronize().expect("sort");
+            let mut out_keys = vec![0u8; n * key as usize];
+            key_buf.copy_to(&mut out_keys[..]).expect("download");
+            let mut out_values = vec![0u8; n * value.max(1) as usize];
+            value_buf.copy_to(&mut out_values[..]).expect("download");
+            let read = |b: &[u8], bytes: u64, i: usize| {
+                let mut w = [0u8; 8];
+                w[..bytes as usize].copy_from_slice(&b[i * bytes as usize..][..bytes as usize]);
+                u64::from_le_bytes(w)
+            };
+            for (i, &(k, v)) in want.iter().enumerate() {
+                assert_eq!(read(&out_keys, key, i), k, "{widths:?} n {n}: key {i}");
+                if value > 0 {
+                    let mask = if value == 4 {
+                        u64::from(u32::MAX)
+                    } else {
+                        u64::MAX
+                    };
+                    assert_eq!(
+                        read(&out_values, value, i),
+                        v & mask,
+                        "{widths:?} n {n}: value {i}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Per-launch device times of sorts of 2^16, 2^20 and 2^24 `u32` keys (CUDA events around

@@ -33,6 +33,8 @@ pub struct Target {
     pub reference: Option<Arc<Sorter>>,
     /// The base seed of every input.
     pub seed: u64,
+    /// Whether the sorter runs the network alone (`SorterBuilder::oblivious`).
+    pub oblivious: bool,
 }
 
 impl Target {
@@ -43,6 +45,7 @@ impl Target {
             .backend(self.info.backend)
             .device_index(self.info.index)
             .host_below(0)
+            .oblivious(self.oblivious)
             .build()
     }
 
@@ -202,30 +205,46 @@ pub fn find(binary: &str) -> Found {
             continue;
         }
         for info in entry.devices {
-            let label = format!("{kind}{}", info.index);
-            let built = Sorter::builder()
-                .ignore_env()
-                .backend(kind)
-                .device_index(info.index)
-                .host_below(0)
-                .build();
-            match built {
-                Ok(sorter) => {
-                    eprintln!("bitonic {binary}: {label}: testing {info}");
-                    found.slots.push(Slot::Ready(Arc::new(Target {
-                        label,
-                        info,
-                        sorter: Arc::new(sorter),
-                        reference: (kind != BackendKind::Cpu).then(|| Arc::clone(&reference)),
-                        seed,
-                    })));
-                }
-                Err(e) => {
-                    eprintln!("bitonic {binary}: {label}: could not open {info}: {e}");
-                    found.failures.push(failure(
-                        format!("{label}::open"),
-                        format!("devices() lists {info}, but building a sorter on it failed: {e}"),
-                    ));
+            // CUDA sorts merge sorted tiles by default; the network alone is its other mode.
+            let modes: &[bool] = if kind == BackendKind::Cuda {
+                &[false, true]
+            } else {
+                &[false]
+            };
+            for &oblivious in modes {
+                let label = if oblivious {
+                    format!("{kind}{}-oblivious", info.index)
+                } else {
+                    format!("{kind}{}", info.index)
+                };
+                let built = Sorter::builder()
+                    .ignore_env()
+                    .backend(kind)
+                    .device_index(info.index)
+                    .host_below(0)
+                    .oblivious(oblivious)
+                    .build();
+                match built {
+                    Ok(sorter) => {
+                        eprintln!("bitonic {binary}: {label}: testing {info}");
+                        found.slots.push(Slot::Ready(Arc::new(Target {
+                            label,
+                            info: info.clone(),
+                            sorter: Arc::new(sorter),
+                            reference: (kind != BackendKind::Cpu).then(|| Arc::clone(&reference)),
+                            seed,
+                            oblivious,
+                        })));
+                    }
+                    Err(e) => {
+                        eprintln!("bitonic {binary}: {label}: could not open {info}: {e}");
+                        found.failures.push(failure(
+                            format!("{label}::open"),
+                            format!(
+                                "devices() lists {info}, but building a sorter on it failed: {e}"
+                            ),
+                        ));
+                    }
                 }
             }
         }
