@@ -56,6 +56,11 @@ pub struct BenchArgs {
     /// --compare: timed host round trips of ours and torch's [default: as many as --runs].
     #[arg(long, requires = "compare")]
     pub roundtrip_runs: Option<usize>,
+    /// --compare: the input's pattern: random (the default), sorted, reversed, few (four
+    /// distinct keys) or organ (ascending, then descending). Merge-path sorts' speed depends
+    /// on it.
+    #[arg(long, default_value = "random", value_parser = ["random", "sorted", "reversed", "few", "organ"], requires = "compare")]
+    pub pattern: String,
     /// --compare: add u32 keys with u32 values.
     #[arg(long, requires = "compare")]
     pub kv: bool,

@@ -35,10 +35,17 @@ pub fn device_label(sorter: &Sorter) -> String {
 
 /// A sorter on exactly device `d`, whatever the environment asks for.
 pub fn open(d: &DeviceInfo) -> bitonic::Result<Sorter> {
+    open_in_mode(d, false)
+}
+
+/// A sorter on `d`, running the sorting network alone when `oblivious`
+/// (`SorterBuilder::oblivious`).
+pub fn open_in_mode(d: &DeviceInfo, oblivious: bool) -> bitonic::Result<Sorter> {
     Sorter::builder()
         .ignore_env()
         .backend(d.backend)
         .device_index(d.index)
+        .oblivious(oblivious)
         .build()
 }
 

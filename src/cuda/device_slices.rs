@@ -181,12 +181,16 @@ impl CudaBackend {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let waited = scratch.done.is_some();
-        if let Some(done) = scratch.done.take() {
-            // The previous sort that used the scratch may run on another stream. (Waiting
-            // consumes the event; the driver destroys it once the wait is resolved.)
-            stream
-                .wait_event(done, StreamWaitEventFlags::DEFAULT)
-                .map_err(on("cuStreamWaitEvent"))?;
+        if let Some((done, on_stream)) = scratch.done.take() {
+            // The previous sort that used the scratch may run on another stream; on the same
+            // stream, the order of the stream suffices (and a graph being captured on it
+            // must not wait for an event recorded outside the capture). Waiting consumes
+            // the event; the driver destroys it once the wait is resolved.
+            if on_stream != stream.as_inner() {
+                stream
+                    .wait_event(done, StreamWaitEventFlags::DEFAULT)
+                    .map_err(on("cuStreamWaitEvent"))?;
+            }
         }
         let (plan, scratch_words) = self.plan_with_scratch(
             &mut scratch.buffers,
@@ -210,7 +214,7 @@ impl CudaBackend {
         if job.scratch.is_some() || waited {
             let done = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
             done.record(stream).map_err(on("cuEventRecord"))?;
-            scratch.done = Some(done);
+            scratch.done = Some((done, stream.as_inner()));
         }
         enqueued
     }

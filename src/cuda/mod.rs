@@ -77,11 +77,16 @@ struct ScratchWords {
 }
 
 /// The scratch of device-resident sorts, which run on their callers' streams: `done` is
-/// recorded after the last sort that used it, and the next one's stream waits for it.
+/// recorded after the last sort that used it, on the stream it names, and the next sort
+/// waits for it when it runs on another stream.
 struct DeviceScratch {
     buffers: Kept<DeviceBuffer<u8>>,
-    done: Option<cust::event::Event>,
+    done: Option<(cust::event::Event, cu::CUstream)>,
 }
+
+// SAFETY: the stream handle is only compared, never used to enqueue work; the event is a
+// driver handle, usable from any thread.
+unsafe impl Send for DeviceScratch {}
 
 /// What sorts of host slices keep between calls (`crate::host_transfer`).
 type HostState = HostStateOf<CudaLink<'static>, DeviceBuffer<u8>>;

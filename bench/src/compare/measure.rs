@@ -23,6 +23,32 @@ where
     out
 }
 
+/// Random words rearranged into `pattern`: `random` as they are, `sorted`, `reversed`, `few`
+/// (only their two lowest bits kept: four distinct keys) or `organ` (the sorted words'
+/// even ranks ascending, then the odd ranks descending).
+pub(super) fn arrange<W: Word>(mut words: Vec<W>, pattern: &str) -> Vec<W> {
+    match pattern {
+        "sorted" => words.par_sort_unstable(),
+        "reversed" => {
+            words.par_sort_unstable();
+            words.reverse();
+        }
+        "few" => {
+            let mut mask = W::ZERO;
+            bytemuck::bytes_of_mut(&mut mask)[0] = 3;
+            words.par_iter_mut().for_each(|w| *w = *w & mask);
+        }
+        "organ" => {
+            words.par_sort_unstable();
+            let up = words.iter().step_by(2).copied();
+            let down = words.iter().skip(1).step_by(2).rev().copied();
+            words = up.chain(down).collect();
+        }
+        _ => {}
+    }
+    words
+}
+
 /// The input of one case and size, and the CPU's sort of it.
 pub(super) struct Input<W> {
     pub(super) keys: Vec<W>,
@@ -105,7 +131,7 @@ where
         );
         return Vec::new();
     }
-    let keys: Vec<W> = random_words(n, seed);
+    let keys: Vec<W> = arrange(random_words(n, seed), &cfg.pattern);
     let mut want = keys.clone();
     if row_len > 0 {
         want.par_chunks_mut(row_len).for_each(|r| r.sort_unstable());

@@ -85,6 +85,8 @@ pub struct CompareConfig {
     pub roundtrip_runs: usize,
     /// Seed of the random input.
     pub seed: u64,
+    /// The input's pattern (`measure::arrange`): random, sorted, reversed, few or organ.
+    pub pattern: String,
     /// The cases, in order.
     pub cases: Vec<Case>,
     /// The CPU sort runs up to 2^this keys.
@@ -112,6 +114,7 @@ pub fn config(a: &BenchArgs) -> Result<CompareConfig, String> {
         warmup: a.warmup,
         roundtrip_runs: a.roundtrip_runs.filter(|&r| r > 0).unwrap_or(runs),
         seed: a.seed,
+        pattern: a.pattern.clone(),
         cases: Vec::new(),
         cpu_max_log: a.cpu_max_log,
         opencl_cpu_max_log: a.opencl_cpu_max_log,
@@ -310,9 +313,9 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
          host round trip, host data in and out, median of {} runs after one warm-up, wall clock \
          (ours: Sorter::sort on a Vec, and on a Sorter::pinned_buffer; torch: a CPU tensor \
          .to(device), torch.sort, .cpu(), and the same from pinned tensors with non-blocking \
-         copies), reported separately. Random keys (seed {}); every result checked against \
+         copies), reported separately. Keys: {} (seed {}); every result checked against \
          the CPU's sort of the same input.",
-        cfg.runs, cfg.warmup, cfg.roundtrip_runs, cfg.seed
+        cfg.runs, cfg.warmup, cfg.roundtrip_runs, cfg.pattern, cfg.seed
     );
     let mut failures = Failures::default();
     let mut rows: Vec<Row> = Vec::new();
@@ -438,6 +441,17 @@ fn entries(cfg: &CompareConfig) -> Vec<Entry> {
                     });
                 }
                 Err(e) => println!("{name:<7} {d}: unavailable ({e})"),
+            }
+            // CUDA's data-oblivious mode (the network alone) beside its default, which
+            // merges sorted tiles.
+            if d.backend == BackendKind::Cuda {
+                if let Ok(s) = common::open_in_mode(d, true) {
+                    out.push(Entry {
+                        sorter: "bitonic-oblivious".into(),
+                        device: format!("{}:{} {}", d.backend, d.index, d.name),
+                        runner: Runner::Ours(s),
+                    });
+                }
             }
         }
     }
