@@ -93,11 +93,31 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
         const u32 len_b = m - len_a;
         const u64 from_a = p.start + a0;
         const u64 from_b = p.start + p.len_a + (diag - a0);
-        for (u32 i = threadIdx.x; i < m; i += blockDim.x) {
-            const u64 at = i < len_a ? from_a + i : from_b + (i - len_a);
-            sk[pad(i)] = src_keys[at];
-            if constexpr (HAS_V) {
-                sv[pad(i)] = src_values[at];
+        // Every thread issues all of its loads before the first store to shared memory: one
+        // load in flight per thread left the pass bound by memory latency.
+        {
+            K lk[E];
+            V lv[E];
+#pragma unroll
+            for (u32 r = 0; r < E; ++r) {
+                const u32 i = threadIdx.x + r * blockDim.x;
+                if (i < m) {
+                    const u64 at = i < len_a ? from_a + i : from_b + (i - len_a);
+                    lk[r] = src_keys[at];
+                    if constexpr (HAS_V) {
+                        lv[r] = src_values[at];
+                    }
+                }
+            }
+#pragma unroll
+            for (u32 r = 0; r < E; ++r) {
+                const u32 i = threadIdx.x + r * blockDim.x;
+                if (i < m) {
+                    sk[pad(i)] = lk[r];
+                    if constexpr (HAS_V) {
+                        sv[pad(i)] = lv[r];
+                    }
+                }
             }
         }
         __syncthreads();

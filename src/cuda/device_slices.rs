@@ -180,12 +180,19 @@ impl CudaBackend {
             .device_scratch
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let waited = scratch.done.is_some();
-        if let Some((done, on_stream)) = scratch.done.take() {
+        // A stream being captured into a graph neither waits nor records: an event recorded
+        // in a capture cannot be waited for outside it.
+        let mut capture = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: the stream handle is live and `capture` is a valid out-pointer.
+        check("cuStreamIsCapturing", unsafe {
+            cu::cuStreamIsCapturing(stream.as_inner(), &mut capture)
+        })?;
+        let capturing = capture != cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        let waited = !capturing && scratch.done.is_some();
+        if let Some((done, on_stream)) = scratch.done.take_if(|_| !capturing) {
             // The previous sort that used the scratch may run on another stream; on the same
-            // stream, the order of the stream suffices (and a graph being captured on it
-            // must not wait for an event recorded outside the capture). Waiting consumes
-            // the event; the driver destroys it once the wait is resolved.
+            // stream, the order of the stream suffices. Waiting consumes the event; the
+            // driver destroys it once the wait is resolved.
             if on_stream != stream.as_inner() {
                 stream
                     .wait_event(done, StreamWaitEventFlags::DEFAULT)
@@ -211,7 +218,7 @@ impl CudaBackend {
         // with `cuMemFree` (what `DeviceBuffer`'s drop does) waits for the work that uses it.
         let enqueued = self.enqueue(&job, stream.as_inner());
         // After a wait, the event recorded here follows the previous user of the scratch too.
-        if job.scratch.is_some() || waited {
+        if !capturing && (job.scratch.is_some() || waited) {
             let done = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
             done.record(stream).map_err(on("cuEventRecord"))?;
             scratch.done = Some((done, stream.as_inner()));
