@@ -444,14 +444,13 @@ fn entries(cfg: &CompareConfig) -> Vec<Entry> {
             }
             // CUDA's data-oblivious mode (the network alone) beside its default, which
             // merges sorted tiles.
-            if d.backend == BackendKind::Cuda {
-                if let Ok(s) = common::open_in_mode(d, true) {
-                    out.push(Entry {
-                        sorter: "bitonic-oblivious".into(),
-                        device: format!("{}:{} {}", d.backend, d.index, d.name),
-                        runner: Runner::Ours(s),
-                    });
-                }
+            let oblivious = (d.backend == BackendKind::Cuda).then(|| common::open_in_mode(d, true));
+            if let Some(Ok(s)) = oblivious {
+                out.push(Entry {
+                    sorter: "bitonic-oblivious".into(),
+                    device: format!("{}:{} {}", d.backend, d.index, d.name),
+                    runner: Runner::Ours(s),
+                });
             }
         }
     }
