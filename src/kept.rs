@@ -92,6 +92,8 @@ pub(crate) fn grow<B: DeviceBytes>(
     Ok(buffer)
 }
 
+// Only the CUDA backend runs merge passes.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 impl<B: DeviceBytes> Scratch<B> {
     /// Grows the scratch to `keys`, `values` (0: none) and `splits` bytes. Out of device
     /// memory it frees what it holds and returns `false`: the network, which sorts in place,

@@ -43,6 +43,7 @@ pub fn padded_words(bits: u32) -> u64 {
 
 /// log2 of the outputs each thread of a merge pass writes for 4-byte elements
 /// (`MERGE_LOG_E`); wider elements take half as many.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const MERGE_LOG_E: u32 = 4;
 
 /// The parameter block of every CUDA merge pass and its splitter pass (`struct MergeArgs` in
