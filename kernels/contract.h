@@ -46,7 +46,7 @@
 
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in
-// src/kernel_contract.rs). The OpenCL kernels take the same quantities as separate arguments.
+// src/kernel_contract.rs). The OpenCL backend has no merge passes yet.
 struct MergeArgs {
     unsigned long long n;     // elements
     unsigned int log_run;     // the input runs hold 2^log_run elements (the last may be shorter)

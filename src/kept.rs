@@ -49,17 +49,7 @@ impl<B> Default for Kept<B> {
 impl<B: DeviceBytes> Kept<B> {
     /// Bytes of device memory kept.
     pub(crate) fn bytes(&self) -> u64 {
-        [
-            &self.keys,
-            &self.values,
-            &self.scratch.keys,
-            &self.scratch.values,
-            &self.scratch.splits,
-        ]
-        .into_iter()
-        .flatten()
-        .map(|b| b.byte_len() as u64)
-        .sum()
+        total_bytes([&self.keys, &self.values]) + self.scratch.bytes()
     }
 
     /// Runs `fill`, which grows and fills the buffers for one sort. When it runs out of
@@ -73,6 +63,15 @@ impl<B: DeviceBytes> Kept<B> {
         }
         first
     }
+}
+
+/// Bytes of the buffers present in `slots`.
+fn total_bytes<'a, B: DeviceBytes + 'a>(slots: impl IntoIterator<Item = &'a Option<B>>) -> u64 {
+    slots
+        .into_iter()
+        .flatten()
+        .map(|b| b.byte_len() as u64)
+        .sum()
 }
 
 /// The buffer in `slot`, replaced by a new one of `len` bytes from `alloc` when it is
@@ -95,6 +94,11 @@ pub(crate) fn grow<B: DeviceBytes>(
 // Only the CUDA backend runs merge passes.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 impl<B: DeviceBytes> Scratch<B> {
+    /// Bytes of device memory held.
+    pub(crate) fn bytes(&self) -> u64 {
+        total_bytes([&self.keys, &self.values, &self.splits])
+    }
+
     /// Grows the scratch to `keys`, `values` (0: none) and `splits` bytes. Out of device
     /// memory it frees what it holds and returns `false`: the network, which sorts in place,
     /// sorts instead.

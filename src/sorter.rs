@@ -120,8 +120,8 @@ impl SorterBuilder {
     /// (and the device's tile sizes), never on the keys (`docs/testing.md` says what is
     /// tested). With `false`, the default, a CUDA sort of one array larger than one tile
     /// sorts tiles with the network and then merges the sorted tiles by merge path, which is
-    /// faster but reads memory where the keys lead it. Values of equal keys may then land in
-    /// another order than the network's (both orders are deterministic for one device).
+    /// faster but reads memory where the keys lead it. Only keys alone take that path, so
+    /// results are the same in both modes (key-value sorts run the network either way).
     /// Device-resident calls follow the same setting.
     pub fn oblivious(mut self, oblivious: bool) -> Self {
         self.oblivious = oblivious;

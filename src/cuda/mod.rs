@@ -37,7 +37,7 @@ use cust::sys as cu;
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::error::{Error, Result, check_rows_words};
 use crate::host_transfer::{Column, Gauges, HostStateOf};
-use crate::kept::{DeviceBytes, Kept, grow};
+use crate::kept::{DeviceBytes, Scratch, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
 
@@ -80,7 +80,7 @@ struct ScratchWords {
 /// recorded after the last sort that used it, on the stream it names, and the next sort
 /// waits for it when it runs on another stream.
 struct DeviceScratch {
-    buffers: Kept<DeviceBuffer<u8>>,
+    buffers: Scratch<DeviceBuffer<u8>>,
     done: Option<(cust::event::Event, cu::CUstream)>,
 }
 
@@ -197,7 +197,7 @@ impl CudaBackend {
             split_kernels,
             oblivious: AtomicBool::new(false),
             device_scratch: Mutex::new(DeviceScratch {
-                buffers: Kept::default(),
+                buffers: Scratch::default(),
                 done: None,
             }),
             busy: Mutex::new(HostState::default()),
@@ -220,11 +220,11 @@ impl CudaBackend {
         plan::choose(&self.limits, row_len, rows, widths, encoding, oblivious)
     }
 
-    /// The plan of a sort and the scratch it needs, grown in `buffers`; the network's plan
+    /// The plan of a sort and the scratch it needs, grown in `scratch`; the network's plan
     /// where a merge-path plan's scratch does not fit in device memory.
     fn plan_with_scratch(
         &self,
-        buffers: &mut Kept<DeviceBuffer<u8>>,
+        scratch: &mut Scratch<DeviceBuffer<u8>>,
         row_len: u64,
         rows: u64,
         widths: Widths,
@@ -236,7 +236,7 @@ impl CudaBackend {
         };
         let n = (row_len * rows) as usize;
         let requested = (n as u64).saturating_mul(widths.element());
-        let grown = buffers.scratch.grow(
+        let grown = scratch.grow(
             n * widths.key as usize,
             n * widths.value as usize,
             merge.splits as usize * 8,
@@ -248,16 +248,16 @@ impl CudaBackend {
         }
         let address =
             |b: &Option<DeviceBuffer<u8>>| b.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
-        let scratch = ScratchWords {
-            keys: address(&buffers.scratch.keys),
+        let words = ScratchWords {
+            keys: address(&scratch.keys),
             values: if widths.value > 0 {
-                address(&buffers.scratch.values)
+                address(&scratch.values)
             } else {
                 0
             },
-            splits: address(&buffers.scratch.splits),
+            splits: address(&scratch.splits),
         };
-        Ok((plan, Some(scratch)))
+        Ok((plan, Some(words)))
     }
 
     fn out_of_memory(&self, requested: u64) -> Error {
@@ -432,8 +432,13 @@ impl CudaBackend {
                 }
                 None => 0,
             };
-            let (plan, scratch) =
-                self.plan_with_scratch(buffers, row_len, rows, widths, encoding.code())?;
+            let (plan, scratch) = self.plan_with_scratch(
+                &mut buffers.scratch,
+                row_len,
+                rows,
+                widths,
+                encoding.code(),
+            )?;
             Ok((device_keys, device_values, plan, scratch))
         });
         self.gauges.keep(host);
@@ -553,7 +558,9 @@ impl Backend for CudaBackend {
         let device_scratch = self
             .device_scratch
             .lock()
-            .map_or(0, |scratch| scratch.buffers.bytes());
+            .unwrap_or_else(|e| e.into_inner())
+            .buffers
+            .bytes();
         self.gauges.device() + device_scratch
     }
 
@@ -572,7 +579,7 @@ impl Backend for CudaBackend {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
             // Freeing waits for the sorts that use the memory (cuMemFree synchronizes).
-            scratch.buffers = Kept::default();
+            scratch.buffers = Scratch::default();
         }
     }
 

@@ -37,16 +37,22 @@ pub struct Target {
     pub oblivious: bool,
 }
 
+/// A sorter on exactly `info`'s device that sends every sort there (no host crossover), in
+/// the given mode.
+fn open_sorter(info: &DeviceInfo, oblivious: bool) -> bitonic::Result<Sorter> {
+    Sorter::builder()
+        .ignore_env()
+        .backend(info.backend)
+        .device_index(info.index)
+        .host_below(0)
+        .oblivious(oblivious)
+        .build()
+}
+
 impl Target {
     /// A new sorter on the same device (for tests that want one per thread).
     pub fn open_another(&self) -> bitonic::Result<Sorter> {
-        Sorter::builder()
-            .ignore_env()
-            .backend(self.info.backend)
-            .device_index(self.info.index)
-            .host_below(0)
-            .oblivious(self.oblivious)
-            .build()
+        open_sorter(&self.info, self.oblivious)
     }
 
     /// An OpenCL device that is a CPU (PoCL): slow, so tests run fewer cases on it.
@@ -217,14 +223,7 @@ pub fn find(binary: &str) -> Found {
                 } else {
                     format!("{kind}{}", info.index)
                 };
-                let built = Sorter::builder()
-                    .ignore_env()
-                    .backend(kind)
-                    .device_index(info.index)
-                    .host_below(0)
-                    .oblivious(oblivious)
-                    .build();
-                match built {
+                match open_sorter(&info, oblivious) {
                     Ok(sorter) => {
                         eprintln!("bitonic {binary}: {label}: testing {info}");
                         found.slots.push(Slot::Ready(Arc::new(Target {
