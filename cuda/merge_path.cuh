@@ -67,7 +67,58 @@ __device__ __forceinline__ void merge_split(const K *__restrict__ keys, u64 *__r
     }
 }
 
-// One merge pass: output tiles of 2^tile_bits, E outputs per thread.
+// Where one output tile's inputs lie: outputs x .. x + m - 1 merge the first run's words
+// from_a .. from_a + len_a - 1 with the second's from_b .. from_b + (m - len_a) - 1.
+struct MergeTile {
+    u64 x;
+    u64 from_a;
+    u64 from_b;
+    u32 len_a;
+    u32 m;
+};
+
+__device__ __forceinline__ MergeTile merge_tile(const MergeArgs &a, const u64 *__restrict__ splits, u64 t) {
+    const u64 x = t << a.tile_bits;
+    const RunPair p = run_pair(a, x);
+    const u64 pair_len = p.len_a + p.len_b;
+    const u64 diag = x - p.start;
+    const u64 diag_end = min(diag + (1ull << a.tile_bits), pair_len);
+    // A tile that ends its pair ends with all of the first run; any other ends where the
+    // next tile starts.
+    const u64 a0 = splits[t];
+    const u64 a1 = diag_end == pair_len ? p.len_a : splits[t + 1];
+    MergeTile g;
+    g.x = x;
+    g.from_a = p.start + a0;
+    g.from_b = p.start + p.len_a + (diag - a0);
+    g.len_a = (u32)(a1 - a0);
+    g.m = (u32)(diag_end - diag);
+    return g;
+}
+
+// Issues every load of a tile's inputs into registers: word i of the tile (A's part, then
+// B's) is thread (i mod blockDim.x)'s register i / blockDim.x.
+template <typename K, typename V, u32 E>
+__device__ __forceinline__ void load_merge_inputs(const K *__restrict__ src_keys, const V *__restrict__ src_values,
+                                                  const MergeTile &g, K (&lk)[E], V (&lv)[E]) {
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) {
+        const u32 i = threadIdx.x + r * blockDim.x;
+        if (i < g.m) {
+            const u64 at = i < g.len_a ? g.from_a + i : g.from_b + (i - g.len_a);
+            lk[r] = src_keys[at];
+            if constexpr (HasValues<V>::value) {
+                lv[r] = src_values[at];
+            }
+        }
+    }
+}
+
+// One merge pass: output tiles of 2^tile_bits, E outputs per thread, each block taking
+// tiles blockIdx.x, blockIdx.x + gridDim.x, ... (the grid is a few blocks per
+// multiprocessor). A block issues the loads of its next tile before it merges the current
+// one, so that its memory traffic overlaps its shared-memory work: with the loads issued
+// only after the previous tile's stores, a pass ran at about 60% of the copy's bandwidth.
 template <typename K, typename V, u32 E>
 __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const V *__restrict__ src_values,
                                            K *__restrict__ dst_keys, V *__restrict__ dst_values,
@@ -76,51 +127,36 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
     K *sk = reinterpret_cast<K *>(tile_smem);
     V *sv = reinterpret_cast<V *>(tile_smem + (size_t)padded_words(a.tile_bits) * sizeof(K));
     const bool decode = (a.transform & DECODE_ON_STORE) != 0;
-    const u32 size = 1u << a.tile_bits;
-    const u64 tiles = (a.n + size - 1) >> a.tile_bits;
-    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const u64 x = t << a.tile_bits;
-        const RunPair p = run_pair(a, x);
-        const u64 pair_len = p.len_a + p.len_b;
-        const u64 diag = x - p.start;
-        const u64 diag_end = min(diag + size, pair_len);
-        // A tile that ends its pair ends with all of the first run; any other ends where the
-        // next tile starts.
-        const u64 a0 = splits[t];
-        const u64 a1 = diag_end == pair_len ? p.len_a : splits[t + 1];
-        const u32 len_a = (u32)(a1 - a0);
-        const u32 m = (u32)(diag_end - diag);
+    const u64 tiles = (a.n + (1ull << a.tile_bits) - 1) >> a.tile_bits;
+    u64 t = blockIdx.x;
+    if (t >= tiles) {
+        return;
+    }
+    K lk[E];
+    V lv[E];
+    MergeTile g = merge_tile(a, splits, t);
+    load_merge_inputs<K, V, E>(src_keys, src_values, g, lk, lv);
+    for (; t < tiles; t += gridDim.x) {
+        const u32 len_a = g.len_a;
+        const u32 m = g.m;
         const u32 len_b = m - len_a;
-        const u64 from_a = p.start + a0;
-        const u64 from_b = p.start + p.len_a + (diag - a0);
-        // Every thread issues all of its loads before the first store to shared memory: one
-        // load in flight per thread left the pass bound by memory latency.
-        {
-            K lk[E];
-            V lv[E];
+        const u64 x = g.x;
 #pragma unroll
-            for (u32 r = 0; r < E; ++r) {
-                const u32 i = threadIdx.x + r * blockDim.x;
-                if (i < m) {
-                    const u64 at = i < len_a ? from_a + i : from_b + (i - len_a);
-                    lk[r] = src_keys[at];
-                    if constexpr (HAS_V) {
-                        lv[r] = src_values[at];
-                    }
-                }
-            }
-#pragma unroll
-            for (u32 r = 0; r < E; ++r) {
-                const u32 i = threadIdx.x + r * blockDim.x;
-                if (i < m) {
-                    sk[pad(i)] = lk[r];
-                    if constexpr (HAS_V) {
-                        sv[pad(i)] = lv[r];
-                    }
+        for (u32 r = 0; r < E; ++r) {
+            const u32 i = threadIdx.x + r * blockDim.x;
+            if (i < m) {
+                sk[pad(i)] = lk[r];
+                if constexpr (HAS_V) {
+                    sv[pad(i)] = lv[r];
                 }
             }
         }
         __syncthreads();
+        const u64 next = t + gridDim.x;
+        if (next < tiles) {
+            g = merge_tile(a, splits, next);
+            load_merge_inputs<K, V, E>(src_keys, src_values, g, lk, lv);
+        }
 
         // This thread's outputs first .. first + E - 1 (those below m).
         const u32 first = threadIdx.x * E;
@@ -180,7 +216,8 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
                 dst_values[x + i] = sv[pad(i)];
             }
         }
-        // The next tile's loads overwrite what these stores read.
+        // The next tile's words, stored to shared memory at the top of the loop, overwrite
+        // what these stores read.
         __syncthreads();
     }
 }

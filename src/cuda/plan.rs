@@ -413,6 +413,12 @@ pub fn merge_path_plan(
     let passes = plan.passes();
     let last = passes.len().saturating_sub(1);
     let grid_of = |items: u64| items.clamp(1, u64::from(limits.max_grid_x.max(1))) as u32;
+    // Merge blocks loop over their tiles, loading the next while merging the current one:
+    // as many blocks as are resident at once (two of 512 threads per multiprocessor, as the
+    // kernels are compiled for, or more of fewer threads).
+    let resident = |block: u32| {
+        u64::from(limits.multiprocessors.max(1)) * u64::from(2 * MAX_THREADS / block.max(1))
+    };
     let merges: Vec<MergeLaunch> = passes
         .iter()
         .enumerate()
@@ -420,6 +426,7 @@ pub fn merge_path_plan(
             // A block's outputs lie inside one pair of runs.
             let tile_bits = merge_tile.min(pass.log_run + 1);
             let tiles = n.div_ceil(1 << tile_bits);
+            let block = 1u32 << (tile_bits - log_e);
             MergeLaunch {
                 args: MergeArgs {
                     n,
@@ -430,8 +437,8 @@ pub fn merge_path_plan(
                 },
                 split_grid: grid_of(tiles.div_ceil(256)),
                 split_block: 256,
-                grid: grid_of(tiles),
-                block: 1 << (tile_bits - log_e),
+                grid: grid_of(tiles.min(resident(block))),
+                block,
                 shared_bytes: (padded_words(tile_bits) * widths.element()) as u32,
             }
         })

@@ -385,7 +385,11 @@ fn merge_path_plans() {
                     assert!(m.shared_bytes <= H200.shared_bytes_per_block / 2);
                     let tiles = n.div_ceil(1 << m.args.tile_bits);
                     assert!(tiles <= p.splits);
-                    assert!(u64::from(m.grid) == tiles.min(u64::from(H200.max_grid_x)));
+                    // Blocks loop over tiles: every block has one, and the grid is what
+                    // the multiprocessors hold at once (two blocks of 512 threads each).
+                    let resident =
+                        u64::from(H200.multiprocessors * 2 * plan::MAX_THREADS / m.block);
+                    assert_eq!(u64::from(m.grid), tiles.min(resident));
                     assert!(u64::from(m.split_grid) * u64::from(m.split_block) >= tiles);
                     log_run += 1;
                 }
