@@ -378,20 +378,32 @@ fn merge_path_plans() {
                 let mut log_run = sort_tile;
                 for m in &p.merges {
                     assert_eq!(m.args.log_run, log_run);
-                    assert!(m.args.tile_bits <= log_run + 1, "a block spans two pairs");
+                    let a = m.args;
                     let e = plan::merge_log_e(widths);
-                    assert_eq!(m.block, 1 << (m.args.tile_bits - e));
+                    assert_eq!(m.block, 1 << (a.tile_bits - e));
                     assert!(m.block <= plan::MAX_THREADS);
                     assert!(m.shared_bytes <= H200.shared_bytes_per_block / 2);
-                    let tiles = n.div_ceil(1 << m.args.tile_bits);
-                    assert!(tiles <= p.splits);
-                    // Blocks loop over tiles: every block has one, and the grid is what
-                    // the multiprocessors hold at once (two blocks of 512 threads each).
+                    // No block receives more than its shared memory holds.
+                    let ways = 1u64 << a.log_ways;
+                    assert!(
+                        (u64::from(a.samples_per_tile) + ways) << a.log_sample <= 1 << a.tile_bits
+                    );
+                    assert!(a.log_sample <= a.log_run);
+                    // Every block of every group has four splitters.
+                    let blocks = plan::merge_blocks(&a);
+                    assert!(blocks * 4 <= p.splits);
+                    let groups = n.div_ceil(1 << (a.log_run + a.log_ways));
+                    let per_group = (ways << (a.log_run - a.log_sample))
+                        .div_ceil(u64::from(a.samples_per_tile));
+                    assert_eq!(blocks, groups * per_group);
+                    // Blocks loop over their work: the grid is what the multiprocessors hold
+                    // at once (two blocks of 512 threads each).
                     let resident =
                         u64::from(H200.multiprocessors * 2 * plan::MAX_THREADS / m.block);
-                    assert_eq!(u64::from(m.grid), tiles.min(resident));
-                    assert!(u64::from(m.split_grid) * u64::from(m.split_block) >= tiles);
-                    log_run += 1;
+                    assert_eq!(u64::from(m.grid), blocks.min(resident));
+                    let samples = groups * (ways << (a.log_run - a.log_sample));
+                    assert!(u64::from(m.split_grid) * u64::from(m.split_block) >= samples);
+                    log_run += a.log_ways;
                 }
                 assert!(1u64 << log_run >= n, "the last run holds everything");
             }
@@ -421,7 +433,7 @@ fn merge_kernels_are_stable_merges() {
     let mut next = lcg(9);
     for (key, value) in [(4, 0), (4, 4), (4, 8), (8, 0), (8, 4), (8, 8)] {
         let widths = Widths { key, value };
-        for n in [(1usize << 14) + 1, 100_003, (1 << 20) - 1] {
+        for n in [(1usize << 14) + 1, 100_003, (3 << 17) + 5, (1 << 20) - 1] {
             // Few distinct keys, so that ties cross every tile and run boundary.
             let raw: Vec<u64> = (0..n).map(|_| next() % 50).collect();
             let plan =
@@ -564,4 +576,88 @@ fn profile_passes(gpu: &CudaBackend, log_n: u32) {
     let mut expect = keys;
     expect.sort_unstable();
     assert_eq!(out, expect);
+}
+
+/// Device times of the launches of merge-path sorts of random `u32` keys (2^24, 2^26, 2^28)
+/// and `u64` keys (2^24, 2^26): the tile sort, then each merge pass (its splitter and merge
+/// kernels together), with CUDA events around each. `cargo test --release --features cuda
+/// --lib cuda_merge_profile -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs a CUDA device; a timing, not a check"]
+fn cuda_merge_profile() {
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    CurrentContext::set_current(&gpu.context).expect("context");
+    for (key, log_n) in [(4u64, 24u32), (4, 26), (4, 28), (8, 24), (8, 26)] {
+        let n = 1usize << log_n;
+        let mut next = lcg(7);
+        let raw: Vec<u64> = (0..n).map(|_| next() >> (64 - 8 * key)).collect();
+        let bytes: Vec<u8> = raw
+            .iter()
+            .flat_map(|&x| x.to_le_bytes()[..key as usize].to_vec())
+            .collect();
+        let widths = Widths { key, value: 0 };
+        let plan = plan::merge_path_plan(&gpu.limits, n as u64, widths, 0).expect("merge plan");
+        let data = DeviceBuffer::from_slice(&bytes).expect("upload");
+        let scratch = DeviceBuffer::<u8>::zeroed(bytes.len()).expect("scratch");
+        let splits = DeviceBuffer::<u64>::zeroed(plan.splits as usize).expect("splits");
+        let job = Job {
+            keys: data.as_device_ptr().as_raw(),
+            values: 0,
+            kernels: gpu.kernels(key as usize, 0),
+            plan: SortPlan::MergePath(plan.clone()),
+            scratch: None,
+        };
+        let stream = gpu.stream.as_inner();
+        let events: Vec<Event> = (0..plan.merges.len() + 2)
+            .map(|_| Event::new(EventFlags::DEFAULT).expect("event"))
+            .collect();
+        events[0].record(&gpu.stream).expect("record");
+        gpu.launch_pass(&job, &plan.tile_sort, stream)
+            .expect("tile sort");
+        events[1].record(&gpu.stream).expect("record");
+        let mut from = (job.keys, 0);
+        let mut to = (scratch.as_device_ptr().as_raw(), 0);
+        for (i, merge) in plan.merges.iter().enumerate() {
+            let splits = splits.as_device_ptr().as_raw();
+            gpu.launch_merge(&job, merge, from, to, splits, stream)
+                .expect("merge");
+            events[i + 2].record(&gpu.stream).expect("record");
+            std::mem::swap(&mut from, &mut to);
+        }
+        gpu.stream.synchronize().expect("sort");
+        let ms = |i: usize| f64::from(events[i + 1].elapsed_time_f32(&events[i]).expect("time"));
+        let traffic = 2.0 * bytes.len() as f64;
+        eprintln!(
+            "u{} 2^{log_n}: tile sort 2^{} {:.3} ms",
+            8 * key,
+            plan.tile_sort.args.tile_bits,
+            ms(0)
+        );
+        for (i, merge) in plan.merges.iter().enumerate() {
+            let t = ms(i + 1);
+            eprintln!(
+                "  merge run 2^{} {}-way grid {} block {}: {t:.3} ms ({:.0} GB/s)",
+                merge.args.log_run,
+                1 << merge.args.log_ways,
+                merge.grid,
+                merge.block,
+                traffic / t / 1e6
+            );
+        }
+        let total = ms(0) + (1..=plan.merges.len()).map(ms).sum::<f64>();
+        eprintln!("  in all {total:.3} ms");
+        let mut out = vec![0u8; bytes.len()];
+        data.copy_to(&mut out[..]).expect("download");
+        let mut want = raw;
+        want.sort_unstable();
+        let got: Vec<u64> = out
+            .chunks(key as usize)
+            .map(|c| {
+                let mut w = [0u8; 8];
+                w[..c.len()].copy_from_slice(c);
+                u64::from_le_bytes(w)
+            })
+            .collect();
+        assert!(got == want, "u{} 2^{log_n}: not sorted", 8 * key);
+    }
 }
