@@ -40,8 +40,8 @@
 #define PADDED_WORDS(bits) ((PAD(1u << (bits)) + 3u) & ~3u)
 
 // Merge passes (merge path above the tile, src/schedule/merge_path.rs): every work-group
-// merges its parts of 2 or 4 sorted runs, each thread writing 2^MERGE_LOG_E outputs for
-// 4-byte elements and 2^(MERGE_LOG_E-1) for wider ones.
+// writes 2^tile_bits consecutive outputs of the stable merge of two sorted runs, each thread
+// 2^MERGE_LOG_E of them for 4-byte elements and 2^(MERGE_LOG_E-1) for wider ones.
 #define MERGE_LOG_E 4
 
 #ifdef __CUDACC__
@@ -50,13 +50,9 @@
 struct MergeArgs {
     unsigned long long n;     // elements
     unsigned int log_run;     // the input runs hold 2^log_run elements (the last may be shorter)
-    unsigned int tile_bits;   // log2 of the most outputs of one block (its shared memory)
+    unsigned int tile_bits;   // log2 of the outputs of one block
     unsigned int encoding;    // ENCODING_* bits
     unsigned int transform;   // DECODE_ON_STORE on the last pass
-    unsigned int log_ways;    // 2^log_ways runs merge into one (1 or 2)
-    unsigned int log_sample;  // every 2^log_sample-th word of a run is a sample
-    unsigned int samples_per_tile; // a block starts at every k-th sample of a group, k this
-    unsigned int unused;      // keeps the size a multiple of 8 explicitly
 };
 
 // The parameter block of every CUDA pass (`PassArgs` in src/kernel_contract.rs). The OpenCL

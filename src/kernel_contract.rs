@@ -62,14 +62,6 @@ pub struct MergeArgs {
     pub encoding: u32,
     /// [`DECODE_ON_STORE`] on the last pass.
     pub transform: u32,
-    /// `2^log_ways` runs merge into one (1 or 2).
-    pub log_ways: u32,
-    /// Every `2^log_sample`-th word of a run is a sample.
-    pub log_sample: u32,
-    /// A block starts at every `samples_per_tile`-th sample of a group, in merged order.
-    pub samples_per_tile: u32,
-    /// Keeps the size a multiple of 8 explicitly.
-    pub unused: u32,
 }
 
 /// The parameter block of every CUDA pass (`struct PassArgs` in `kernels/contract.h`).
@@ -242,14 +234,6 @@ mod tests {
             ("tile_bits", offset_of!(MergeArgs, tile_bits), 4),
             ("encoding", offset_of!(MergeArgs, encoding), 4),
             ("transform", offset_of!(MergeArgs, transform), 4),
-            ("log_ways", offset_of!(MergeArgs, log_ways), 4),
-            ("log_sample", offset_of!(MergeArgs, log_sample), 4),
-            (
-                "samples_per_tile",
-                offset_of!(MergeArgs, samples_per_tile),
-                4,
-            ),
-            ("unused", offset_of!(MergeArgs, unused), 4),
         ];
         same_layout("MergeArgs", &rust, size_of::<MergeArgs>());
     }

@@ -100,10 +100,10 @@ impl Workspace<'_> {
                 self.last
             ));
         }
-        // Merge-path sorts of keys alone also keep a scratch copy of the keys and four u64
-        // splitters per merge block (a group of runs of at least 2^11 4-byte keys has a
-        // block at most every 2^11 keys: at most 1/256 of the keys' bytes).
-        let scratch = self.max_keys + self.max_keys / 256;
+        // Merge-path sorts of keys alone also keep a scratch copy of the keys and one u64
+        // splitter per output tile (tiles of at least 2^11 keys: under 1/512 of the keys'
+        // bytes).
+        let scratch = self.max_keys + self.max_keys / 512;
         let bound = self.max_keys + self.max_values + scratch;
         if cached > bound {
             return Err(format!(

@@ -346,7 +346,7 @@ pub struct MergePathPlan {
     pub tile_sort: Launch,
     /// The merge passes in order; the last decodes keys on store.
     pub merges: Vec<MergeLaunch>,
-    /// Entries of the splitter buffer (`u64`): four per block of the pass with the most.
+    /// Entries of the splitter buffer (`u64`): the most output tiles of any pass.
     pub splits: u64,
 }
 
@@ -358,35 +358,6 @@ pub fn merge_log_e(widths: Widths) -> u32 {
     } else {
         MERGE_LOG_E - 1
     }
-}
-
-/// log2 of the runs one merge pass merges into one: four-way passes (the last pass of a sort
-/// may be two-way, and short sorts whose pass count would be odd merge two ways throughout).
-pub const MERGE_LOG_WAYS: u32 = 2;
-
-/// log2 of the sample spacings one merge block holds: blocks start every
-/// `2^LOG_SAMPLE_SPACINGS - ways` samples (`cuda/merge_path.cuh`), so that they are
-/// three quarters full on average for four-way passes and never overflow.
-pub const LOG_SAMPLE_SPACINGS: u32 = 4;
-
-/// The samples of a merge pass, one splitter thread each: every `2^log_sample`-th position
-/// of every run, full groups' worth for every group (`merge_split` in
-/// `cuda/merge_path.cuh` skips those past the end).
-pub fn merge_samples(args: &MergeArgs) -> u64 {
-    merge_groups(args) << (args.log_run - args.log_sample + args.log_ways)
-}
-
-/// The blocks' worth of work of a merge pass: every group gets as many as a full group
-/// needs (`blocks_per_group` in `cuda/merge_path.cuh`), and writes one entry of four
-/// splitters for each.
-pub fn merge_blocks(args: &MergeArgs) -> u64 {
-    let per_group = (1u64 << (args.log_run - args.log_sample + args.log_ways))
-        .div_ceil(u64::from(args.samples_per_tile.max(1)));
-    merge_groups(args) * per_group
-}
-
-fn merge_groups(args: &MergeArgs) -> u64 {
-    args.n.div_ceil(1 << (args.log_run + args.log_ways))
 }
 
 /// log2 of the outputs of one merge block: 512 threads' worth, fewer where the shared memory
@@ -409,16 +380,15 @@ pub fn merge_path_plan(
     if merge_tile < log_e + 5 {
         return None;
     }
-    let (sort_tile, log_ways) = choose_sort_tile(
+    let sort_tile = choose_sort_tile(
         n,
         max_log_tile(limits, widths, None),
         limits.multiprocessors,
-        MERGE_LOG_WAYS,
     )?;
     let plan = MergePlan {
         n,
         log_tile: sort_tile,
-        log_ways,
+        log_ways: 1,
     };
     let shape = Shape {
         row_len: n,
@@ -443,45 +413,39 @@ pub fn merge_path_plan(
     let passes = plan.passes();
     let last = passes.len().saturating_sub(1);
     let grid_of = |items: u64| items.clamp(1, u64::from(limits.max_grid_x.max(1))) as u32;
-    // Merge blocks loop over their parts, loading the next while merging the current one:
+    // Merge blocks loop over their tiles, loading the next while merging the current one:
     // as many blocks as are resident at once (two of 512 threads per multiprocessor, as the
-    // kernels are compiled for).
-    let block = 1u32 << (merge_tile - log_e);
-    let resident =
-        u64::from(limits.multiprocessors.max(1)) * u64::from(2 * MAX_THREADS / block.max(1));
-    // A block holds 2^merge_tile words: samples every 2^(merge_tile - LOG_SAMPLE_SPACINGS),
-    // and blocks of k samples, k + ways spacings being the most a block can receive.
-    let log_sample = (merge_tile - LOG_SAMPLE_SPACINGS).min(sort_tile);
+    // kernels are compiled for, or more of fewer threads).
+    let resident = |block: u32| {
+        u64::from(limits.multiprocessors.max(1)) * u64::from(2 * MAX_THREADS / block.max(1))
+    };
     let merges: Vec<MergeLaunch> = passes
         .iter()
         .enumerate()
         .map(|(i, pass)| {
-            let samples_per_tile = (1u32 << LOG_SAMPLE_SPACINGS) - (1u32 << pass.log_ways);
-            let args = MergeArgs {
-                n,
-                log_run: pass.log_run,
-                tile_bits: merge_tile,
-                encoding,
-                transform: if i == last { DECODE_ON_STORE } else { 0 },
-                log_ways: pass.log_ways,
-                log_sample,
-                samples_per_tile,
-                unused: 0,
-            };
-            let samples = merge_samples(&args);
+            // A block's outputs lie inside one pair of runs.
+            let tile_bits = merge_tile.min(pass.log_run + 1);
+            let tiles = n.div_ceil(1 << tile_bits);
+            let block = 1u32 << (tile_bits - log_e);
             MergeLaunch {
-                args,
-                split_grid: grid_of(samples.div_ceil(256)),
+                args: MergeArgs {
+                    n,
+                    log_run: pass.log_run,
+                    tile_bits,
+                    encoding,
+                    transform: if i == last { DECODE_ON_STORE } else { 0 },
+                },
+                split_grid: grid_of(tiles.div_ceil(256)),
                 split_block: 256,
-                grid: grid_of(merge_blocks(&args).min(resident)),
+                grid: grid_of(tiles.min(resident(block))),
                 block,
-                shared_bytes: (padded_words(merge_tile) * widths.element()) as u32,
+                shared_bytes: (padded_words(tile_bits) * widths.element()) as u32,
             }
         })
         .collect();
     let splits = merges
         .iter()
-        .map(|m| merge_blocks(&m.args) * 4)
+        .map(|m| n.div_ceil(1 << m.args.tile_bits))
         .max()
         .unwrap_or(0);
     Some(MergePathPlan {

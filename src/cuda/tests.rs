@@ -378,32 +378,20 @@ fn merge_path_plans() {
                 let mut log_run = sort_tile;
                 for m in &p.merges {
                     assert_eq!(m.args.log_run, log_run);
-                    let a = m.args;
+                    assert!(m.args.tile_bits <= log_run + 1, "a block spans two pairs");
                     let e = plan::merge_log_e(widths);
-                    assert_eq!(m.block, 1 << (a.tile_bits - e));
+                    assert_eq!(m.block, 1 << (m.args.tile_bits - e));
                     assert!(m.block <= plan::MAX_THREADS);
                     assert!(m.shared_bytes <= H200.shared_bytes_per_block / 2);
-                    // No block receives more than its shared memory holds.
-                    let ways = 1u64 << a.log_ways;
-                    assert!(
-                        (u64::from(a.samples_per_tile) + ways) << a.log_sample <= 1 << a.tile_bits
-                    );
-                    assert!(a.log_sample <= a.log_run);
-                    // Every block of every group has four splitters.
-                    let blocks = plan::merge_blocks(&a);
-                    assert!(blocks * 4 <= p.splits);
-                    let groups = n.div_ceil(1 << (a.log_run + a.log_ways));
-                    let per_group = (ways << (a.log_run - a.log_sample))
-                        .div_ceil(u64::from(a.samples_per_tile));
-                    assert_eq!(blocks, groups * per_group);
-                    // Blocks loop over their work: the grid is what the multiprocessors hold
-                    // at once (two blocks of 512 threads each).
+                    let tiles = n.div_ceil(1 << m.args.tile_bits);
+                    assert!(tiles <= p.splits);
+                    // Blocks loop over tiles: every block has one, and the grid is what
+                    // the multiprocessors hold at once (two blocks of 512 threads each).
                     let resident =
                         u64::from(H200.multiprocessors * 2 * plan::MAX_THREADS / m.block);
-                    assert_eq!(u64::from(m.grid), blocks.min(resident));
-                    let samples = groups * (ways << (a.log_run - a.log_sample));
-                    assert!(u64::from(m.split_grid) * u64::from(m.split_block) >= samples);
-                    log_run += a.log_ways;
+                    assert_eq!(u64::from(m.grid), tiles.min(resident));
+                    assert!(u64::from(m.split_grid) * u64::from(m.split_block) >= tiles);
+                    log_run += 1;
                 }
                 assert!(1u64 << log_run >= n, "the last run holds everything");
             }
@@ -636,9 +624,8 @@ fn cuda_merge_profile() {
         for (i, merge) in plan.merges.iter().enumerate() {
             let t = ms(i + 1);
             eprintln!(
-                "  merge run 2^{} {}-way grid {} block {}: {t:.3} ms ({:.0} GB/s)",
+                "  merge run 2^{} grid {} block {}: {t:.3} ms ({:.0} GB/s)",
                 merge.args.log_run,
-                1 << merge.args.log_ways,
                 merge.grid,
                 merge.block,
                 traffic / t / 1e6

@@ -1,13 +1,13 @@
 //! The merge-path schedule above the tile, and its scalar model: tiles of `2^log_tile` keys
 //! sorted on chip by the network, then passes that each merge groups of `2^log_ways` sorted
-//! runs into one (`docs/perf.md`, "Merge path above the tile"). The CUDA backend runs it
-//! with four-way merges ([`choose_sort_tile`] says where), its blocks starting at the
-//! exact splits of sampled keys ([`sampled_boundaries`]); the network of this module's
-//! parent sorts everything else, and everything in the data-oblivious mode.
+//! runs into one, every output tile finding its part of each input run by [`split`]
+//! (`docs/perf.md`, "Merge path above the tile"). The CUDA backend runs it with two-way merges
+//! ([`choose_sort_tile`] says where); the network of this module's parent sorts everything
+//! else, and everything in the data-oblivious mode.
 //!
-//! [`split`], [`sampled_boundaries`] and [`emulate`] are the reference that kernels of this
-//! design are tested against: the splitters of an output rank are exact, and ties go to the
-//! lower run first, so that the merges are stable.
+//! [`split`] and [`emulate`] are the reference that kernels of this design are to be tested
+//! against: the splitters of an output rank are exact, and ties go to the lower run first, so
+//! that the merges are stable.
 
 /// The largest tile sort of a merge-path sort, as log2 of its elements: each doubling of the
 /// tile adds `log_tile + 1` network levels on chip and saves one merge pass over memory.
@@ -16,40 +16,22 @@ pub const MAX_LOG_SORT_TILE: u32 = 14;
 /// The smallest tile sort of a merge-path sort, as log2 of its elements.
 pub const MIN_LOG_SORT_TILE: u32 = 10;
 
-/// The tile that a merge-path sort of one row of `n` elements sorts on chip before merging,
-/// and log2 of the runs its passes merge into one, or `None` where the network sorts it:
-/// rows of at most `2^MAX_LOG_SINGLE_TILE` (one launch of one tile). The tile is the
-/// network's choice for the device ([`super::choose_log_tile`]: every compute unit gets
-/// tiles), at most `2^MAX_LOG_SORT_TILE`, or one smaller where that leaves an odd number of
-/// merge passes, so that the passes, which alternate between the data and a scratch
-/// buffer, end in the data. The passes merge `2^log_ways` runs where one of those tiles
-/// gives an even count, two otherwise.
-pub fn choose_sort_tile(
-    n: u64,
-    max_log_tile: u32,
-    compute_units: u32,
-    log_ways: u32,
-) -> Option<(u32, u32)> {
+/// The tile that a two-way merge-path sort of one row of `n` elements sorts on chip before
+/// merging, or `None` where the network sorts it: rows of at most
+/// `2^MAX_LOG_SINGLE_TILE` (one launch of one tile). The tile is the network's choice for
+/// the device ([`super::choose_log_tile`]: every compute unit gets tiles), at most
+/// `2^MAX_LOG_SORT_TILE`, and one smaller where that leaves an odd number of merge passes,
+/// so that the passes, which alternate between the data and a scratch buffer, end in the
+/// data.
+pub fn choose_sort_tile(n: u64, max_log_tile: u32, compute_units: u32) -> Option<u32> {
     let log_n = super::ceil_log2(n);
     if log_n <= super::MAX_LOG_SINGLE_TILE || max_log_tile <= MIN_LOG_SORT_TILE {
         return None;
     }
     let network = super::choose_log_tile(1, log_n, max_log_tile, compute_units);
     let top = network.min(MAX_LOG_SORT_TILE).min(max_log_tile);
-    let even = |log_tile: u32, log_ways: u32| {
-        let plan = MergePlan {
-            n,
-            log_tile,
-            log_ways,
-        };
-        log_tile >= MIN_LOG_SORT_TILE && plan.passes().len() % 2 == 0
-    };
-    [log_ways, 1].into_iter().find_map(|ways| {
-        [top, top - 1]
-            .into_iter()
-            .find(|&tile| even(tile, ways))
-            .map(|tile| (tile, ways))
-    })
+    let tile = if (log_n - top) % 2 == 1 { top - 1 } else { top };
+    (tile >= MIN_LOG_SORT_TILE).then_some(tile)
 }
 
 /// The merge passes of a sort of `n` keys.
@@ -127,45 +109,6 @@ pub fn split(runs: &[&[u64]], rank: u64) -> Vec<u64> {
             let take = left.min(equal);
             left -= take;
             start as u64 + take
-        })
-        .collect()
-}
-
-/// The block boundaries of one group of sorted `runs` as the merge kernels choose them: every
-/// `2^log_sample`-th key of every run is a sample, and every sample whose rank among the
-/// group's samples is a multiple of `samples_per_tile` starts a block at its exact
-/// [`split`]. Returns each block's first splitters, in order (the first block starts at
-/// zero). Between two boundaries a run holds fewer than (its samples there + 1) samples'
-/// spacing, so no block merges more than `(samples_per_tile + runs) * 2^log_sample` keys.
-pub fn sampled_boundaries(
-    runs: &[&[u64]],
-    log_sample: u32,
-    samples_per_tile: u64,
-) -> Vec<Vec<u64>> {
-    // (key, run, position) orders the samples as the stable merge takes them.
-    let mut samples: Vec<(u64, usize, u64)> = runs
-        .iter()
-        .enumerate()
-        .flat_map(|(r, run)| {
-            run.iter()
-                .enumerate()
-                .step_by(1 << log_sample)
-                .map(move |(i, &k)| (k, r, i as u64))
-        })
-        .collect();
-    samples.sort_unstable();
-    samples
-        .iter()
-        .step_by(samples_per_tile.max(1) as usize)
-        .map(|&(key, r, at)| {
-            runs.iter()
-                .enumerate()
-                .map(|(o, run)| match o.cmp(&r) {
-                    std::cmp::Ordering::Less => run.partition_point(|&k| k <= key) as u64,
-                    std::cmp::Ordering::Equal => at,
-                    std::cmp::Ordering::Greater => run.partition_point(|&k| k < key) as u64,
-                })
-                .collect()
         })
         .collect()
 }
@@ -314,30 +257,25 @@ mod tests {
         for log_n in 0..=34u32 {
             let n = 1u64 << log_n;
             for n in [n - 1, n, n + 1] {
-                for ways in [1, 2] {
-                    match choose_sort_tile(n, 15, 132, ways) {
-                        None => assert!(n <= 1 << 13, "n = {n}"),
-                        Some((tile, log_ways)) => {
-                            assert!(log_ways == ways || log_ways == 1);
-                            assert!(n > 1 << 13, "n = {n}");
-                            assert!((MIN_LOG_SORT_TILE..=MAX_LOG_SORT_TILE).contains(&tile));
-                            let plan = MergePlan {
-                                n,
-                                log_tile: tile,
-                                log_ways,
-                            };
-                            assert_eq!(plan.passes().len() % 2, 0, "n = {n}, tile 2^{tile}");
-                        }
+                match choose_sort_tile(n, 15, 132) {
+                    None => assert!(n <= 1 << 13, "n = {n}"),
+                    Some(tile) => {
+                        assert!(n > 1 << 13, "n = {n}");
+                        assert!((MIN_LOG_SORT_TILE..=MAX_LOG_SORT_TILE).contains(&tile));
+                        let plan = MergePlan {
+                            n,
+                            log_tile: tile,
+                            log_ways: 1,
+                        };
+                        assert_eq!(plan.passes().len() % 2, 0, "n = {n}, tile 2^{tile}");
                     }
                 }
             }
         }
-        assert_eq!(choose_sort_tile(1 << 28, 15, 132, 1), Some((14, 1)));
-        assert_eq!(choose_sort_tile(1 << 20, 15, 132, 1), Some((12, 1)));
-        // Four-way: 2^28 sorts tiles of 2^13, then seven four-way passes and a two-way one.
-        assert_eq!(choose_sort_tile(1 << 28, 15, 132, 2), Some((13, 2)));
+        assert_eq!(choose_sort_tile(1 << 28, 15, 132), Some(14));
+        assert_eq!(choose_sort_tile(1 << 20, 15, 132), Some(12));
         // Devices whose tiles are small keep the network.
-        assert_eq!(choose_sort_tile(1 << 20, 10, 132, 2), None);
+        assert_eq!(choose_sort_tile(1 << 20, 10, 132), None);
     }
 
     #[test]
@@ -359,39 +297,6 @@ mod tests {
                 for (j, &sj) in s.iter().enumerate() {
                     let want = taken.iter().filter(|t| t.1 == j).count() as u64;
                     assert_eq!(sj, want, "{name}: rank {rank}, run {j}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn sampled_boundaries_are_exact_splits_of_bounded_blocks() {
-        for (name, keys) in patterns(2000, 9) {
-            for (ways, run_len) in [(2usize, 1000usize), (4, 500), (4, 512), (4, 37), (3, 700)] {
-                let mut runs: Vec<Vec<u64>> = keys
-                    .chunks(run_len)
-                    .take(ways)
-                    .map(|c| c.to_vec())
-                    .collect();
-                runs.iter_mut().for_each(|r| r.sort_unstable());
-                let refs: Vec<&[u64]> = runs.iter().map(Vec::as_slice).collect();
-                let total: u64 = refs.iter().map(|r| r.len() as u64).sum();
-                for (log_sample, k) in [(0u32, 1u64), (3, 4), (4, 12), (5, 7)] {
-                    let mut bounds = sampled_boundaries(&refs, log_sample, k);
-                    assert!(bounds[0].iter().all(|&s| s == 0), "{name}: the first block");
-                    bounds.push(refs.iter().map(|r| r.len() as u64).collect());
-                    let most = (k + refs.len() as u64) << log_sample;
-                    for w in bounds.windows(2) {
-                        let rank: u64 = w[0].iter().sum();
-                        assert_eq!(w[0], split(&refs, rank), "{name}: rank {rank}");
-                        let size: u64 = w[1].iter().zip(&w[0]).map(|(b, a)| b - a).sum();
-                        assert!(size < most, "{name}: a block of {size} keys, bound {most}");
-                        assert!(w[1].iter().zip(&w[0]).all(|(b, a)| b >= a));
-                    }
-                    assert!(
-                        bounds.len() as u64 - 1
-                            <= total.div_ceil(k << log_sample) + refs.len() as u64
-                    );
                 }
             }
         }
