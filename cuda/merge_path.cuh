@@ -96,94 +96,177 @@ __device__ __forceinline__ MergeTile merge_tile(const MergeArgs &a, const u64 *_
     return g;
 }
 
-// Issues every load of a tile's inputs into registers: word i of the tile (A's part, then
-// B's) is thread (i mod blockDim.x)'s register i / blockDim.x.
+// Starts the copies of a tile's inputs into a shared buffer: word i of the tile (A's part,
+// then B's) goes to slot pad(i), keys in `sk`, values in `sv`. Thread t copies words t,
+// t + blockDim.x, ...; blockDim.x is a multiple of 32, so its slots are pad(t) plus a
+// multiple of the padded stride. On sm_80+ the copies are asynchronous (cp.async) and the
+// caller waits with `merge_inputs_arrived`; before, they are plain loads and stores.
 template <typename K, typename V, u32 E>
-__device__ __forceinline__ void load_merge_inputs(const K *__restrict__ src_keys, const V *__restrict__ src_values,
-                                                  const MergeTile &g, K (&lk)[E], V (&lv)[E]) {
+__device__ __forceinline__ void copy_merge_inputs(const K *__restrict__ src_keys, const V *__restrict__ src_values,
+                                                  const MergeTile &g, K *sk, V *sv) {
+    // Word i of the tile is at a_keys[i] (i < len_a) or b_keys[i]: one select of a base per
+    // word, not 64-bit index arithmetic.
+    const K *a_keys = src_keys + g.from_a;
+    const K *b_keys = src_keys + (g.from_b - g.len_a);
+    const V *a_values = src_values + g.from_a;
+    const V *b_values = src_values + (g.from_b - g.len_a);
+    const u32 stride = blockDim.x + (blockDim.x >> PAD_SHIFT);
+    const u32 slot0 = pad(threadIdx.x);
 #pragma unroll
     for (u32 r = 0; r < E; ++r) {
         const u32 i = threadIdx.x + r * blockDim.x;
         if (i < g.m) {
-            const u64 at = i < g.len_a ? g.from_a + i : g.from_b + (i - g.len_a);
-            lk[r] = src_keys[at];
+            const bool in_a = i < g.len_a;
+            const u32 slot = slot0 + r * stride;
+#if __CUDA_ARCH__ >= 800
+            copy_async(&sk[slot], (in_a ? a_keys : b_keys) + i);
             if constexpr (HasValues<V>::value) {
-                lv[r] = src_values[at];
+                copy_async(&sv[slot], (in_a ? a_values : b_values) + i);
             }
+#else
+            sk[slot] = (in_a ? a_keys : b_keys)[i];
+            if constexpr (HasValues<V>::value) {
+                sv[slot] = (in_a ? a_values : b_values)[i];
+            }
+#endif
         }
+    }
+}
+
+// Waits for this thread's copies of `copy_merge_inputs`; a barrier must follow before other
+// threads' words are read.
+__device__ __forceinline__ void merge_inputs_arrived() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+// The whole-tile output path: each thread's E outputs of type T are C 16-byte chunks. Thread
+// t puts its chunk q at chunk t*C + (q ^ swizzle(t)) of shared memory, then the block reads
+// chunk g (= thread g % blockDim.x's round g / blockDim.x) from where its owner put it and
+// stores it to global chunk g. A 16-byte access serves eight threads per shared-memory
+// wavefront, and the swizzle gives those eight distinct banks both ways: 4 stores, 4 loads
+// and 4 global stores per thread of u32 keys instead of 16 of each with padded addresses.
+template <u32 C> __device__ __forceinline__ u32 chunk_swizzle(u32 owner) {
+    static_assert(C == 1 || C == 2 || C == 4 || C == 8, "a thread's outputs are 1, 2, 4 or 8 chunks");
+    return (owner / (8 / C)) & (C - 1);
+}
+
+template <typename T, u32 E> __device__ __forceinline__ void stage_chunks(unsigned char *smem, const T (&w)[E]) {
+    constexpr u32 C = E * sizeof(T) / 16;
+    constexpr u32 PER = 16 / sizeof(T);
+    uint4 *s = reinterpret_cast<uint4 *>(smem) + threadIdx.x * C;
+    const u32 f = chunk_swizzle<C>(threadIdx.x);
+#pragma unroll
+    for (u32 q = 0; q < C; ++q) {
+        T part[PER];
+#pragma unroll
+        for (u32 i = 0; i < PER; ++i) {
+            part[i] = w[q * PER + i];
+        }
+        uint4 c;
+        memcpy(&c, part, 16);
+        s[q ^ f] = c;
+    }
+}
+
+// Stores the block's staged chunks to dst (16-byte aligned), decoding keys if asked.
+template <typename T, u32 E>
+__device__ __forceinline__ void store_chunks(const unsigned char *smem, T *dst, bool decode, u32 encoding) {
+    constexpr u32 C = E * sizeof(T) / 16;
+    constexpr u32 PER = 16 / sizeof(T);
+    const uint4 *s = reinterpret_cast<const uint4 *>(smem);
+#pragma unroll
+    for (u32 r = 0; r < C; ++r) {
+        const u32 g = threadIdx.x + r * blockDim.x;
+        const u32 owner = g / C;
+        uint4 c = s[owner * C + ((g % C) ^ chunk_swizzle<C>(owner))];
+        if (decode) {
+            T part[PER];
+            memcpy(part, &c, 16);
+#pragma unroll
+            for (u32 i = 0; i < PER; ++i) {
+                part[i] = decode_key(part[i], encoding);
+            }
+            memcpy(&c, part, 16);
+        }
+        reinterpret_cast<uint4 *>(dst)[g] = c;
     }
 }
 
 // One merge pass: output tiles of 2^tile_bits, E outputs per thread, each block taking
 // tiles blockIdx.x, blockIdx.x + gridDim.x, ... (the grid is a few blocks per
-// multiprocessor). A block issues the loads of its next tile before it merges the current
-// one, so that its memory traffic overlaps its shared-memory work: with the loads issued
-// only after the previous tile's stores, a pass ran at about 60% of the copy's bandwidth.
+// multiprocessor). Shared memory holds two input buffers: while a block merges one tile, the
+// copies of its next tile into the other buffer are in flight, so that its memory traffic
+// overlaps its shared-memory work (with the loads issued only after the previous tile's
+// stores, a pass ran at about 60% of the copy's bandwidth). Copying into shared memory
+// directly rather than through registers leaves the registers to the merge.
 template <typename K, typename V, u32 E>
 __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const V *__restrict__ src_values,
                                            K *__restrict__ dst_keys, V *__restrict__ dst_values,
                                            const u64 *__restrict__ splits, const MergeArgs &a) {
     constexpr bool HAS_V = HasValues<V>::value;
-    K *sk = reinterpret_cast<K *>(tile_smem);
-    V *sv = reinterpret_cast<V *>(tile_smem + (size_t)padded_words(a.tile_bits) * sizeof(K));
+    const size_t buffer_bytes = merge_buffer_bytes(a.tile_bits, sizeof(K), HAS_V ? sizeof(V) : 0);
+    const size_t values_offset = (size_t)padded_words(a.tile_bits) * sizeof(K);
     const bool decode = (a.transform & DECODE_ON_STORE) != 0;
+    const bool aligned = ((unsigned long long)dst_keys & 15ull) == 0 &&
+                         (!HAS_V || ((unsigned long long)dst_values & 15ull) == 0);
     const u64 tiles = (a.n + (1ull << a.tile_bits) - 1) >> a.tile_bits;
     u64 t = blockIdx.x;
     if (t >= tiles) {
         return;
     }
-    K lk[E];
-    V lv[E];
     MergeTile g = merge_tile(a, splits, t);
-    load_merge_inputs<K, V, E>(src_keys, src_values, g, lk, lv);
-    for (; t < tiles; t += gridDim.x) {
+    copy_merge_inputs<K, V, E>(src_keys, src_values, g, reinterpret_cast<K *>(tile_smem),
+                               reinterpret_cast<V *>(tile_smem + values_offset));
+    for (u32 buffer = 0; t < tiles; t += gridDim.x, buffer ^= 1) {
+        unsigned char *keys_smem = tile_smem + buffer * buffer_bytes;
+        unsigned char *values_smem = keys_smem + values_offset;
+        const K *sk = reinterpret_cast<const K *>(keys_smem);
+        const V *sv = reinterpret_cast<const V *>(values_smem);
         const u32 len_a = g.len_a;
         const u32 m = g.m;
         const u32 len_b = m - len_a;
         const u64 x = g.x;
-#pragma unroll
-        for (u32 r = 0; r < E; ++r) {
-            const u32 i = threadIdx.x + r * blockDim.x;
-            if (i < m) {
-                sk[pad(i)] = lk[r];
-                if constexpr (HAS_V) {
-                    sv[pad(i)] = lv[r];
-                }
-            }
-        }
+        merge_inputs_arrived();
+        // This tile's words are in; every thread is past the previous tile, whose buffer the
+        // next copies overwrite.
         __syncthreads();
         const u64 next = t + gridDim.x;
         if (next < tiles) {
             g = merge_tile(a, splits, next);
-            load_merge_inputs<K, V, E>(src_keys, src_values, g, lk, lv);
+            unsigned char *other = tile_smem + (buffer ^ 1) * buffer_bytes;
+            copy_merge_inputs<K, V, E>(src_keys, src_values, g, reinterpret_cast<K *>(other),
+                                       reinterpret_cast<V *>(other + values_offset));
         }
 
-        // This thread's outputs first .. first + E - 1 (those below m).
+        // This thread's outputs first .. first + E - 1 (those below m). A's words are in
+        // slots pad(0 .. len_a - 1), B's in pad(len_a .. m - 1); `ia` and `ib` are the
+        // positions of the next word of each, so the merge reads one slot per output and
+        // chooses with selects, not branches: with branches nvcc made every output a
+        // divergent if-else around its load, and the pass issued about three times the
+        // instructions. A position past its part reads a word it never takes (the slot after
+        // m is the launch's slack, see `merge_shared_bytes`).
         const u32 first = threadIdx.x * E;
         K k[E];
         u32 source[E];
         if (first < m) {
-            // A's words are in slots pad(0 .. len_a - 1), B's in pad(len_a .. m - 1).
-            u32 i = split_diagonal<u32>([&](u32 ia, u32 jb) { return sk[pad(ia)] <= sk[pad(len_a + jb)]; },
-                                        len_a, len_b, first);
-            u32 j = first - i;
-            K ka = i < len_a ? sk[pad(i)] : K(0);
-            K kb = j < len_b ? sk[pad(len_a + j)] : K(0);
+            u32 ia = split_diagonal<u32>([&](u32 i, u32 j) { return sk[pad(i)] <= sk[pad(len_a + j)]; }, len_a,
+                                         len_b, first);
+            u32 ib = len_a + (first - ia);
+            K ka = sk[pad(ia)];
+            K kb = sk[pad(ib)];
 #pragma unroll
             for (u32 e = 0; e < E; ++e) {
-                const bool take_a = j >= len_b || (i < len_a && ka <= kb);
+                const bool take_a = ib >= m || (ia < len_a && ka <= kb);
                 k[e] = take_a ? ka : kb;
-                source[e] = take_a ? i : len_a + j;
-                if (take_a) {
-                    ++i;
-                    if (i < len_a) {
-                        ka = sk[pad(i)];
-                    }
-                } else {
-                    ++j;
-                    if (j < len_b) {
-                        kb = sk[pad(len_a + j)];
-                    }
+                source[e] = take_a ? ia : ib;
+                if (e + 1 < E) {
+                    ia += take_a ? 1 : 0;
+                    ib += take_a ? 0 : 1;
+                    const K w = sk[pad(take_a ? ia : ib)];
+                    ka = take_a ? w : ka;
+                    kb = take_a ? kb : w;
                 }
             }
         }
@@ -197,27 +280,39 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
             }
         }
         __syncthreads();
-        // Slots pad(first + e): E consecutive words per thread, which the padding spreads
-        // over distinct banks across a warp.
+        if (m == (1u << a.tile_bits) && aligned) {
+            // A whole tile to 16-byte aligned arrays: 16-byte chunks through shared memory.
+            stage_chunks<K, E>(keys_smem, k);
+            if constexpr (HAS_V) {
+                stage_chunks<V, E>(values_smem, v);
+            }
+            __syncthreads();
+            store_chunks<K, E>(keys_smem, dst_keys + x, decode, a.encoding);
+            if constexpr (HAS_V) {
+                store_chunks<V, E>(values_smem, dst_values + x, false, 0);
+            }
+        } else {
+            // Slots pad(first + e): E consecutive words per thread, which the padding spreads
+            // over distinct banks across a warp.
+            K *out_k = reinterpret_cast<K *>(keys_smem);
+            V *out_v = reinterpret_cast<V *>(values_smem);
 #pragma unroll
-        for (u32 e = 0; e < E; ++e) {
-            if (first + e < m) {
-                sk[pad(first + e)] = k[e];
+            for (u32 e = 0; e < E; ++e) {
+                if (first + e < m) {
+                    out_k[pad(first + e)] = k[e];
+                    if constexpr (HAS_V) {
+                        out_v[pad(first + e)] = v[e];
+                    }
+                }
+            }
+            __syncthreads();
+            for (u32 i = threadIdx.x; i < m; i += blockDim.x) {
+                const K w = sk[pad(i)];
+                dst_keys[x + i] = decode ? decode_key(w, a.encoding) : w;
                 if constexpr (HAS_V) {
-                    sv[pad(first + e)] = v[e];
+                    dst_values[x + i] = sv[pad(i)];
                 }
             }
         }
-        __syncthreads();
-        for (u32 i = threadIdx.x; i < m; i += blockDim.x) {
-            const K w = sk[pad(i)];
-            dst_keys[x + i] = decode ? decode_key(w, a.encoding) : w;
-            if constexpr (HAS_V) {
-                dst_values[x + i] = sv[pad(i)];
-            }
-        }
-        // The next tile's words, stored to shared memory at the top of the loop, overwrite
-        // what these stores read.
-        __syncthreads();
     }
 }

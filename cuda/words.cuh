@@ -65,6 +65,11 @@ __device__ __forceinline__ u32 pad(u32 x) { return PAD(x); }
 // Words of one padded shared array of 2^bits elements (the values' array follows the keys').
 __device__ __forceinline__ u32 padded_words(u32 bits) { return PADDED_WORDS(bits); }
 
+// Bytes of one of a merge block's two input buffers (kernels/contract.h).
+__device__ __forceinline__ u32 merge_buffer_bytes(u32 bits, u32 key_bytes, u32 value_bytes) {
+    return MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes);
+}
+
 #if __CUDA_ARCH__ >= 800
 // Starts an asynchronous copy of one word from global to shared memory (cp.async, sm_80+);
 // `cp.async.wait_all` completes it.

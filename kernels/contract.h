@@ -43,6 +43,11 @@
 // writes 2^tile_bits consecutive outputs of the stable merge of two sorted runs, each thread
 // 2^MERGE_LOG_E of them for 4-byte elements and 2^(MERGE_LOG_E-1) for wider ones.
 #define MERGE_LOG_E 4
+// A merge block's dynamic shared memory: two buffers (the tile being merged and the next
+// one arriving), each the padded keys then the padded values, and 16 bytes of slack that a
+// thread past the end of its parts may read but never uses.
+#define MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) (PADDED_WORDS(bits) * ((key_bytes) + (value_bytes)))
+#define MERGE_SHARED_BYTES(bits, key_bytes, value_bytes) (2u * MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) + 16u)
 
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in

@@ -41,6 +41,14 @@ pub fn padded_words(bits: u32) -> u64 {
     (size + (size >> PAD_SHIFT) + 3) & !3
 }
 
+/// Dynamic shared memory of a CUDA merge block of 2^`bits` outputs whose elements are
+/// `element_bytes` wide (`MERGE_SHARED_BYTES`): two buffers of padded keys and values, and 16
+/// bytes of slack.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub fn merge_shared_bytes(bits: u32, element_bytes: u64) -> u64 {
+    2 * padded_words(bits) * element_bytes + 16
+}
+
 /// log2 of the outputs each thread of a merge pass writes for 4-byte elements
 /// (`MERGE_LOG_E`); wider elements take half as many.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -163,6 +171,15 @@ mod tests {
             let pad = size + (size >> PAD_SHIFT);
             assert_eq!(padded_words(bits), pad.div_ceil(4) * 4, "2^{bits}");
         }
+        assert_eq!(
+            define("MERGE_BUFFER_BYTES"),
+            "(bits, key_bytes, value_bytes) (PADDED_WORDS(bits) * ((key_bytes) + (value_bytes)))"
+        );
+        assert_eq!(
+            define("MERGE_SHARED_BYTES"),
+            "(bits, key_bytes, value_bytes) (2u * MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) + 16u)"
+        );
+        assert_eq!(merge_shared_bytes(13, 4), 2 * 8448 * 4 + 16);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::schedule::{Pass, Schedule, TileParams, Transform, choose_log_tile};
 
 pub use crate::kernel_contract::{
     DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_LOG_E, MODE_GLOBAL, MODE_MERGE, MODE_SORT, MergeArgs,
-    PassArgs, padded_words,
+    PassArgs, merge_shared_bytes, padded_words,
 };
 
 /// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's
@@ -134,16 +134,20 @@ pub fn max_log_tile(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> 
 /// [`max_log_tile`] for `blocks` blocks per multiprocessor.
 fn max_log_tile_for(limits: &DeviceLimits, widths: Widths, blocks: u32, cap: Option<u32>) -> u32 {
     let element_bytes = widths.element();
-    let blocks = u64::from(blocks);
-    let per_sm = u64::from(limits.shared_bytes_per_block) + RESERVED_SHARED_BYTES;
-    let budget = (per_sm / blocks)
-        .saturating_sub(RESERVED_SHARED_BYTES)
-        .min(u64::from(limits.shared_bytes_per_block));
+    let budget = shared_budget(limits, blocks);
     let mut bits = MAX_LOG_TILE.min(cap.unwrap_or(MAX_LOG_TILE)).max(1);
     while bits > 1 && padded_words(bits) * element_bytes.max(1) > budget {
         bits -= 1;
     }
     bits
+}
+
+/// Shared memory one block may use when `blocks` share a multiprocessor.
+fn shared_budget(limits: &DeviceLimits, blocks: u32) -> u64 {
+    let per_sm = u64::from(limits.shared_bytes_per_block) + RESERVED_SHARED_BYTES;
+    (per_sm / u64::from(blocks.max(1)))
+        .saturating_sub(RESERVED_SHARED_BYTES)
+        .min(u64::from(limits.shared_bytes_per_block))
 }
 
 /// The schedule of a sort on one thread-block cluster, or `None` where it runs on single
@@ -363,8 +367,12 @@ pub fn merge_log_e(widths: Widths) -> u32 {
 /// log2 of the outputs of one merge block: 512 threads' worth, fewer where the shared memory
 /// holds less (two blocks per multiprocessor, as the kernels are compiled for).
 pub fn merge_log_tile(limits: &DeviceLimits, widths: Widths) -> u32 {
-    let most = merge_log_e(widths) + MAX_THREADS.trailing_zeros();
-    max_log_tile_for(limits, widths, 2, Some(most))
+    let budget = shared_budget(limits, 2);
+    let mut bits = merge_log_e(widths) + MAX_THREADS.trailing_zeros();
+    while bits > 1 && merge_shared_bytes(bits, widths.element()) > budget {
+        bits -= 1;
+    }
+    bits
 }
 
 /// The merge-path plan of a sort of one row of `n` elements, or `None` where the network
@@ -439,7 +447,7 @@ pub fn merge_path_plan(
                 split_block: 256,
                 grid: grid_of(tiles.min(resident(block))),
                 block,
-                shared_bytes: (padded_words(tile_bits) * widths.element()) as u32,
+                shared_bytes: merge_shared_bytes(tile_bits, widths.element()) as u32,
             }
         })
         .collect();

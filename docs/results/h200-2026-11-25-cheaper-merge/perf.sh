@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The merge passes with a branch-free serial merge, asynchronous copies into two shared
+# buffers and 16-byte output stores (CUDA, keys alone), against the build before them
+# (.device/bitonic-before) in the same machine session. Binaries from
+# scripts/build-device.sh. The parts named as arguments run (default: all), each writing
+# $OUT/<part>.txt:
+#   profile   the merge kernels' own test, then per-pass device times (CUDA events);
+#   variants  both builds, u32 and u64, device-resident only;
+#   final     u32 and u64 keys with CUB, then sorted, reversed, few-distinct and organ-pipe
+#             u32 keys with CUB.
+set -uo pipefail
+out="${OUT:-gpu-logs}"; mkdir -p "$out"
+for f in .device/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
+chmod +x .device/*
+compare() { local bin=$1 limit=$2; shift 2
+    timeout "$limit" .device/$bin bench --compare --skip pocl,skylake,epyc,xeon,opencl --plot /dev/null "$@" 2>&1
+    echo "exit $?"; }
+parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(profile variants final)
+for part in "${parts[@]}"; do
+    case $part in
+        profile)
+            { timeout 120 .device/unit --ignored merge_kernels_are_stable_merges gpu_matches_cpu 2>&1 | grep -E "^test |test result|panicked"
+              timeout 90 .device/unit --ignored --nocapture cuda_merge_profile 2>&1 | grep -vE "^running|^$"; } ;;
+        variants) for bin in bitonic bitonic-before; do
+                echo "== $bin"; compare $bin 100 --cases u32,u64 --sizes 2^20,2^24,2^26,2^28 --skip torch,rayon,cpu,cub --roundtrip-runs 1 --csv /dev/null
+            done ;;
+        final) compare bitonic 200 --cases u32,u64 --sizes 2^20,2^22,2^24,2^26,2^28 --skip torch,rayon,cpu --roundtrip-runs 1 --csv /dev/null
+            for p in sorted reversed few organ; do
+                echo "== pattern $p"; compare bitonic 60 --cases u32 --sizes 2^24,2^28 --pattern $p --runs 7 --skip torch,rayon,cpu --roundtrip-runs 1 --csv /dev/null
+            done ;;
+        *) echo "unknown part $part" ;;
+    esac > "$out/$part.txt"
+    echo "#### $part"; grep -E "^==|^ *2\^[0-9]+ |exit|^test |test result|panicked|merge run|tile sort|in all" "$out/$part.txt" | head -80
+done
