@@ -53,12 +53,57 @@ __device__ __forceinline__ I split_diagonal(F a_first, I len_a, I len_b, I diag)
     return lo;
 }
 
-// splits[t] = how many words of its run pair's first run precede output tile t.
+// How many of the first `diag` outputs of the stable merge of runs A and B come from A, found
+// by the 32 lanes of a warp together: each round the lanes test 32 evenly spaced candidates
+// at once (one ballot) and keep the stretch between the last that passes and the first that
+// fails, so a search over 2^20 candidates takes 4 rounds of loads instead of 20 dependent
+// ones. Every lane returns the answer; all 32 lanes must call it together.
+template <typename K>
+__device__ __forceinline__ u64 warp_split_diagonal(const K *__restrict__ ka, const K *__restrict__ kb, u64 len_a,
+                                                   u64 len_b, u64 diag) {
+    const u32 lane = threadIdx.x & 31u;
+    u64 lo = diag > len_b ? diag - len_b : 0;
+    u64 hi = diag < len_a ? diag : len_a;
+    // The answer is in lo ..= hi: the first i in lo .. hi at which A[i] goes after
+    // B[diag - 1 - i], or hi if there is none.
+    while (lo < hi) {
+        const u64 step = (hi - lo + 31) >> 5;
+        const u64 i = lo + (lane + 1) * step - 1;
+        const bool a_first = i < hi && ka[i] <= kb[diag - 1 - i];
+        const u32 passed = __popc(__ballot_sync(0xffffffffu, a_first));
+        const u64 next_lo = lo + passed * step;
+        hi = min(hi, next_lo + step - 1);
+        lo = next_lo;
+    }
+    return lo;
+}
+
+// splits[t] = how many words of its run pair's first run precede output tile t. A launch
+// with 32 threads per tile searches with a warp per tile (`warp_split_diagonal`); one with
+// fewer, with a thread per tile. The plan chooses (src/cuda/plan.rs, `WARP_SPLIT_MAX_TILES`):
+// warps where a pass has few tiles and the searches' chains of dependent loads set the time,
+// threads where the 64 scattered loads a warp issues per round cost more memory traffic than
+// the chains cost in latency.
 template <typename K>
 __device__ __forceinline__ void merge_split(const K *__restrict__ keys, u64 *__restrict__ splits, const MergeArgs &a) {
     const u64 tiles = (a.n + (1ull << a.tile_bits) - 1) >> a.tile_bits;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x; t < tiles; t += stride) {
+    const u64 threads = (u64)gridDim.x * blockDim.x;
+    const u64 thread = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (threads >= tiles * 32) {
+        // Warp-uniform: t is the same for the 32 lanes of a warp.
+        const u64 t = thread >> 5;
+        if (t < tiles) {
+            const u64 x = t << a.tile_bits;
+            const RunPair p = run_pair(a, x);
+            const K *ka = keys + p.start;
+            const u64 split = warp_split_diagonal<K>(ka, ka + p.len_a, p.len_a, p.len_b, x - p.start);
+            if ((threadIdx.x & 31u) == 0) {
+                splits[t] = split;
+            }
+        }
+        return;
+    }
+    for (u64 t = thread; t < tiles; t += threads) {
         const u64 x = t << a.tile_bits;
         const RunPair p = run_pair(a, x);
         const K *ka = keys + p.start;

@@ -364,6 +364,13 @@ pub fn merge_log_e(widths: Widths) -> u32 {
     }
 }
 
+/// Merge passes of at most this many output tiles find the tiles' starts with a warp per
+/// tile (32 lanes test 32 candidates a round, so a search takes a few rounds of loads
+/// instead of a chain of up to 27); larger passes with a thread per tile. Measured on the
+/// H200 (2026-11-25, `docs/perf.md` change 27): warps made a pass of 2^11 tiles (2^24 `u32`
+/// keys) 3-4 us faster and one of 2^13 or more tiles slower, by their extra memory traffic.
+pub const WARP_SPLIT_MAX_TILES: u64 = 1 << 11;
+
 /// log2 of the outputs of one merge block: 512 threads' worth, fewer where the shared memory
 /// holds less (two blocks per multiprocessor, as the kernels are compiled for).
 pub fn merge_log_tile(limits: &DeviceLimits, widths: Widths) -> u32 {
@@ -443,7 +450,11 @@ pub fn merge_path_plan(
                     encoding,
                     transform: if i == last { DECODE_ON_STORE } else { 0 },
                 },
-                split_grid: grid_of(tiles.div_ceil(256)),
+                split_grid: grid_of(if tiles <= WARP_SPLIT_MAX_TILES {
+                    tiles.div_ceil(256 / 32)
+                } else {
+                    tiles.div_ceil(256)
+                }),
                 split_block: 256,
                 grid: grid_of(tiles.min(resident(block))),
                 block,

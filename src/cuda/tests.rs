@@ -390,7 +390,14 @@ fn merge_path_plans() {
                     let resident =
                         u64::from(H200.multiprocessors * 2 * plan::MAX_THREADS / m.block);
                     assert_eq!(u64::from(m.grid), tiles.min(resident));
-                    assert!(u64::from(m.split_grid) * u64::from(m.split_block) >= tiles);
+                    // The splitter's launch shape says how it searches: a warp per tile for
+                    // passes of few tiles, a thread per tile otherwise.
+                    let split_threads = u64::from(m.split_grid) * u64::from(m.split_block);
+                    if tiles <= plan::WARP_SPLIT_MAX_TILES {
+                        assert!(split_threads >= tiles * 32);
+                    } else {
+                        assert!(split_threads >= tiles && split_threads < tiles * 32);
+                    }
                     log_run += 1;
                 }
                 assert!(1u64 << log_run >= n, "the last run holds everything");
@@ -421,11 +428,21 @@ fn merge_kernels_are_stable_merges() {
     let mut next = lcg(9);
     for (key, value) in [(4, 0), (4, 4), (4, 8), (8, 0), (8, 4), (8, 8)] {
         let widths = Widths { key, value };
-        for n in [(1usize << 14) + 1, 100_003, (3 << 17) + 5, (1 << 20) - 1] {
+        for (case, n) in [(1usize << 14) + 1, 100_003, (3 << 17) + 5, (1 << 20) - 1]
+            .into_iter()
+            .enumerate()
+        {
             // Few distinct keys, so that ties cross every tile and run boundary.
             let raw: Vec<u64> = (0..n).map(|_| next() % 50).collect();
-            let plan =
+            let mut plan =
                 plan::merge_path_plan(&gpu.limits, n as u64, widths, 0).expect("a merge-path plan");
+            if case % 2 == 1 {
+                // The splitter's other search, a thread per tile, which the plan keeps for
+                // passes of many tiles.
+                for m in &mut plan.merges {
+                    m.split_grid = (n as u64).div_ceil(1 << m.args.tile_bits).div_ceil(256) as u32;
+                }
+            }
             let tile = 1usize << plan.tile_sort.args.tile_bits;
             // The expected result: positions as values, network-sorted tiles, then a stable
             // sort by key.
