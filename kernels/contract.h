@@ -43,6 +43,10 @@
 // writes 2^tile_bits consecutive outputs of the stable merge of two sorted runs, each thread
 // 2^MERGE_LOG_E of them for 4-byte elements and 2^(MERGE_LOG_E-1) for wider ones.
 #define MERGE_LOG_E 4
+// Threads of a merge block at most, and the blocks per multiprocessor its kernels are
+// compiled for (__launch_bounds__: 48 registers a thread).
+#define MERGE_THREADS 256
+#define MERGE_BLOCKS_PER_SM 5
 // A merge block's dynamic shared memory: two buffers (the tile being merged and the next
 // one arriving), each the padded keys then the padded values, and 16 bytes of slack that a
 // thread past the end of its parts may read but never uses.

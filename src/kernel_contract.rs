@@ -54,6 +54,15 @@ pub fn merge_shared_bytes(bits: u32, element_bytes: u64) -> u64 {
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const MERGE_LOG_E: u32 = 4;
 
+/// Threads of a CUDA merge block at most (`MERGE_THREADS`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const MERGE_THREADS: u32 = 256;
+
+/// Merge blocks per multiprocessor that the CUDA merge kernels are compiled for
+/// (`MERGE_BLOCKS_PER_SM`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const MERGE_BLOCKS_PER_SM: u32 = 5;
+
 /// The parameter block of every CUDA merge pass and its splitter pass (`struct MergeArgs` in
 /// `kernels/contract.h`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -153,6 +162,8 @@ mod tests {
             ("ENCODING_DESCENDING", ENCODING_DESCENDING),
             ("PAD_SHIFT", PAD_SHIFT),
             ("MERGE_LOG_E", MERGE_LOG_E),
+            ("MERGE_THREADS", MERGE_THREADS),
+            ("MERGE_BLOCKS_PER_SM", MERGE_BLOCKS_PER_SM),
         ] {
             assert_eq!(number(name), value, "{name}");
         }

@@ -13,8 +13,8 @@ use crate::schedule::merge_path::{MergePlan, choose_sort_tile};
 use crate::schedule::{Pass, Schedule, TileParams, Transform, choose_log_tile};
 
 pub use crate::kernel_contract::{
-    DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_LOG_E, MODE_GLOBAL, MODE_MERGE, MODE_SORT, MergeArgs,
-    PassArgs, merge_shared_bytes, padded_words,
+    DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_BLOCKS_PER_SM, MERGE_LOG_E, MERGE_THREADS, MODE_GLOBAL,
+    MODE_MERGE, MODE_SORT, MergeArgs, PassArgs, merge_shared_bytes, padded_words,
 };
 
 /// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's
@@ -371,11 +371,12 @@ pub fn merge_log_e(widths: Widths) -> u32 {
 /// keys) 3-4 us faster and one of 2^13 or more tiles slower, by their extra memory traffic.
 pub const WARP_SPLIT_MAX_TILES: u64 = 1 << 11;
 
-/// log2 of the outputs of one merge block: 512 threads' worth, fewer where the shared memory
-/// holds less (two blocks per multiprocessor, as the kernels are compiled for).
+/// log2 of the outputs of one merge block: `MERGE_THREADS` threads' worth, fewer where the
+/// shared memory holds less (`MERGE_BLOCKS_PER_SM` blocks per multiprocessor, as the kernels
+/// are compiled for).
 pub fn merge_log_tile(limits: &DeviceLimits, widths: Widths) -> u32 {
-    let budget = shared_budget(limits, 2);
-    let mut bits = merge_log_e(widths) + MAX_THREADS.trailing_zeros();
+    let budget = shared_budget(limits, MERGE_BLOCKS_PER_SM);
+    let mut bits = merge_log_e(widths) + MERGE_THREADS.trailing_zeros();
     while bits > 1 && merge_shared_bytes(bits, widths.element()) > budget {
         bits -= 1;
     }
@@ -429,10 +430,11 @@ pub fn merge_path_plan(
     let last = passes.len().saturating_sub(1);
     let grid_of = |items: u64| items.clamp(1, u64::from(limits.max_grid_x.max(1))) as u32;
     // Merge blocks loop over their tiles, loading the next while merging the current one:
-    // as many blocks as are resident at once (two of 512 threads per multiprocessor, as the
-    // kernels are compiled for, or more of fewer threads).
+    // as many blocks as are resident at once (MERGE_BLOCKS_PER_SM of MERGE_THREADS threads
+    // per multiprocessor, as the kernels are compiled for, or more of fewer threads).
     let resident = |block: u32| {
-        u64::from(limits.multiprocessors.max(1)) * u64::from(2 * MAX_THREADS / block.max(1))
+        u64::from(limits.multiprocessors.max(1))
+            * u64::from(MERGE_BLOCKS_PER_SM * MERGE_THREADS / block.max(1))
     };
     let merges: Vec<MergeLaunch> = passes
         .iter()

@@ -381,14 +381,20 @@ fn merge_path_plans() {
                     assert!(m.args.tile_bits <= log_run + 1, "a block spans two pairs");
                     let e = plan::merge_log_e(widths);
                     assert_eq!(m.block, 1 << (m.args.tile_bits - e));
-                    assert!(m.block <= plan::MAX_THREADS);
-                    assert!(m.shared_bytes <= H200.shared_bytes_per_block / 2);
+                    assert!(m.block <= plan::MERGE_THREADS);
+                    assert!(
+                        (m.shared_bytes + 1024) * plan::MERGE_BLOCKS_PER_SM
+                            <= H200.shared_bytes_per_block + 1024
+                    );
                     let tiles = n.div_ceil(1 << m.args.tile_bits);
                     assert!(tiles <= p.splits);
                     // Blocks loop over tiles: every block has one, and the grid is what
-                    // the multiprocessors hold at once (two blocks of 512 threads each).
-                    let resident =
-                        u64::from(H200.multiprocessors * 2 * plan::MAX_THREADS / m.block);
+                    // the multiprocessors hold at once (MERGE_BLOCKS_PER_SM blocks of
+                    // MERGE_THREADS threads each).
+                    let resident = u64::from(
+                        H200.multiprocessors * plan::MERGE_BLOCKS_PER_SM * plan::MERGE_THREADS
+                            / m.block,
+                    );
                     assert_eq!(u64::from(m.grid), tiles.min(resident));
                     // The splitter's launch shape says how it searches: a warp per tile for
                     // passes of few tiles, a thread per tile otherwise.
