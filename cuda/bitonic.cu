@@ -110,9 +110,9 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
 // Merge passes: E = 2^MERGE_LOG_E outputs per thread for 4-byte elements, half for wider
 // ones (their registers); src/cuda/plan.rs's `merge_log_e` agrees.
 #define MERGE_KERNEL(KNAME, K, VNAME, V, E)                                                      \
-    extern "C" __global__ void __launch_bounds__(MERGE_THREADS, MERGE_BLOCKS_PER_SM) merge_pass_##KNAME##_##VNAME(           \
-        const K *src_keys, const V *src_values, K *dst_keys, V *dst_values, const u64 *splits,     \
-        MergeArgs args) {                                                                          \
+    extern "C" __global__ void __launch_bounds__(MERGE_THREADS, MERGE_BLOCKS_PER_SM)             \
+        merge_pass_##KNAME##_##VNAME(const K *src_keys, const V *src_values, K *dst_keys,        \
+                                     V *dst_values, const u64 *splits, MergeArgs args) {         \
         merge_pass<K, V, E>(src_keys, src_values, dst_keys, dst_values, splits, args);           \
     }
 

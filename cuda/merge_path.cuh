@@ -2,12 +2,12 @@
 // design of src/schedule/merge_path.rs. A pass reads runs of 2^log_run words from one buffer
 // and writes runs twice as long to another.
 //
-// Each block writes 2^tile_bits consecutive outputs. Where its part of the two input runs
-// starts is found beforehand by `merge_split` (one thread per block, a binary search along
-// the merge path's cross diagonal in global memory); where it ends is the next block's start.
-// The block loads both parts, about 2^tile_bits words, into shared memory; each thread then
-// finds its own diagonal there by a second binary search and merges E outputs serially;
-// the outputs go through shared memory once more so that the stores are coalesced.
+// Each block writes 2^tile_bits consecutive outputs (a tile). Where a tile's part of the two
+// input runs starts is found beforehand by `merge_split` (a search along the merge path's
+// cross diagonal in global memory, by a thread or a warp per tile); where it ends is the next
+// tile's start. The block copies both parts, 2^tile_bits words, into shared memory; each
+// thread then finds its own diagonal there by a second binary search and merges E outputs
+// serially; the outputs go through shared memory once more so that the stores are coalesced.
 //
 // Every merge is stable (ties take the first run's word), so the order of equal keys is the
 // tile sort's, kept through every pass.
@@ -290,8 +290,9 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
         // positions of the next word of each, so the merge reads one slot per output and
         // chooses with selects, not branches: with branches nvcc made every output a
         // divergent if-else around its load, and the pass issued about three times the
-        // instructions. A position past its part reads a word it never takes (the slot after
-        // m is the launch's slack, see `merge_shared_bytes`).
+        // instructions. A position past its part reads a word it never takes: at most slot
+        // pad(2^tile_bits), which is the next buffer's first word or, after the second buffer,
+        // the 16 bytes of slack (`MERGE_SHARED_BYTES`).
         const u32 first = threadIdx.x * E;
         K k[E];
         u32 source[E];

@@ -371,6 +371,9 @@ pub fn merge_log_e(widths: Widths) -> u32 {
 /// keys) 3-4 us faster and one of 2^13 or more tiles slower, by their extra memory traffic.
 pub const WARP_SPLIT_MAX_TILES: u64 = 1 << 11;
 
+/// Threads of a block of the merge splitter.
+const SPLIT_BLOCK: u32 = 256;
+
 /// log2 of the outputs of one merge block: `MERGE_THREADS` threads' worth, fewer where the
 /// shared memory holds less (`MERGE_BLOCKS_PER_SM` blocks per multiprocessor, as the kernels
 /// are compiled for).
@@ -452,12 +455,12 @@ pub fn merge_path_plan(
                     encoding,
                     transform: if i == last { DECODE_ON_STORE } else { 0 },
                 },
-                split_grid: grid_of(if tiles <= WARP_SPLIT_MAX_TILES {
-                    tiles.div_ceil(256 / 32)
-                } else {
-                    tiles.div_ceil(256)
-                }),
-                split_block: 256,
+                // The kernel searches with a warp per tile when it has 32 threads per tile.
+                split_grid: grid_of(
+                    (tiles * if tiles <= WARP_SPLIT_MAX_TILES { 32 } else { 1 })
+                        .div_ceil(u64::from(SPLIT_BLOCK)),
+                ),
+                split_block: SPLIT_BLOCK,
                 grid: grid_of(tiles.min(resident(block))),
                 block,
                 shared_bytes: merge_shared_bytes(tile_bits, widths.element()) as u32,

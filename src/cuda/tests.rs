@@ -446,7 +446,13 @@ fn merge_kernels_are_stable_merges() {
                 // The splitter's other search, a thread per tile, which the plan keeps for
                 // passes of many tiles.
                 for m in &mut plan.merges {
-                    m.split_grid = (n as u64).div_ceil(1 << m.args.tile_bits).div_ceil(256) as u32;
+                    let tiles = (n as u64).div_ceil(1 << m.args.tile_bits);
+                    m.split_grid = tiles.div_ceil(u64::from(m.split_block)) as u32;
+                    let threads = u64::from(m.split_grid) * u64::from(m.split_block);
+                    assert!(
+                        threads < tiles * 32,
+                        "{widths:?} n {n}: still a warp per tile"
+                    );
                 }
             }
             let tile = 1usize << plan.tile_sort.args.tile_bits;
