@@ -24,6 +24,8 @@
 //                    tail (mode 2).
 //   bitonic_global - other Pass::GlobalMerge, of at most LOG_E levels: each work item holds
 //                    one register group, loaded straight from global memory.
+//   merge_split, merge_pass - merge path above the tile for keys alone (merge_path.clh):
+//                    sorted tiles merged two runs at a time, from one buffer to another.
 //
 // A round applies `levels` (<= LOG_E) consecutive comparator levels on the local bits
 // [lo, lo + levels) of a tile, the first optionally a flip. Register r of group g holds the
@@ -41,7 +43,8 @@
 //
 // The files: contract.h (the modes, transforms, encodings and padding shared with the host
 // and the CUDA kernels), words.clh (key words, compare-exchange), rounds.clh (the register
-// rounds), tile_io.clh (tile indices and quad moves), and here the two kernels. The host
+// rounds), tile_io.clh (tile indices and quad moves), merge_path.clh (the merge passes of
+// merge path), and here the two network kernels. The host
 // inlines the included files (src/opencl/programs.rs), since a program is built from one
 // string.
 
@@ -89,6 +92,7 @@
 #include "words.clh"
 #include "rounds.clh"
 #include "tile_io.clh"
+#include "merge_path.clh"
 
 // One pass over virtual tiles of 2^log_local elements, one work-group per tile (looping by
 // the number of groups over `tiles`):

@@ -47,15 +47,21 @@
 // compiled for (__launch_bounds__: 48 registers a thread).
 #define MERGE_THREADS 256
 #define MERGE_BLOCKS_PER_SM 5
-// A merge block's dynamic shared memory: two buffers (the tile being merged and the next
-// one arriving), each the padded keys then the padded values, and 16 bytes of slack that a
-// thread past the end of its parts may read but never uses.
+// Bytes after a merge block's last buffer that a thread past the end of its parts may read
+// but never uses (slot PAD(2^bits) of the keys).
+#define MERGE_SLACK_BYTES 16u
+// A CUDA merge block's dynamic shared memory: two buffers (the tile being merged and the
+// next one arriving), each the padded keys then the padded values, and the slack.
 #define MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) (PADDED_WORDS(bits) * ((key_bytes) + (value_bytes)))
-#define MERGE_SHARED_BYTES(bits, key_bytes, value_bytes) (2u * MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) + 16u)
+#define MERGE_SHARED_BYTES(bits, key_bytes, value_bytes) (2u * MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) + MERGE_SLACK_BYTES)
+// An OpenCL merge work-group's __local keys (kernels/merge_path.clh): one buffer and the
+// slack.
+#define MERGE_LOCAL_KEY_BYTES(bits, key_bytes) (PADDED_WORDS(bits) * (key_bytes) + MERGE_SLACK_BYTES)
 
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in
-// src/kernel_contract.rs). The OpenCL backend has no merge passes yet.
+// src/kernel_contract.rs). The OpenCL merge kernels take the same quantities as separate
+// arguments (src/opencl/launch.rs).
 struct MergeArgs {
     unsigned long long n;     // elements
     unsigned int log_run;     // the input runs hold 2^log_run elements (the last may be shorter)

@@ -91,8 +91,8 @@ pub(crate) fn grow<B: DeviceBytes>(
     Ok(buffer)
 }
 
-// Only the CUDA backend runs merge passes.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+// Only the GPU backends run merge passes.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 impl<B: DeviceBytes> Scratch<B> {
     /// Bytes of device memory held.
     pub(crate) fn bytes(&self) -> u64 {

@@ -41,17 +41,28 @@ pub fn padded_words(bits: u32) -> u64 {
     (size + (size >> PAD_SHIFT) + 3) & !3
 }
 
+/// Bytes after a merge block's last buffer that a thread past the end of its parts may read
+/// but never uses (`MERGE_SLACK_BYTES`).
+pub const MERGE_SLACK_BYTES: u64 = 16;
+
 /// Dynamic shared memory of a CUDA merge block of 2^`bits` outputs whose elements are
-/// `element_bytes` wide (`MERGE_SHARED_BYTES`): two buffers of padded keys and values, and 16
-/// bytes of slack.
+/// `element_bytes` wide (`MERGE_SHARED_BYTES`): two buffers of padded keys and values, and
+/// the slack.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub fn merge_shared_bytes(bits: u32, element_bytes: u64) -> u64 {
-    2 * padded_words(bits) * element_bytes + 16
+    2 * padded_words(bits) * element_bytes + MERGE_SLACK_BYTES
+}
+
+/// `__local` keys of an OpenCL merge work-group of 2^`bits` outputs (`MERGE_LOCAL_KEY_BYTES`):
+/// one buffer of padded keys and the slack.
+#[cfg_attr(not(feature = "opencl"), allow(dead_code))]
+pub fn merge_local_key_bytes(bits: u32, key_bytes: u64) -> u64 {
+    padded_words(bits) * key_bytes + MERGE_SLACK_BYTES
 }
 
 /// log2 of the outputs each thread of a merge pass writes for 4-byte elements
 /// (`MERGE_LOG_E`); wider elements take half as many.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub const MERGE_LOG_E: u32 = 4;
 
 /// Threads of a CUDA merge block at most (`MERGE_THREADS`).
@@ -164,6 +175,7 @@ mod tests {
             ("MERGE_LOG_E", MERGE_LOG_E),
             ("MERGE_THREADS", MERGE_THREADS),
             ("MERGE_BLOCKS_PER_SM", MERGE_BLOCKS_PER_SM),
+            ("MERGE_SLACK_BYTES", MERGE_SLACK_BYTES as u32),
         ] {
             assert_eq!(number(name), value, "{name}");
         }
@@ -188,9 +200,14 @@ mod tests {
         );
         assert_eq!(
             define("MERGE_SHARED_BYTES"),
-            "(bits, key_bytes, value_bytes) (2u * MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) + 16u)"
+            "(bits, key_bytes, value_bytes) (2u * MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) + MERGE_SLACK_BYTES)"
+        );
+        assert_eq!(
+            define("MERGE_LOCAL_KEY_BYTES"),
+            "(bits, key_bytes) (PADDED_WORDS(bits) * (key_bytes) + MERGE_SLACK_BYTES)"
         );
         assert_eq!(merge_shared_bytes(13, 4), 2 * 8448 * 4 + 16);
+        assert_eq!(merge_local_key_bytes(12, 8), 4224 * 8 + 16);
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! Sorting keys that already live in device memory: the caller's `opencl3` buffers, in place,
-//! on the caller's command queue, with no host copy and no extra device memory.
+//! on the caller's command queue, with no host copy. Merge-path sorts (keys alone, above one
+//! tile) need a scratch buffer as large as the keys; the backend keeps one for all
+//! device-resident sorts, and each sort waits on its queue for the previous user of it (an
+//! event). Where the scratch does not fit, the network sorts in place with no extra memory.
 //!
 //! The buffers and the queue must belong to this backend's context ([`OpenClBackend::context`])
 //! and device; create them there. These calls only enqueue (except on CPU devices, see
@@ -13,7 +16,7 @@ use opencl3::error_codes::ClError;
 use opencl3::memory::{Buffer, ClMem};
 use opencl3::types::{cl_device_id, cl_mem};
 
-use super::plan::{self, Shape};
+use super::plan::Shape;
 use super::{CPU_DEVICE_RUNS, OpenClBackend, Operands, driver, hold};
 use crate::backend::DeviceType;
 use crate::error::{Error, Result, check_rows_words};
@@ -210,7 +213,6 @@ impl OpenClBackend {
         let n = keys.len as u64;
         let requested = n.saturating_mul(variant.element_bytes);
         let shape = Shape::new(row_len as u64, n / row_len as u64);
-        let launches = plan::plan(&variant.limits, shape, variant.element_bytes);
         let operands = Operands {
             keys: keys.mem,
             values: values.map(|v| v.mem),
@@ -219,7 +221,28 @@ impl OpenClBackend {
         };
         let on_cpu = self.info.device_type == DeviceType::Cpu;
         let _one_at_a_time = on_cpu.then(|| hold(&CPU_DEVICE_RUNS));
-        {
+        let mut scratch = self
+            .device_scratch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let planned = self.plan_with_scratch(
+            &variant,
+            &mut scratch.buffers,
+            shape,
+            (operands.key_bytes, operands.value_bytes),
+            requested,
+        )?;
+        if let (Some(_), Some(done)) = (planned.1, &scratch.done) {
+            // The previous sort that used the scratch may run on another queue.
+            crate::fault::point(
+                crate::backend::BackendKind::OpenCl,
+                "clEnqueueBarrierWithWaitList",
+            )?;
+            // SAFETY: the wait list is one live event of this context.
+            unsafe { queue.enqueue_barrier_with_wait_list(&[done.get()]) }
+                .map_err(driver("clEnqueueBarrierWithWaitList"))?;
+        }
+        let last = {
             // Kernel arguments are set and used under the lock (see `Variant::kernels`).
             let kernels = variant
                 .kernels
@@ -228,9 +251,18 @@ impl OpenClBackend {
             // The kernels touch only the buffers' `n` elements. The buffers outlive the
             // launches: OpenCL retains a memory object for as long as enqueued commands use
             // it, whatever the caller releases.
-            self.enqueue_sort(
-                queue, &kernels, operands, shape, &launches, encoding, requested,
-            )?;
+            self.enqueue_plan(
+                queue,
+                &kernels,
+                operands,
+                shape,
+                (&planned.0, planned.1),
+                encoding,
+                requested,
+            )?
+        };
+        if planned.1.is_some() {
+            scratch.done = last;
         }
         if on_cpu {
             queue.finish().map_err(driver("clFinish"))?;

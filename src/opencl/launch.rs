@@ -9,8 +9,8 @@ use opencl3::kernel::Kernel;
 use opencl3::types::cl_mem;
 
 use super::driver::driver;
-use super::plan::{Kind, Launch, Shape};
-use super::programs::Kernels;
+use super::plan::{Kind, Launch, MergePathPlan, Shape, SortPlan};
+use super::programs::{Kernels, MergeKernels};
 use super::{OpenClBackend, Operands};
 use crate::backend::BackendKind;
 use crate::error::Result;
@@ -134,12 +134,28 @@ impl OpenClBackend {
                 &kernels.global
             }
         };
-        let global_size = [launch.groups * launch.local];
-        let local_size = [launch.local];
-        crate::fault::point(BackendKind::OpenCl, "clEnqueueNDRangeKernel")?;
         // SAFETY: every argument of the kernel was set just above with the type the kernel
-        // declares for this variant; the sizes are one-dimensional arrays that outlive the
-        // call, and the global size is a multiple of the local size.
+        // declares for this variant.
+        unsafe { self.enqueue_kernel(queue, kernel, launch.groups, launch.local, requested) }
+    }
+
+    /// Enqueues `kernel` over `groups` work-groups of `local` items.
+    ///
+    /// # Safety
+    /// Every argument of `kernel` is set, with the type the kernel declares.
+    unsafe fn enqueue_kernel(
+        &self,
+        queue: &CommandQueue,
+        kernel: &opencl3::kernel::Kernel,
+        groups: usize,
+        local: usize,
+        requested: u64,
+    ) -> Result<Event> {
+        let global_size = [groups * local];
+        let local_size = [local];
+        crate::fault::point(BackendKind::OpenCl, "clEnqueueNDRangeKernel")?;
+        // SAFETY: the caller set the arguments; the sizes are one-dimensional arrays that
+        // outlive the call, and the global size is a multiple of the local size.
         unsafe {
             queue.enqueue_nd_range_kernel(
                 kernel.get(),
@@ -151,6 +167,148 @@ impl OpenClBackend {
             )
         }
         .map_err(self.memory_error("clEnqueueNDRangeKernel", requested))
+    }
+
+    /// Enqueues a merge-path sort of the `n` keys of `keys.keys` on `queue`: the tile sort in
+    /// place, then each merge pass's splitter and merge from one buffer into the other,
+    /// starting from the keys, so that the last (even-numbered) pass writes them. `scratch`
+    /// holds as many keys, `splits` [`MergePathPlan::splits`] `ulong`s. Returns the last
+    /// launch's event; on failure, lets what was enqueued drain first.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn enqueue_merge_path(
+        &self,
+        queue: &CommandQueue,
+        kernels: &Kernels,
+        keys: Operands,
+        n: u64,
+        (scratch, splits): (cl_mem, cl_mem),
+        plan: &MergePathPlan,
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<Event> {
+        let enqueued = (|| {
+            let Some(merge) = &kernels.merge else {
+                return Err(crate::error::Error::Unsupported(
+                    "merge passes in a program with values".into(),
+                ));
+            };
+            let shape = Shape::new(n, 1);
+            let mut last = self.enqueue_launch(
+                queue,
+                kernels,
+                keys,
+                shape,
+                &plan.tile_sort,
+                encoding,
+                requested,
+            )?;
+            let (mut from, mut to) = (keys.keys, scratch);
+            for pass in &plan.merges {
+                last = self.enqueue_merge(
+                    queue,
+                    merge,
+                    (from, to, splits),
+                    n,
+                    pass,
+                    encoding,
+                    requested,
+                )?;
+                std::mem::swap(&mut from, &mut to);
+            }
+            Ok(last)
+        })();
+        if enqueued.is_err() {
+            // Its status no longer matters.
+            let _ = queue.finish();
+        }
+        enqueued
+    }
+
+    /// Enqueues one merge pass: its splitter into `splits`, then its merge from `from` into
+    /// `to` (the buffers as `(from, to, splits)`).
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_merge(
+        &self,
+        queue: &CommandQueue,
+        merge: &MergeKernels,
+        (from, to, splits): (cl_mem, cl_mem, cl_mem),
+        n: u64,
+        pass: &super::plan::MergeLaunch,
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<Event> {
+        let mut args = Args {
+            kernel: &merge.split,
+            index: 0,
+        };
+        args.buffer(from)?;
+        args.buffer(splits)?;
+        args.u64(n)?;
+        args.u32(pass.log_run)?;
+        args.u32(pass.tile_bits)?;
+        // SAFETY: `merge_split(keys, splits, n, log_run, tile_bits)`, set just above.
+        unsafe {
+            self.enqueue_kernel(
+                queue,
+                &merge.split,
+                pass.split_groups,
+                pass.split_local,
+                requested,
+            )
+        }?;
+        let mut args = Args {
+            kernel: &merge.pass,
+            index: 0,
+        };
+        args.buffer(from)?;
+        args.buffer(to)?;
+        args.buffer(splits)?;
+        args.u64(n)?;
+        args.u32(pass.log_run)?;
+        args.u32(pass.tile_bits)?;
+        args.u32(encoding.code())?;
+        args.u32(pass.transform)?;
+        args.local(pass.local_bytes)?;
+        // SAFETY: `merge_pass(src, dst, splits, n, log_run, tile_bits, encoding, transform,
+        // lkeys)`, set just above.
+        unsafe { self.enqueue_kernel(queue, &merge.pass, pass.groups, pass.local, requested) }
+    }
+
+    /// Enqueues a sort's plan on `queue`: the network's launches, or merge path with its
+    /// `(scratch, splits)` buffers. Returns the last launch's event (none for no launch).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn enqueue_plan(
+        &self,
+        queue: &CommandQueue,
+        kernels: &Kernels,
+        buffers: Operands,
+        shape: Shape,
+        (plan, scratch): (&SortPlan, Option<(cl_mem, cl_mem)>),
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<Option<Event>> {
+        match (plan, scratch) {
+            (SortPlan::Network(launches), _) => Ok(self
+                .enqueue_sort(
+                    queue, kernels, buffers, shape, launches, encoding, requested,
+                )?
+                .pop()),
+            (SortPlan::MergePath(merge), Some(scratch)) => self
+                .enqueue_merge_path(
+                    queue,
+                    kernels,
+                    buffers,
+                    shape.row_len,
+                    scratch,
+                    merge,
+                    encoding,
+                    requested,
+                )
+                .map(Some),
+            (SortPlan::MergePath(_), None) => Err(crate::error::Error::Unsupported(
+                "a merge-path sort without its scratch buffers".into(),
+            )),
+        }
     }
 
     /// Enqueues every launch of a sort on `queue`; returns the launches' events. On failure,

@@ -22,6 +22,7 @@
 
 use std::collections::HashMap;
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use opencl3::command_queue::CommandQueue;
@@ -36,12 +37,12 @@ use opencl3::types::cl_mem;
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
 use crate::host_transfer::{Column, Gauges, HostStateOf};
-use crate::kept::{DeviceBytes, grow};
+use crate::kept::{DeviceBytes, Scratch, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
 use crate::schedule::TileParams;
 
-use plan::{LOG_E, MAX_LOG_TILE, Shape};
+use plan::{LOG_E, MAX_LOG_TILE, Shape, SortPlan};
 
 /// Serializes the creation and release of programs and kernels across the whole process;
 /// these calls are rare (once per variant and per backend), so one lock costs nothing.
@@ -90,6 +91,10 @@ pub struct OpenClBackend {
     /// log2 of the registers per round ([`LOG_E`]; smaller in tests, to exercise more
     /// rounds and tiled global passes with short inputs).
     log_e: u32,
+    /// Whether every sort runs the network ([`Backend::set_oblivious`]).
+    oblivious: AtomicBool,
+    /// The merge scratch of device-resident sorts.
+    device_scratch: Mutex<DeviceScratch>,
 }
 
 impl std::fmt::Debug for OpenClBackend {
@@ -119,6 +124,14 @@ struct Operands {
     values: Option<cl_mem>,
     key_bytes: u64,
     value_bytes: u64,
+}
+
+/// The merge scratch of device-resident sorts, which run on their callers' queues: `done` is
+/// the last launch of the last sort that used it, which the next sort waits for.
+#[derive(Default)]
+struct DeviceScratch {
+    buffers: Scratch<Buffer<u8>>,
+    done: Option<opencl3::event::Event>,
 }
 
 /// What sorts of host slices keep between calls (`crate::host_transfer`).
@@ -181,6 +194,8 @@ impl OpenClBackend {
             gauges: Gauges::default(),
             max_log_tile: MAX_LOG_TILE,
             log_e: LOG_E,
+            oblivious: AtomicBool::new(false),
+            device_scratch: Mutex::new(DeviceScratch::default()),
         })
     }
 
@@ -235,6 +250,41 @@ impl OpenClBackend {
             .map_err(self.memory_error("clCreateBuffer", requested))
     }
 
+    /// The plan of a sort of `shape` with the program `variant` ([`plan::choose`]).
+    fn plan(&self, variant: &Variant, shape: Shape, key_bytes: u64, value_bytes: u64) -> SortPlan {
+        let oblivious = self.oblivious.load(Ordering::Relaxed);
+        plan::choose(&variant.limits, shape, key_bytes, value_bytes, oblivious)
+    }
+
+    /// The plan of a sort and the `(scratch, splits)` buffers it needs, grown in `scratch`;
+    /// the network's plan where a merge-path plan's scratch does not fit in device memory.
+    fn plan_with_scratch(
+        &self,
+        variant: &Variant,
+        scratch: &mut Scratch<Buffer<u8>>,
+        shape: Shape,
+        (key_bytes, value_bytes): (u64, u64),
+        requested: u64,
+    ) -> Result<(SortPlan, Option<(cl_mem, cl_mem)>)> {
+        let plan = self.plan(variant, shape, key_bytes, value_bytes);
+        let SortPlan::MergePath(merge) = &plan else {
+            return Ok((plan, None));
+        };
+        let grown = scratch.grow(
+            (shape.row_len * key_bytes) as usize,
+            0,
+            merge.splits as usize * 8,
+            |len| self.alloc(len, requested),
+        )?;
+        match (&scratch.keys, &scratch.splits) {
+            (Some(keys), Some(splits)) if grown => Ok((plan, Some((keys.get(), splits.get())))),
+            _ => {
+                let network = plan::plan(&variant.limits, shape, variant.element_bytes);
+                Ok((SortPlan::Network(network), None))
+            }
+        }
+    }
+
     /// Every sort of host slices: uploads the columns through the pinned ring, sorts rows of
     /// `row_len` on the queue, and copies the result back through the ring as it arrives.
     fn sort_host<'a>(
@@ -257,7 +307,6 @@ impl OpenClBackend {
         let requested = (n as u64).saturating_mul(variant.element_bytes);
         self.check_memory(requested)?;
         let shape = Shape::new(row_len as u64, (n / row_len) as u64);
-        let launches = plan::plan(&variant.limits, shape, variant.element_bytes);
         // One host-slice sort at a time: they share the queue, the device buffers and the
         // pinned ring, and a ring of its own would cost a thread more (pinning 24 MiB) than
         // waiting for the sort ahead of it. Nothing behind the lock is left half-updated by a
@@ -271,10 +320,17 @@ impl OpenClBackend {
                 Some(v) => Some(grow(&mut buffers.values, v.device_bytes(), alloc)?.get()),
                 None => None,
             };
-            Ok((device_keys, device_values))
+            let planned = self.plan_with_scratch(
+                &variant,
+                &mut buffers.scratch,
+                shape,
+                (key_bytes as u64, value_bytes.unwrap_or(0) as u64),
+                requested,
+            )?;
+            Ok((device_keys, device_values, planned))
         });
         self.gauges.keep(host);
-        let (device_keys, device_values) = allocated?;
+        let (device_keys, device_values, (plan, scratch)) = allocated?;
         let link = ClLink {
             backend: self,
             queue: &self.queue,
@@ -294,7 +350,7 @@ impl OpenClBackend {
                 .kernels
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            self.enqueue_sort(
+            self.enqueue_plan(
                 &self.queue,
                 &kernels,
                 Operands {
@@ -304,7 +360,7 @@ impl OpenClBackend {
                     value_bytes: value_bytes.unwrap_or(0) as u64,
                 },
                 shape,
-                &launches,
+                (&plan, scratch),
                 encoding,
                 requested,
             )?;
@@ -358,6 +414,10 @@ impl Backend for OpenClBackend {
         )
     }
 
+    fn set_oblivious(&self, oblivious: bool) {
+        self.oblivious.store(oblivious, Ordering::Relaxed);
+    }
+
     fn set_all_or_nothing(&self, all_or_nothing: bool) {
         self.gauges.set_all_or_nothing(all_or_nothing);
     }
@@ -367,7 +427,13 @@ impl Backend for OpenClBackend {
     }
 
     fn cached_bytes(&self) -> u64 {
-        self.gauges.device()
+        let device_scratch = self
+            .device_scratch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .buffers
+            .bytes();
+        self.gauges.device() + device_scratch
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {
@@ -383,6 +449,11 @@ impl Backend for OpenClBackend {
         let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
         *host = HostState::default();
         self.gauges.keep(&host);
+        // OpenCL keeps a released buffer alive until the commands that use it are done.
+        *self
+            .device_scratch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = DeviceScratch::default();
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

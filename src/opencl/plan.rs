@@ -10,11 +10,17 @@
 //!   the tail, which runs first, inside the rows;
 //! - other `Pass::GlobalMerge`s, of at most `log_e` levels: `bitonic_global`, one register
 //!   group per work item straight from global memory (no `__local` round trip, no barrier).
+//!
+//! Above one tile, keys alone take merge path instead ([`choose`], [`merge_path_plan`]): the
+//! network's local sort of every tile, then merge passes of `kernels/merge_path.clh`, as the
+//! CUDA backend runs them.
 
+use crate::schedule::merge_path::{MergePlan, choose_sort_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2, choose_log_tile};
 
 pub use crate::kernel_contract::{
-    DECODE_ON_STORE, ENCODE_ON_LOAD, MODE_GLOBAL, MODE_MERGE, MODE_SORT, padded_words,
+    DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_LOG_E, MERGE_THREADS, MODE_GLOBAL, MODE_MERGE,
+    MODE_SORT, merge_local_key_bytes, padded_words,
 };
 
 /// log2 of the elements a work item holds in registers in one round (`LOG_E` of the
@@ -47,6 +53,9 @@ pub struct Limits {
     pub tile_group: usize,
     /// The largest work-group `bitonic_global` may be launched with.
     pub global_group: usize,
+    /// The largest work-group the merge kernels may be launched with (0: the program has
+    /// none, as programs with values).
+    pub merge_group: usize,
     /// log2 of the registers per round the program was built with.
     pub log_e: u32,
     /// The largest tile allowed (tests lower it to exercise global passes on short inputs).
@@ -184,9 +193,18 @@ pub fn schedule(limits: &Limits, shape: Shape, element_bytes: u64) -> Schedule {
     Schedule::new(shape.row_len, tile_params(log_tile))
 }
 
-/// Every launch of a sort of `shape` (with `row_len >= 2`).
+/// Every launch of a sort of `shape` (with `row_len >= 2`) by the network.
 pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
-    let schedule = schedule(limits, shape, element_bytes);
+    launches(
+        limits,
+        shape,
+        element_bytes,
+        &schedule(limits, shape, element_bytes),
+    )
+}
+
+/// The launches of `schedule`, a sort of `shape`.
+fn launches(limits: &Limits, shape: Shape, element_bytes: u64, schedule: &Schedule) -> Vec<Launch> {
     let max_local = max_log_tile(limits, element_bytes);
     let tile_group = floor_pow2(limits.tile_group.clamp(1, MAX_TILE_GROUP));
     let global_group = floor_pow2(limits.global_group.clamp(1, MAX_GLOBAL_GROUP));
@@ -289,7 +307,7 @@ pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
                         // and beside its levels in its tile (tail_bits + levels <= log_tile),
                         // and log_cols(log_tile) + levels <= log_tile: the tile of 2^(c +
                         // levels) fits the schedule's tile, which fits the local memory.
-                        let log_tile = schedule_log_tile(&schedule);
+                        let log_tile = schedule_log_tile(schedule);
                         let c = log_cols(log_tile).min(lo_g).max(tail_bits);
                         debug_assert!(tail_bits <= lo_g, "{pass:?}");
                         debug_assert!(c + levels <= log_tile, "{pass:?}");
@@ -313,6 +331,162 @@ pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
         .collect()
 }
 
+/// One merge pass: `merge_split` finds where every output tile's part of its two input runs
+/// starts, then `merge_pass` merges the parts from one buffer into the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergeLaunch {
+    /// log2 of the input runs.
+    pub log_run: u32,
+    /// log2 of the outputs of one work-group's tile.
+    pub tile_bits: u32,
+    /// `DECODE_ON_STORE` on the last pass, else 0.
+    pub transform: u32,
+    /// Output tiles (entries of the splitter buffer this pass fills).
+    pub tiles: u64,
+    /// Work-groups of `merge_split` (their items loop over the tiles).
+    pub split_groups: usize,
+    /// Work items per work-group of `merge_split`.
+    pub split_local: usize,
+    /// Work-groups of `merge_pass` (they loop over the tiles).
+    pub groups: usize,
+    /// Work items per work-group of `merge_pass`.
+    pub local: usize,
+    /// Bytes of `merge_pass`'s `__local` keys.
+    pub local_bytes: u64,
+}
+
+/// A merge-path sort of one row: the network's local sort of every tile in place (encoding
+/// keys), then merge passes that alternate from the data to a scratch buffer and back (an
+/// even number, so that the result ends in the data; the last decodes keys).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergePathPlan {
+    /// The tile sort.
+    pub tile_sort: Launch,
+    /// The merge passes in order.
+    pub merges: Vec<MergeLaunch>,
+    /// Entries of the splitter buffer (`u64`): the most output tiles of any pass.
+    pub splits: u64,
+}
+
+/// What a sort runs: the network's launches, or a tile sort and merge passes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SortPlan {
+    /// Every pass in place ([`plan`]).
+    Network(Vec<Launch>),
+    /// [`merge_path_plan`]; needs a scratch buffer as large as the keys and a splitter
+    /// buffer.
+    MergePath(MergePathPlan),
+}
+
+/// log2 of the outputs one work item of a merge pass writes (`MERGE_E` of
+/// `kernels/merge_path.clh`).
+pub fn merge_log_e(key_bytes: u64) -> u32 {
+    if key_bytes == 4 {
+        MERGE_LOG_E
+    } else {
+        MERGE_LOG_E - 1
+    }
+}
+
+/// log2 of the outputs of one merge work-group: `MERGE_THREADS` work items' worth (fewer
+/// where the kernel allows fewer), less where the local memory holds less.
+pub fn merge_log_tile(limits: &Limits, key_bytes: u64) -> u32 {
+    let budget = limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN);
+    let threads = floor_pow2(limits.merge_group.clamp(1, MERGE_THREADS as usize));
+    let mut bits = merge_log_e(key_bytes) + threads.trailing_zeros();
+    while bits > 1 && merge_local_key_bytes(bits, key_bytes) > budget {
+        bits -= 1;
+    }
+    bits
+}
+
+/// The plan of a sort: merge path for keys alone (`key_bytes`, no values) in one row that
+/// is more than one tile, unless `oblivious` asks for the network, whose memory accesses
+/// depend only on the shape. Key-value sorts keep the network, which every backend runs, so
+/// that values of equal keys come out in the same order everywhere.
+pub fn choose(
+    limits: &Limits,
+    shape: Shape,
+    key_bytes: u64,
+    value_bytes: u64,
+    oblivious: bool,
+) -> SortPlan {
+    let merge = (!oblivious && shape.rows == 1 && value_bytes == 0)
+        .then(|| merge_path_plan(limits, shape.row_len, key_bytes))
+        .flatten();
+    match merge {
+        Some(m) => SortPlan::MergePath(m),
+        None => SortPlan::Network(plan(limits, shape, key_bytes + value_bytes)),
+    }
+}
+
+/// The merge-path plan of a sort of `n` keys of `key_bytes`, or `None` where the network
+/// sorts it: one tile's worth or less ([`choose_sort_tile`]), or a program without merge
+/// kernels, or merge tiles too small for a work-group of 32 items.
+pub fn merge_path_plan(limits: &Limits, n: u64, key_bytes: u64) -> Option<MergePathPlan> {
+    if limits.merge_group == 0 {
+        return None;
+    }
+    let merge_tile = merge_log_tile(limits, key_bytes);
+    let log_e = merge_log_e(key_bytes);
+    if merge_tile < log_e + 5 {
+        return None;
+    }
+    let sort_tile = choose_sort_tile(n, max_log_tile(limits, key_bytes), limits.compute_units)?;
+    let shape = Shape::new(n, 1);
+    let schedule = Schedule::new(n, tile_params(sort_tile));
+    // The network's first launch sorts every tile and encodes the keys; the merges replace
+    // the rest of it. Its last step would decode: this one must not.
+    let mut tile_sort = *launches(limits, shape, key_bytes, &schedule).first()?;
+    tile_sort.transform = ENCODE_ON_LOAD;
+    let passes = MergePlan {
+        n,
+        log_tile: sort_tile,
+        log_ways: 1,
+    }
+    .passes();
+    let last = passes.len().saturating_sub(1);
+    let split_group = floor_pow2(limits.merge_group.clamp(1, MAX_GLOBAL_GROUP));
+    let merges: Vec<MergeLaunch> = passes
+        .iter()
+        .enumerate()
+        .map(|(i, pass)| {
+            // A work-group's outputs lie inside one pair of runs.
+            let tile_bits = merge_tile.min(pass.log_run + 1);
+            let tiles = n.div_ceil(1 << tile_bits);
+            let split_local = if limits.uniform_groups {
+                split_group
+            } else {
+                split_group.min(floor_pow2(tiles as usize))
+            };
+            MergeLaunch {
+                log_run: pass.log_run,
+                tile_bits,
+                transform: if i == last { DECODE_ON_STORE } else { 0 },
+                tiles,
+                split_groups: tiles.div_ceil(split_local as u64).clamp(1, MAX_TILE_GROUPS) as usize,
+                split_local,
+                groups: tiles.clamp(1, MAX_TILE_GROUPS) as usize,
+                // A CPU device gets one size for every pass (see `Limits::uniform_groups`):
+                // work items past a smaller tile's end idle.
+                local: 1
+                    << (if limits.uniform_groups {
+                        merge_tile
+                    } else {
+                        tile_bits
+                    } - log_e),
+                local_bytes: merge_local_key_bytes(tile_bits, key_bytes),
+            }
+        })
+        .collect();
+    let splits = merges.iter().map(|m| m.tiles).max().unwrap_or(0);
+    Some(MergePathPlan {
+        tile_sort,
+        merges,
+        splits,
+    })
+}
+
 /// The tile size the schedule was built with (from its first pass).
 fn schedule_log_tile(schedule: &Schedule) -> u32 {
     match schedule.passes.first() {
@@ -332,6 +506,7 @@ mod tests {
             compute_units: 132,
             tile_group: 1024,
             global_group: 1024,
+            merge_group: 1024,
             log_e: LOG_E,
             max_log_tile: MAX_LOG_TILE,
             uniform_groups: false,

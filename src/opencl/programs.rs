@@ -13,12 +13,16 @@ use super::{DeviceType, OpenClBackend, lifecycle_lock};
 use crate::error::{Error, Result};
 
 /// The kernel source files, embedded: the main file first, then the files it includes.
-const SOURCE_FILES: [(&str, &str); 5] = [
+const SOURCE_FILES: [(&str, &str); 6] = [
     ("bitonic.cl", include_str!("../../kernels/bitonic.cl")),
     ("contract.h", include_str!("../../kernels/contract.h")),
     ("words.clh", include_str!("../../kernels/words.clh")),
     ("rounds.clh", include_str!("../../kernels/rounds.clh")),
     ("tile_io.clh", include_str!("../../kernels/tile_io.clh")),
+    (
+        "merge_path.clh",
+        include_str!("../../kernels/merge_path.clh"),
+    ),
 ];
 
 /// The program's source as one string: `kernels/bitonic.cl` with each `#include "name"` of
@@ -54,6 +58,12 @@ pub(super) const TILE_KERNEL: &str = "bitonic_tile";
 
 /// Name of the register kernel (global passes of at most `2^LOG_E` levels).
 pub(super) const GLOBAL_KERNEL: &str = "bitonic_global";
+
+/// Name of the merge passes' splitter kernel (programs for keys alone).
+pub(super) const MERGE_SPLIT_KERNEL: &str = "merge_split";
+
+/// Name of the merge kernel (programs for keys alone).
+pub(super) const MERGE_PASS_KERNEL: &str = "merge_pass";
 
 /// A machine word as the kernels see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -114,10 +124,18 @@ pub(super) struct Variant {
     pub(super) element_bytes: u64,
 }
 
-/// The two kernel objects of a program.
+/// The kernel objects of a program.
 pub(super) struct Kernels {
     pub(super) tile: Kernel,
     pub(super) global: Kernel,
+    /// The merge passes' kernels, in programs for keys alone.
+    pub(super) merge: Option<MergeKernels>,
+}
+
+/// The merge passes' two kernels (`kernels/merge_path.clh`).
+pub(super) struct MergeKernels {
+    pub(super) split: Kernel,
+    pub(super) pass: Kernel,
 }
 
 impl OpenClBackend {
@@ -197,9 +215,18 @@ impl OpenClBackend {
                 .map_err(|_| first)?,
             Err(e) => return Err(e),
         };
+        let create = |name: &str| Kernel::create(&program, name).map_err(driver("clCreateKernel"));
+        let merge = match key.value {
+            None => Some(MergeKernels {
+                split: create(MERGE_SPLIT_KERNEL)?,
+                pass: create(MERGE_PASS_KERNEL)?,
+            }),
+            Some(_) => None,
+        };
         let kernels = Kernels {
-            tile: Kernel::create(&program, TILE_KERNEL).map_err(driver("clCreateKernel"))?,
-            global: Kernel::create(&program, GLOBAL_KERNEL).map_err(driver("clCreateKernel"))?,
+            tile: create(TILE_KERNEL)?,
+            global: create(GLOBAL_KERNEL)?,
+            merge,
         };
         let kernel_limit = |kernel: &Kernel| -> Result<usize> {
             Ok(kernel
@@ -213,6 +240,10 @@ impl OpenClBackend {
             compute_units: self.limits.compute_units,
             tile_group: kernel_limit(&kernels.tile)?,
             global_group: kernel_limit(&kernels.global)?,
+            merge_group: match &kernels.merge {
+                Some(m) => kernel_limit(&m.pass)?.min(kernel_limit(&m.split)?),
+                None => 0,
+            },
             log_e: key.log_e,
             max_log_tile: self.max_log_tile,
             uniform_groups: self.info.device_type == DeviceType::Cpu,

@@ -1,6 +1,6 @@
 //! Tests of the opencl backend that need its internals.
 
-use super::plan::Kind;
+use super::plan::{Kind, SortPlan};
 use super::programs::{Width, program_source};
 use super::*;
 use crate::cpu::CpuBackend;
@@ -647,5 +647,95 @@ fn program_source_inlines_every_include() {
         "__kernel void bitonic_global", // bitonic.cl
     ] {
         assert_eq!(source.matches(part).count(), 1, "{part}");
+    }
+}
+
+/// Merge path: sorts of keys alone above one tile take it (the plan says so, and the
+/// oblivious mode does not), and `u32`, `u64` and `f32` keys of lengths around every sort
+/// tile, merge tile and run boundary come out as `sort_unstable` (`total_cmp` for floats)
+/// has them, both ways, from host slices and from device buffers, where two queues take
+/// turns at the backend's scratch.
+#[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
+fn merge_path_sorts_keys() {
+    use opencl3::memory::CL_MEM_READ_WRITE;
+    use opencl3::types::CL_BLOCKING;
+    let b = &backends()[0];
+    let limits = b.variant_of_widths(4, None).expect("program").limits;
+    let SortPlan::MergePath(merge) = plan::choose(&limits, Shape::new(1 << 20, 1), 4, 0, false)
+    else {
+        panic!("2^20 keys alone do not take merge path on {}", b.info);
+    };
+    assert!(merge.merges.len() >= 2 && merge.merges.len() % 2 == 0);
+    assert!(matches!(
+        plan::choose(&limits, Shape::new(1 << 20, 1), 4, 0, true),
+        SortPlan::Network(_)
+    ));
+    assert!(matches!(
+        plan::choose(&limits, Shape::new(1 << 20, 1), 4, 4, false),
+        SortPlan::Network(_)
+    ));
+    let sort_tile = crate::schedule::merge_path::choose_sort_tile(
+        1 << 20,
+        plan::max_log_tile(&limits, 4),
+        limits.compute_units,
+    )
+    .expect("a sort tile");
+    let merge_tile = plan::merge_log_tile(&limits, 4);
+    let mut lengths = vec![(1usize << 13) + 1, 3 << 12, 100_003];
+    for bits in [sort_tile, merge_tile, 14, 15, 16, 17] {
+        for k in [1usize, 3, 5] {
+            lengths.extend([(k << bits) - 1, k << bits, (k << bits) + 1]);
+        }
+    }
+    lengths.retain(|&n| n > 1 << 13);
+    lengths.sort_unstable();
+    lengths.dedup();
+    let queues = [
+        CommandQueue::create_default(&b.context, 0).expect("queue"),
+        CommandQueue::create_default(&b.context, 0).expect("queue"),
+    ];
+    let mut rng = StdRng::seed_from_u64(29);
+    for (case, &n) in lengths.iter().enumerate() {
+        // Few distinct keys in every other case: ties across every tile and run boundary.
+        let few = case % 2 == 0;
+        let raw: Vec<u64> = (0..n)
+            .map(|_| {
+                if few {
+                    rng.gen_range(0..40)
+                } else {
+                    rng.r#gen()
+                }
+            })
+            .collect();
+        let u32s: Vec<u32> = raw.iter().map(|&x| x as u32).collect();
+        check_keys(&u32s, |a, b| a.cmp(b));
+        check_keys(&raw, |a, b| a.cmp(b));
+        let floats: Vec<f32> = raw
+            .iter()
+            .map(|&x| match x % 7 {
+                0 => f32::NAN,
+                1 => -0.0,
+                2 => f32::NEG_INFINITY,
+                _ => f32::from_bits(x as u32),
+            })
+            .collect();
+        check_keys(&floats, f32::total_cmp);
+        // Device buffers, on one queue and then the other.
+        let queue = &queues[case % 2];
+        let mut want = u32s.clone();
+        want.sort_unstable();
+        // SAFETY: no host pointer; the buffer is written before it is read.
+        let mut keys =
+            unsafe { Buffer::<u32>::create(&b.context, CL_MEM_READ_WRITE, n, ptr::null_mut()) }
+                .expect("buffer");
+        // SAFETY: blocking copies of `n` words each way.
+        unsafe { queue.enqueue_write_buffer(&mut keys, CL_BLOCKING, 0, &u32s, &[]) }
+            .expect("write");
+        b.sort_device(&mut keys, crate::keys::Order::Ascending, queue)
+            .expect("sort_device");
+        let mut got = vec![0u32; n];
+        unsafe { queue.enqueue_read_buffer(&keys, CL_BLOCKING, 0, &mut got, &[]) }.expect("read");
+        assert!(got == want, "device buffer of {n} keys");
     }
 }

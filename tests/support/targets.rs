@@ -211,8 +211,9 @@ pub fn find(binary: &str) -> Found {
             continue;
         }
         for info in entry.devices {
-            // CUDA sorts merge sorted tiles by default; the network alone is its other mode.
-            let modes: &[bool] = if kind == BackendKind::Cuda {
+            // GPU backends merge sorted tiles by default; the network alone is their other
+            // mode.
+            let modes: &[bool] = if matches!(kind, BackendKind::Cuda | BackendKind::OpenCl) {
                 &[false, true]
             } else {
                 &[false]
