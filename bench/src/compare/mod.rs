@@ -442,9 +442,10 @@ fn entries(cfg: &CompareConfig) -> Vec<Entry> {
                 }
                 Err(e) => println!("{name:<7} {d}: unavailable ({e})"),
             }
-            // CUDA's data-oblivious mode (the network alone) beside its default, which
+            // A GPU's data-oblivious mode (the network alone) beside its default, which
             // merges sorted tiles.
-            let oblivious = (d.backend == BackendKind::Cuda).then(|| common::open_in_mode(d, true));
+            let gpu = d.backend != BackendKind::Cpu && d.device_type == DeviceType::Gpu;
+            let oblivious = gpu.then(|| common::open_in_mode(d, true));
             if let Some(Ok(s)) = oblivious {
                 out.push(Entry {
                     sorter: "bitonic-oblivious".into(),
