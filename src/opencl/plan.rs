@@ -597,4 +597,53 @@ mod tests {
             assert!(tails >= unfused - fused, "2^{l}: {tails} fused passes");
         }
     }
+
+    #[test]
+    fn merge_path_plans_cover_their_tiles() {
+        for uniform_groups in [false, true] {
+            let limits = Limits {
+                uniform_groups,
+                ..nvidia_limits()
+            };
+            for key_bytes in [4u64, 8] {
+                for n in [(1u64 << 13) + 1, 100_003, 1 << 20, (1 << 28) + 5] {
+                    let Some(p) = merge_path_plan(&limits, n, key_bytes) else {
+                        panic!("{key_bytes} bytes, n {n}: no merge-path plan");
+                    };
+                    // Encode in the tile sort, decode in the last merge, an even number of
+                    // merges so that the result ends in the data.
+                    assert_eq!(p.tile_sort.transform, ENCODE_ON_LOAD);
+                    assert!(!p.merges.is_empty() && p.merges.len() % 2 == 0, "n {n}");
+                    let log_e = merge_log_e(key_bytes);
+                    for (i, m) in p.merges.iter().enumerate() {
+                        let last = i + 1 == p.merges.len();
+                        assert_eq!(m.transform, if last { DECODE_ON_STORE } else { 0 });
+                        // Every output of a tile has a work item, and a tile lies inside
+                        // one pair of runs.
+                        assert!((m.local as u64) << log_e >= 1 << m.tile_bits, "{m:?}");
+                        assert!(m.tile_bits <= m.log_run + 1, "{m:?}");
+                        assert_eq!(m.tiles, n.div_ceil(1 << m.tile_bits));
+                        assert!(m.local_bytes <= limits.local_mem - LOCAL_MEM_MARGIN);
+                        assert!(m.split_groups >= 1 && m.split_local >= 1 && m.groups >= 1);
+                    }
+                    assert_eq!(p.merges[0].log_run, {
+                        let Kind::Tile { log_net, .. } = p.tile_sort.kind else {
+                            panic!("the tile sort is a tile launch")
+                        };
+                        log_net
+                    });
+                    let top = p.merges.last().expect("merges").log_run + 1;
+                    assert!(1u64 << top >= n && 1u64 << (top - 1) < n, "n {n}");
+                }
+            }
+        }
+        // One tile or less: the network.
+        assert!(merge_path_plan(&nvidia_limits(), 1 << 13, 4).is_none());
+        // Programs with values have no merge kernels.
+        let no_merge = Limits {
+            merge_group: 0,
+            ..nvidia_limits()
+        };
+        assert!(merge_path_plan(&no_merge, 1 << 20, 4).is_none());
+    }
 }
