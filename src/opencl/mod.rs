@@ -2,10 +2,11 @@
 //!
 //! The kernels live in `kernels/bitonic.cl` and the files it includes (`kernels/*.clh` and
 //! the contract shared with the CUDA kernels, `kernels/contract.h`), embedded in the
-//! library. One program is built per word variant (key word, optional value word) on first use and cached for the
-//! life of the backend. A sort of host slices goes through the transfer engine
-//! (`crate::host_transfer`): the words go up through mapped host buffers, the launches that
-//! `plan.rs` makes from [`crate::schedule::Schedule`] follow in order on the same in-order
+//! library. One program is built per word variant (key word, optional value word) on first
+//! use and cached for the life of the backend. A sort of host slices goes through the
+//! transfer engine (`crate::host_transfer`): the words go up through mapped host buffers, the
+//! launches that `plan.rs` makes from [`crate::schedule::Schedule`] (or, for keys alone above
+//! one tile, from [`crate::schedule::merge_path`]) follow in order on the same in-order
 //! queue, and the result comes back through the same buffers.
 //!
 //! The files: `driver.rs` (failed calls as errors, the devices), `programs.rs` (the source,
@@ -13,7 +14,7 @@
 //! arguments and enqueues), `link.rs` (mapped host buffers, copies and events for the
 //! transfer engine), `device_buffers.rs` (sorts of data already on the device).
 //!
-//! Each program's two kernel objects are cached with it; their arguments are per-object
+//! Each program's kernel objects are cached with it; their arguments are per-object
 //! state, so a sort holds the program's kernel lock while it sets arguments and enqueues.
 //! One [`OpenClBackend`] may be shared by many threads. Sorts of host slices reuse device
 //! buffers kept from the largest sort so far; keys already in device memory are sorted in

@@ -64,7 +64,16 @@ pub struct Limits {
     /// compiles a kernel anew for every work-group size it meets (seconds each), and a CPU
     /// loses nothing to idle work items; a GPU gets sizes that fit each pass.
     pub uniform_groups: bool,
+    /// Keys alone take merge path only from `2^min_log_merge_path` keys (and above one tile):
+    /// [`GPU_MIN_LOG_MERGE_PATH`] on GPUs, 0 on other devices.
+    pub min_log_merge_path: u32,
 }
+
+/// On GPUs, keys alone take merge path from `2^GPU_MIN_LOG_MERGE_PATH` keys, the network
+/// below. Measured with NVIDIA's OpenCL on an H200 (2026-11-25, `docs/perf.md` change 29):
+/// at 2^20 `u32` keys the network took 0.20 ms and merge path 0.29 ms (its 17 launches,
+/// each some 15 us, set the time), at 2^22 merge path was ahead (0.365 against 0.391 ms).
+pub const GPU_MIN_LOG_MERGE_PATH: u32 = 21;
 
 /// The largest tile whose padded keys and values fit the local memory (less the margin),
 /// capped at `limits.max_log_tile`; at least 2 elements.
@@ -421,10 +430,11 @@ pub fn choose(
 }
 
 /// The merge-path plan of a sort of `n` keys of `key_bytes`, or `None` where the network
-/// sorts it: one tile's worth or less ([`choose_sort_tile`]), or a program without merge
-/// kernels, or merge tiles too small for a work-group of 32 items.
+/// sorts it: one tile's worth or less ([`choose_sort_tile`]), fewer than
+/// `2^limits.min_log_merge_path` keys, a program without merge kernels, or merge tiles too
+/// small for a work-group of 32 items.
 pub fn merge_path_plan(limits: &Limits, n: u64, key_bytes: u64) -> Option<MergePathPlan> {
-    if limits.merge_group == 0 {
+    if limits.merge_group == 0 || ceil_log2(n) < limits.min_log_merge_path {
         return None;
     }
     let merge_tile = merge_log_tile(limits, key_bytes);
@@ -507,6 +517,7 @@ mod tests {
             tile_group: 1024,
             global_group: 1024,
             merge_group: 1024,
+            min_log_merge_path: GPU_MIN_LOG_MERGE_PATH,
             log_e: LOG_E,
             max_log_tile: MAX_LOG_TILE,
             uniform_groups: false,
@@ -606,7 +617,7 @@ mod tests {
                 ..nvidia_limits()
             };
             for key_bytes in [4u64, 8] {
-                for n in [(1u64 << 13) + 1, 100_003, 1 << 20, (1 << 28) + 5] {
+                for n in [(1u64 << 20) + 1, 3_000_017, 1 << 24, (1 << 28) + 5] {
                     let Some(p) = merge_path_plan(&limits, n, key_bytes) else {
                         panic!("{key_bytes} bytes, n {n}: no merge-path plan");
                     };
@@ -637,8 +648,14 @@ mod tests {
                 }
             }
         }
-        // One tile or less: the network.
-        assert!(merge_path_plan(&nvidia_limits(), 1 << 13, 4).is_none());
+        // Below the GPU's threshold, or one tile or less: the network.
+        assert!(merge_path_plan(&nvidia_limits(), 1 << 20, 4).is_none());
+        let cpu = Limits {
+            min_log_merge_path: 0,
+            ..nvidia_limits()
+        };
+        assert!(merge_path_plan(&cpu, 1 << 13, 4).is_none());
+        assert!(merge_path_plan(&cpu, (1 << 13) + 1, 4).is_some());
         // Programs with values have no merge kernels.
         let no_merge = Limits {
             merge_group: 0,

@@ -247,6 +247,11 @@ impl OpenClBackend {
             log_e: key.log_e,
             max_log_tile: self.max_log_tile,
             uniform_groups: self.info.device_type == DeviceType::Cpu,
+            min_log_merge_path: if self.info.device_type == DeviceType::Gpu {
+                super::plan::GPU_MIN_LOG_MERGE_PATH
+            } else {
+                0
+            },
         };
         Ok(Variant {
             kernels: Mutex::new(kernels),

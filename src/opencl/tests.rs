@@ -650,11 +650,11 @@ fn program_source_inlines_every_include() {
     }
 }
 
-/// Merge path: sorts of keys alone above one tile take it (the plan says so, and the
-/// oblivious mode does not), and `u32`, `u64` and `f32` keys of lengths around every sort
-/// tile, merge tile and run boundary come out as `sort_unstable` (`total_cmp` for floats)
-/// has them, both ways, from host slices and from device buffers, where two queues take
-/// turns at the backend's scratch.
+/// Merge path: sorts of keys alone above one tile (and the device's threshold) take it (the
+/// plan says so, and the oblivious mode does not), and `u32`, `u64` and `f32` keys of
+/// lengths around every sort tile, merge tile and run boundary past the threshold come out
+/// as `sort_unstable` (`total_cmp` for floats) has them, both ways, from host slices and from
+/// device buffers, where two queues take turns at the backend's scratch.
 #[test]
 #[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn merge_path_sorts_keys() {
@@ -662,33 +662,35 @@ fn merge_path_sorts_keys() {
     use opencl3::types::CL_BLOCKING;
     let b = &backends()[0];
     let limits = b.variant_of_widths(4, None).expect("program").limits;
-    let SortPlan::MergePath(merge) = plan::choose(&limits, Shape::new(1 << 20, 1), 4, 0, false)
+    let SortPlan::MergePath(merge) = plan::choose(&limits, Shape::new(1 << 22, 1), 4, 0, false)
     else {
-        panic!("2^20 keys alone do not take merge path on {}", b.info);
+        panic!("2^22 keys alone do not take merge path on {}", b.info);
     };
     assert!(merge.merges.len() >= 2 && merge.merges.len() % 2 == 0);
     assert!(matches!(
-        plan::choose(&limits, Shape::new(1 << 20, 1), 4, 0, true),
+        plan::choose(&limits, Shape::new(1 << 22, 1), 4, 0, true),
         SortPlan::Network(_)
     ));
     assert!(matches!(
-        plan::choose(&limits, Shape::new(1 << 20, 1), 4, 4, false),
+        plan::choose(&limits, Shape::new(1 << 22, 1), 4, 4, false),
         SortPlan::Network(_)
     ));
     let sort_tile = crate::schedule::merge_path::choose_sort_tile(
-        1 << 20,
+        1 << 22,
         plan::max_log_tile(&limits, 4),
         limits.compute_units,
     )
     .expect("a sort tile");
     let merge_tile = plan::merge_log_tile(&limits, 4);
-    let mut lengths = vec![(1usize << 13) + 1, 3 << 12, 100_003];
+    // From the device's threshold on (every length on a CPU device, only long ones on a GPU).
+    let from = (1usize << limits.min_log_merge_path.saturating_sub(1)).max(1 << 13);
+    let mut lengths = vec![from + 1, 3 * from / 2, from + 100_003, 2 * from + 1];
     for bits in [sort_tile, merge_tile, 14, 15, 16, 17] {
         for k in [1usize, 3, 5] {
-            lengths.extend([(k << bits) - 1, k << bits, (k << bits) + 1]);
+            let at = from + (k << bits);
+            lengths.extend([at - 1, at, at + 1]);
         }
     }
-    lengths.retain(|&n| n > 1 << 13);
     lengths.sort_unstable();
     lengths.dedup();
     let queues = [

@@ -1,9 +1,9 @@
 //! The merge-path schedule above the tile, and its scalar model: tiles of `2^log_tile` keys
 //! sorted on chip by the network, then passes that each merge groups of `2^log_ways` sorted
 //! runs into one, every output tile finding its part of each input run by [`split`]
-//! (`docs/perf.md`, "Merge path above the tile"). The CUDA backend runs it with two-way merges
-//! ([`choose_sort_tile`] says where); the network of this module's parent sorts everything
-//! else, and everything in the data-oblivious mode.
+//! (`docs/perf.md`, "Merge path above the tile"). The CUDA and OpenCL backends run it with
+//! two-way merges for keys alone ([`choose_sort_tile`] says where); the network of this
+//! module's parent sorts everything else, and everything in the data-oblivious mode.
 //!
 //! [`split`] and [`emulate`] are the reference that kernels of this design are to be tested
 //! against: the splitters of an output rank are exact, and ties go to the lower run first, so
