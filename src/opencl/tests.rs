@@ -14,22 +14,27 @@ use std::sync::OnceLock;
 // says it did not run where a skipped one would pass in silence. `scripts/test.sh` runs
 // them with `--ignored` (on PoCL in CI), `scripts/gpu-check.sh` on the GPU machine.
 
-/// The first OpenCL device with the production tile and rounds, and the same device limited
-/// to tiles of 2^2, 2^5 (rounds of 2^3 registers) and 2^7 (rounds of 2^2 registers), so that
-/// short inputs run global passes, several rounds per stage and global passes of several
-/// rounds too. Panics without a device: these tests run only when asked for.
+/// The first OpenCL GPU (the first device where there is none) with the production tile
+/// and rounds, and the same device limited to tiles of 2^2, 2^5 (rounds of 2^3 registers)
+/// and 2^7 (rounds of 2^2 registers), so that short inputs run global passes, several
+/// rounds per stage and global passes of several rounds too. Panics without a device: these
+/// tests run only when asked for.
 fn backends() -> &'static [OpenClBackend] {
     static CELL: OnceLock<Vec<OpenClBackend>> = OnceLock::new();
     CELL.get_or_init(|| {
         let list = devices().unwrap_or_else(|e| panic!("no OpenCL platform: {e}"));
         assert!(!list.is_empty(), "no OpenCL device");
+        let index = list
+            .iter()
+            .position(|d| d.device_type == DeviceType::Gpu)
+            .unwrap_or(0);
         let open = |max_log_tile: u32, log_e: u32| {
-            let mut b = OpenClBackend::open(0).expect("open OpenCL device 0");
+            let mut b = OpenClBackend::open(index).expect("open the OpenCL device");
             b.max_log_tile = max_log_tile;
             b.log_e = log_e;
             b
         };
-        eprintln!("OpenCL tests run on {}", list[0]);
+        eprintln!("OpenCL tests run on {}", list[index]);
         vec![
             open(MAX_LOG_TILE, LOG_E),
             open(2, LOG_E),
