@@ -64,16 +64,19 @@ pub struct Limits {
     /// compiles a kernel anew for every work-group size it meets (seconds each), and a CPU
     /// loses nothing to idle work items; a GPU gets sizes that fit each pass.
     pub uniform_groups: bool,
-    /// Keys alone take merge path only from `2^min_log_merge_path` keys (and above one tile):
-    /// [`GPU_MIN_LOG_MERGE_PATH`] on GPUs, 0 on other devices.
-    pub min_log_merge_path: u32,
+    /// Keys alone take merge path only where they fill more than half of
+    /// `2^min_log_merge_bytes` bytes (and more than one tile): [`GPU_MIN_LOG_MERGE_BYTES`] on
+    /// GPUs, 0 on other devices.
+    pub min_log_merge_bytes: u32,
 }
 
-/// On GPUs, keys alone take merge path from `2^GPU_MIN_LOG_MERGE_PATH` keys, the network
-/// below. Measured with NVIDIA's OpenCL on an H200 (2026-11-25, `docs/perf.md` change 29):
-/// at 2^20 `u32` keys the network took 0.20 ms and merge path 0.29 ms (its 17 launches,
-/// each some 15 us, set the time), at 2^22 merge path was ahead (0.365 against 0.391 ms).
-pub const GPU_MIN_LOG_MERGE_PATH: u32 = 21;
+/// On GPUs, keys alone take merge path where they fill more than 8 MiB (`ceil(log2(bytes))
+/// >= 24`: from 2^21 + 1 `u32` keys, from 2^20 + 1 `u64` keys), the network below. Measured
+/// with NVIDIA's OpenCL on an H200 (2026-11-25, `docs/perf.md` change 29): merge path and the
+/// network took 0.293 and 0.204 ms at 2^20 `u32` keys (merge path's 17 launches, each some
+/// 10-15 us, set the time), 0.236 and 0.222 ms at 2^21, 0.357 and 0.389 ms at 2^22; for
+/// `u64` keys 0.247 and 0.258 ms at 2^20, 0.336 and 0.402 ms at 2^21.
+pub const GPU_MIN_LOG_MERGE_BYTES: u32 = 24;
 
 /// The largest tile whose padded keys and values fit the local memory (less the margin),
 /// capped at `limits.max_log_tile`; at least 2 elements.
@@ -430,11 +433,13 @@ pub fn choose(
 }
 
 /// The merge-path plan of a sort of `n` keys of `key_bytes`, or `None` where the network
-/// sorts it: one tile's worth or less ([`choose_sort_tile`]), fewer than
-/// `2^limits.min_log_merge_path` keys, a program without merge kernels, or merge tiles too
-/// small for a work-group of 32 items.
+/// sorts it: one tile's worth or less ([`choose_sort_tile`]), fewer bytes than
+/// [`Limits::min_log_merge_bytes`] asks for, a program without merge kernels, or merge tiles
+/// too small for a work-group of 32 items.
 pub fn merge_path_plan(limits: &Limits, n: u64, key_bytes: u64) -> Option<MergePathPlan> {
-    if limits.merge_group == 0 || ceil_log2(n) < limits.min_log_merge_path {
+    if limits.merge_group == 0
+        || ceil_log2(n.saturating_mul(key_bytes)) < limits.min_log_merge_bytes
+    {
         return None;
     }
     let merge_tile = merge_log_tile(limits, key_bytes);
@@ -517,7 +522,7 @@ mod tests {
             tile_group: 1024,
             global_group: 1024,
             merge_group: 1024,
-            min_log_merge_path: GPU_MIN_LOG_MERGE_PATH,
+            min_log_merge_bytes: GPU_MIN_LOG_MERGE_BYTES,
             log_e: LOG_E,
             max_log_tile: MAX_LOG_TILE,
             uniform_groups: false,
@@ -617,7 +622,7 @@ mod tests {
                 ..nvidia_limits()
             };
             for key_bytes in [4u64, 8] {
-                for n in [(1u64 << 20) + 1, 3_000_017, 1 << 24, (1 << 28) + 5] {
+                for n in [(1u64 << 21) + 1, 3_000_017, 1 << 24, (1 << 28) + 5] {
                     let Some(p) = merge_path_plan(&limits, n, key_bytes) else {
                         panic!("{key_bytes} bytes, n {n}: no merge-path plan");
                     };
@@ -649,9 +654,11 @@ mod tests {
             }
         }
         // Below the GPU's threshold, or one tile or less: the network.
-        assert!(merge_path_plan(&nvidia_limits(), 1 << 20, 4).is_none());
+        assert!(merge_path_plan(&nvidia_limits(), 1 << 21, 4).is_none());
+        assert!(merge_path_plan(&nvidia_limits(), 1 << 20, 8).is_none());
+        assert!(merge_path_plan(&nvidia_limits(), (1 << 20) + 1, 8).is_some());
         let cpu = Limits {
-            min_log_merge_path: 0,
+            min_log_merge_bytes: 0,
             ..nvidia_limits()
         };
         assert!(merge_path_plan(&cpu, 1 << 13, 4).is_none());

@@ -247,8 +247,8 @@ impl OpenClBackend {
             log_e: key.log_e,
             max_log_tile: self.max_log_tile,
             uniform_groups: self.info.device_type == DeviceType::Cpu,
-            min_log_merge_path: if self.info.device_type == DeviceType::Gpu {
-                super::plan::GPU_MIN_LOG_MERGE_PATH
+            min_log_merge_bytes: if self.info.device_type == DeviceType::Gpu {
+                super::plan::GPU_MIN_LOG_MERGE_BYTES
             } else {
                 0
             },

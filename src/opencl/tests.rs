@@ -345,7 +345,7 @@ fn rejects_mismatched_lengths_and_ignores_tiny_inputs() {
 fn lists_devices_and_reports_tiles() {
     let backends = backends();
     let list = devices().expect("devices");
-    assert_eq!(list[0], *backends[0].device());
+    assert_eq!(list[backends[0].device().index], *backends[0].device());
     for (i, d) in list.iter().enumerate() {
         assert_eq!(d.index, i);
         assert_eq!(d.backend, BackendKind::OpenCl);
@@ -687,8 +687,9 @@ fn merge_path_sorts_keys() {
     )
     .expect("a sort tile");
     let merge_tile = plan::merge_log_tile(&limits, 4);
-    // From the device's threshold on (every length on a CPU device, only long ones on a GPU).
-    let from = (1usize << limits.min_log_merge_path.saturating_sub(1)).max(1 << 13);
+    // From the device's threshold on (every length on a CPU device, only long ones on a GPU;
+    // 8-byte keys reach it at half the length of 4-byte ones).
+    let from = ((1usize << limits.min_log_merge_bytes.saturating_sub(1)) / 4).max(1 << 13);
     let mut lengths = vec![from + 1, 3 * from / 2, from + 100_003, 2 * from + 1];
     for bits in [sort_tile, merge_tile, 14, 15, 16, 17] {
         for k in [1usize, 3, 5] {
