@@ -429,8 +429,6 @@ pub fn merge_path_plan(
             decode_on_store: false,
         },
     );
-    let passes = plan.passes();
-    let last = passes.len().saturating_sub(1);
     let grid_of = |items: u64| items.clamp(1, u64::from(limits.max_grid_x.max(1))) as u32;
     // Merge blocks loop over their tiles, loading the next while merging the current one:
     // as many blocks as are resident at once (MERGE_BLOCKS_PER_SM of MERGE_THREADS threads
@@ -439,21 +437,18 @@ pub fn merge_path_plan(
         u64::from(limits.multiprocessors.max(1))
             * u64::from(MERGE_BLOCKS_PER_SM * MERGE_THREADS / block.max(1))
     };
-    let merges: Vec<MergeLaunch> = passes
-        .iter()
-        .enumerate()
-        .map(|(i, pass)| {
-            // A block's outputs lie inside one pair of runs.
-            let tile_bits = merge_tile.min(pass.log_run + 1);
-            let tiles = n.div_ceil(1 << tile_bits);
-            let block = 1u32 << (tile_bits - log_e);
+    let merges: Vec<MergeLaunch> = plan
+        .tiled_passes(merge_tile)
+        .into_iter()
+        .map(|pass| {
+            let (tiles, block) = (pass.tiles, 1u32 << (pass.tile_bits - log_e));
             MergeLaunch {
                 args: MergeArgs {
                     n,
                     log_run: pass.log_run,
-                    tile_bits,
+                    tile_bits: pass.tile_bits,
                     encoding,
-                    transform: if i == last { DECODE_ON_STORE } else { 0 },
+                    transform: if pass.last { DECODE_ON_STORE } else { 0 },
                 },
                 // The kernel searches with a warp per tile when it has 32 threads per tile.
                 split_grid: grid_of(
@@ -463,7 +458,7 @@ pub fn merge_path_plan(
                 split_block: SPLIT_BLOCK,
                 grid: grid_of(tiles.min(resident(block))),
                 block,
-                shared_bytes: merge_shared_bytes(tile_bits, widths.element()) as u32,
+                shared_bytes: merge_shared_bytes(pass.tile_bits, widths.element()) as u32,
             }
         })
         .collect();

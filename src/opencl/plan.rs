@@ -459,38 +459,36 @@ pub fn merge_path_plan(limits: &Limits, n: u64, key_bytes: u64) -> Option<MergeP
         log_tile: sort_tile,
         log_ways: 1,
     }
-    .passes();
-    let last = passes.len().saturating_sub(1);
+    .tiled_passes(merge_tile);
     let split_group = floor_pow2(limits.merge_group.clamp(1, MAX_GLOBAL_GROUP));
     let merges: Vec<MergeLaunch> = passes
-        .iter()
-        .enumerate()
-        .map(|(i, pass)| {
-            // A work-group's outputs lie inside one pair of runs.
-            let tile_bits = merge_tile.min(pass.log_run + 1);
-            let tiles = n.div_ceil(1 << tile_bits);
+        .into_iter()
+        .map(|pass| {
             let split_local = if limits.uniform_groups {
                 split_group
             } else {
-                split_group.min(floor_pow2(tiles as usize))
+                split_group.min(floor_pow2(pass.tiles as usize))
             };
             MergeLaunch {
                 log_run: pass.log_run,
-                tile_bits,
-                transform: if i == last { DECODE_ON_STORE } else { 0 },
-                tiles,
-                split_groups: tiles.div_ceil(split_local as u64).clamp(1, MAX_TILE_GROUPS) as usize,
+                tile_bits: pass.tile_bits,
+                transform: if pass.last { DECODE_ON_STORE } else { 0 },
+                tiles: pass.tiles,
+                split_groups: pass
+                    .tiles
+                    .div_ceil(split_local as u64)
+                    .clamp(1, MAX_TILE_GROUPS) as usize,
                 split_local,
-                groups: tiles.clamp(1, MAX_TILE_GROUPS) as usize,
+                groups: pass.tiles.clamp(1, MAX_TILE_GROUPS) as usize,
                 // A CPU device gets one size for every pass (see `Limits::uniform_groups`):
                 // work items past a smaller tile's end idle.
                 local: 1
                     << (if limits.uniform_groups {
                         merge_tile
                     } else {
-                        tile_bits
+                        pass.tile_bits
                     } - log_e),
-                local_bytes: merge_local_key_bytes(tile_bits, key_bytes),
+                local_bytes: merge_local_key_bytes(pass.tile_bits, key_bytes),
             }
         })
         .collect();

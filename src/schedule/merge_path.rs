@@ -69,6 +69,44 @@ impl MergePlan {
     }
 }
 
+/// One two-way merge pass as the kernels run it: output tiles of `2^tile_bits` keys, each
+/// merged by one block or work-group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TiledPass {
+    /// log2 of the input runs.
+    pub log_run: u32,
+    /// log2 of a tile's outputs: the kernels' largest, or less so that a tile lies inside
+    /// one pair of runs.
+    pub tile_bits: u32,
+    /// Output tiles (`ceil(n / 2^tile_bits)`).
+    pub tiles: u64,
+    /// Whether this is the last pass (which decodes keys as it stores them).
+    pub last: bool,
+}
+
+impl MergePlan {
+    /// The two-way passes of this plan (`log_ways` must be 1) with tiles of at most
+    /// `2^max_tile_bits` outputs.
+    pub fn tiled_passes(&self, max_tile_bits: u32) -> Vec<TiledPass> {
+        debug_assert_eq!(self.log_ways, 1, "the kernels merge two runs at a time");
+        let passes = self.passes();
+        let count = passes.len();
+        passes
+            .into_iter()
+            .enumerate()
+            .map(|(i, pass)| {
+                let tile_bits = max_tile_bits.min(pass.log_run + 1);
+                TiledPass {
+                    log_run: pass.log_run,
+                    tile_bits,
+                    tiles: self.n.div_ceil(1 << tile_bits),
+                    last: i + 1 == count,
+                }
+            })
+            .collect()
+    }
+}
+
 /// How many keys of each run come first in the `rank` smallest of all `runs` (each sorted
 /// ascending): the splitters of output rank `rank`. Equal keys count as smaller in a lower
 /// run, and earlier in the same run, so merging the runs' prefixes and suffixes at these
