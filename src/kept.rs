@@ -99,7 +99,7 @@ impl<B: DeviceBytes> Scratch<B> {
         total_bytes([&self.keys, &self.values, &self.splits])
     }
 
-    /// Grows the scratch to `keys`, `values` (0: none) and `splits` (0: none) bytes. Out of device
+    /// Grows the scratch to `keys`, `values` (0: none) and `splits` bytes. Out of device
     /// memory it frees what it holds and returns `false`: the network, which sorts in place,
     /// sorts instead.
     pub(crate) fn grow(
@@ -113,7 +113,7 @@ impl<B: DeviceBytes> Scratch<B> {
         if grown.is_ok() && values > 0 {
             grown = grow(&mut self.values, values, &mut alloc).map(|_| ());
         }
-        if grown.is_ok() && splits > 0 {
+        if grown.is_ok() {
             grown = grow(&mut self.splits, splits, &mut alloc).map(|_| ());
         }
         match grown {

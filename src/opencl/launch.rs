@@ -10,7 +10,7 @@ use opencl3::types::cl_mem;
 
 use super::driver::driver;
 use super::plan::{Kind, Launch, MergePathPlan, Shape, SortPlan};
-use super::programs::Kernels;
+use super::programs::{Kernels, MergeKernels};
 use super::{OpenClBackend, Operands};
 use crate::backend::BackendKind;
 use crate::error::Result;
@@ -170,9 +170,10 @@ impl OpenClBackend {
     }
 
     /// Enqueues a merge-path sort of the `n` keys of `keys.keys` on `queue`: the tile sort in
-    /// place, then each merge pass from one buffer into the other, starting from the keys,
-    /// so that the last (even-numbered) pass writes them. `scratch` holds as many keys.
-    /// Returns the last launch's event; on failure, lets what was enqueued drain first.
+    /// place, then each merge pass's splitter and merge from one buffer into the other,
+    /// starting from the keys, so that the last (even-numbered) pass writes them. `scratch`
+    /// holds as many keys, `splits` [`MergePathPlan::splits`] `ulong`s. Returns the last
+    /// launch's event; on failure, lets what was enqueued drain first.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn enqueue_merge_path(
         &self,
@@ -180,7 +181,7 @@ impl OpenClBackend {
         kernels: &Kernels,
         keys: Operands,
         n: u64,
-        scratch: cl_mem,
+        (scratch, splits): (cl_mem, cl_mem),
         plan: &MergePathPlan,
         encoding: KeyEncoding,
         requested: u64,
@@ -203,23 +204,15 @@ impl OpenClBackend {
             )?;
             let (mut from, mut to) = (keys.keys, scratch);
             for pass in &plan.merges {
-                let mut args = Args {
-                    kernel: merge,
-                    index: 0,
-                };
-                args.buffer(from)?;
-                args.buffer(to)?;
-                args.u64(n)?;
-                args.u32(pass.log_run)?;
-                args.u32(pass.tile_bits)?;
-                args.u32(encoding.code())?;
-                args.u32(pass.transform)?;
-                args.local(pass.local_bytes)?;
-                // SAFETY: `merge_pass(src, dst, n, log_run, tile_bits, encoding, transform,
-                // lkeys)`, set just above.
-                last = unsafe {
-                    self.enqueue_kernel(queue, merge, pass.groups, pass.local, requested)
-                }?;
+                last = self.enqueue_merge(
+                    queue,
+                    merge,
+                    (from, to, splits),
+                    n,
+                    pass,
+                    encoding,
+                    requested,
+                )?;
                 std::mem::swap(&mut from, &mut to);
             }
             Ok(last)
@@ -231,8 +224,58 @@ impl OpenClBackend {
         enqueued
     }
 
+    /// Enqueues one merge pass: its splitter into `splits`, then its merge from `from` into
+    /// `to` (the buffers as `(from, to, splits)`).
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_merge(
+        &self,
+        queue: &CommandQueue,
+        merge: &MergeKernels,
+        (from, to, splits): (cl_mem, cl_mem, cl_mem),
+        n: u64,
+        pass: &super::plan::MergeLaunch,
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<Event> {
+        let mut args = Args {
+            kernel: &merge.split,
+            index: 0,
+        };
+        args.buffer(from)?;
+        args.buffer(splits)?;
+        args.u64(n)?;
+        args.u32(pass.log_run)?;
+        args.u32(pass.tile_bits)?;
+        // SAFETY: `merge_split(keys, splits, n, log_run, tile_bits)`, set just above.
+        unsafe {
+            self.enqueue_kernel(
+                queue,
+                &merge.split,
+                pass.split_groups,
+                pass.split_local,
+                requested,
+            )
+        }?;
+        let mut args = Args {
+            kernel: &merge.pass,
+            index: 0,
+        };
+        args.buffer(from)?;
+        args.buffer(to)?;
+        args.buffer(splits)?;
+        args.u64(n)?;
+        args.u32(pass.log_run)?;
+        args.u32(pass.tile_bits)?;
+        args.u32(encoding.code())?;
+        args.u32(pass.transform)?;
+        args.local(pass.local_bytes)?;
+        // SAFETY: `merge_pass(src, dst, splits, n, log_run, tile_bits, encoding, transform,
+        // lkeys)`, set just above.
+        unsafe { self.enqueue_kernel(queue, &merge.pass, pass.groups, pass.local, requested) }
+    }
+
     /// Enqueues a sort's plan on `queue`: the network's launches, or merge path with its
-    /// scratch buffer. Returns the last launch's event (none for no launch).
+    /// `(scratch, splits)` buffers. Returns the last launch's event (none for no launch).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn enqueue_plan(
         &self,
@@ -240,7 +283,7 @@ impl OpenClBackend {
         kernels: &Kernels,
         buffers: Operands,
         shape: Shape,
-        (plan, scratch): (&SortPlan, Option<cl_mem>),
+        (plan, scratch): (&SortPlan, Option<(cl_mem, cl_mem)>),
         encoding: KeyEncoding,
         requested: u64,
     ) -> Result<Option<Event>> {

@@ -257,7 +257,7 @@ impl OpenClBackend {
         plan::choose(&variant.limits, shape, key_bytes, value_bytes, oblivious)
     }
 
-    /// The plan of a sort and the scratch buffer it needs, grown in `scratch`;
+    /// The plan of a sort and the `(scratch, splits)` buffers it needs, grown in `scratch`;
     /// the network's plan where a merge-path plan's scratch does not fit in device memory.
     fn plan_with_scratch(
         &self,
@@ -266,16 +266,19 @@ impl OpenClBackend {
         shape: Shape,
         (key_bytes, value_bytes): (u64, u64),
         requested: u64,
-    ) -> Result<(SortPlan, Option<cl_mem>)> {
+    ) -> Result<(SortPlan, Option<(cl_mem, cl_mem)>)> {
         let plan = self.plan(variant, shape, key_bytes, value_bytes);
-        let SortPlan::MergePath(_) = &plan else {
+        let SortPlan::MergePath(merge) = &plan else {
             return Ok((plan, None));
         };
-        let grown = scratch.grow((shape.row_len * key_bytes) as usize, 0, 0, |len| {
-            self.alloc(len, requested)
-        })?;
-        match &scratch.keys {
-            Some(keys) if grown => Ok((plan, Some(keys.get()))),
+        let grown = scratch.grow(
+            (shape.row_len * key_bytes) as usize,
+            0,
+            merge.splits as usize * 8,
+            |len| self.alloc(len, requested),
+        )?;
+        match (&scratch.keys, &scratch.splits) {
+            (Some(keys), Some(splits)) if grown => Ok((plan, Some((keys.get(), splits.get())))),
             _ => {
                 let network = plan::plan(&variant.limits, shape, variant.element_bytes);
                 Ok((SortPlan::Network(network), None))

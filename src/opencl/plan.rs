@@ -343,8 +343,8 @@ fn launches(limits: &Limits, shape: Shape, element_bytes: u64, schedule: &Schedu
         .collect()
 }
 
-/// One merge pass: `merge_pass` merges pairs of runs from one buffer into the other, each
-/// work-group finding its tiles' parts itself.
+/// One merge pass: `merge_split` finds where every output tile's part of its two input runs
+/// starts, then `merge_pass` merges the parts from one buffer into the other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MergeLaunch {
     /// log2 of the input runs.
@@ -353,8 +353,12 @@ pub struct MergeLaunch {
     pub tile_bits: u32,
     /// `DECODE_ON_STORE` on the last pass, else 0.
     pub transform: u32,
-    /// Output tiles.
+    /// Output tiles (entries of the splitter buffer this pass fills).
     pub tiles: u64,
+    /// Work-groups of `merge_split` (their items loop over the tiles).
+    pub split_groups: usize,
+    /// Work items per work-group of `merge_split`.
+    pub split_local: usize,
     /// Work-groups of `merge_pass` (they loop over the tiles).
     pub groups: usize,
     /// Work items per work-group of `merge_pass`.
@@ -372,6 +376,8 @@ pub struct MergePathPlan {
     pub tile_sort: Launch,
     /// The merge passes in order.
     pub merges: Vec<MergeLaunch>,
+    /// Entries of the splitter buffer (`u64`): the most output tiles of any pass.
+    pub splits: u64,
 }
 
 /// What a sort runs: the network's launches, or a tile sort and merge passes.
@@ -379,7 +385,8 @@ pub struct MergePathPlan {
 pub enum SortPlan {
     /// Every pass in place ([`plan`]).
     Network(Vec<Launch>),
-    /// [`merge_path_plan`]; needs a scratch buffer as large as the keys.
+    /// [`merge_path_plan`]; needs a scratch buffer as large as the keys and a splitter
+    /// buffer.
     MergePath(MergePathPlan),
 }
 
@@ -453,26 +460,44 @@ pub fn merge_path_plan(limits: &Limits, n: u64, key_bytes: u64) -> Option<MergeP
         log_ways: 1,
     }
     .tiled_passes(merge_tile);
+    let split_group = floor_pow2(limits.merge_group.clamp(1, MAX_GLOBAL_GROUP));
     let merges: Vec<MergeLaunch> = passes
         .into_iter()
-        .map(|pass| MergeLaunch {
-            log_run: pass.log_run,
-            tile_bits: pass.tile_bits,
-            transform: if pass.last { DECODE_ON_STORE } else { 0 },
-            tiles: pass.tiles,
-            groups: pass.tiles.clamp(1, MAX_TILE_GROUPS) as usize,
-            // A CPU device gets one size for every pass (see `Limits::uniform_groups`):
-            // work items past a smaller tile's end idle.
-            local: 1
-                << (if limits.uniform_groups {
-                    merge_tile
-                } else {
-                    pass.tile_bits
-                } - log_e),
-            local_bytes: merge_local_key_bytes(pass.tile_bits, key_bytes),
+        .map(|pass| {
+            let split_local = if limits.uniform_groups {
+                split_group
+            } else {
+                split_group.min(floor_pow2(pass.tiles as usize))
+            };
+            MergeLaunch {
+                log_run: pass.log_run,
+                tile_bits: pass.tile_bits,
+                transform: if pass.last { DECODE_ON_STORE } else { 0 },
+                tiles: pass.tiles,
+                split_groups: pass
+                    .tiles
+                    .div_ceil(split_local as u64)
+                    .clamp(1, MAX_TILE_GROUPS) as usize,
+                split_local,
+                groups: pass.tiles.clamp(1, MAX_TILE_GROUPS) as usize,
+                // A CPU device gets one size for every pass (see `Limits::uniform_groups`):
+                // work items past a smaller tile's end idle.
+                local: 1
+                    << (if limits.uniform_groups {
+                        merge_tile
+                    } else {
+                        pass.tile_bits
+                    } - log_e),
+                local_bytes: merge_local_key_bytes(pass.tile_bits, key_bytes),
+            }
         })
         .collect();
-    Some(MergePathPlan { tile_sort, merges })
+    let splits = merges.iter().map(|m| m.tiles).max().unwrap_or(0);
+    Some(MergePathPlan {
+        tile_sort,
+        merges,
+        splits,
+    })
 }
 
 /// The tile size the schedule was built with (from its first pass).
@@ -613,8 +638,7 @@ mod tests {
                         assert!(m.tile_bits <= m.log_run + 1, "{m:?}");
                         assert_eq!(m.tiles, n.div_ceil(1 << m.tile_bits));
                         assert!(m.local_bytes <= limits.local_mem - LOCAL_MEM_MARGIN);
-                        // Two halves of at least one item search a tile's ends.
-                        assert!(m.groups >= 1 && m.local >= 2, "{m:?}");
+                        assert!(m.split_groups >= 1 && m.split_local >= 1 && m.groups >= 1);
                     }
                     assert_eq!(p.merges[0].log_run, {
                         let Kind::Tile { log_net, .. } = p.tile_sort.kind else {

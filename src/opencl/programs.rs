@@ -59,6 +59,9 @@ pub(super) const TILE_KERNEL: &str = "bitonic_tile";
 /// Name of the register kernel (global passes of at most `2^LOG_E` levels).
 pub(super) const GLOBAL_KERNEL: &str = "bitonic_global";
 
+/// Name of the merge passes' splitter kernel (programs for keys alone).
+pub(super) const MERGE_SPLIT_KERNEL: &str = "merge_split";
+
 /// Name of the merge kernel (programs for keys alone).
 pub(super) const MERGE_PASS_KERNEL: &str = "merge_pass";
 
@@ -125,8 +128,14 @@ pub(super) struct Variant {
 pub(super) struct Kernels {
     pub(super) tile: Kernel,
     pub(super) global: Kernel,
-    /// The merge passes' kernel (`kernels/merge_path.clh`), in programs for keys alone.
-    pub(super) merge: Option<Kernel>,
+    /// The merge passes' kernels, in programs for keys alone.
+    pub(super) merge: Option<MergeKernels>,
+}
+
+/// The merge passes' two kernels (`kernels/merge_path.clh`).
+pub(super) struct MergeKernels {
+    pub(super) split: Kernel,
+    pub(super) pass: Kernel,
 }
 
 impl OpenClBackend {
@@ -208,7 +217,10 @@ impl OpenClBackend {
         };
         let create = |name: &str| Kernel::create(&program, name).map_err(driver("clCreateKernel"));
         let merge = match key.value {
-            None => Some(create(MERGE_PASS_KERNEL)?),
+            None => Some(MergeKernels {
+                split: create(MERGE_SPLIT_KERNEL)?,
+                pass: create(MERGE_PASS_KERNEL)?,
+            }),
             Some(_) => None,
         };
         let kernels = Kernels {
@@ -229,7 +241,7 @@ impl OpenClBackend {
             tile_group: kernel_limit(&kernels.tile)?,
             global_group: kernel_limit(&kernels.global)?,
             merge_group: match &kernels.merge {
-                Some(m) => kernel_limit(m)?,
+                Some(m) => kernel_limit(&m.pass)?.min(kernel_limit(&m.split)?),
                 None => 0,
             },
             log_e: key.log_e,
