@@ -65,6 +65,18 @@ pub fn merge_local_key_bytes(bits: u32, key_bytes: u64) -> u64 {
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub const MERGE_LOG_E: u32 = 4;
 
+/// log2 of the outputs each thread of a merge pass writes for elements (keys, and values
+/// where they move too) of `element_bytes`: `MERGE_LOG_E` for 4 bytes, one less for wider
+/// ones (`E` of `cuda/bitonic.cu`, `MERGE_E` of `kernels/merge_path.clh`).
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub fn merge_log_e(element_bytes: u64) -> u32 {
+    if element_bytes == 4 {
+        MERGE_LOG_E
+    } else {
+        MERGE_LOG_E - 1
+    }
+}
+
 /// Threads of a CUDA merge block at most (`MERGE_THREADS`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const MERGE_THREADS: u32 = 256;

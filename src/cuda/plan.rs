@@ -13,8 +13,8 @@ use crate::schedule::merge_path::{MergePlan, choose_sort_tile};
 use crate::schedule::{Pass, Schedule, TileParams, Transform, choose_log_tile};
 
 pub use crate::kernel_contract::{
-    DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_BLOCKS_PER_SM, MERGE_LOG_E, MERGE_THREADS, MODE_GLOBAL,
-    MODE_MERGE, MODE_SORT, MergeArgs, PassArgs, merge_shared_bytes, padded_words,
+    DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_BLOCKS_PER_SM, MERGE_THREADS, MODE_GLOBAL, MODE_MERGE,
+    MODE_SORT, MergeArgs, PassArgs, merge_log_e, merge_shared_bytes, padded_words,
 };
 
 /// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's
@@ -354,16 +354,6 @@ pub struct MergePathPlan {
     pub splits: u64,
 }
 
-/// log2 of the outputs one thread of a merge pass writes: `MERGE_LOG_E` for 4-byte elements,
-/// one less for wider ones (the kernels' `E` in `cuda/bitonic.cu`).
-pub fn merge_log_e(widths: Widths) -> u32 {
-    if widths.element() == 4 {
-        MERGE_LOG_E
-    } else {
-        MERGE_LOG_E - 1
-    }
-}
-
 /// Merge passes of at most this many output tiles find the tiles' starts with a warp per
 /// tile (32 lanes test 32 candidates a round, so a search takes a few rounds of loads
 /// instead of a chain of up to 27); larger passes with a thread per tile. Measured on the
@@ -379,7 +369,7 @@ const SPLIT_BLOCK: u32 = 256;
 /// are compiled for).
 pub fn merge_log_tile(limits: &DeviceLimits, widths: Widths) -> u32 {
     let budget = shared_budget(limits, MERGE_BLOCKS_PER_SM);
-    let mut bits = merge_log_e(widths) + MERGE_THREADS.trailing_zeros();
+    let mut bits = merge_log_e(widths.element()) + MERGE_THREADS.trailing_zeros();
     while bits > 1 && merge_shared_bytes(bits, widths.element()) > budget {
         bits -= 1;
     }
@@ -395,7 +385,7 @@ pub fn merge_path_plan(
     encoding: u32,
 ) -> Option<MergePathPlan> {
     let merge_tile = merge_log_tile(limits, widths);
-    let log_e = merge_log_e(widths);
+    let log_e = merge_log_e(widths.element());
     if merge_tile < log_e + 5 {
         return None;
     }

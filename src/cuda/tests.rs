@@ -379,7 +379,7 @@ fn merge_path_plans() {
                 for m in &p.merges {
                     assert_eq!(m.args.log_run, log_run);
                     assert!(m.args.tile_bits <= log_run + 1, "a block spans two pairs");
-                    let e = plan::merge_log_e(widths);
+                    let e = plan::merge_log_e(widths.element());
                     assert_eq!(m.block, 1 << (m.args.tile_bits - e));
                     assert!(m.block <= plan::MERGE_THREADS);
                     assert!(

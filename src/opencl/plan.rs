@@ -19,8 +19,8 @@ use crate::schedule::merge_path::{MergePlan, choose_sort_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2, choose_log_tile};
 
 pub use crate::kernel_contract::{
-    DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_LOG_E, MERGE_THREADS, MODE_GLOBAL, MODE_MERGE,
-    MODE_SORT, merge_local_key_bytes, padded_words,
+    DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_THREADS, MODE_GLOBAL, MODE_MERGE, MODE_SORT,
+    merge_local_key_bytes, merge_log_e, padded_words,
 };
 
 /// log2 of the elements a work item holds in registers in one round (`LOG_E` of the
@@ -390,16 +390,6 @@ pub enum SortPlan {
     MergePath(MergePathPlan),
 }
 
-/// log2 of the outputs one work item of a merge pass writes (`MERGE_E` of
-/// `kernels/merge_path.clh`).
-pub fn merge_log_e(key_bytes: u64) -> u32 {
-    if key_bytes == 4 {
-        MERGE_LOG_E
-    } else {
-        MERGE_LOG_E - 1
-    }
-}
-
 /// log2 of the outputs of one merge work-group: `MERGE_THREADS` work items' worth (fewer
 /// where the kernel allows fewer), less where the local memory holds less.
 pub fn merge_log_tile(limits: &Limits, key_bytes: u64) -> u32 {
@@ -448,11 +438,17 @@ pub fn merge_path_plan(limits: &Limits, n: u64, key_bytes: u64) -> Option<MergeP
         return None;
     }
     let sort_tile = choose_sort_tile(n, max_log_tile(limits, key_bytes), limits.compute_units)?;
-    let shape = Shape::new(n, 1);
-    let schedule = Schedule::new(n, tile_params(sort_tile));
-    // The network's first launch sorts every tile and encodes the keys; the merges replace
-    // the rest of it. Its last step would decode: this one must not.
-    let mut tile_sort = *launches(limits, shape, key_bytes, &schedule).first()?;
+    // The network's local sort of every tile, alone (the merges replace the rest of the
+    // network, so its schedule and launches are not built); it encodes the keys, and the
+    // last merge, not it, decodes them.
+    let local_sort = Schedule {
+        n,
+        log_n: ceil_log2(n),
+        passes: vec![Pass::LocalSort {
+            log_tile: sort_tile,
+        }],
+    };
+    let mut tile_sort = *launches(limits, Shape::new(n, 1), key_bytes, &local_sort).first()?;
     tile_sort.transform = ENCODE_ON_LOAD;
     let passes = MergePlan {
         n,
