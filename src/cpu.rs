@@ -2,14 +2,18 @@
 //!
 //! Keys alone sort with `par_sort_unstable` on ordered words (a total order on bits, so the
 //! result equals any correct sort's). Key-value pairs run the same comparator network as
-//! the GPUs through [`schedule::emulate`], so values of equal keys land exactly where a GPU
-//! puts them.
+//! the GPUs through [`schedule::emulate`], or, where the GPUs sort them by merge path
+//! ([`pair_sort_tile`]), the same tile sort followed by a stable merge
+//! ([`schedule::emulate_merge_path`]), so values of equal keys land exactly where a GPU puts
+//! them.
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Result, check_rows_words};
 use crate::keys::{KeyEncoding, Word, WordsMut};
+use crate::schedule::merge_path::pair_sort_tile;
 use crate::schedule::{self, Schedule, TileParams};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Tiles that stay in a core's L2 cache; the result does not depend on them.
 const CPU_TILE: TileParams = TileParams {
@@ -22,12 +26,18 @@ const CPU_TILE: TileParams = TileParams {
 #[derive(Debug)]
 pub struct CpuBackend {
     info: DeviceInfo,
+    /// Whether key-value sorts run the network alone ([`Backend::set_oblivious`]), as the
+    /// GPU backends then do.
+    oblivious: AtomicBool,
 }
 
 impl CpuBackend {
     /// The host CPU, with all of rayon's threads.
     pub fn new() -> CpuBackend {
-        CpuBackend { info: info() }
+        CpuBackend {
+            info: info(),
+            oblivious: AtomicBool::new(false),
+        }
     }
 }
 
@@ -87,17 +97,25 @@ fn sort_keys<W: Word>(keys: &mut [W], enc: KeyEncoding) {
     map_keys(keys, |k| enc.decode(k));
 }
 
-fn sort_pairs<W: Word, V: bytemuck::Pod + Send>(
+/// Sorts pairs as the GPUs do: merge path's order where `merge_tile` is given (one row past
+/// [`pair_sort_tile`]'s threshold), the network's otherwise.
+fn sort_pairs<W: Word, V: bytemuck::Pod + Send + Sync>(
     keys: &mut [W],
     values: &mut [V],
     enc: KeyEncoding,
+    merge_tile: Option<u32>,
 ) {
     if keys.len() < SEQUENTIAL_BELOW && sort_distinct_pairs(keys, values, enc) {
         return;
     }
     map_keys(keys, |k| enc.encode(k));
-    let schedule = Schedule::new(keys.len() as u64, CPU_TILE);
-    schedule::emulate(&schedule, keys, Some(values));
+    match merge_tile {
+        Some(log_tile) => schedule::emulate_merge_path(log_tile, keys, values),
+        None => {
+            let schedule = Schedule::new(keys.len() as u64, CPU_TILE);
+            schedule::emulate(&schedule, keys, Some(values));
+        }
+    }
     map_keys(keys, |k| enc.decode(k));
 }
 
@@ -126,27 +144,36 @@ fn sort_distinct_pairs<W: Word, V: bytemuck::Pod>(
     true
 }
 
-/// Sorts `keys` (and `values`) in rows of `row_len`, rows in parallel.
+/// Sorts `keys` (and `values`) in rows of `row_len`, rows in parallel. One row of pairs
+/// takes merge path's order past [`pair_sort_tile`]'s threshold unless `oblivious`; rows
+/// always take the network's, as on the GPUs.
 fn sort_rows<W: Word>(
     keys: &mut [W],
     values: Option<WordsMut<'_>>,
     enc: KeyEncoding,
     row_len: usize,
+    oblivious: bool,
 ) {
-    fn pairs<W: Word, V: bytemuck::Pod + Send>(
+    fn pairs<W: Word, V: bytemuck::Pod + Send + Sync>(
         keys: &mut [W],
         values: &mut [V],
         enc: KeyEncoding,
         row_len: usize,
+        oblivious: bool,
     ) {
+        let element_bytes = (std::mem::size_of::<W>() + std::mem::size_of::<V>()) as u64;
+        if row_len == keys.len() && !oblivious {
+            let tile = pair_sort_tile(row_len as u64, element_bytes);
+            return sort_pairs(keys, values, enc, tile);
+        }
         keys.par_chunks_mut(row_len)
             .zip(values.par_chunks_mut(row_len))
-            .for_each(|(k, v)| sort_pairs(k, v, enc));
+            .for_each(|(k, v)| sort_pairs(k, v, enc, None));
     }
     match values {
         None => keys.par_chunks_mut(row_len).for_each(|k| sort_keys(k, enc)),
-        Some(WordsMut::U32(v)) => pairs(keys, v, enc, row_len),
-        Some(WordsMut::U64(v)) => pairs(keys, v, enc, row_len),
+        Some(WordsMut::U32(v)) => pairs(keys, v, enc, row_len, oblivious),
+        Some(WordsMut::U64(v)) => pairs(keys, v, enc, row_len, oblivious),
     }
 }
 
@@ -163,10 +190,99 @@ impl Backend for CpuBackend {
         row_len: usize,
     ) -> Result<()> {
         check_rows_words(keys.len(), values.as_ref().map(WordsMut::len), row_len)?;
+        let oblivious = self.oblivious.load(Ordering::Relaxed);
         match keys {
-            WordsMut::U32(k) => sort_rows(k, values, encoding, row_len),
-            WordsMut::U64(k) => sort_rows(k, values, encoding, row_len),
+            WordsMut::U32(k) => sort_rows(k, values, encoding, row_len, oblivious),
+            WordsMut::U64(k) => sort_rows(k, values, encoding, row_len, oblivious),
         }
         Ok(())
+    }
+
+    fn set_oblivious(&self, oblivious: bool) {
+        self.oblivious.store(oblivious, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    /// Network order of `keys` (ordered words) with `values`, from the whole network's
+    /// schedule for their length.
+    fn network(keys: &[u32], values: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        let (mut k, mut v) = (keys.to_vec(), values.to_vec());
+        let schedule = Schedule::new(k.len() as u64, CPU_TILE);
+        schedule::emulate(&schedule, &mut k, Some(&mut v));
+        (k, v)
+    }
+
+    /// Past the threshold, one row of pairs comes out in merge path's order: sorted keys,
+    /// and the pairs of each tile of `2^pair_sort_tile` inputs in the order the network
+    /// gives that tile alone, tile after tile among equal keys. In the oblivious mode, and
+    /// in rows, the whole network's order.
+    #[test]
+    fn long_pairs_take_merge_paths_order() {
+        let n = (1usize << 20) + 4099;
+        let log_tile = pair_sort_tile(n as u64, 8).expect("past the threshold");
+        let mut rng = StdRng::seed_from_u64(41);
+        let keys: Vec<u32> = (0..n).map(|_| rng.gen_range(0..50)).collect();
+        let values: Vec<u32> = (0..n as u32).collect();
+        let cpu = CpuBackend::new();
+        let enc = KeyEncoding {
+            kind: crate::keys::KeyKind::Unsigned,
+            descending: false,
+        };
+        let (mut k, mut v) = (keys.clone(), values.clone());
+        cpu.sort_rows_words(WordsMut::U32(&mut k), Some(WordsMut::U32(&mut v)), enc, n)
+            .expect("sort");
+        assert!(k.windows(2).all(|w| w[0] <= w[1]), "keys out of order");
+        let mut tiles: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n.div_ceil(1 << log_tile)];
+        let mut last_tile = vec![0usize; 50];
+        for (&key, &value) in k.iter().zip(&v) {
+            assert_eq!(keys[value as usize], key, "a value left its key");
+            let tile = (value >> log_tile) as usize;
+            assert!(
+                tile >= last_tile[key as usize],
+                "key {key}: tile {tile} after a later one"
+            );
+            last_tile[key as usize] = tile;
+            tiles[tile].push((key, value));
+        }
+        for (t, got) in tiles.iter().enumerate() {
+            let range = (t << log_tile)..n.min((t + 1) << log_tile);
+            let (wk, wv) = network(&keys[range.clone()], &values[range]);
+            let want: Vec<(u32, u32)> = wk.into_iter().zip(wv).collect();
+            // Stable merges keep a tile's pairs in its order: the tile's pairs by key, each
+            // key's in the tile network's order.
+            let mut by_key = want.clone();
+            by_key.sort_by_key(|p| p.0);
+            assert_eq!(got, &by_key, "tile {t}");
+        }
+        // Rows, and the oblivious mode: the whole network.
+        let half = n / 2 - 1;
+        let (mut k, mut v) = (keys[..2 * half].to_vec(), values[..2 * half].to_vec());
+        cpu.sort_rows_words(
+            WordsMut::U32(&mut k),
+            Some(WordsMut::U32(&mut v)),
+            enc,
+            half,
+        )
+        .expect("rows");
+        for r in 0..2 {
+            let rows = r * half..(r + 1) * half;
+            let (wk, wv) = network(&keys[rows.clone()], &values[rows.clone()]);
+            assert!(k[rows.clone()] == wk[..] && v[rows] == wv[..], "row {r}");
+        }
+        cpu.set_oblivious(true);
+        let (mut k, mut v) = (keys.clone(), values.clone());
+        cpu.sort_rows_words(WordsMut::U32(&mut k), Some(WordsMut::U32(&mut v)), enc, n)
+            .expect("oblivious");
+        let (wk, wv) = network(&keys, &values);
+        assert!(
+            k == wk && v == wv,
+            "the oblivious mode is the network's order"
+        );
     }
 }

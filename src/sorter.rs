@@ -118,11 +118,12 @@ impl SorterBuilder {
     /// Data-oblivious sorting: with `true`, every sort runs the bitonic sorting network
     /// alone, whose sequence of compared and moved positions depends only on the length
     /// (and the device's tile sizes), never on the keys (`docs/testing.md` says what is
-    /// tested). With `false`, the default, a CUDA sort of one array larger than one tile
-    /// sorts tiles with the network and then merges the sorted tiles by merge path, which is
-    /// faster but reads memory where the keys lead it. Only keys alone take that path, so
-    /// results are the same in both modes (key-value sorts run the network either way).
-    /// Device-resident calls follow the same setting.
+    /// tested). With `false`, the default, a GPU sort of one large array sorts tiles with
+    /// the network and then merges the sorted tiles by merge path, which is faster but reads
+    /// memory where the keys lead it. Keys come out the same in both modes; values of equal
+    /// keys may come out in another order, since merge path keeps each tile's order of them
+    /// where the network mixes tiles (every backend, the CPU included, gives the same
+    /// order within one mode). Device-resident calls follow the same setting.
     pub fn oblivious(mut self, oblivious: bool) -> Self {
         self.oblivious = oblivious;
         self
@@ -139,6 +140,9 @@ impl SorterBuilder {
         backend.set_all_or_nothing(self.all_or_nothing);
         backend.set_oblivious(self.oblivious);
         let mut sorter = Sorter::with_backend(backend);
+        if let Some(cpu) = &sorter.cpu {
+            cpu.set_oblivious(self.oblivious);
+        }
         sorter.host_below = self.host_below;
         Ok(sorter)
     }

@@ -9,7 +9,7 @@
 //! the whole row is one tile spread over the eight blocks of a thread-block cluster, which
 //! sorts it on eight multiprocessors rather than one block's, or a chain of launches.
 
-use crate::schedule::merge_path::{MergePlan, choose_sort_tile};
+use crate::schedule::merge_path::{MergePlan, choose_sort_tile, pair_sort_tile};
 use crate::schedule::{Pass, Schedule, TileParams, Transform, choose_log_tile};
 
 pub use crate::kernel_contract::{
@@ -377,10 +377,31 @@ pub fn merge_log_tile(limits: &DeviceLimits, widths: Widths) -> u32 {
 }
 
 /// The merge-path plan of a sort of one row of `n` elements, or `None` where the network
-/// sorts it ([`choose_sort_tile`], or tiles too small for merge blocks).
+/// sorts it: keys alone where [`choose_sort_tile`] says so, key-value pairs where
+/// [`pair_sort_tile`] does (and the device holds that tile), and neither where merge tiles
+/// would be too small for merge blocks.
 pub fn merge_path_plan(
     limits: &DeviceLimits,
     n: u64,
+    widths: Widths,
+    encoding: u32,
+) -> Option<MergePathPlan> {
+    let max_tile = max_log_tile(limits, widths, None);
+    let sort_tile = if widths.value == 0 {
+        choose_sort_tile(n, max_tile, limits.multiprocessors)?
+    } else {
+        pair_sort_tile(n, widths.element()).filter(|&tile| tile <= max_tile)?
+    };
+    tiled_merge_path_plan(limits, n, sort_tile, widths, encoding)
+}
+
+/// The merge-path plan of a sort of one row of `n` elements whose tile sort sorts tiles of
+/// `2^sort_tile` (which leaves an even number of merge passes), or `None` where merge tiles
+/// would be too small for merge blocks.
+pub fn tiled_merge_path_plan(
+    limits: &DeviceLimits,
+    n: u64,
+    sort_tile: u32,
     widths: Widths,
     encoding: u32,
 ) -> Option<MergePathPlan> {
@@ -389,11 +410,6 @@ pub fn merge_path_plan(
     if merge_tile < log_e + 5 {
         return None;
     }
-    let sort_tile = choose_sort_tile(
-        n,
-        max_log_tile(limits, widths, None),
-        limits.multiprocessors,
-    )?;
     let plan = MergePlan {
         n,
         log_tile: sort_tile,
@@ -474,11 +490,10 @@ pub enum SortPlan {
     MergePath(MergePathPlan),
 }
 
-/// The plan of a sort: merge path for keys alone in one row that is neither one tile nor one
-/// cluster's, unless `oblivious` asks for the network (whose memory accesses depend only on
-/// the shape). Key-value sorts keep the network for now: every backend runs it, which is
-/// what makes their values of equal keys identical on CUDA, OpenCL and the CPU; for keys
-/// alone equal keys are equal words, and any correct sort gives the same result.
+/// The plan of a sort: merge path for one row that is neither one tile nor one cluster's
+/// (for key-value pairs, one past [`pair_sort_tile`]'s threshold, the same on every
+/// backend), unless `oblivious` asks for the network (whose memory accesses depend only on
+/// the shape). Rows keep the network.
 pub fn choose(
     limits: &DeviceLimits,
     row_len: u64,
@@ -487,10 +502,10 @@ pub fn choose(
     encoding: u32,
     oblivious: bool,
 ) -> SortPlan {
+    // Pairs skip the cluster test: their choice must not depend on the device.
     let merge = (!oblivious
         && rows == 1
-        && widths.value == 0
-        && cluster_schedule(limits, row_len, rows, widths, None).is_none())
+        && (widths.value > 0 || cluster_schedule(limits, row_len, rows, widths, None).is_none()))
     .then(|| merge_path_plan(limits, row_len, widths, encoding))
     .flatten();
     match merge {

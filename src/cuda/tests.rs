@@ -280,8 +280,8 @@ fn compare_with_cpu(gpu: &CudaBackend, n: usize, encoding: KeyEncoding, seed: u6
     assert_eq!(gk, ck, "keys only n={n} {encoding:?}");
 }
 
-/// Bit-identical results to the CPU backend (which runs the same network), values
-/// included. Ignored by default, so that a machine without CUDA reports it as not run;
+/// Bit-identical results to the CPU backend (which runs the same network, or past 8 MiB of
+/// pairs the same tile sort and a stable merge), values included. Ignored by default, so that a machine without CUDA reports it as not run;
 /// `scripts/gpu-check.sh` runs it.
 #[test]
 #[ignore = "needs a CUDA device: scripts/gpu-check.sh runs it with --ignored"]
@@ -301,7 +301,10 @@ fn gpu_matches_cpu() {
         0, 1, 2, 3, 5, 31, 64, 100, 1000, 2047, 2048, 2049, 4097, 8191, 8192, 8193,
     ]
     .into_iter()
-    .chain([12345, 65536, 100_000, 1 << 17, (1 << 18) + 3, 1_000_003]);
+    .chain([12345, 65536, 100_000, 1 << 17, (1 << 18) + 3, 1_000_003])
+    // Pairs past 8 MiB take merge path (16-, 12- and 8-byte pairs), whose values of equal
+    // keys the CPU backend must put in the same order.
+    .chain([(1 << 19) + 3, 699_051, (1 << 20) + 1, (1 << 21) + 1]);
     for n in lengths {
         for (kind, descending) in encodings {
             compare_with_cpu(&gpu, n, KeyEncoding { kind, descending }, seed);
@@ -365,9 +368,22 @@ fn merge_path_plans() {
         let widths = Widths { key, value };
         for log_n in [14u32, 15, 20, 24, 28, 32] {
             for n in [(1u64 << log_n) - 1, 1 << log_n, (1 << log_n) + 1] {
+                let pair_tile = crate::schedule::merge_path::pair_sort_tile(n, widths.element());
+                if value > 0 && pair_tile.is_none() {
+                    // Pairs below 8 MiB keep the network on every backend.
+                    assert!(plan::merge_path_plan(&H200, n, widths, 5).is_none());
+                    continue;
+                }
                 let Some(p) = plan::merge_path_plan(&H200, n, widths, 5) else {
                     panic!("{widths:?} n {n}: no merge-path plan");
                 };
+                if value > 0 {
+                    assert_eq!(
+                        Some(p.tile_sort.args.tile_bits),
+                        pair_tile,
+                        "{widths:?} n {n}"
+                    );
+                }
                 // Encode in the tile sort, decode in the last merge, an even number of merges.
                 assert_eq!(p.tile_sort.args.transform, plan::ENCODE_ON_LOAD);
                 assert_eq!(p.tile_sort.args.mode, plan::MODE_SORT);
@@ -418,8 +434,33 @@ fn merge_path_plans() {
     assert!(!network(plan::choose(&H200, 1 << 17, 1, keys, 0, false)));
     assert!(network(plan::choose(&H200, 1 << 17, 1, keys, 0, true)));
     assert!(network(plan::choose(&H200, 1 << 17, 4, keys, 0, false)));
+    // Pairs take it past 8 MiB, the same on every device.
     let pairs = Widths { key: 4, value: 4 };
     assert!(network(plan::choose(&H200, 1 << 20, 1, pairs, 0, false)));
+    assert!(!network(plan::choose(
+        &H200,
+        (1 << 20) + 1,
+        1,
+        pairs,
+        0,
+        false
+    )));
+    assert!(network(plan::choose(
+        &H200,
+        (1 << 20) + 1,
+        1,
+        pairs,
+        0,
+        true
+    )));
+    assert!(network(plan::choose(
+        &H200,
+        (1 << 20) + 1,
+        2,
+        pairs,
+        0,
+        false
+    )));
 }
 
 /// The merge kernels of every key and value width, run directly (sorts choose them for keys
@@ -440,8 +481,15 @@ fn merge_kernels_are_stable_merges() {
         {
             // Few distinct keys, so that ties cross every tile and run boundary.
             let raw: Vec<u64> = (0..n).map(|_| next() % 50).collect();
-            let mut plan =
-                plan::merge_path_plan(&gpu.limits, n as u64, widths, 0).expect("a merge-path plan");
+            // The tile of keys alone for every width (pairs this short take the network).
+            let sort_tile = crate::schedule::merge_path::choose_sort_tile(
+                n as u64,
+                plan::max_log_tile(&gpu.limits, widths, None),
+                gpu.limits.multiprocessors,
+            )
+            .expect("a sort tile");
+            let mut plan = plan::tiled_merge_path_plan(&gpu.limits, n as u64, sort_tile, widths, 0)
+                .expect("a merge-path plan");
             if case % 2 == 1 {
                 // The splitter's other search, a thread per tile, which the plan keeps for
                 // passes of many tiles.

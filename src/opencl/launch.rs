@@ -11,7 +11,7 @@ use opencl3::types::cl_mem;
 use super::driver::driver;
 use super::plan::{Kind, Launch, MergePathPlan, Shape, SortPlan};
 use super::programs::{Kernels, MergeKernels};
-use super::{OpenClBackend, Operands};
+use super::{MergeScratch, OpenClBackend, Operands};
 use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::keys::KeyEncoding;
@@ -169,40 +169,36 @@ impl OpenClBackend {
         .map_err(self.memory_error("clEnqueueNDRangeKernel", requested))
     }
 
-    /// Enqueues a merge-path sort of the `n` keys of `keys.keys` on `queue`: the tile sort in
-    /// place, then each merge pass's splitter and merge from one buffer into the other,
-    /// starting from the keys, so that the last (even-numbered) pass writes them. `scratch`
-    /// holds as many keys, `splits` [`MergePathPlan::splits`] `ulong`s. Returns the last
-    /// launch's event; on failure, lets what was enqueued drain first.
+    /// Enqueues a merge-path sort of the `n` keys (and values) of `data` on `queue`: the tile
+    /// sort in place, then each merge pass's splitter and merge from one set of buffers into
+    /// the other, starting from the data, so that the last (even-numbered) pass writes it.
+    /// `scratch` holds as many keys and values, and [`MergePathPlan::splits`] `ulong`s.
+    /// Returns the last launch's event; on failure, lets what was enqueued drain first.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn enqueue_merge_path(
         &self,
         queue: &CommandQueue,
         kernels: &Kernels,
-        keys: Operands,
+        data: Operands,
         n: u64,
-        (scratch, splits): (cl_mem, cl_mem),
+        (scratch, splits): MergeScratch,
         plan: &MergePathPlan,
         encoding: KeyEncoding,
         requested: u64,
     ) -> Result<Event> {
         let enqueued = (|| {
-            let Some(merge) = &kernels.merge else {
-                return Err(crate::error::Error::Unsupported(
-                    "merge passes in a program with values".into(),
-                ));
-            };
+            let merge = &kernels.merge;
             let shape = Shape::new(n, 1);
             let mut last = self.enqueue_launch(
                 queue,
                 kernels,
-                keys,
+                data,
                 shape,
                 &plan.tile_sort,
                 encoding,
                 requested,
             )?;
-            let (mut from, mut to) = (keys.keys, scratch);
+            let (mut from, mut to) = (data, scratch);
             for pass in &plan.merges {
                 last = self.enqueue_merge(
                     queue,
@@ -225,13 +221,13 @@ impl OpenClBackend {
     }
 
     /// Enqueues one merge pass: its splitter into `splits`, then its merge from `from` into
-    /// `to` (the buffers as `(from, to, splits)`).
+    /// `to` (the buffers as `(from, to, splits)`; values move only where both have them).
     #[allow(clippy::too_many_arguments)]
     fn enqueue_merge(
         &self,
         queue: &CommandQueue,
         merge: &MergeKernels,
-        (from, to, splits): (cl_mem, cl_mem, cl_mem),
+        (from, to, splits): (Operands, Operands, cl_mem),
         n: u64,
         pass: &super::plan::MergeLaunch,
         encoding: KeyEncoding,
@@ -241,7 +237,7 @@ impl OpenClBackend {
             kernel: &merge.split,
             index: 0,
         };
-        args.buffer(from)?;
+        args.buffer(from.keys)?;
         args.buffer(splits)?;
         args.u64(n)?;
         args.u32(pass.log_run)?;
@@ -260,8 +256,12 @@ impl OpenClBackend {
             kernel: &merge.pass,
             index: 0,
         };
-        args.buffer(from)?;
-        args.buffer(to)?;
+        args.buffer(from.keys)?;
+        args.buffer(to.keys)?;
+        if let (Some(src), Some(dst)) = (from.values, to.values) {
+            args.buffer(src)?;
+            args.buffer(dst)?;
+        }
         args.buffer(splits)?;
         args.u64(n)?;
         args.u32(pass.log_run)?;
@@ -269,8 +269,13 @@ impl OpenClBackend {
         args.u32(encoding.code())?;
         args.u32(pass.transform)?;
         args.local(pass.local_bytes)?;
-        // SAFETY: `merge_pass(src, dst, splits, n, log_run, tile_bits, encoding, transform,
-        // lkeys)`, set just above.
+        if from.values.is_some() {
+            args.local(pass.local_value_bytes)?;
+        }
+        // SAFETY: `merge_pass(src, dst, [src_values, dst_values,] splits, n, log_run,
+        // tile_bits, encoding, transform, lkeys[, lvals])`, set just above: the program has
+        // the value arguments exactly when its sorts carry values, and then both `from` and
+        // `to` hold them (`plan_with_scratch`).
         unsafe { self.enqueue_kernel(queue, &merge.pass, pass.groups, pass.local, requested) }
     }
 
@@ -283,7 +288,7 @@ impl OpenClBackend {
         kernels: &Kernels,
         buffers: Operands,
         shape: Shape,
-        (plan, scratch): (&SortPlan, Option<(cl_mem, cl_mem)>),
+        (plan, scratch): (&SortPlan, Option<MergeScratch>),
         encoding: KeyEncoding,
         requested: u64,
     ) -> Result<Option<Event>> {

@@ -127,6 +127,10 @@ struct Operands {
     value_bytes: u64,
 }
 
+/// A merge-path sort's device scratch: keys (and values) as large as the data's, and the
+/// splitters.
+type MergeScratch = (Operands, cl_mem);
+
 /// The merge scratch of device-resident sorts, which run on their callers' queues: `done` is
 /// the last launch of the last sort that used it, which the next sort waits for.
 #[derive(Default)]
@@ -257,8 +261,9 @@ impl OpenClBackend {
         plan::choose(&variant.limits, shape, key_bytes, value_bytes, oblivious)
     }
 
-    /// The plan of a sort and the `(scratch, splits)` buffers it needs, grown in `scratch`;
-    /// the network's plan where a merge-path plan's scratch does not fit in device memory.
+    /// The plan of a sort and the buffers it needs, grown in `scratch`: scratch keys and
+    /// values as wide as the data's, and the splitters; the network's plan where a
+    /// merge-path plan's scratch does not fit in device memory.
     fn plan_with_scratch(
         &self,
         variant: &Variant,
@@ -266,19 +271,32 @@ impl OpenClBackend {
         shape: Shape,
         (key_bytes, value_bytes): (u64, u64),
         requested: u64,
-    ) -> Result<(SortPlan, Option<(cl_mem, cl_mem)>)> {
+    ) -> Result<(SortPlan, Option<MergeScratch>)> {
         let plan = self.plan(variant, shape, key_bytes, value_bytes);
         let SortPlan::MergePath(merge) = &plan else {
             return Ok((plan, None));
         };
         let grown = scratch.grow(
             (shape.row_len * key_bytes) as usize,
-            0,
+            (shape.row_len * value_bytes) as usize,
             merge.splits as usize * 8,
             |len| self.alloc(len, requested),
         )?;
-        match (&scratch.keys, &scratch.splits) {
-            (Some(keys), Some(splits)) if grown => Ok((plan, Some((keys.get(), splits.get())))),
+        let values = match (value_bytes, &scratch.values) {
+            (0, _) => Some(None),
+            (_, Some(values)) => Some(Some(values.get())),
+            (_, None) => None,
+        };
+        match (&scratch.keys, values, &scratch.splits) {
+            (Some(keys), Some(values), Some(splits)) if grown => {
+                let words = Operands {
+                    keys: keys.get(),
+                    values,
+                    key_bytes,
+                    value_bytes,
+                };
+                Ok((plan, Some((words, splits.get()))))
+            }
             _ => {
                 let network = plan::plan(&variant.limits, shape, variant.element_bytes);
                 Ok((SortPlan::Network(network), None))

@@ -11,11 +11,11 @@
 //! - other `Pass::GlobalMerge`s, of at most `log_e` levels: `bitonic_global`, one register
 //!   group per work item straight from global memory (no `__local` round trip, no barrier).
 //!
-//! Above one tile, keys alone take merge path instead ([`choose`], [`merge_path_plan`]): the
-//! network's local sort of every tile, then merge passes of `kernels/merge_path.clh`, as the
-//! CUDA backend runs them.
+//! Above one tile (keys alone) or past 8 MiB (key-value pairs), one row takes merge path
+//! instead ([`choose`], [`merge_path_plan`]): the network's local sort of every tile, then
+//! merge passes of `kernels/merge_path.clh`, as the CUDA backend runs them.
 
-use crate::schedule::merge_path::{MergePlan, choose_sort_tile};
+use crate::schedule::merge_path::{MergePlan, choose_sort_tile, pair_sort_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2, choose_log_tile};
 
 pub use crate::kernel_contract::{
@@ -54,7 +54,7 @@ pub struct Limits {
     /// The largest work-group `bitonic_global` may be launched with.
     pub global_group: usize,
     /// The largest work-group the merge kernels may be launched with (0: the program has
-    /// none, as programs with values).
+    /// none).
     pub merge_group: usize,
     /// log2 of the registers per round the program was built with.
     pub log_e: u32,
@@ -66,7 +66,7 @@ pub struct Limits {
     pub uniform_groups: bool,
     /// Keys alone take merge path only where they fill more than half of
     /// `2^min_log_merge_bytes` bytes (and more than one tile): [`GPU_MIN_LOG_MERGE_BYTES`] on
-    /// GPUs, 0 on other devices.
+    /// GPUs, 0 on other devices. Key-value pairs follow [`pair_sort_tile`] on every device.
     pub min_log_merge_bytes: u32,
 }
 
@@ -365,6 +365,8 @@ pub struct MergeLaunch {
     pub local: usize,
     /// Bytes of `merge_pass`'s `__local` keys.
     pub local_bytes: u64,
+    /// Bytes of `merge_pass`'s `__local` values (0 for keys alone).
+    pub local_value_bytes: u64,
 }
 
 /// A merge-path sort of one row: the network's local sort of every tile in place (encoding
@@ -392,20 +394,25 @@ pub enum SortPlan {
 
 /// log2 of the outputs of one merge work-group: `MERGE_THREADS` work items' worth (fewer
 /// where the kernel allows fewer), less where the local memory holds less.
-pub fn merge_log_tile(limits: &Limits, key_bytes: u64) -> u32 {
+pub fn merge_log_tile(limits: &Limits, key_bytes: u64, value_bytes: u64) -> u32 {
     let budget = limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN);
     let threads = floor_pow2(limits.merge_group.clamp(1, MERGE_THREADS as usize));
-    let mut bits = merge_log_e(key_bytes) + threads.trailing_zeros();
-    while bits > 1 && merge_local_key_bytes(bits, key_bytes) > budget {
+    let mut bits = merge_log_e(key_bytes + value_bytes) + threads.trailing_zeros();
+    while bits > 1 && merge_local_bytes(bits, key_bytes, value_bytes) > budget {
         bits -= 1;
     }
     bits
 }
 
-/// The plan of a sort: merge path for keys alone (`key_bytes`, no values) in one row that
-/// is more than one tile, unless `oblivious` asks for the network, whose memory accesses
-/// depend only on the shape. Key-value sorts keep the network, which every backend runs, so
-/// that values of equal keys come out in the same order everywhere.
+/// `__local` bytes of a merge work-group of 2^`bits` outputs: the keys with their slack, and
+/// the values.
+fn merge_local_bytes(bits: u32, key_bytes: u64, value_bytes: u64) -> u64 {
+    merge_local_key_bytes(bits, key_bytes) + padded_words(bits) * value_bytes
+}
+
+/// The plan of a sort: merge path for one row where [`merge_path_plan`] gives one, unless
+/// `oblivious` asks for the network, whose memory accesses depend only on the shape. Rows
+/// keep the network.
 pub fn choose(
     limits: &Limits,
     shape: Shape,
@@ -413,8 +420,8 @@ pub fn choose(
     value_bytes: u64,
     oblivious: bool,
 ) -> SortPlan {
-    let merge = (!oblivious && shape.rows == 1 && value_bytes == 0)
-        .then(|| merge_path_plan(limits, shape.row_len, key_bytes))
+    let merge = (!oblivious && shape.rows == 1)
+        .then(|| merge_path_plan(limits, shape.row_len, key_bytes, value_bytes))
         .flatten();
     match merge {
         Some(m) => SortPlan::MergePath(m),
@@ -422,25 +429,36 @@ pub fn choose(
     }
 }
 
-/// The merge-path plan of a sort of `n` keys of `key_bytes`, or `None` where the network
-/// sorts it: one tile's worth or less ([`choose_sort_tile`]), fewer bytes than
-/// [`Limits::min_log_merge_bytes`] asks for, a program without merge kernels, or merge tiles
-/// too small for a work-group of 32 items.
-pub fn merge_path_plan(limits: &Limits, n: u64, key_bytes: u64) -> Option<MergePathPlan> {
-    if limits.merge_group == 0
-        || ceil_log2(n.saturating_mul(key_bytes)) < limits.min_log_merge_bytes
-    {
+/// The merge-path plan of a sort of `n` keys of `key_bytes` (with values of `value_bytes`,
+/// or 0), or `None` where the network sorts it: keys alone of one tile's worth or less
+/// ([`choose_sort_tile`]) or fewer bytes than [`Limits::min_log_merge_bytes`] asks for;
+/// pairs where [`pair_sort_tile`] says so, the same on every device, or where the device
+/// cannot hold its tile; a program without merge kernels; merge tiles too small for a
+/// work-group of 32 items.
+pub fn merge_path_plan(
+    limits: &Limits,
+    n: u64,
+    key_bytes: u64,
+    value_bytes: u64,
+) -> Option<MergePathPlan> {
+    let element_bytes = key_bytes + value_bytes;
+    if limits.merge_group == 0 {
         return None;
     }
-    let merge_tile = merge_log_tile(limits, key_bytes);
-    let log_e = merge_log_e(key_bytes);
+    let merge_tile = merge_log_tile(limits, key_bytes, value_bytes);
+    let log_e = merge_log_e(element_bytes);
     if merge_tile < log_e + 5 {
         return None;
     }
-    let sort_tile = choose_sort_tile(n, max_log_tile(limits, key_bytes), limits.compute_units)?;
-    // The network's local sort of every tile, alone (the merges replace the rest of the
-    // network, so its schedule and launches are not built); it encodes the keys, and the
-    // last merge, not it, decodes them.
+    let max_tile = max_log_tile(limits, element_bytes);
+    let sort_tile = if value_bytes == 0 {
+        if ceil_log2(n.saturating_mul(key_bytes)) < limits.min_log_merge_bytes {
+            return None;
+        }
+        choose_sort_tile(n, max_tile, limits.compute_units)?
+    } else {
+        pair_sort_tile(n, element_bytes).filter(|&tile| tile <= max_tile)?
+    };
     let local_sort = Schedule {
         n,
         log_n: ceil_log2(n),
@@ -448,7 +466,7 @@ pub fn merge_path_plan(limits: &Limits, n: u64, key_bytes: u64) -> Option<MergeP
             log_tile: sort_tile,
         }],
     };
-    let mut tile_sort = *launches(limits, Shape::new(n, 1), key_bytes, &local_sort).first()?;
+    let mut tile_sort = *launches(limits, Shape::new(n, 1), element_bytes, &local_sort).first()?;
     tile_sort.transform = ENCODE_ON_LOAD;
     let passes = MergePlan {
         n,
@@ -485,6 +503,7 @@ pub fn merge_path_plan(limits: &Limits, n: u64, key_bytes: u64) -> Option<MergeP
                         pass.tile_bits
                     } - log_e),
                 local_bytes: merge_local_key_bytes(pass.tile_bits, key_bytes),
+                local_value_bytes: padded_words(pass.tile_bits) * value_bytes,
             }
         })
         .collect();
@@ -615,16 +634,23 @@ mod tests {
                 uniform_groups,
                 ..nvidia_limits()
             };
-            for key_bytes in [4u64, 8] {
+            for (key_bytes, value_bytes) in [(4u64, 0u64), (8, 0), (4, 4), (4, 8), (8, 4), (8, 8)] {
                 for n in [(1u64 << 21) + 1, 3_000_017, 1 << 24, (1 << 28) + 5] {
-                    let Some(p) = merge_path_plan(&limits, n, key_bytes) else {
-                        panic!("{key_bytes} bytes, n {n}: no merge-path plan");
+                    let Some(p) = merge_path_plan(&limits, n, key_bytes, value_bytes) else {
+                        panic!("{key_bytes} + {value_bytes} bytes, n {n}: no merge-path plan");
                     };
+                    if value_bytes > 0 {
+                        // Pairs: the tile every backend sorts.
+                        let Kind::Tile { log_net, .. } = p.tile_sort.kind else {
+                            panic!("the tile sort is a tile launch")
+                        };
+                        assert_eq!(Some(log_net), pair_sort_tile(n, key_bytes + value_bytes));
+                    }
                     // Encode in the tile sort, decode in the last merge, an even number of
                     // merges so that the result ends in the data.
                     assert_eq!(p.tile_sort.transform, ENCODE_ON_LOAD);
                     assert!(!p.merges.is_empty() && p.merges.len() % 2 == 0, "n {n}");
-                    let log_e = merge_log_e(key_bytes);
+                    let log_e = merge_log_e(key_bytes + value_bytes);
                     for (i, m) in p.merges.iter().enumerate() {
                         let last = i + 1 == p.merges.len();
                         assert_eq!(m.transform, if last { DECODE_ON_STORE } else { 0 });
@@ -633,7 +659,11 @@ mod tests {
                         assert!((m.local as u64) << log_e >= 1 << m.tile_bits, "{m:?}");
                         assert!(m.tile_bits <= m.log_run + 1, "{m:?}");
                         assert_eq!(m.tiles, n.div_ceil(1 << m.tile_bits));
-                        assert!(m.local_bytes <= limits.local_mem - LOCAL_MEM_MARGIN);
+                        assert!(
+                            m.local_bytes + m.local_value_bytes
+                                <= limits.local_mem - LOCAL_MEM_MARGIN
+                        );
+                        assert_eq!(m.local_value_bytes, padded_words(m.tile_bits) * value_bytes);
                         assert!(m.split_groups >= 1 && m.split_local >= 1 && m.groups >= 1);
                     }
                     assert_eq!(p.merges[0].log_run, {
@@ -648,20 +678,26 @@ mod tests {
             }
         }
         // Below the GPU's threshold, or one tile or less: the network.
-        assert!(merge_path_plan(&nvidia_limits(), 1 << 21, 4).is_none());
-        assert!(merge_path_plan(&nvidia_limits(), 1 << 20, 8).is_none());
-        assert!(merge_path_plan(&nvidia_limits(), (1 << 20) + 1, 8).is_some());
+        assert!(merge_path_plan(&nvidia_limits(), 1 << 21, 4, 0).is_none());
+        assert!(merge_path_plan(&nvidia_limits(), 1 << 20, 8, 0).is_none());
+        assert!(merge_path_plan(&nvidia_limits(), (1 << 20) + 1, 8, 0).is_some());
         let cpu = Limits {
             min_log_merge_bytes: 0,
             ..nvidia_limits()
         };
-        assert!(merge_path_plan(&cpu, 1 << 13, 4).is_none());
-        assert!(merge_path_plan(&cpu, (1 << 13) + 1, 4).is_some());
-        // Programs with values have no merge kernels.
+        assert!(merge_path_plan(&cpu, 1 << 13, 4, 0).is_none());
+        assert!(merge_path_plan(&cpu, (1 << 13) + 1, 4, 0).is_some());
+        // Pairs follow the one rule of every device, the CPU's included.
+        for limits in [nvidia_limits(), cpu] {
+            assert!(merge_path_plan(&limits, 1 << 20, 4, 4).is_none());
+            assert!(merge_path_plan(&limits, (1 << 20) + 1, 4, 4).is_some());
+        }
+        // Programs without merge kernels.
         let no_merge = Limits {
             merge_group: 0,
             ..nvidia_limits()
         };
-        assert!(merge_path_plan(&no_merge, 1 << 20, 4).is_none());
+        assert!(merge_path_plan(&no_merge, 1 << 22, 4, 0).is_none());
+        assert!(merge_path_plan(&no_merge, 1 << 22, 4, 4).is_none());
     }
 }

@@ -59,10 +59,10 @@ pub(super) const TILE_KERNEL: &str = "bitonic_tile";
 /// Name of the register kernel (global passes of at most `2^LOG_E` levels).
 pub(super) const GLOBAL_KERNEL: &str = "bitonic_global";
 
-/// Name of the merge passes' splitter kernel (programs for keys alone).
+/// Name of the merge passes' splitter kernel.
 pub(super) const MERGE_SPLIT_KERNEL: &str = "merge_split";
 
-/// Name of the merge kernel (programs for keys alone).
+/// Name of the merge kernel.
 pub(super) const MERGE_PASS_KERNEL: &str = "merge_pass";
 
 /// A machine word as the kernels see it.
@@ -128,8 +128,8 @@ pub(super) struct Variant {
 pub(super) struct Kernels {
     pub(super) tile: Kernel,
     pub(super) global: Kernel,
-    /// The merge passes' kernels, in programs for keys alone.
-    pub(super) merge: Option<MergeKernels>,
+    /// The merge passes' kernels.
+    pub(super) merge: MergeKernels,
 }
 
 /// The merge passes' two kernels (`kernels/merge_path.clh`).
@@ -216,12 +216,9 @@ impl OpenClBackend {
             Err(e) => return Err(e),
         };
         let create = |name: &str| Kernel::create(&program, name).map_err(driver("clCreateKernel"));
-        let merge = match key.value {
-            None => Some(MergeKernels {
-                split: create(MERGE_SPLIT_KERNEL)?,
-                pass: create(MERGE_PASS_KERNEL)?,
-            }),
-            Some(_) => None,
+        let merge = MergeKernels {
+            split: create(MERGE_SPLIT_KERNEL)?,
+            pass: create(MERGE_PASS_KERNEL)?,
         };
         let kernels = Kernels {
             tile: create(TILE_KERNEL)?,
@@ -240,10 +237,8 @@ impl OpenClBackend {
             compute_units: self.limits.compute_units,
             tile_group: kernel_limit(&kernels.tile)?,
             global_group: kernel_limit(&kernels.global)?,
-            merge_group: match &kernels.merge {
-                Some(m) => kernel_limit(&m.pass)?.min(kernel_limit(&m.split)?),
-                None => 0,
-            },
+            merge_group: kernel_limit(&kernels.merge.pass)?
+                .min(kernel_limit(&kernels.merge.split)?),
             log_e: key.log_e,
             max_log_tile: self.max_log_tile,
             uniform_groups: self.info.device_type == DeviceType::Cpu,

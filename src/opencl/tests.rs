@@ -676,8 +676,9 @@ fn merge_path_sorts_keys() {
         plan::choose(&limits, Shape::new(1 << 22, 1), 4, 0, true),
         SortPlan::Network(_)
     ));
+    // Pairs take it past 8 MiB on every device.
     assert!(matches!(
-        plan::choose(&limits, Shape::new(1 << 22, 1), 4, 4, false),
+        plan::choose(&limits, Shape::new(1 << 20, 1), 4, 4, false),
         SortPlan::Network(_)
     ));
     let sort_tile = crate::schedule::merge_path::choose_sort_tile(
@@ -686,7 +687,7 @@ fn merge_path_sorts_keys() {
         limits.compute_units,
     )
     .expect("a sort tile");
-    let merge_tile = plan::merge_log_tile(&limits, 4);
+    let merge_tile = plan::merge_log_tile(&limits, 4, 0);
     // From the device's threshold on (every length on a CPU device, only long ones on a GPU;
     // 8-byte keys reach it at half the length of 4-byte ones).
     let from = ((1usize << limits.min_log_merge_bytes.saturating_sub(1)) / 4).max(1 << 13);
@@ -746,4 +747,163 @@ fn merge_path_sorts_keys() {
         unsafe { queue.enqueue_read_buffer(&keys, CL_BLOCKING, 0, &mut got, &[]) }.expect("read");
         assert!(got == want, "device buffer of {n} keys");
     }
+}
+
+/// Merge path for key-value pairs: past 8 MiB of pairs the plan takes it on every device
+/// (and not in the oblivious mode), and keys and values come out bit for bit as the CPU
+/// backend's emulation has them (values of equal keys included), for every width of key and
+/// value, both ways, from host slices and from device buffers on two queues; in the
+/// oblivious mode both run the network and still agree.
+#[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
+fn merge_path_sorts_pairs() {
+    use crate::schedule::merge_path::pair_sort_tile;
+    use opencl3::memory::CL_MEM_READ_WRITE;
+    use opencl3::types::CL_BLOCKING;
+    let b = &backends()[0];
+    let cpu = CpuBackend::new();
+    let limits = b.variant_of_widths(4, Some(4)).expect("program").limits;
+    let first = (1usize << 20) + 1;
+    assert!(matches!(
+        plan::choose(&limits, Shape::new(first as u64, 1), 4, 4, false),
+        SortPlan::MergePath(_)
+    ));
+    assert!(matches!(
+        plan::choose(&limits, Shape::new(first as u64, 1), 4, 4, true),
+        SortPlan::Network(_)
+    ));
+    let mut rng = StdRng::seed_from_u64(31);
+    // Past the threshold, around the sort tiles (2^11 and 2^12) and where the tile changes
+    // with the number of merge passes (2^21 + 1).
+    let mut lengths = vec![
+        first,
+        first + (1 << 11) - 1,
+        first + 3 * (1 << 12) + 1,
+        1_600_003,
+    ];
+    lengths.push((1 << 21) + 1);
+    for (i, &n) in lengths.iter().enumerate() {
+        assert!(pair_sort_tile(n as u64, 8).is_some());
+        let few = i % 4 != 3;
+        let raw: Vec<u64> = (0..n)
+            .map(|_| {
+                if few {
+                    rng.gen_range(0..40)
+                } else {
+                    rng.r#gen()
+                }
+            })
+            .collect();
+        let keys: Vec<u32> = raw.iter().map(|&x| x as u32).collect();
+        let values: Vec<u32> = (0..n as u32).collect();
+        check_pairs_like_cpu(b, &cpu, &keys, &values, i % 2 == 1);
+        if i == 0 {
+            // Every other width of key and value, just past its threshold.
+            let wide: Vec<u64> = raw
+                .iter()
+                .map(|&x| x.wrapping_mul(0x9e37_79b9_7f4a_7c15) % 64)
+                .collect();
+            let wide_values: Vec<u64> = (0..n as u64).map(|i| i << 20).collect();
+            check_pairs_like_cpu(b, &cpu, &keys, &wide_values, false);
+            check_pairs_like_cpu(b, &cpu, &wide, &values, true);
+            check_pairs_like_cpu(
+                b,
+                &cpu,
+                &wide[..(1 << 19) + 3],
+                &wide_values[..(1 << 19) + 3],
+                false,
+            );
+            let floats: Vec<f32> = raw
+                .iter()
+                .map(|&x| match x % 7 {
+                    0 => f32::NAN,
+                    1 => -0.0,
+                    2 => 0.0,
+                    3 => f32::NEG_INFINITY,
+                    _ => (x % 5) as f32,
+                })
+                .collect();
+            check_pairs_like_cpu(b, &cpu, &floats, &values, true);
+        }
+    }
+    // Device buffers on two queues taking turns at the scratch.
+    let queues = [
+        CommandQueue::create_default(&b.context, 0).expect("queue"),
+        CommandQueue::create_default(&b.context, 0).expect("queue"),
+    ];
+    for (case, &n) in lengths.iter().take(2).enumerate() {
+        let keys: Vec<u32> = (0..n).map(|_| rng.gen_range(0..40)).collect();
+        let values: Vec<u32> = (0..n as u32).collect();
+        let (mut want_k, mut want_v) = (keys.clone(), values.clone());
+        cpu.sort_words(
+            WordsMut::U32(&mut want_k),
+            Some(WordsMut::U32(&mut want_v)),
+            KeyEncoding::of::<u32>(crate::keys::Order::Ascending),
+        )
+        .expect("cpu sort");
+        let queue = &queues[case % 2];
+        let upload = |host: &[u32]| {
+            // SAFETY: no host pointer; the buffer is written before it is read.
+            let mut buffer =
+                unsafe { Buffer::<u32>::create(&b.context, CL_MEM_READ_WRITE, n, ptr::null_mut()) }
+                    .expect("buffer");
+            // SAFETY: a blocking copy of `n` words.
+            unsafe { queue.enqueue_write_buffer(&mut buffer, CL_BLOCKING, 0, host, &[]) }
+                .expect("write");
+            buffer
+        };
+        let download = |buffer: &Buffer<u32>| {
+            let mut host = vec![0u32; n];
+            // SAFETY: a blocking copy of `n` words.
+            unsafe { queue.enqueue_read_buffer(buffer, CL_BLOCKING, 0, &mut host, &[]) }
+                .expect("read");
+            host
+        };
+        let (mut k, mut v) = (upload(&keys), upload(&values));
+        b.sort_device_by_key(&mut k, &mut v, crate::keys::Order::Ascending, queue)
+            .expect("sort_device_by_key");
+        assert!(download(&k) == want_k, "device keys, n={n}");
+        assert!(download(&v) == want_v, "device values, n={n}");
+    }
+    // The oblivious mode: both run the network.
+    b.set_oblivious(true);
+    cpu.set_oblivious(true);
+    let n = lengths[0];
+    let keys: Vec<u32> = (0..n).map(|_| rng.gen_range(0..40)).collect();
+    let values: Vec<u32> = (0..n as u32).collect();
+    check_pairs_like_cpu(b, &cpu, &keys, &values, false);
+    b.set_oblivious(false);
+}
+
+/// Sorts `keys` and `values` on `b` and on `cpu` and checks both bit for bit.
+fn check_pairs_like_cpu<K: SortKey + std::fmt::Debug, V: bytemuck::Pod + std::fmt::Debug>(
+    b: &OpenClBackend,
+    cpu: &CpuBackend,
+    keys: &[K],
+    values: &[V],
+    descending: bool,
+) {
+    let (mut want_k, mut want_v) = (keys.to_vec(), values.to_vec());
+    let (w, kind) = as_words(&mut want_k);
+    let encoding = KeyEncoding { kind, descending };
+    cpu.sort_words(w, Some(value_words(&mut want_v)), encoding)
+        .expect("cpu sort");
+    let (mut got_k, mut got_v) = (keys.to_vec(), values.to_vec());
+    let (w, _) = as_words(&mut got_k);
+    b.sort_words(w, Some(value_words(&mut got_v)), encoding)
+        .expect("opencl sort");
+    let label = format!(
+        "n={} keys of {} bytes, values of {} bytes, descending={descending}",
+        keys.len(),
+        std::mem::size_of::<K>(),
+        std::mem::size_of::<V>()
+    );
+    assert!(
+        bytemuck::cast_slice::<K, u8>(&got_k) == bytemuck::cast_slice::<K, u8>(&want_k),
+        "keys differ: {label}"
+    );
+    assert!(
+        bytemuck::cast_slice::<V, u8>(&got_v) == bytemuck::cast_slice::<V, u8>(&want_v),
+        "values differ: {label}"
+    );
 }

@@ -1,6 +1,6 @@
 //! The scalar emulation of a schedule: every pass executed on the host exactly as the
 //! kernels execute it (the same index arithmetic), for the unit tests and the CPU backend's
-//! key-value sorts.
+//! key-value sorts; and the result of a key-value merge-path sort ([`emulate_merge_path`]).
 
 use super::{Pass, Schedule, global_index, register_network, tile_comparator};
 
@@ -134,4 +134,32 @@ pub fn emulate<W: Ord + Copy + Send, V: Copy + Send>(
             }
         }
     }
+}
+
+/// Sorts ordered words `keys` with their `values` into the order a merge-path sort with tiles
+/// of `2^log_tile` gives them: every tile sorted by the network's local sort (as the GPUs'
+/// tile sort does), then all tiles merged stably. Stable merges in any grouping give one
+/// result, the stable sort of the tiles laid end to end, so this needs no model of the
+/// merge passes: equal keys keep their tile's order, tile after tile.
+pub fn emulate_merge_path<W: Ord + Copy + Send + Sync, V: Copy + Send + Sync>(
+    log_tile: u32,
+    keys: &mut [W],
+    values: &mut [V],
+) {
+    use rayon::prelude::*;
+    assert_eq!(values.len(), keys.len(), "values must match keys");
+    run_tiles(Pass::LocalSort { log_tile }, keys, Some(&mut *values));
+    let mut pairs: Vec<(W, V)> = keys
+        .par_iter()
+        .copied()
+        .zip(values.par_iter().copied())
+        .collect();
+    pairs.par_sort_by_key(|p| p.0);
+    keys.par_iter_mut()
+        .zip(values.par_iter_mut())
+        .zip(pairs.par_iter())
+        .for_each(|((k, v), p)| {
+            *k = p.0;
+            *v = p.1;
+        });
 }

@@ -34,6 +34,39 @@ pub fn choose_sort_tile(n: u64, max_log_tile: u32, compute_units: u32) -> Option
     (tile >= MIN_LOG_SORT_TILE).then_some(tile)
 }
 
+/// Key-value sorts take merge path where keys and values together fill more than 8 MiB
+/// (`ceil(log2(bytes)) >= PAIR_MIN_LOG_MERGE_BYTES`: from 2^20 + 1 `u32` pairs), on every
+/// backend alike, the CPU's included. Merge path puts values of equal keys in another order
+/// than the network does, and every backend must put them in the same one: the choice and
+/// the tile ([`pair_sort_tile`]) therefore depend on the length and the widths alone, never
+/// on the device. 8 MiB is where merge path overtook the network for keys on NVIDIA's OpenCL
+/// (`GPU_MIN_LOG_MERGE_BYTES` of the OpenCL plan), the backend with the costliest launches.
+pub const PAIR_MIN_LOG_MERGE_BYTES: u32 = 24;
+
+/// log2 of the bytes of keys and values in the tile sort of a key-value merge-path sort:
+/// 32 KiB, the least local memory of an OpenCL device of the full profile, so that every GPU
+/// backend can sort the same tiles.
+pub const PAIR_LOG_TILE_BYTES: u32 = 15;
+
+/// The tile of a key-value merge-path sort of `n` pairs of `element_bytes` (key and value),
+/// or `None` where the network sorts it (see [`PAIR_MIN_LOG_MERGE_BYTES`]): the largest
+/// power of two whose pairs fit `2^PAIR_LOG_TILE_BYTES` bytes (2^12 pairs of 8 bytes, 2^11
+/// of 12 or 16), one smaller where that leaves an odd number of merge passes. It depends on
+/// nothing but its arguments, and the order of equal keys' values depends on nothing but the
+/// tile: the tile sort's network order inside each tile, then tile by tile (the merges are
+/// stable), which the CPU backend reproduces.
+pub fn pair_sort_tile(n: u64, element_bytes: u64) -> Option<u32> {
+    if element_bytes == 0
+        || super::ceil_log2(n.saturating_mul(element_bytes)) < PAIR_MIN_LOG_MERGE_BYTES
+    {
+        return None;
+    }
+    let top = ((1u64 << PAIR_LOG_TILE_BYTES) / element_bytes).ilog2();
+    let log_n = super::ceil_log2(n);
+    let tile = if (log_n - top) % 2 == 1 { top - 1 } else { top };
+    (log_n > tile).then_some(tile)
+}
+
 /// The merge passes of a sort of `n` keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MergePlan {
@@ -314,6 +347,39 @@ mod tests {
         assert_eq!(choose_sort_tile(1 << 20, 15, 132), Some(12));
         // Devices whose tiles are small keep the network.
         assert_eq!(choose_sort_tile(1 << 20, 10, 132), None);
+    }
+
+    #[test]
+    fn pair_tiles_depend_on_length_and_width_alone() {
+        for element_bytes in [8u64, 12, 16] {
+            // The first length past 8 MiB of pairs.
+            let first = (1u64 << 23) / element_bytes + 1;
+            assert_eq!(pair_sort_tile(first - 1, element_bytes), None);
+            for log_n in 19..=34u32 {
+                let n = 1u64 << log_n;
+                for n in [n - 1, n, n + 1, first] {
+                    let Some(tile) = pair_sort_tile(n, element_bytes) else {
+                        assert!(n < first, "{element_bytes} bytes, n = {n}");
+                        continue;
+                    };
+                    assert!(n >= first);
+                    assert!((1u64 << tile) * element_bytes <= 1 << PAIR_LOG_TILE_BYTES);
+                    let plan = MergePlan {
+                        n,
+                        log_tile: tile,
+                        log_ways: 1,
+                    };
+                    assert_eq!(plan.passes().len() % 2, 0, "n = {n}, tile 2^{tile}");
+                    assert!(!plan.passes().is_empty());
+                }
+            }
+        }
+        assert_eq!(pair_sort_tile(1 << 20, 8), None);
+        assert_eq!(pair_sort_tile((1 << 20) + 1, 8), Some(11));
+        assert_eq!(pair_sort_tile(1 << 28, 8), Some(12));
+        assert_eq!(pair_sort_tile(1 << 26, 16), Some(10));
+        assert_eq!(pair_sort_tile(1 << 27, 12), Some(11));
+        assert_eq!(pair_sort_tile(1 << 40, 0), None);
     }
 
     #[test]

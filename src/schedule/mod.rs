@@ -195,7 +195,7 @@ mod index;
 pub mod merge_path;
 mod search;
 
-pub use emulate::emulate;
+pub use emulate::{emulate, emulate_merge_path};
 pub use index::{global_index, register_network, tile_comparator};
 use search::merge_passes;
 

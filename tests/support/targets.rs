@@ -28,8 +28,10 @@ pub struct Target {
     pub info: DeviceInfo,
     /// A sorter on the device.
     pub sorter: Arc<Sorter>,
-    /// The CPU backend (absent for the CPU target itself): every backend runs the same
-    /// network, so its key-value results must equal the CPU's bit for bit.
+    /// The CPU backend in the same mode (absent for the CPU target itself): every backend
+    /// sorts pairs in the same order (the network's, or above 8 MiB of pairs merge path's
+    /// outside the oblivious mode), so its key-value results must equal the CPU's bit for
+    /// bit.
     pub reference: Option<Arc<Sorter>>,
     /// The base seed of every input.
     pub seed: u64,
@@ -159,13 +161,19 @@ pub fn find(binary: &str) -> Found {
             .push(failure("config::env", problems.join("; ")));
     }
 
-    let reference = Arc::new(
-        Sorter::builder()
-            .ignore_env()
-            .backend(BackendKind::Cpu)
-            .build()
-            .expect("the CPU backend, the reference of every other one, must always build"),
-    );
+    // One CPU reference per mode: key-value sorts put values of equal keys in merge path's
+    // order by default and in the network's in the oblivious mode, on every backend alike.
+    let reference_of = |oblivious: bool| {
+        Arc::new(
+            Sorter::builder()
+                .ignore_env()
+                .backend(BackendKind::Cpu)
+                .oblivious(oblivious)
+                .build()
+                .expect("the CPU backend, the reference of every other one, must always build"),
+        )
+    };
+    let references = [reference_of(false), reference_of(true)];
 
     for entry in bitonic::devices() {
         let kind = entry.backend;
@@ -231,7 +239,8 @@ pub fn find(binary: &str) -> Found {
                             label,
                             info: info.clone(),
                             sorter: Arc::new(sorter),
-                            reference: (kind != BackendKind::Cpu).then(|| Arc::clone(&reference)),
+                            reference: (kind != BackendKind::Cpu)
+                                .then(|| Arc::clone(&references[usize::from(oblivious)])),
                             seed,
                             oblivious,
                         })));
