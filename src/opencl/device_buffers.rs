@@ -1,6 +1,6 @@
 //! Sorting keys that already live in device memory: the caller's `opencl3` buffers, in place,
-//! on the caller's command queue, with no host copy. Merge-path sorts (keys alone, above one
-//! tile) need a scratch buffer as large as the keys; the backend keeps one for all
+//! on the caller's command queue, with no host copy. Merge-path sorts (one large array of keys,
+//! or of pairs) need a scratch buffer as large as the data; the backend keeps one for all
 //! device-resident sorts, and each sort waits on its queue for the previous user of it (an
 //! event). Where the scratch does not fit, the network sorts in place with no extra memory.
 //!

@@ -5,8 +5,8 @@
 //! library. One program is built per word variant (key word, optional value word) on first
 //! use and cached for the life of the backend. A sort of host slices goes through the
 //! transfer engine (`crate::host_transfer`): the words go up through mapped host buffers, the
-//! launches that `plan.rs` makes from [`crate::schedule::Schedule`] (or, for keys alone above
-//! one tile, from [`crate::schedule::merge_path`]) follow in order on the same in-order
+//! launches that `plan.rs` makes from [`crate::schedule::Schedule`] (or, for one large array,
+//! from [`crate::schedule::merge_path`]) follow in order on the same in-order
 //! queue, and the result comes back through the same buffers.
 //!
 //! The files: `driver.rs` (failed calls as errors, the devices), `programs.rs` (the source,

@@ -2,8 +2,10 @@
 //! sorted on chip by the network, then passes that each merge groups of `2^log_ways` sorted
 //! runs into one, every output tile finding its part of each input run by [`split`]
 //! (`docs/perf.md`, "Merge path above the tile"). The CUDA and OpenCL backends run it with
-//! two-way merges for keys alone ([`choose_sort_tile`] says where); the network of this
-//! module's parent sorts everything else, and everything in the data-oblivious mode.
+//! two-way merges for keys alone ([`choose_sort_tile`] says where) and for one array of
+//! key-value pairs past 8 MiB ([`pair_sort_tile`], which the CPU backend follows too); the
+//! network of this module's parent sorts everything else, and everything in the
+//! data-oblivious mode.
 //!
 //! [`split`] and [`emulate`] are the reference that kernels of this design are to be tested
 //! against: the splitters of an output rank are exact, and ties go to the lower run first, so

@@ -38,7 +38,7 @@
 //! This module holds the passes and the schedule; `search.rs` the search for the merge
 //! launches, `index.rs` the index arithmetic every executor shares, `emulate.rs` the scalar
 //! emulation, and [`merge_path`] the plan and model of the merge-path design that replaces
-//! the global merge stages for keys alone on the GPU backends.
+//! the global merge stages for large sorts of one array on the GPU backends.
 
 /// Device-dependent sizes the schedule is built from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
