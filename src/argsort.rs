@@ -1,15 +1,18 @@
-//! Stable argsort, stable key-value sorts and ragged segments, built from the network sorts.
+//! Stable argsort, stable key-value sorts and ragged segments, built from the library's sorts.
 //!
-//! A sorting network is not stable, so stability comes from a second sort: the first sorts
-//! the keys with their positions as values; a host scan numbers the runs of equal keys; when
-//! there are ties, a second sort of the 64-bit words `run << 32 | position` puts every run in
-//! position order. Segments use the same idea with the segment number as the high word. Both
-//! sorts run on the sorter's device; positions are 32-bit, so one array (or row) holds at
-//! most 2^32 elements here.
+//! Keys of at most 32 bits take one sort of 64-bit words: `ordered key << 32 | position` for
+//! argsort (positions break ties, so the order is the stable one whatever the sort does with
+//! equal words, which are equal), `segment << 32 | ordered key` for segments. Wider keys take
+//! two: the first sorts the keys with their positions as values; a host scan numbers the
+//! runs of equal keys; when there are ties, a second sort of the 64-bit words `run << 32 |
+//! position` puts every run in position order. Segments use the same idea with the segment
+//! number as the high word. Every sort runs on the sorter's device; positions are 32-bit, so
+//! one array (or row) holds at most 2^32 elements here.
 
 use crate::error::{Error, Result};
 use crate::keys::{KeyEncoding, KeyKind, KeyRepr, SortKey, WordsMut};
 use crate::sorter::{Sorter, check_rows};
+use rayon::prelude::*;
 
 /// The most elements whose positions fit the 32-bit indices these calls use.
 const MAX_INDEXED: u64 = 1 << 32;
@@ -21,6 +24,19 @@ fn check_indexable(len: usize, what: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Below this many elements the host loops here stay on the calling thread: waking rayon's
+/// threads costs tens of microseconds, more than the loop.
+const SEQUENTIAL_BELOW: usize = 1 << 14;
+
+/// `(0..n).map(f)` collected, on rayon's threads from [`SEQUENTIAL_BELOW`] elements on.
+fn map_indices<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+    if n < SEQUENTIAL_BELOW {
+        (0..n).map(f).collect()
+    } else {
+        (0..n).into_par_iter().map(f).collect()
+    }
 }
 
 /// The result of a sort of this module's own copies: a failure while copying its result
@@ -51,6 +67,16 @@ impl Words {
                 keys.iter().map(|k| k.to_wide()).collect(),
                 KeyKind::Unsigned,
             ),
+        }
+    }
+
+    /// The key whose word in [`Words::of`]'s `U32` form is `word`: its raw bits for 4-byte
+    /// keys, its ordered word for narrow ones.
+    fn key_of_u32<K: SortKey>(word: u32) -> K {
+        if std::mem::size_of::<K>() == 4 {
+            bytemuck::cast(word)
+        } else {
+            K::from_wide(word)
         }
     }
 
@@ -165,8 +191,9 @@ impl Sorter {
         Ok(())
     }
 
-    /// Stable argsort of rows: a sort of keys with their positions, then, where equal keys
-    /// exist, a sort of `run << 32 | position` within each row.
+    /// Stable argsort of rows: for keys of at most 32 bits one sort of `ordered key << 32 |
+    /// position` within each row; for wider keys a sort of keys with their positions, then,
+    /// where equal keys exist, a sort of `run << 32 | position` within each row.
     fn argsort_rows_impl<K: SortKey>(
         &self,
         keys: &[K],
@@ -181,6 +208,26 @@ impl Sorter {
             return Ok(order);
         }
         let mut words = Words::of(keys);
+        if let Words::U32(w, kind) = &words {
+            // One sort of `ordered key << 32 | position`.
+            let enc = KeyEncoding {
+                kind: *kind,
+                descending,
+            };
+            let mut composite = map_indices(n, |i| {
+                u64::from(enc.encode(w[i])) << 32 | u64::from(order[i])
+            });
+            of_copies(self.backend_for(n).sort_rows_words(
+                WordsMut::U64(&mut composite),
+                None,
+                KeyEncoding {
+                    kind: KeyKind::Unsigned,
+                    descending: false,
+                },
+                row_len,
+            ))?;
+            return Ok(map_indices(n, |i| composite[i] as u32));
+        }
         let values = Some(WordsMut::U32(&mut order));
         of_copies(match &mut words {
             Words::U32(w, kind) => self.backend_for(n).sort_rows_words(
@@ -252,17 +299,40 @@ impl Sorter {
         if span.len() <= 1 {
             return Ok(());
         }
+        // Segment number of every position.
+        let mut segment_of = vec![0u32; span.len()];
+        for (s, w) in offsets.windows(2).enumerate() {
+            segment_of[w[0] - first..w[1] - first].fill(s as u32);
+        }
+        if let Words::U32(w, kind) = Words::of(span) {
+            // One sort of `segment << 32 | ordered key`: equal words are equal keys of one
+            // segment, so no position is needed.
+            let enc = KeyEncoding { kind, descending };
+            let len = w.len();
+            let mut composite = map_indices(len, |i| {
+                u64::from(segment_of[i]) << 32 | u64::from(enc.encode(w[i]))
+            });
+            of_copies(self.backend_for(len).sort_rows_words(
+                WordsMut::U64(&mut composite),
+                None,
+                KeyEncoding {
+                    kind: KeyKind::Unsigned,
+                    descending: false,
+                },
+                len,
+            ))?;
+            let sorted: Vec<K> =
+                map_indices(len, |i| Words::key_of_u32(enc.decode(composite[i] as u32)));
+            span.copy_from_slice(&sorted);
+            return Ok(());
+        }
         // Key order of the whole span (stability is not needed: equal keys are equal).
         let mut by_key: Vec<u32> = (0..span.len() as u32).collect();
         {
             let mut keys = span.to_vec();
             of_copies(self.run_rows(&mut keys, Some(&mut by_key), descending, span.len()))?;
         }
-        // Segment number of every position, then segment-major order keeping key order.
-        let mut segment_of = vec![0u32; span.len()];
-        for (s, w) in offsets.windows(2).enumerate() {
-            segment_of[w[0] - first..w[1] - first].fill(s as u32);
-        }
+        // Segment-major order keeping key order.
         let mut composite: Vec<u64> = by_key
             .iter()
             .enumerate()

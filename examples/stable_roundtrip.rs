@@ -1,0 +1,118 @@
+//! Stable argsort of host keys: how long `Sorter::argsort` takes from a host slice to the
+//! permutation, against the same result built from two sorts of the library (keys with their
+//! positions, then the runs of equal keys put in position order, the method wider keys still
+//! use) and against rayon's stable `par_sort_by_key` of the positions.
+//!
+//! ```sh
+//! cargo run --release --example stable_roundtrip                # 2^16 .. 2^24, 9 runs
+//! cargo run --release --example stable_roundtrip -- 26 5       # up to 2^26, 5 timed runs
+//! ```
+//!
+//! The sorter is built with `host_below(0)`, so that every length crosses the bus. Keys are
+//! random `u32` (which tie from about 2^16 keys on) or `few` (16 distinct values). Each
+//! figure is the median of the timed runs after one untimed run, every result is checked
+//! against rayon's stable sort, and the inputs are the same for the three.
+
+use std::time::Instant;
+
+use bitonic::Sorter;
+use rayon::prelude::*;
+
+/// The stable permutation from two sorts: keys with their positions as values, then, where
+/// equal keys exist, the 64-bit words `run << 32 | position`.
+fn two_sorts(sorter: &Sorter, keys: &[u32]) -> Result<Vec<u32>, bitonic::Error> {
+    let mut sorted = keys.to_vec();
+    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+    sorter.sort_by_key(&mut sorted, &mut order)?;
+    let mut run = 0u64;
+    let mut ties = false;
+    let mut composite = Vec::with_capacity(keys.len());
+    for (i, &position) in order.iter().enumerate() {
+        if i > 0 && sorted[i] == sorted[i - 1] {
+            ties = true;
+        } else if i > 0 {
+            run += 1;
+        }
+        composite.push(run << 32 | u64::from(position));
+    }
+    if !ties {
+        return Ok(order);
+    }
+    sorter.sort(&mut composite)?;
+    Ok(composite.into_iter().map(|c| c as u32).collect())
+}
+
+fn median(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+fn main() -> Result<(), bitonic::Error> {
+    let mut args = std::env::args().skip(1);
+    let max_log: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(24);
+    let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(9).max(1);
+    let sorter = Sorter::builder().host_below(0).build()?;
+    println!("device: {}", sorter.device());
+    println!(
+        "{:>6} {:>8} {:>14} {:>14} {:>14}",
+        "n", "keys", "argsort ms", "two sorts ms", "rayon ms"
+    );
+    for log in (16..=max_log).step_by(2) {
+        let n = 1usize << log;
+        for few in [false, true] {
+            let keys: Vec<u32> = (0..n)
+                .into_par_iter()
+                .map(|i| {
+                    // splitmix64 of the index: random, never all zeros.
+                    let mut z = (i as u64 ^ (log as u64) << 40).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                    let k = (z ^ (z >> 31)) as u32;
+                    if few { k % 16 } else { k }
+                })
+                .collect();
+            let mut want: Vec<u32> = (0..n as u32).collect();
+            let started = Instant::now();
+            want.par_sort_by_key(|&i| keys[i as usize]);
+            let mut rayon_times = vec![started.elapsed().as_secs_f64() * 1e3];
+            let mut ours = Vec::new();
+            let mut two = Vec::new();
+            for run in 0..=runs {
+                let started = Instant::now();
+                let got = sorter.argsort(&keys)?;
+                let ms = started.elapsed().as_secs_f64() * 1e3;
+                assert!(
+                    got == want,
+                    "argsort of {n} keys differs from rayon's stable sort"
+                );
+                let started = Instant::now();
+                let got = two_sorts(&sorter, &keys)?;
+                let two_ms = started.elapsed().as_secs_f64() * 1e3;
+                assert!(
+                    got == want,
+                    "two sorts of {n} keys differ from rayon's stable sort"
+                );
+                let started = Instant::now();
+                let mut peer: Vec<u32> = (0..n as u32).collect();
+                peer.par_sort_by_key(|&i| keys[i as usize]);
+                let rayon_ms = started.elapsed().as_secs_f64() * 1e3;
+                assert!(peer == want);
+                if run > 0 {
+                    ours.push(ms);
+                    two.push(two_ms);
+                    rayon_times.push(rayon_ms);
+                }
+            }
+            rayon_times.remove(0);
+            println!(
+                "{:>6} {:>8} {:>14.3} {:>14.3} {:>14.3}",
+                format!("2^{log}"),
+                if few { "few" } else { "random" },
+                median(ours),
+                median(two),
+                median(rayon_times)
+            );
+        }
+    }
+    Ok(())
+}
