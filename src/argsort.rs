@@ -39,6 +39,56 @@ fn map_indices<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T
     }
 }
 
+/// `f(index, position in its row)` for every index of `n` elements in rows of `row_len`, in
+/// pieces (one division per piece, not per element), on rayon's threads from
+/// [`SEQUENTIAL_BELOW`] elements on.
+fn map_rows<T>(n: usize, row_len: usize, f: impl Fn(usize, u32) -> T + Sync + Send) -> Vec<T>
+where
+    T: Copy + Default + Send + Sync,
+{
+    const PIECE: usize = 1 << 14;
+    // Zeroed pages from the allocator: no pass over the memory before the fill.
+    let mut out = vec![T::default(); n];
+    let fill = |(p, piece): (usize, &mut [T])| {
+        let start = p * PIECE;
+        let mut position = start % row_len.max(1);
+        for (j, slot) in piece.iter_mut().enumerate() {
+            *slot = f(start + j, position as u32);
+            position += 1;
+            if position == row_len {
+                position = 0;
+            }
+        }
+    };
+    if n < SEQUENTIAL_BELOW {
+        out.chunks_mut(PIECE).enumerate().for_each(fill);
+    } else {
+        out.par_chunks_mut(PIECE).enumerate().for_each(fill);
+    }
+    out
+}
+
+/// The kind of a key type's 32-bit word (see [`u32_of_key`]): its own for 4-byte keys,
+/// unsigned for narrow keys' ordered words; `None` for 8-byte keys.
+fn u32_kind<K: SortKey>() -> Option<KeyKind> {
+    let mut probe = [K::zeroed()];
+    match K::repr(&mut probe) {
+        KeyRepr::Words(WordsMut::U32(_), kind) => Some(kind),
+        KeyRepr::Words(WordsMut::U64(_), _) => None,
+        KeyRepr::Narrow => Some(KeyKind::Unsigned),
+    }
+}
+
+/// A key's 32-bit word: its raw bits for 4-byte keys, its ordered word for narrow ones (the
+/// inverse of [`key_of_u32`]).
+fn u32_of_key<K: SortKey>(key: K) -> u32 {
+    if std::mem::size_of::<K>() == 4 {
+        bytemuck::cast(key)
+    } else {
+        key.to_wide()
+    }
+}
+
 /// The result of a sort of this module's own copies: a failure while copying its result
 /// back leaves the caller's slices untouched (they are written only after every sort
 /// succeeded), so it is reported as the failure itself, not as a partial result.
@@ -49,43 +99,22 @@ fn of_copies(sorted: Result<()>) -> Result<()> {
     }
 }
 
-/// The keys of a row as raw words of one width, with their kind.
-enum Words {
-    U32(Vec<u32>, KeyKind),
-    U64(Vec<u64>, KeyKind),
+/// The raw 64-bit words of 8-byte keys and their kind; `None` for narrower keys.
+fn u64_words<K: SortKey>(keys: &[K]) -> Option<(Vec<u64>, KeyKind)> {
+    let mut copy = keys.to_vec();
+    match K::repr(&mut copy) {
+        KeyRepr::Words(WordsMut::U64(w), kind) => Some((w.to_vec(), kind)),
+        _ => None,
+    }
 }
 
-impl Words {
-    /// Copies `keys` as words: 32/64-bit keys keep their raw bits (the device encodes them),
-    /// narrow keys become ordered 32-bit words.
-    fn of<K: SortKey>(keys: &[K]) -> Words {
-        let mut copy = keys.to_vec();
-        match K::repr(&mut copy) {
-            KeyRepr::Words(WordsMut::U32(w), kind) => Words::U32(w.to_vec(), kind),
-            KeyRepr::Words(WordsMut::U64(w), kind) => Words::U64(w.to_vec(), kind),
-            KeyRepr::Narrow => Words::U32(
-                keys.iter().map(|k| k.to_wide()).collect(),
-                KeyKind::Unsigned,
-            ),
-        }
-    }
-
-    /// The key whose word in [`Words::of`]'s `U32` form is `word`: its raw bits for 4-byte
-    /// keys, its ordered word for narrow ones.
-    fn key_of_u32<K: SortKey>(word: u32) -> K {
-        if std::mem::size_of::<K>() == 4 {
-            bytemuck::cast(word)
-        } else {
-            K::from_wide(word)
-        }
-    }
-
-    /// Whether sorted positions `i - 1` and `i` hold equal keys.
-    fn same_as_previous(&self, i: usize) -> bool {
-        match self {
-            Words::U32(w, _) => w[i] == w[i - 1],
-            Words::U64(w, _) => w[i] == w[i - 1],
-        }
+/// The key whose 32-bit word is `word` (the inverse of [`u32_of_key`]): its raw bits for
+/// 4-byte keys, its ordered word for narrow ones.
+fn key_of_u32<K: SortKey>(word: u32) -> K {
+    if std::mem::size_of::<K>() == 4 {
+        bytemuck::cast(word)
+    } else {
+        K::from_wide(word)
     }
 }
 
@@ -203,19 +232,14 @@ impl Sorter {
         check_rows(keys.len(), row_len)?;
         check_indexable(row_len, "an argsort row")?;
         let n = keys.len();
-        let mut order: Vec<u32> = (0..n).map(|i| (i % row_len.max(1)) as u32).collect();
         if n <= 1 || row_len <= 1 {
-            return Ok(order);
+            return Ok(vec![0; n]);
         }
-        let mut words = Words::of(keys);
-        if let Words::U32(w, kind) = &words {
+        if let Some(kind) = u32_kind::<K>() {
             // One sort of `ordered key << 32 | position`.
-            let enc = KeyEncoding {
-                kind: *kind,
-                descending,
-            };
-            let mut composite = map_indices(n, |i| {
-                u64::from(enc.encode(w[i])) << 32 | u64::from(order[i])
+            let enc = KeyEncoding { kind, descending };
+            let mut composite = map_rows(n, row_len, |i, position| {
+                u64::from(enc.encode(u32_of_key(keys[i]))) << 32 | u64::from(position)
             });
             of_copies(self.backend_for(n).sort_rows_words(
                 WordsMut::U64(&mut composite),
@@ -228,40 +252,34 @@ impl Sorter {
             ))?;
             return Ok(map_indices(n, |i| composite[i] as u32));
         }
-        let values = Some(WordsMut::U32(&mut order));
-        of_copies(match &mut words {
-            Words::U32(w, kind) => self.backend_for(n).sort_rows_words(
-                WordsMut::U32(w),
-                values,
-                KeyEncoding {
-                    kind: *kind,
-                    descending,
-                },
-                row_len,
-            ),
-            Words::U64(w, kind) => self.backend_for(n).sort_rows_words(
-                WordsMut::U64(w),
-                values,
-                KeyEncoding {
-                    kind: *kind,
-                    descending,
-                },
-                row_len,
-            ),
-        })?;
+        let mut order = map_rows(n, row_len, |_, position| position);
+        let Some((mut words, kind)) = u64_words(keys) else {
+            return Err(Error::Unsupported(format!(
+                "argsort of {}-byte keys",
+                std::mem::size_of::<K>()
+            )));
+        };
+        of_copies(self.backend_for(n).sort_rows_words(
+            WordsMut::U64(&mut words),
+            Some(WordsMut::U32(&mut order)),
+            KeyEncoding { kind, descending },
+            row_len,
+        ))?;
         // Runs of equal keys, numbered within each row.
         let mut ties = false;
         let mut composite = Vec::with_capacity(n);
         let mut run = 0u64;
+        let mut column = 0;
         for (i, &position) in order.iter().enumerate() {
-            if i % row_len == 0 {
+            if column == 0 {
                 run = 0;
-            } else if words.same_as_previous(i) {
+            } else if words[i] == words[i - 1] {
                 ties = true;
             } else {
                 run += 1;
             }
             composite.push(run << 32 | u64::from(position));
+            column = if column + 1 == row_len { 0 } else { column + 1 };
         }
         if !ties {
             return Ok(order);
@@ -304,13 +322,13 @@ impl Sorter {
         for (s, w) in offsets.windows(2).enumerate() {
             segment_of[w[0] - first..w[1] - first].fill(s as u32);
         }
-        if let Words::U32(w, kind) = Words::of(span) {
+        if let Some(kind) = u32_kind::<K>() {
             // One sort of `segment << 32 | ordered key`: equal words are equal keys of one
             // segment, so no position is needed.
             let enc = KeyEncoding { kind, descending };
-            let len = w.len();
+            let len = span.len();
             let mut composite = map_indices(len, |i| {
-                u64::from(segment_of[i]) << 32 | u64::from(enc.encode(w[i]))
+                u64::from(segment_of[i]) << 32 | u64::from(enc.encode(u32_of_key(span[i])))
             });
             of_copies(self.backend_for(len).sort_rows_words(
                 WordsMut::U64(&mut composite),
@@ -321,8 +339,7 @@ impl Sorter {
                 },
                 len,
             ))?;
-            let sorted: Vec<K> =
-                map_indices(len, |i| Words::key_of_u32(enc.decode(composite[i] as u32)));
+            let sorted: Vec<K> = map_indices(len, |i| key_of_u32(enc.decode(composite[i] as u32)));
             span.copy_from_slice(&sorted);
             return Ok(());
         }
