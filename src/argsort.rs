@@ -205,6 +205,20 @@ impl Sorter {
         self.segments(data, offsets, true)
     }
 
+    /// Sorts 64-bit words ascending in rows of `row_len`, on the backend that sorts this many
+    /// host elements; a failed copy back is reported as the failure itself ([`of_copies`]).
+    fn sort_u64_rows(&self, words: &mut [u64], row_len: usize) -> Result<()> {
+        of_copies(self.backend_for(words.len()).sort_rows_words(
+            WordsMut::U64(words),
+            None,
+            KeyEncoding {
+                kind: KeyKind::Unsigned,
+                descending: false,
+            },
+            row_len,
+        ))
+    }
+
     fn stable_by_key<K: SortKey, V: Copy>(
         &self,
         keys: &mut [K],
@@ -241,15 +255,7 @@ impl Sorter {
             let mut composite = map_rows(n, row_len, |i, position| {
                 u64::from(enc.encode(u32_of_key(keys[i]))) << 32 | u64::from(position)
             });
-            of_copies(self.backend_for(n).sort_rows_words(
-                WordsMut::U64(&mut composite),
-                None,
-                KeyEncoding {
-                    kind: KeyKind::Unsigned,
-                    descending: false,
-                },
-                row_len,
-            ))?;
+            self.sort_u64_rows(&mut composite, row_len)?;
             return Ok(map_indices(n, |i| composite[i] as u32));
         }
         let mut order = map_rows(n, row_len, |_, position| position);
@@ -284,15 +290,7 @@ impl Sorter {
         if !ties {
             return Ok(order);
         }
-        of_copies(self.backend_for(n).sort_rows_words(
-            WordsMut::U64(&mut composite),
-            None,
-            KeyEncoding {
-                kind: KeyKind::Unsigned,
-                descending: false,
-            },
-            row_len,
-        ))?;
+        self.sort_u64_rows(&mut composite, row_len)?;
         Ok(composite.into_iter().map(|c| c as u32).collect())
     }
 
@@ -330,15 +328,7 @@ impl Sorter {
             let mut composite = map_indices(len, |i| {
                 u64::from(segment_of[i]) << 32 | u64::from(enc.encode(u32_of_key(span[i])))
             });
-            of_copies(self.backend_for(len).sort_rows_words(
-                WordsMut::U64(&mut composite),
-                None,
-                KeyEncoding {
-                    kind: KeyKind::Unsigned,
-                    descending: false,
-                },
-                len,
-            ))?;
+            self.sort_u64_rows(&mut composite, len)?;
             let sorted: Vec<K> = map_indices(len, |i| key_of_u32(enc.decode(composite[i] as u32)));
             span.copy_from_slice(&sorted);
             return Ok(());
@@ -356,15 +346,7 @@ impl Sorter {
             .map(|(rank, &p)| u64::from(segment_of[p as usize]) << 32 | rank as u64)
             .collect();
         let len = composite.len();
-        of_copies(self.backend_for(len).sort_rows_words(
-            WordsMut::U64(&mut composite),
-            None,
-            KeyEncoding {
-                kind: KeyKind::Unsigned,
-                descending: false,
-            },
-            len,
-        ))?;
+        self.sort_u64_rows(&mut composite, len)?;
         let sorted: Vec<K> = composite
             .iter()
             .map(|&c| span[by_key[(c as u32) as usize] as usize])
