@@ -221,7 +221,8 @@ impl OpenClBackend {
     }
 
     /// Enqueues one merge pass: its splitter into `splits`, then its merge from `from` into
-    /// `to` (the buffers as `(from, to, splits)`; values move only where both have them).
+    /// `to` (the buffers as `(from, to, splits)`; values move only where both have them), or
+    /// for a pass of few tiles the merge that searches itself.
     #[allow(clippy::too_many_arguments)]
     fn enqueue_merge(
         &self,
@@ -233,29 +234,33 @@ impl OpenClBackend {
         encoding: KeyEncoding,
         requested: u64,
     ) -> Result<Event> {
-        let mut args = Args {
-            kernel: &merge.split,
-            index: 0,
+        if !pass.own_splits {
+            let mut args = Args {
+                kernel: &merge.split,
+                index: 0,
+            };
+            args.buffer(from.keys)?;
+            args.buffer(splits)?;
+            args.u64(n)?;
+            args.u32(pass.log_run)?;
+            args.u32(pass.tile_bits)?;
+            // SAFETY: `merge_split(keys, splits, n, log_run, tile_bits)`, set just above.
+            unsafe {
+                self.enqueue_kernel(
+                    queue,
+                    &merge.split,
+                    pass.split_groups,
+                    pass.split_local,
+                    requested,
+                )
+            }?;
+        }
+        let kernel = if pass.own_splits {
+            &merge.pass_own_splits
+        } else {
+            &merge.pass
         };
-        args.buffer(from.keys)?;
-        args.buffer(splits)?;
-        args.u64(n)?;
-        args.u32(pass.log_run)?;
-        args.u32(pass.tile_bits)?;
-        // SAFETY: `merge_split(keys, splits, n, log_run, tile_bits)`, set just above.
-        unsafe {
-            self.enqueue_kernel(
-                queue,
-                &merge.split,
-                pass.split_groups,
-                pass.split_local,
-                requested,
-            )
-        }?;
-        let mut args = Args {
-            kernel: &merge.pass,
-            index: 0,
-        };
+        let mut args = Args { kernel, index: 0 };
         args.buffer(from.keys)?;
         args.buffer(to.keys)?;
         if let (Some(src), Some(dst)) = (from.values, to.values) {
@@ -272,11 +277,11 @@ impl OpenClBackend {
         if from.values.is_some() {
             args.local(pass.local_value_bytes)?;
         }
-        // SAFETY: `merge_pass(src, dst, [src_values, dst_values,] splits, n, log_run,
-        // tile_bits, encoding, transform, lkeys[, lvals])`, set just above: the program has
-        // the value arguments exactly when its sorts carry values, and then both `from` and
-        // `to` hold them (`plan_with_scratch`).
-        unsafe { self.enqueue_kernel(queue, &merge.pass, pass.groups, pass.local, requested) }
+        // SAFETY: `merge_pass` and `merge_pass_own_splits` take `(src, dst, [src_values,
+        // dst_values,] splits, n, log_run, tile_bits, encoding, transform, lkeys[, lvals])`,
+        // set just above: the program has the value arguments exactly when its sorts carry
+        // values, and then both `from` and `to` hold them (`plan_with_scratch`).
+        unsafe { self.enqueue_kernel(queue, kernel, pass.groups, pass.local, requested) }
     }
 
     /// Enqueues a sort's plan on `queue`: the network's launches, or merge path with its

@@ -92,6 +92,10 @@ pub struct OpenClBackend {
     /// log2 of the registers per round ([`LOG_E`]; smaller in tests, to exercise more
     /// rounds and tiled global passes with short inputs).
     log_e: u32,
+    /// Merge passes of at most this many tiles find their tiles' parts in the merge kernel
+    /// ([`plan::OWN_SPLIT_MAX_TILES`]; 0 in tests, to exercise the splitter kernel with
+    /// short inputs).
+    own_split_max_tiles: u64,
     /// Whether every sort runs the network ([`Backend::set_oblivious`]).
     oblivious: AtomicBool,
     /// The merge scratch of device-resident sorts.
@@ -199,6 +203,7 @@ impl OpenClBackend {
             gauges: Gauges::default(),
             max_log_tile: MAX_LOG_TILE,
             log_e: LOG_E,
+            own_split_max_tiles: plan::OWN_SPLIT_MAX_TILES,
             oblivious: AtomicBool::new(false),
             device_scratch: Mutex::new(DeviceScratch::default()),
         })

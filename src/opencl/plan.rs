@@ -64,19 +64,31 @@ pub struct Limits {
     /// compiles a kernel anew for every work-group size it meets (seconds each), and a CPU
     /// loses nothing to idle work items; a GPU gets sizes that fit each pass.
     pub uniform_groups: bool,
+    /// Merge passes of at most this many output tiles find their tiles' parts inside the
+    /// merge kernel instead of launching the splitter ([`OWN_SPLIT_MAX_TILES`]).
+    pub own_split_max_tiles: u64,
     /// Keys alone take merge path only where they fill more than half of
     /// `2^min_log_merge_bytes` bytes (and more than one tile): [`GPU_MIN_LOG_MERGE_BYTES`] on
     /// GPUs, 0 on other devices. Key-value pairs follow [`pair_sort_tile`] on every device.
     pub min_log_merge_bytes: u32,
 }
 
-/// On GPUs, keys alone take merge path where they fill more than 8 MiB (`ceil(log2(bytes))
-/// >= 24`: from 2^21 + 1 `u32` keys, from 2^20 + 1 `u64` keys), the network below. Measured
-/// with NVIDIA's OpenCL on an H200 (2026-11-25, `docs/perf.md` change 29): merge path and the
-/// network took 0.293 and 0.204 ms at 2^20 `u32` keys (merge path's 17 launches, each some
-/// 10-15 us, set the time), 0.236 and 0.222 ms at 2^21, 0.357 and 0.389 ms at 2^22; for
-/// `u64` keys 0.247 and 0.258 ms at 2^20, 0.336 and 0.402 ms at 2^21.
-pub const GPU_MIN_LOG_MERGE_BYTES: u32 = 24;
+/// On GPUs, keys alone take merge path where they fill more than 128 KiB
+/// (`ceil(log2(bytes)) >= 18`: from 2^15 + 1 `u32` keys, from 2^14 + 1 `u64` keys), the
+/// network below. Measured with NVIDIA's OpenCL on an H100 (2026-11-25, `docs/perf.md`
+/// change 33, both in one run), merge path was ahead of the network at every size measured
+/// from 2^16 keys on: `u32` 2^16 0.137 against 0.142 ms, 2^20 0.147 against 0.160 ms, 2^22
+/// 0.387 against 0.396 ms; `u64` 2^16 0.125 against 0.143 ms, 2^20 0.185 against 0.244 ms.
+pub const GPU_MIN_LOG_MERGE_BYTES: u32 = 18;
+
+/// Merge passes of at most 2^10 output tiles (up to 2^22 `u32` keys, 2^21 `u64` keys or
+/// pairs) find their tiles' parts inside the merge kernel (`merge_pass_own_splits`), since
+/// on NVIDIA's OpenCL a launch costs more than those searches: on an H100 (2026-11-25,
+/// `docs/perf.md` change 33) 2^21 `u64` keys took 0.320 ms that way against 0.437 ms with
+/// the splitter kernel and 2^21 pairs 0.300 against 0.342 ms, though 2^22 `u32` keys took
+/// 0.387 against 0.373 ms. Passes of many tiles keep the splitter, whose searches run all at
+/// once (change 30: searching in every tile made 2^28 `u32` keys 1.8x slower).
+pub const OWN_SPLIT_MAX_TILES: u64 = 1 << 10;
 
 /// The largest tile whose padded keys and values fit the local memory (less the margin),
 /// capped at `limits.max_log_tile`; at least 2 elements.
@@ -344,7 +356,8 @@ fn launches(limits: &Limits, shape: Shape, element_bytes: u64, schedule: &Schedu
 }
 
 /// One merge pass: `merge_split` finds where every output tile's part of its two input runs
-/// starts, then `merge_pass` merges the parts from one buffer into the other.
+/// starts, then `merge_pass` merges the parts from one buffer into the other; or, for a pass
+/// of few tiles, `merge_pass_own_splits` does both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MergeLaunch {
     /// log2 of the input runs.
@@ -367,6 +380,10 @@ pub struct MergeLaunch {
     pub local_bytes: u64,
     /// Bytes of `merge_pass`'s `__local` values (0 for keys alone).
     pub local_value_bytes: u64,
+    /// Whether the merge work-groups find their tiles' parts themselves
+    /// (`merge_pass_own_splits`, no splitter launch): passes of at most
+    /// [`Limits::own_split_max_tiles`] tiles.
+    pub own_splits: bool,
 }
 
 /// A merge-path sort of one row: the network's local sort of every tile in place (encoding
@@ -483,6 +500,14 @@ pub fn merge_path_plan(
             } else {
                 split_group.min(floor_pow2(pass.tiles as usize))
             };
+            // A CPU device gets one size for every pass (see `Limits::uniform_groups`):
+            // work items past a smaller tile's end idle.
+            let local = 1usize
+                << (if limits.uniform_groups {
+                    merge_tile
+                } else {
+                    pass.tile_bits
+                } - log_e);
             MergeLaunch {
                 log_run: pass.log_run,
                 tile_bits: pass.tile_bits,
@@ -494,16 +519,11 @@ pub fn merge_path_plan(
                     .clamp(1, MAX_TILE_GROUPS) as usize,
                 split_local,
                 groups: pass.tiles.clamp(1, MAX_TILE_GROUPS) as usize,
-                // A CPU device gets one size for every pass (see `Limits::uniform_groups`):
-                // work items past a smaller tile's end idle.
-                local: 1
-                    << (if limits.uniform_groups {
-                        merge_tile
-                    } else {
-                        pass.tile_bits
-                    } - log_e),
+                local,
                 local_bytes: merge_local_key_bytes(pass.tile_bits, key_bytes),
                 local_value_bytes: padded_words(pass.tile_bits) * value_bytes,
+                // `group_splits` searches with two halves of the group.
+                own_splits: pass.tiles <= limits.own_split_max_tiles && local >= 2,
             }
         })
         .collect();
@@ -539,6 +559,7 @@ mod tests {
             log_e: LOG_E,
             max_log_tile: MAX_LOG_TILE,
             uniform_groups: false,
+            own_split_max_tiles: OWN_SPLIT_MAX_TILES,
         }
     }
 
@@ -659,6 +680,12 @@ mod tests {
                         assert!((m.local as u64) << log_e >= 1 << m.tile_bits, "{m:?}");
                         assert!(m.tile_bits <= m.log_run + 1, "{m:?}");
                         assert_eq!(m.tiles, n.div_ceil(1 << m.tile_bits));
+                        // Few tiles: no splitter launch.
+                        assert_eq!(
+                            m.own_splits,
+                            m.tiles <= OWN_SPLIT_MAX_TILES && m.local >= 2,
+                            "{m:?}"
+                        );
                         assert!(
                             m.local_bytes + m.local_value_bytes
                                 <= limits.local_mem - LOCAL_MEM_MARGIN
@@ -678,9 +705,10 @@ mod tests {
             }
         }
         // Below the GPU's threshold, or one tile or less: the network.
-        assert!(merge_path_plan(&nvidia_limits(), 1 << 21, 4, 0).is_none());
-        assert!(merge_path_plan(&nvidia_limits(), 1 << 20, 8, 0).is_none());
-        assert!(merge_path_plan(&nvidia_limits(), (1 << 20) + 1, 8, 0).is_some());
+        assert!(merge_path_plan(&nvidia_limits(), 1 << 15, 4, 0).is_none());
+        assert!(merge_path_plan(&nvidia_limits(), (1 << 15) + 1, 4, 0).is_some());
+        assert!(merge_path_plan(&nvidia_limits(), 1 << 14, 8, 0).is_none());
+        assert!(merge_path_plan(&nvidia_limits(), (1 << 14) + 1, 8, 0).is_some());
         let cpu = Limits {
             min_log_merge_bytes: 0,
             ..nvidia_limits()

@@ -62,8 +62,11 @@ pub(super) const GLOBAL_KERNEL: &str = "bitonic_global";
 /// Name of the merge passes' splitter kernel.
 pub(super) const MERGE_SPLIT_KERNEL: &str = "merge_split";
 
-/// Name of the merge kernel.
+/// Name of the merge kernel that reads the splitter's output.
 pub(super) const MERGE_PASS_KERNEL: &str = "merge_pass";
+
+/// Name of the merge kernel whose work-groups find their tiles' parts themselves.
+pub(super) const MERGE_PASS_OWN_SPLITS_KERNEL: &str = "merge_pass_own_splits";
 
 /// A machine word as the kernels see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -132,10 +135,12 @@ pub(super) struct Kernels {
     pub(super) merge: MergeKernels,
 }
 
-/// The merge passes' two kernels (`kernels/merge_path.clh`).
+/// The merge passes' kernels (`kernels/merge_path.clh`): the splitter, the merge that reads
+/// it, and the merge that searches itself (passes of few tiles).
 pub(super) struct MergeKernels {
     pub(super) split: Kernel,
     pub(super) pass: Kernel,
+    pub(super) pass_own_splits: Kernel,
 }
 
 impl OpenClBackend {
@@ -219,6 +224,7 @@ impl OpenClBackend {
         let merge = MergeKernels {
             split: create(MERGE_SPLIT_KERNEL)?,
             pass: create(MERGE_PASS_KERNEL)?,
+            pass_own_splits: create(MERGE_PASS_OWN_SPLITS_KERNEL)?,
         };
         let kernels = Kernels {
             tile: create(TILE_KERNEL)?,
@@ -238,9 +244,11 @@ impl OpenClBackend {
             tile_group: kernel_limit(&kernels.tile)?,
             global_group: kernel_limit(&kernels.global)?,
             merge_group: kernel_limit(&kernels.merge.pass)?
+                .min(kernel_limit(&kernels.merge.pass_own_splits)?)
                 .min(kernel_limit(&kernels.merge.split)?),
             log_e: key.log_e,
             max_log_tile: self.max_log_tile,
+            own_split_max_tiles: self.own_split_max_tiles,
             uniform_groups: self.info.device_type == DeviceType::Cpu,
             min_log_merge_bytes: if self.info.device_type == DeviceType::Gpu {
                 super::plan::GPU_MIN_LOG_MERGE_BYTES

@@ -44,6 +44,41 @@ fn backends() -> &'static [OpenClBackend] {
     })
 }
 
+/// The first of [`backends`] with every merge pass launching the splitter kernel (passes
+/// of few tiles, which short sorts have, otherwise search in the merge kernel).
+fn splitter_backend() -> &'static OpenClBackend {
+    static CELL: OnceLock<OpenClBackend> = OnceLock::new();
+    CELL.get_or_init(|| {
+        let mut b = OpenClBackend::open(backends()[0].info.index).expect("open the device");
+        b.own_split_max_tiles = 0;
+        b
+    })
+}
+
+/// `keys` sorted both ways on `b` against `sort_unstable_by(cmp)`.
+fn check_keys_on<T: SortKey + std::fmt::Debug>(
+    b: &OpenClBackend,
+    keys: &[T],
+    cmp: fn(&T, &T) -> Ordering,
+) {
+    let mut want = keys.to_vec();
+    want.sort_unstable_by(cmp);
+    for descending in [false, true] {
+        if descending {
+            want.reverse();
+        }
+        let mut got = keys.to_vec();
+        let (w, kind) = as_words(&mut got);
+        b.sort_words(w, None, KeyEncoding { kind, descending })
+            .unwrap_or_else(|e| panic!("n={} {descending}: {e}", keys.len()));
+        assert!(
+            bytemuck::cast_slice::<T, u8>(&got) == bytemuck::cast_slice::<T, u8>(&want),
+            "n={} descending={descending}, splitter kernel on every pass",
+            keys.len()
+        );
+    }
+}
+
 fn keeps(b: &OpenClBackend, n: usize) -> bool {
     b.max_log_tile == MAX_LOG_TILE || n <= 1 << 16
 }
@@ -720,6 +755,10 @@ fn merge_path_sorts_keys() {
         let u32s: Vec<u32> = raw.iter().map(|&x| x as u32).collect();
         check_keys(&u32s, |a, b| a.cmp(b));
         check_keys(&raw, |a, b| a.cmp(b));
+        if case < 4 {
+            check_keys_on(splitter_backend(), &u32s, |a, b| a.cmp(b));
+            check_keys_on(splitter_backend(), &raw, |a, b| a.cmp(b));
+        }
         let floats: Vec<f32> = raw
             .iter()
             .map(|&x| match x % 7 {
@@ -798,6 +837,7 @@ fn merge_path_sorts_pairs() {
         let values: Vec<u32> = (0..n as u32).collect();
         check_pairs_like_cpu(b, &cpu, &keys, &values, i % 2 == 1);
         if i == 0 {
+            check_pairs_like_cpu(splitter_backend(), &cpu, &keys, &values, true);
             // Every other width of key and value, just past its threshold.
             let wide: Vec<u64> = raw
                 .iter()
