@@ -55,30 +55,6 @@ fn splitter_backend() -> &'static OpenClBackend {
     })
 }
 
-/// `keys` sorted both ways on `b` against `sort_unstable_by(cmp)`.
-fn check_keys_on<T: SortKey + std::fmt::Debug>(
-    b: &OpenClBackend,
-    keys: &[T],
-    cmp: fn(&T, &T) -> Ordering,
-) {
-    let mut want = keys.to_vec();
-    want.sort_unstable_by(cmp);
-    for descending in [false, true] {
-        if descending {
-            want.reverse();
-        }
-        let mut got = keys.to_vec();
-        let (w, kind) = as_words(&mut got);
-        b.sort_words(w, None, KeyEncoding { kind, descending })
-            .unwrap_or_else(|e| panic!("n={} {descending}: {e}", keys.len()));
-        assert!(
-            bytemuck::cast_slice::<T, u8>(&got) == bytemuck::cast_slice::<T, u8>(&want),
-            "n={} descending={descending}, splitter kernel on every pass",
-            keys.len()
-        );
-    }
-}
-
 fn keeps(b: &OpenClBackend, n: usize) -> bool {
     b.max_log_tile == MAX_LOG_TILE || n <= 1 << 16
 }
@@ -124,14 +100,23 @@ fn as_words<T: SortKey>(keys: &mut [T]) -> (WordsMut<'_>, KeyKind) {
 
 /// Sorts `keys` both ways on every backend and compares bit for bit with `cmp`.
 fn check_keys<T: SortKey + std::fmt::Debug>(keys: &[T], cmp: fn(&T, &T) -> Ordering) {
-    let backends = backends();
+    let n = keys.len();
+    check_keys_on(backends().iter().filter(|b| keeps(b, n)), keys, cmp);
+}
+
+/// `keys` sorted both ways on each of `on` against `sort_unstable_by(cmp)`.
+fn check_keys_on<'a, T: SortKey + std::fmt::Debug>(
+    on: impl Iterator<Item = &'a OpenClBackend> + Clone,
+    keys: &[T],
+    cmp: fn(&T, &T) -> Ordering,
+) {
     let mut want = keys.to_vec();
     want.sort_unstable_by(cmp);
     for descending in [false, true] {
         if descending {
             want.reverse();
         }
-        for b in backends.iter().filter(|b| keeps(b, keys.len())) {
+        for b in on.clone() {
             let mut got = keys.to_vec();
             let (w, kind) = as_words(&mut got);
             b.sort_words(w, None, KeyEncoding { kind, descending })
@@ -142,16 +127,30 @@ fn check_keys<T: SortKey + std::fmt::Debug>(keys: &[T], cmp: fn(&T, &T) -> Order
                     .find(|&i| bytemuck::bytes_of(&got[i]) != bytemuck::bytes_of(&want[i]))
                     .unwrap_or(0);
                 panic!(
-                    "n={} descending={descending} tile<=2^{} rounds of 2^{}: first difference at {at}: got {:?} want {:?}",
+                    "n={} descending={descending} tile<=2^{} rounds of 2^{} own splits up to {} tiles: first difference at {at}: got {:?} want {:?}",
                     keys.len(),
                     b.max_log_tile,
                     b.log_e,
+                    b.own_split_max_tiles,
                     got[at],
                     want[at]
                 );
             }
         }
     }
+}
+
+/// `n` random 64-bit keys, or with `few` keys below 40 (ties across every tile and run).
+fn few_or_random(rng: &mut StdRng, n: usize, few: bool) -> Vec<u64> {
+    (0..n)
+        .map(|_| {
+            if few {
+                rng.gen_range(0..40)
+            } else {
+                rng.r#gen()
+            }
+        })
+        .collect()
 }
 
 fn run_keys<T: SortKey + std::fmt::Debug>(
@@ -742,22 +741,14 @@ fn merge_path_sorts_keys() {
     let mut rng = StdRng::seed_from_u64(29);
     for (case, &n) in lengths.iter().enumerate() {
         // Few distinct keys in every other case: ties across every tile and run boundary.
-        let few = case % 2 == 0;
-        let raw: Vec<u64> = (0..n)
-            .map(|_| {
-                if few {
-                    rng.gen_range(0..40)
-                } else {
-                    rng.r#gen()
-                }
-            })
-            .collect();
+        let raw = few_or_random(&mut rng, n, case % 2 == 0);
         let u32s: Vec<u32> = raw.iter().map(|&x| x as u32).collect();
         check_keys(&u32s, |a, b| a.cmp(b));
         check_keys(&raw, |a, b| a.cmp(b));
         if case < 4 {
-            check_keys_on(splitter_backend(), &u32s, |a, b| a.cmp(b));
-            check_keys_on(splitter_backend(), &raw, |a, b| a.cmp(b));
+            let splitter = std::iter::once(splitter_backend());
+            check_keys_on(splitter.clone(), &u32s, |a, b| a.cmp(b));
+            check_keys_on(splitter, &raw, |a, b| a.cmp(b));
         }
         let floats: Vec<f32> = raw
             .iter()
@@ -823,16 +814,7 @@ fn merge_path_sorts_pairs() {
     lengths.push((1 << 21) + 1);
     for (i, &n) in lengths.iter().enumerate() {
         assert!(pair_sort_tile(n as u64, 8).is_some());
-        let few = i % 4 != 3;
-        let raw: Vec<u64> = (0..n)
-            .map(|_| {
-                if few {
-                    rng.gen_range(0..40)
-                } else {
-                    rng.r#gen()
-                }
-            })
-            .collect();
+        let raw = few_or_random(&mut rng, n, i % 4 != 3);
         let keys: Vec<u32> = raw.iter().map(|&x| x as u32).collect();
         let values: Vec<u32> = (0..n as u32).collect();
         check_pairs_like_cpu(b, &cpu, &keys, &values, i % 2 == 1);
