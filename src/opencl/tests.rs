@@ -297,14 +297,7 @@ fn run_pairs<K: SortKey + std::fmt::Debug, V: bytemuck::Pod + std::fmt::Debug>(
                     "n={n} descending={descending} tile<=2^{} rounds of 2^{}",
                     b.max_log_tile, b.log_e
                 );
-                assert!(
-                    bytemuck::cast_slice::<K, u8>(&got_k) == bytemuck::cast_slice::<K, u8>(&want_k),
-                    "keys differ: {label}"
-                );
-                assert!(
-                    bytemuck::cast_slice::<V, u8>(&got_v) == bytemuck::cast_slice::<V, u8>(&want_v),
-                    "values differ: {label}"
-                );
+                assert_same_pairs((&got_k, &got_v), (&want_k, &want_v), &label);
             }
         }
     }
@@ -920,12 +913,21 @@ fn check_pairs_like_cpu<K: SortKey + std::fmt::Debug, V: bytemuck::Pod + std::fm
         std::mem::size_of::<K>(),
         std::mem::size_of::<V>()
     );
+    assert_same_pairs((&got_k, &got_v), (&want_k, &want_v), &label);
+}
+
+/// Keys and values bit for bit as wanted (`label` says which sort failed).
+fn assert_same_pairs<K: bytemuck::Pod, V: bytemuck::Pod>(
+    got: (&[K], &[V]),
+    want: (&[K], &[V]),
+    label: &str,
+) {
     assert!(
-        bytemuck::cast_slice::<K, u8>(&got_k) == bytemuck::cast_slice::<K, u8>(&want_k),
+        bytemuck::cast_slice::<K, u8>(got.0) == bytemuck::cast_slice::<K, u8>(want.0),
         "keys differ: {label}"
     );
     assert!(
-        bytemuck::cast_slice::<V, u8>(&got_v) == bytemuck::cast_slice::<V, u8>(&want_v),
+        bytemuck::cast_slice::<V, u8>(got.1) == bytemuck::cast_slice::<V, u8>(want.1),
         "values differ: {label}"
     );
 }
