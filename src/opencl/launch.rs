@@ -234,7 +234,9 @@ impl OpenClBackend {
         encoding: KeyEncoding,
         requested: u64,
     ) -> Result<Event> {
-        if !pass.own_splits {
+        let kernel = if pass.own_splits {
+            &merge.pass_own_splits
+        } else {
             let mut args = Args {
                 kernel: &merge.split,
                 index: 0,
@@ -254,10 +256,6 @@ impl OpenClBackend {
                     requested,
                 )
             }?;
-        }
-        let kernel = if pass.own_splits {
-            &merge.pass_own_splits
-        } else {
             &merge.pass
         };
         let mut args = Args { kernel, index: 0 };

@@ -11,9 +11,10 @@
 //! - other `Pass::GlobalMerge`s, of at most `log_e` levels: `bitonic_global`, one register
 //!   group per work item straight from global memory (no `__local` round trip, no barrier).
 //!
-//! Above one tile (keys alone) or past 8 MiB (key-value pairs), one row takes merge path
-//! instead ([`choose`], [`merge_path_plan`]): the network's local sort of every tile, then
-//! merge passes of `kernels/merge_path.clh`, as the CUDA backend runs them.
+//! Keys alone past one tile (on GPUs past [`GPU_MIN_LOG_MERGE_BYTES`]) and key-value pairs
+//! past 8 MiB, in one row, take merge path instead ([`choose`], [`merge_path_plan`]): the
+//! network's local sort of every tile, then merge passes of `kernels/merge_path.clh`, as the
+//! CUDA backend runs them.
 
 use crate::schedule::merge_path::{MergePlan, choose_sort_tile, pair_sort_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2, choose_log_tile};

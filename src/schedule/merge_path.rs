@@ -41,8 +41,10 @@ pub fn choose_sort_tile(n: u64, max_log_tile: u32, compute_units: u32) -> Option
 /// backend alike, the CPU's included. Merge path puts values of equal keys in another order
 /// than the network does, and every backend must put them in the same one: the choice and
 /// the tile ([`pair_sort_tile`]) therefore depend on the length and the widths alone, never
-/// on the device. 8 MiB is where merge path overtook the network for keys on NVIDIA's OpenCL
-/// (`GPU_MIN_LOG_MERGE_BYTES` of the OpenCL plan), the backend with the costliest launches.
+/// on the device. 8 MiB is where merge path overtook the network for keys on NVIDIA's OpenCL,
+/// the backend with the costliest launches, while every merge pass launched a splitter
+/// (`docs/perf.md`, change 29); keys on OpenCL GPUs have since moved to 128 KiB (change 33),
+/// but this threshold was not measured again for pairs.
 pub const PAIR_MIN_LOG_MERGE_BYTES: u32 = 24;
 
 /// log2 of the bytes of keys and values in the tile sort of a key-value merge-path sort:
