@@ -308,19 +308,23 @@ impl Column<'_> {
     }
 }
 
-/// `dst.copy_from_slice(src)` on all of rayon's threads, for copies large enough to gain.
+/// `dst.copy_from_slice(src)` on all of rayon's threads, for copies large enough to gain,
+/// with streaming stores ([`stream_copy`]): such copies are chunks of transfers of at least
+/// [`MIN_CHUNK_BYTES`], which pass through memory rather than the caches.
 fn par_copy(dst: &mut [u8], src: &[u8]) {
     if dst.len() <= PARALLEL_FROM_BYTES {
         dst.copy_from_slice(src);
         return;
     }
+    // Whole pages, so that every piece's streaming stores start aligned where `dst` does.
     let piece = dst
         .len()
         .div_ceil(rayon::current_num_threads())
-        .max(MIN_PIECE_BYTES);
+        .max(MIN_PIECE_BYTES)
+        .next_multiple_of(4096);
     dst.par_chunks_mut(piece)
         .zip(src.par_chunks(piece))
-        .for_each(|(d, s)| d.copy_from_slice(s));
+        .for_each(|(d, s)| stream_copy::copy_streaming(d, s));
 }
 
 /// The chunks of a transfer of `total` bytes of `word_bytes` words, as (byte offset, length):
@@ -549,5 +553,6 @@ fn download_in_chunks<L: Link>(
     ring.finish(link)
 }
 
+mod stream_copy;
 #[cfg(test)]
 mod tests;
