@@ -28,9 +28,11 @@ use crate::kept::{DeviceBytes, Kept};
 use crate::keys::{NarrowKeys, WordsMut};
 use crate::pinned::is_pinned_for;
 
-/// Bytes of one pinned slot: large enough that a copy's fixed cost (about 10 us) is small
-/// against its time on the bus (8 MiB: about 160 us at 51 GiB/s).
-pub(crate) const SLOT_BYTES: usize = 8 << 20;
+/// Bytes of one pinned slot, and so of the largest chunk. Each chunk costs a parallel host
+/// copy (a fork and join of rayon's threads) and an event; 16 MiB chunks took the round trip
+/// of 2^28 `u32` keys from 82-92 ms to 65 ms against 8 MiB ones (NVIDIA H100 machine,
+/// `docs/perf.md`, change 34).
+pub(crate) const SLOT_BYTES: usize = 16 << 20;
 /// Slots in a ring: the host fills one while the bus drains the others.
 pub(crate) const SLOTS: usize = 3;
 /// The smallest chunk worth its own copy; smaller transfers go in one. Each chunk costs a

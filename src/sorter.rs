@@ -214,7 +214,7 @@ impl Sorter {
     }
 
     /// Bytes of pinned (page-locked) host memory kept for the next sort. Sorts of host
-    /// slices on a GPU stage the data through a small ring of pinned buffers (24 MiB), since
+    /// slices on a GPU stage the data through a small ring of pinned buffers (48 MiB), since
     /// the bus moves pinned memory several times faster than ordinary memory; the ring is
     /// allocated by the first such sort and kept.
     pub fn cached_pinned_bytes(&self) -> u64 {

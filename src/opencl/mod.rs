@@ -332,7 +332,7 @@ impl OpenClBackend {
         self.check_memory(requested)?;
         let shape = Shape::new(row_len as u64, (n / row_len) as u64);
         // One host-slice sort at a time: they share the queue, the device buffers and the
-        // pinned ring, and a ring of its own would cost a thread more (pinning 24 MiB) than
+        // pinned ring, and a ring of its own would cost a thread more (pinning 48 MiB) than
         // waiting for the sort ahead of it. Nothing behind the lock is left half-updated by a
         // panic, so a poisoned lock is still usable.
         let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());

@@ -8,7 +8,9 @@
 #   kernel part: bitonic-base (merge blocks of 256 threads x 16 u32 outputs, 5 per
 #   multiprocessor), bitonic-e32x128 (128 threads x 32 outputs, 6 per multiprocessor),
 #   bitonic-e32x256 (256 threads x 32 outputs, 3 per multiprocessor): device-resident sorts.
-# Usage: variants.sh [host] [kernels] [rounds]. Outputs go to $OUT/host.txt and
+#   opencl part: bitonic-base and .device/bitonic (the kept build: streaming stores and 16 MiB
+#   slots) on NVIDIA's OpenCL: host round trips as in the host part.
+# Usage: variants.sh [host] [kernels] [opencl] [rounds]. Outputs go to $OUT/host.txt and
 # $OUT/kernels.txt (the tables' CSV and SVG files to /tmp).
 set -uo pipefail
 out="${OUT:-gpu-logs}"; mkdir -p "$out"
@@ -22,7 +24,16 @@ for a in "$@"; do [[ "$a" =~ ^[0-9]+$ ]] && rounds=$a; done
 for part in "$@"; do
     [[ "$part" =~ ^[0-9]+$ ]] && continue
     for round in $(seq "$rounds"); do
-        if [ "$part" = host ]; then
+        if [ "$part" = opencl ]; then
+            for v in base kept; do
+                echo "== $v, round $round" >> "$out/opencl.txt"
+                bin=.device/bitonic-$v; [ $v = kept ] && bin=.device/bitonic
+                timeout 150 "$bin" bench --compare --cases u32,kv --sizes 2^20,2^22,2^24,2^26,2^28 \
+                    --skip cuda,oblivious,torch,rust-cpu,pocl,skylake,epyc,xeon --runs 3 --warmup 1 --roundtrip-runs 7 \
+                    --csv /tmp/opencl-$v-$round.csv --plot /tmp/opencl-$v-$round.svg >> "$out/opencl.txt" 2>&1
+                echo "exit $?" >> "$out/opencl.txt"
+            done
+        elif [ "$part" = host ]; then
             for v in base nt nt16; do
                 echo "== $v, round $round" >> "$out/host.txt"
                 bin=.device/bitonic-$v; [ -e "$bin" ] || bin=.device/bitonic
@@ -42,6 +53,6 @@ for part in "$@"; do
         fi
     done
 done
-for f in host kernels; do
+for f in host kernels opencl; do
     [ -e "$out/$f.txt" ] && grep -E "^==|^exit|^ *2\^[0-9]+ +(bitonic|cub)" "$out/$f.txt"
 done
