@@ -725,3 +725,85 @@ fn cuda_merge_profile() {
         assert!(got == want, "u{} 2^{log_n}: not sorted", 8 * key);
     }
 }
+
+/// Wall-clock times of the transfer engine's two directions for random `u32` keys from a
+/// `Vec` (2^20 .. 2^28): the staged upload (host copies into the pinned slots overlapped with
+/// the bus) up to the stream's completion, and the staged download into the same slice;
+/// beside them one copy each way between a pinned buffer of the same size and the device,
+/// the bus alone. Median of 5 after one untimed round. Separates the host's share of a `Vec`
+/// round trip from the sort's. `cargo test --release --features cuda --lib
+/// cuda_transfer_profile -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs a CUDA device; a timing, with a check of the round trip"]
+fn cuda_transfer_profile() {
+    use crate::host_transfer::CopyBack;
+    use cust::memory::{AsyncCopyDestination, LockedBuffer};
+    use std::time::Instant;
+
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let link = CudaLink {
+        stream: &gpu.stream,
+        context: gpu.context.as_raw(),
+    };
+    let mut host = HostState::default();
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    eprintln!(
+        "{:>6} {:>10} {:>10} {:>10} {:>10}  (ms; GiB/s of the Vec's bytes in brackets)",
+        "n", "up", "down", "bus up", "bus down"
+    );
+    for log_n in (20u32..=28).step_by(2) {
+        let n = 1usize << log_n;
+        let mut next = lcg(log_n.into());
+        let original: Vec<u32> = (0..n).map(|_| (next() >> 32) as u32).collect();
+        let mut keys = original.clone();
+        let mut device = DeviceBuffer::<u8>::zeroed(4 * n).expect("device buffer");
+        let ptr = device.as_device_ptr().as_raw();
+        let mut pinned = LockedBuffer::new(&0u8, 4 * n).expect("pinned buffer");
+        let mut times: [Vec<f64>; 4] = Default::default();
+        for round in 0..6 {
+            let start = Instant::now();
+            let column = Column::Words(WordsMut::U32(&mut keys));
+            host.upload(&link, (&column, ptr), None).expect("upload");
+            gpu.stream.synchronize().expect("upload done");
+            let up = start.elapsed();
+            let start = Instant::now();
+            let mut column = Column::Words(WordsMut::U32(&mut keys));
+            host.download(&link, (&mut column, ptr), None, CopyBack::Direct)
+                .expect("download");
+            let down = start.elapsed();
+            let start = Instant::now();
+            // SAFETY: both buffers outlive the copy, which the synchronize below completes
+            // before either is touched again.
+            unsafe { device.async_copy_from(&pinned[..], &gpu.stream) }.expect("bus up");
+            gpu.stream.synchronize().expect("bus up done");
+            let bus_up = start.elapsed();
+            let start = Instant::now();
+            // SAFETY: as for the copy up.
+            unsafe { device.async_copy_to(&mut pinned[..], &gpu.stream) }.expect("bus down");
+            gpu.stream.synchronize().expect("bus down done");
+            let bus_down = start.elapsed();
+            assert!(
+                keys == original,
+                "2^{log_n}: the round trip changed the keys"
+            );
+            if round > 0 {
+                for (t, d) in times.iter_mut().zip([up, down, bus_up, bus_down]) {
+                    t.push(d.as_secs_f64() * 1e3);
+                }
+            }
+        }
+        let gib = (4 * n) as f64 / f64::from(1u32 << 30);
+        let cells: Vec<String> = times
+            .into_iter()
+            .map(|t| {
+                let ms = median(t);
+                format!("{ms:.3} ({:.0})", gib / (ms * 1e-3))
+            })
+            .collect();
+        eprintln!("  2^{log_n} {}", cells.join("  "));
+    }
+}
