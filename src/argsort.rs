@@ -99,11 +99,13 @@ fn of_copies(sorted: Result<()>) -> Result<()> {
     }
 }
 
-/// The raw 64-bit words of 8-byte keys and their kind; `None` for narrower keys.
+/// The raw 64-bit words of 8-byte keys (one copy) and their kind; `None` for narrower keys.
 fn u64_words<K: SortKey>(keys: &[K]) -> Option<(Vec<u64>, KeyKind)> {
-    let mut copy = keys.to_vec();
-    match K::repr(&mut copy) {
-        KeyRepr::Words(WordsMut::U64(w), kind) => Some((w.to_vec(), kind)),
+    let mut probe = [K::zeroed()];
+    match K::repr(&mut probe) {
+        KeyRepr::Words(WordsMut::U64(_), kind) => {
+            Some((bytemuck::try_cast_slice(keys).ok()?.to_vec(), kind))
+        }
         _ => None,
     }
 }

@@ -310,9 +310,9 @@ impl Column<'_> {
     }
 }
 
-/// `dst.copy_from_slice(src)` on all of rayon's threads, for copies large enough to gain,
-/// with streaming stores ([`stream_copy`]): such copies are chunks of transfers of at least
-/// [`MIN_CHUNK_BYTES`], which pass through memory rather than the caches.
+/// `dst.copy_from_slice(src)` on all of rayon's threads, for copies large enough to gain
+/// (longer than [`PARALLEL_FROM_BYTES`]), with streaming stores ([`stream_copy`]): the bus or
+/// the caller reads such data later, from memory rather than the caches.
 fn par_copy(dst: &mut [u8], src: &[u8]) {
     if dst.len() <= PARALLEL_FROM_BYTES {
         dst.copy_from_slice(src);
