@@ -213,6 +213,23 @@ impl<B, P, M> Default for HostState<B, P, M> {
 pub(crate) type HostStateOf<L, B> = HostState<B, <L as Link>::Pinned, <L as Link>::Mark>;
 
 impl<B, P, M> HostState<B, P, M> {
+    /// Passes on the result of a sort's transfers and passes. One that ran out of device
+    /// memory after its buffers were allocated (OpenCL may allocate at first use, so a
+    /// buffer can be created and then fail to exist) frees the kept buffers: they may be what
+    /// is in the way, or may never have become usable, and the next sort allocates afresh.
+    pub(crate) fn after_sort(&mut self, result: Result<()>) -> Result<()> {
+        if let Err(e) = &result {
+            let cause = match e {
+                Error::PartialResult { cause } => cause,
+                e => e,
+            };
+            if matches!(cause, Error::OutOfMemory { .. }) {
+                self.buffers = Kept::default();
+            }
+        }
+        result
+    }
+
     /// Uploads the keys, and the values when given, each to its device buffer ([`upload`]).
     pub(crate) fn upload<'a, L: Link<Pinned = P, Mark = M>>(
         &mut self,
@@ -286,6 +303,22 @@ impl Column<'_> {
         }
     }
 
+    /// The column's bytes when the device words are the host's (no widening).
+    fn words(&self) -> Option<&[u8]> {
+        match self {
+            Column::Words(w) => Some(w.as_bytes()),
+            Column::Narrow(_) => None,
+        }
+    }
+
+    /// As [`Column::words`], to be written.
+    fn words_mut(&mut self) -> Option<&mut [u8]> {
+        match self {
+            Column::Words(w) => Some(w.as_bytes_mut()),
+            Column::Narrow(_) => None,
+        }
+    }
+
     /// Writes the device words of the elements from `first` into `out` (whole words).
     fn stage_in(&self, first: usize, out: &mut [u8]) {
         match self {
@@ -313,7 +346,7 @@ impl Column<'_> {
 /// `dst.copy_from_slice(src)` on all of rayon's threads, for copies large enough to gain
 /// (longer than [`PARALLEL_FROM_BYTES`]), with streaming stores ([`stream_copy`]): the bus or
 /// the caller reads such data later, from memory rather than the caches.
-fn par_copy(dst: &mut [u8], src: &[u8]) {
+pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
     if dst.len() <= PARALLEL_FROM_BYTES {
         dst.copy_from_slice(src);
         return;
@@ -366,6 +399,12 @@ fn upload_columns<L: Link>(
             // The sort and the downloads follow on the same stream or queue, and the caller's
             // slice stays borrowed until the download has been waited for.
             link.upload(bytes, dst, 0)?;
+            continue;
+        }
+        if let Some(bytes) = column.words().filter(|b| pipeline::usable(b.len())) {
+            pipeline::upload(link, ring, bytes, dst)?;
+            // The pipeline leaves its newest mark, which follows all its copies, on slot 0.
+            next = 0;
             continue;
         }
         ring.ensure(link)?;
@@ -456,7 +495,6 @@ fn download_columns<L: Link>(
         .map(|(c, _)| c)
         .collect();
     if !staged.is_empty() {
-        ring.ensure(link)?;
         download_staged(link, ring, &mut staged, mode, held, written)?;
     }
     if let Some(mark) = direct_copies {
@@ -465,7 +503,8 @@ fn download_columns<L: Link>(
     Ok(())
 }
 
-/// The columns' downloads through the ring, in `mode`.
+/// The columns' downloads through the ring, one after the other, in `mode`: each column
+/// of words long enough through the pipeline of pieces, the others chunk by chunk.
 fn download_staged<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
@@ -474,43 +513,49 @@ fn download_staged<L: Link>(
     held: &mut Vec<u8>,
     written: &mut bool,
 ) -> Result<()> {
-    let sources: Vec<Source<L>> = columns
-        .iter()
-        .map(|(column, device)| Source {
+    let total: usize = columns.iter().map(|(c, _)| c.device_bytes()).sum();
+    if mode == CopyBack::AllOrNothing && held.len() < total {
+        held.resize(total, 0);
+    }
+    // Where each column's words go in `held`, in column order.
+    let mut at = 0;
+    for (column, device) in columns.iter_mut().map(|c| &mut **c) {
+        let source = Source::<L> {
             device: *device,
             bytes: column.device_bytes(),
             word: column.word_bytes(),
-        })
-        .collect();
-    match mode {
-        CopyBack::Direct => download_in_chunks(link, ring, &sources, &mut |c, offset, data| {
-            *written = true;
-            columns[c].0.stage_out(offset / sources[c].word, data);
-        }),
-        CopyBack::AllOrNothing => {
-            // Each column's words at its own offset in `held`, in column order.
-            let starts: Vec<usize> = sources
-                .iter()
-                .scan(0, |at, s| {
-                    let start = *at;
-                    *at += s.bytes;
-                    Some(start)
-                })
-                .collect();
-            let total: usize = sources.iter().map(|s| s.bytes).sum();
-            if held.len() < total {
-                held.resize(total, 0);
+        };
+        let piped = pipeline::usable(source.bytes);
+        match mode {
+            CopyBack::Direct => match column.words_mut() {
+                Some(dst) if piped => pipeline::download(link, ring, source.device, dst, written)?,
+                _ => download_in_chunks(link, ring, &source, &mut |offset, data| {
+                    *written = true;
+                    column.stage_out(offset / source.word, data);
+                })?,
+            },
+            CopyBack::AllOrNothing => {
+                let dst = &mut held[at..at + source.bytes];
+                if piped {
+                    pipeline::download(link, ring, source.device, dst, &mut false)?;
+                } else {
+                    download_in_chunks(link, ring, &source, &mut |offset, data| {
+                        par_copy(&mut dst[offset..offset + data.len()], data);
+                    })?;
+                }
             }
-            download_in_chunks(link, ring, &sources, &mut |c, offset, data| {
-                let at = starts[c] + offset;
-                par_copy(&mut held[at..at + data.len()], data);
-            })?;
-            for (c, (column, _)) in columns.iter_mut().map(|c| &mut **c).enumerate() {
-                column.stage_out(0, &held[starts[c]..starts[c] + sources[c].bytes]);
-            }
-            Ok(())
+        }
+        at += source.bytes;
+    }
+    if mode == CopyBack::AllOrNothing {
+        let mut at = 0;
+        for (column, _) in columns.iter_mut().map(|c| &mut **c) {
+            let bytes = column.device_bytes();
+            column.stage_out(0, &held[at..at + bytes]);
+            at += bytes;
         }
     }
+    Ok(())
 }
 
 /// A device buffer to download: its handle, bytes and word width.
@@ -520,34 +565,30 @@ struct Source<L: Link> {
     word: usize,
 }
 
-/// The ring backwards: up to [`SLOTS`] chunks are on the bus while the host stores the
-/// oldest with `store(source index, byte offset, bytes)`.
+/// The ring backwards: up to [`SLOTS`] chunks of `source` are on the bus while the host
+/// stores the oldest with `store(byte offset, bytes)`.
 fn download_in_chunks<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
-    sources: &[Source<L>],
-    store: &mut dyn FnMut(usize, usize, &[u8]),
+    source: &Source<L>,
+    store: &mut dyn FnMut(usize, &[u8]),
 ) -> Result<()> {
-    // Every chunk of every source, in order: (source, byte offset, length).
-    let chunks: Vec<(usize, usize, usize)> = sources
-        .iter()
-        .enumerate()
-        .flat_map(|(c, s)| chunks(s.bytes, s.word).map(move |(offset, len)| (c, offset, len)))
-        .collect();
+    ring.ensure(link)?;
+    let chunks: Vec<(usize, usize)> = chunks(source.bytes, source.word).collect();
     let enqueue = |ring: &mut RingOf<L>, i: usize| -> Result<()> {
-        let (c, offset, len) = chunks[i];
+        let (offset, len) = chunks[i];
         let slot = &mut ring.slots[i % SLOTS];
         let landing = &mut slot.ready(link)?[..len];
-        link.download(sources[c].device, offset, landing)?;
+        link.download(source.device, offset, landing)?;
         slot.pending = Some(link.mark()?);
         Ok(())
     };
     for i in 0..chunks.len().min(SLOTS) {
         enqueue(ring, i)?;
     }
-    for (i, &(c, offset, len)) in chunks.iter().enumerate() {
+    for (i, &(offset, len)) in chunks.iter().enumerate() {
         let data = &ring.slots[i % SLOTS].ready(link)?[..len];
-        store(c, offset, data);
+        store(offset, data);
         if i + SLOTS < chunks.len() {
             enqueue(ring, i + SLOTS)?;
         }
@@ -555,6 +596,7 @@ fn download_in_chunks<L: Link>(
     ring.finish(link)
 }
 
+pub(crate) mod pipeline;
 mod stream_copy;
 #[cfg(test)]
 mod tests;

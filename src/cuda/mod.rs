@@ -447,23 +447,38 @@ impl CudaBackend {
             stream: &self.stream,
             context: self.context.as_raw(),
         };
+        let job = Job {
+            keys: device_keys,
+            values: device_values,
+            kernels: self.kernels(key_bytes, value_bytes),
+            plan,
+            scratch,
+        };
+        let sorted = self.transfer_and_sort(host, &link, &job, (&mut keys, values.as_mut()));
+        let sorted = host.after_sort(sorted);
+        // The ring may have been allocated only now (the keys went up directly), and the
+        // buffers freed after running out of memory.
+        self.gauges.keep(host);
+        sorted
+    }
+
+    /// Uploads the columns into `job`'s words, enqueues its passes and copies the result
+    /// back, in the sorter's copy-back mode.
+    fn transfer_and_sort<'a>(
+        &self,
+        host: &mut HostState,
+        link: &CudaLink<'_>,
+        job: &Job,
+        (keys, values): (&mut Column<'a>, Option<&mut Column<'a>>),
+    ) -> Result<()> {
         let uploaded = host.upload(
-            &link,
-            (&keys, device_keys),
-            values.as_ref().map(|v| (v, device_values)),
+            link,
+            (keys, job.keys),
+            values.as_deref().map(|v| (v, job.values)),
         );
         self.gauges.keep(host);
         uploaded?;
-        let enqueued = self.enqueue(
-            &Job {
-                keys: device_keys,
-                values: device_values,
-                kernels: self.kernels(key_bytes, value_bytes),
-                plan,
-                scratch,
-            },
-            self.stream.as_inner(),
-        );
+        let enqueued = self.enqueue(job, self.stream.as_inner());
         if enqueued.is_err() {
             // Let the launches already queued finish before the buffers are reused or freed;
             // the launch error is the one to report.
@@ -472,15 +487,12 @@ impl CudaBackend {
         enqueued?;
         // The downloads follow the passes on the stream: a failed pass is reported by the
         // first download's wait, before anything is written to the slices.
-        let downloaded = host.download(
-            &link,
-            (&mut keys, device_keys),
-            values.as_mut().map(|v| (v, device_values)),
+        host.download(
+            link,
+            (keys, job.keys),
+            values.map(|v| (v, job.values)),
             self.gauges.copy_back(),
-        );
-        // The ring may have been allocated only now (the keys went up directly).
-        self.gauges.keep(host);
-        downloaded
+        )
     }
 
     /// The kernels for these word widths: the tile kernel, and the cluster kernel where the

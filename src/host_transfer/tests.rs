@@ -116,6 +116,15 @@ fn download_words(link: &FakeLink, words: &mut [u32], device: usize, mode: CopyB
 
 #[test]
 fn words_go_up_and_come_back_at_every_length() {
+    // Both ways of staging long columns: the pipeline of pieces and chunk by chunk.
+    for chunked in [false, true] {
+        pipeline::force_chunks(chunked);
+        words_go_up_and_come_back(chunked);
+    }
+    pipeline::force_chunks(false);
+}
+
+fn words_go_up_and_come_back(chunked: bool) {
     let link = FakeLink::default();
     let mut ring: RingOf<FakeLink> = Ring::default();
     let mut held = Vec::new();
@@ -151,7 +160,7 @@ fn words_go_up_and_come_back_at_every_length() {
         }
         let mut want_keys = words(n, 1);
         want_keys.reverse();
-        assert_eq!(keys, want_keys, "n = {n}");
+        assert_eq!(keys, want_keys, "n = {n}, chunked: {chunked}");
         assert!(
             values
                 .iter()
@@ -362,5 +371,45 @@ fn a_pinned_column_fails_whole_or_partial() {
             }
             (k, other) => panic!("failure at call {k}: {other:?}"),
         }
+    }
+}
+
+/// A device buffer of the fake kind, for what the engine keeps.
+struct FakeBuffer(usize);
+
+impl DeviceBytes for FakeBuffer {
+    fn byte_len(&self) -> usize {
+        self.0
+    }
+}
+
+#[test]
+fn running_out_of_memory_after_allocating_frees_the_kept_buffers() {
+    let out_of_memory = || Error::OutOfMemory {
+        device: "fake".to_string(),
+        requested: 8,
+        available: 4,
+    };
+    let kept = || {
+        let mut host: HostState<FakeBuffer, Vec<u8>, ()> = HostState::default();
+        host.buffers.keys = Some(FakeBuffer(64));
+        host
+    };
+    for (result, freed) in [
+        (Ok(()), false),
+        (Err(Error::Unsupported("other".to_string())), false),
+        (Err(out_of_memory()), true),
+        (
+            Err(Error::PartialResult {
+                cause: Box::new(out_of_memory()),
+            }),
+            true,
+        ),
+    ] {
+        let mut host = kept();
+        let what = format!("{result:?}");
+        let passed = host.after_sort(result);
+        assert_eq!(passed.is_ok(), what.starts_with("Ok"), "{what}");
+        assert_eq!(host.buffers.bytes() == 0, freed, "{what}");
     }
 }

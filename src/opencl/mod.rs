@@ -355,51 +355,57 @@ impl OpenClBackend {
         });
         self.gauges.keep(host);
         let (device_keys, device_values, (plan, scratch)) = allocated?;
-        let link = ClLink {
-            backend: self,
-            queue: &self.queue,
-            requested,
-        };
-        let uploaded = host.upload(
-            &link,
-            (&keys, device_keys),
-            values.as_ref().zip(device_values),
-        );
-        self.gauges.keep(host);
-        uploaded?;
-        {
-            // Kernel arguments are set and used under the lock; no data is behind it, so a
-            // poisoned lock is still usable.
-            let kernels = variant
-                .kernels
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            self.enqueue_plan(
-                &self.queue,
-                &kernels,
-                Operands {
-                    keys: device_keys,
-                    values: device_values,
-                    key_bytes: key_bytes as u64,
-                    value_bytes: value_bytes.unwrap_or(0) as u64,
-                },
-                shape,
-                (&plan, scratch),
-                encoding,
+        // One closure, so that every failure after the allocation passes `after_sort`.
+        let mut transfer_and_sort = || -> Result<()> {
+            let link = ClLink {
+                backend: self,
+                queue: &self.queue,
                 requested,
-            )?;
-        }
-        // The reads follow the passes on the in-order queue: a failed pass is reported by the
-        // first read's wait, before anything is written to the slices.
-        let downloaded = host.download(
-            &link,
-            (&mut keys, device_keys),
-            values.as_mut().zip(device_values),
-            self.gauges.copy_back(),
-        );
-        // The ring may have been allocated only now (the keys went up directly).
+            };
+            let uploaded = host.upload(
+                &link,
+                (&keys, device_keys),
+                values.as_ref().zip(device_values),
+            );
+            self.gauges.keep(host);
+            uploaded?;
+            {
+                // Kernel arguments are set and used under the lock; no data is behind it, so a
+                // poisoned lock is still usable.
+                let kernels = variant
+                    .kernels
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                self.enqueue_plan(
+                    &self.queue,
+                    &kernels,
+                    Operands {
+                        keys: device_keys,
+                        values: device_values,
+                        key_bytes: key_bytes as u64,
+                        value_bytes: value_bytes.unwrap_or(0) as u64,
+                    },
+                    shape,
+                    (&plan, scratch),
+                    encoding,
+                    requested,
+                )?;
+            }
+            // The reads follow the passes on the in-order queue: a failed pass is reported by the
+            // first read's wait, before anything is written to the slices.
+            host.download(
+                &link,
+                (&mut keys, device_keys),
+                values.as_mut().zip(device_values),
+                self.gauges.copy_back(),
+            )
+        };
+        let sorted = transfer_and_sort();
+        let sorted = host.after_sort(sorted);
+        // The ring may have been allocated only now (the keys went up directly), and the
+        // buffers freed after running out of memory.
         self.gauges.keep(host);
-        downloaded
+        sorted
     }
 }
 
