@@ -7,7 +7,9 @@
 //! every host-slice sort stages through a small ring of pinned slots that the backend keeps:
 //! the host copies chunk `i + 1` into one slot (on all of rayon's threads, widening narrow
 //! keys on the way) while the bus carries chunk `i` out of another. Downloads run the same
-//! ring backwards. The backend supplies only a [`Link`]: pinned allocation, asynchronous
+//! ring backwards. Columns of words of 32 MiB or more go through the same slots cut into
+//! pieces instead (`pipeline.rs`): rayon's threads copy piece after piece without stopping
+//! between chunks, while this thread sends each piece over the bus as it is ready. The backend supplies only a [`Link`]: pinned allocation, asynchronous
 //! copies on its one in-order stream or queue, and events to wait for them; kernels enqueued
 //! on that stream between the uploads and the downloads are ordered by it.
 //!

@@ -27,7 +27,9 @@
 //! key-value sort of `u16` keys with ties (two network sorts, narrow keys widened on the
 //! host), and `u32` keys alone and with `u64` values in `PinnedBuffer`s (copied directly,
 //! past the staging ring), each with 1000 and 70_000 elements (the latter several merge
-//! passes).
+//! passes). On GPUs two longer cases of `u32` keys: 1.5 million (several chunks each way),
+//! and 9 million, whose transfers go through the pipeline of pieces, with a sample of its
+//! points (the first and last dozen and every fifth).
 //!
 //! Targets and gating are the suite's (`support/targets.rs`), GPU backends only (the CPU
 //! backend calls no driver): an unavailable backend's trials are ignored with the reason;
@@ -306,6 +308,17 @@ impl Drop for DefaultCopyBack<'_> {
 
 /// Runs the fault loop on one case, with each copy-back mode (see the file's comment).
 fn inject<C: Case>(target: &Target, name: &str, input: C) -> Result<(), Failed> {
+    inject_sampled(target, name, input, |_, _| true)
+}
+
+/// [`inject`], injecting only the faults `k` for which `sampled(points, k)` holds (the sort
+/// that passes every point still ends the loop).
+fn inject_sampled<C: Case>(
+    target: &Target,
+    name: &str,
+    input: C,
+    sampled: fn(usize, usize) -> bool,
+) -> Result<(), Failed> {
     let _one = ONE_LOOP_AT_A_TIME
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -314,7 +327,7 @@ fn inject<C: Case>(target: &Target, name: &str, input: C) -> Result<(), Failed> 
     let _default = DefaultCopyBack(sorter);
     for all_or_nothing in [false, true] {
         sorter.backend().set_all_or_nothing(all_or_nothing);
-        inject_mode(target, name, input.clone(), all_or_nothing)?;
+        inject_mode(target, name, input.clone(), all_or_nothing, sampled)?;
     }
     Ok(())
 }
@@ -325,6 +338,7 @@ fn inject_mode<C: Case>(
     name: &str,
     input: C,
     all_or_nothing: bool,
+    sampled: fn(usize, usize) -> bool,
 ) -> Result<(), Failed> {
     let backend = target.info.backend;
     let sorter = &*target.sorter;
@@ -361,6 +375,10 @@ fn inject_mode<C: Case>(
                 "fault {k} still failed, but the unarmed sort passed only {points} points"
             )
             .into());
+        }
+        if k < points && !sampled(points, k) {
+            k += 1;
+            continue;
         }
         let mut data = input.clone();
         fresh();
@@ -515,6 +533,9 @@ fn check_host_below(target: &Target) -> Result<(), Failed> {
 
 /// Keys of the chunked case: 6 MiB of `u32`, three chunks each way.
 const CHUNKED: usize = 3 << 19;
+/// Keys of the pipelined case: 36 MiB of `u32`, past the 32 MiB from which long columns go
+/// through the pipeline of pieces.
+const PIPELINED: usize = 9 << 20;
 
 /// The lengths every case runs with: one tile, and several merge passes.
 const LENGTHS: [usize; 2] = [1000, 70_000];
@@ -601,6 +622,21 @@ fn register(slot: &Slot, trials: &mut Vec<Trial>) {
     if !matches!(slot, Slot::Ready(t) if t.is_opencl_cpu()) {
         let id = format!("faults::u32_keys_chunked::n{CHUNKED}");
         trials.push(u32_keys_trial(slot, id, CHUNKED));
+        // Through the pipeline of pieces (36 MiB each way in pieces of 1 MiB: hundreds of
+        // points), the first and last dozen faults and every fifth between.
+        let id = format!("faults::u32_keys_pipelined::n{PIPELINED}");
+        trials.push(slot.trial(&id.clone(), move |t| {
+            let n = PIPELINED;
+            let keys = Pattern::Random.keys::<u32>(n, &mut rng_for(input_seed(t.seed, &id, n)));
+            let keys = Keys {
+                keys,
+                descending: false,
+                row_len: None,
+            };
+            inject_sampled(t, &id, keys, |points, k| {
+                k < 12 || k + 12 >= points || k % 5 == 0
+            })
+        }));
     }
 }
 

@@ -23,9 +23,12 @@ use super::stream_copy::copy_streaming;
 use super::{Link, RingOf, SLOT_BYTES};
 use crate::error::{Error, Result};
 
-/// Transfers shorter than this take the chunked path: the pipeline's hand-offs cost more
-/// than they save.
-pub(super) const MIN_PIPELINE_BYTES: usize = 1 << 20;
+/// Transfers shorter than this take the chunked path: handing pieces to threads that must
+/// first wake up costs more than it saves. Taking turns in one process on an NVIDIA H100
+/// machine, the pipeline lost at 4 and 16 MiB (a `Vec` sort of 2^20 keys: 1.12 ms against
+/// 0.74 ms) and won from 64 MiB on (2^24 keys: 5.14 against 5.68 ms); `docs/perf.md`,
+/// change 37.
+pub(crate) const MIN_PIPELINE_BYTES: usize = 32 << 20;
 /// The smallest piece: each costs a bus copy and a mark on the calling thread.
 const MIN_PIECE_BYTES: usize = 256 << 10;
 /// The largest piece, so that the ring holds enough pieces for every host thread to have

@@ -3,6 +3,7 @@
 
 use std::cell::{Cell, RefCell};
 
+use super::pipeline::MIN_PIPELINE_BYTES;
 use super::*;
 use crate::keys::{NarrowKeys, SortKey};
 use crate::pinned::PinnedBuffer;
@@ -218,7 +219,22 @@ fn narrow_keys_are_widened_and_narrowed_in_the_copies() {
 
 #[test]
 fn a_failed_copy_back_is_partial_only_after_a_chunk_was_written() {
-    let n = 3 * SLOT_BYTES / 4; // a few chunks
+    // Chunk by chunk, a failure at every call; through the pipeline of pieces (a longer
+    // column, so many more calls), the first and last dozen calls and every fifth between.
+    for (chunked, n) in [
+        (true, 3 * SLOT_BYTES / 4),
+        (false, 3 * MIN_PIPELINE_BYTES / 8),
+    ] {
+        pipeline::force_chunks(chunked);
+        fail_every_copy_back_call(n, |count, k| {
+            !chunked && k >= 12 && k + 12 < count && k % 5 != 0
+        });
+    }
+    pipeline::force_chunks(false);
+}
+
+/// Downloads `n` words with a failure at each call that `skip(calls, k)` does not skip.
+fn fail_every_copy_back_call(n: usize, skip: impl Fn(usize, usize) -> bool) {
     // Count the calls of a whole successful download first.
     let count = {
         let link = FakeLink::default();
@@ -227,19 +243,18 @@ fn a_failed_copy_back_is_partial_only_after_a_chunk_was_written() {
         link.calls.get()
     };
     assert!(count > 4, "{count} calls: want several chunks");
+    let (input, sorted) = (words(n, 3), words(n, 4));
     let mut partial = 0;
-    for fail_at in 0..count {
+    for fail_at in (0..count).filter(|&k| !skip(count, k)) {
         for mode in [CopyBack::Direct, CopyBack::AllOrNothing] {
             let link = FakeLink {
                 fail_at: Some(fail_at),
                 ..FakeLink::default()
             };
-            let input = words(n, 3);
             let mut keys = input.clone();
             let device = link.buffer(4 * n);
-            link.memory.borrow_mut()[device] = bytemuck::cast_slice(&words(n, 4)).to_vec();
+            link.memory.borrow_mut()[device] = bytemuck::cast_slice(&sorted).to_vec();
             let result = download_words(&link, &mut keys, device, mode);
-            let sorted = words(n, 4);
             match result {
                 Ok(()) => panic!("call {fail_at} failed, yet the download returned Ok"),
                 Err(Error::PartialResult { cause }) => {
