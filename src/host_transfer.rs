@@ -22,6 +22,8 @@
 //! memory and the device, and no host copy at all.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
 
 use rayon::prelude::*;
 
@@ -49,6 +51,28 @@ const PARALLEL_FROM_BYTES: usize = 256 << 10;
 /// keys: 0.68 ms, against 0.81 ms in pieces of 256 KiB, which left half the threads idle;
 /// `docs/perf.md`, change 22).
 const MIN_PIECE_BYTES: usize = 64 << 10;
+
+/// Takes `lock`, which a sort of host slices holds while it waits for rayon's threads (they
+/// make its host copies). A rayon thread must not sleep on such a lock: if every rayon thread
+/// did, the sort holding it would wait for ever. So a rayon thread runs pending rayon work
+/// (the copies among it) while the lock is taken, and other threads simply wait.
+pub(crate) fn take_turn<T>(lock: &Mutex<T>) -> MutexGuard<'_, T> {
+    if rayon::current_thread_index().is_none() {
+        return lock.lock().unwrap_or_else(|e| e.into_inner());
+    }
+    loop {
+        match lock.try_lock() {
+            Ok(guard) => return guard,
+            // Nothing behind the crate's locks is left half-updated by a panic.
+            Err(TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+        }
+    }
+}
 
 /// What a GPU backend tells about its host-slice sorts without taking their lock: the bytes
 /// it keeps, and the copy-back mode the sorter chose.

@@ -1,9 +1,11 @@
 //! Many threads sorting at once, on every backend this build can reach.
 //!
-//! Per target, two trials:
+//! Per target, three trials:
 //! - `<target>::threads::shared_sorter`: 8 threads sort through one `Arc<Sorter>`;
 //! - `<target>::threads::sorter_per_thread`: 8 threads each open their own `Sorter` on the
-//!   same device (scoped threads).
+//!   same device (scoped threads);
+//! - `<target>::threads::rayon_tasks_beside_a_thread`: one thread sorts 36 MiB of keys (its
+//!   host copies run on rayon's threads) while rayon's threads sort through the same sorter.
 //!
 //! The threads start together (a barrier) and each sorts its own random data: three sorts of
 //! different key types, orders, value types and lengths (one above 2^16 per thread), every
@@ -24,6 +26,7 @@ use std::sync::{Arc, Barrier};
 use bitonic::Sorter;
 use libtest_mimic::{Arguments, Failed};
 use rand::Rng;
+use rayon::prelude::*;
 use support::{
     Pattern, TestKey, TestValue, check_keys, expected, input_seed, pair_multiset, rng_for,
     sort_keys, sort_pairs,
@@ -217,6 +220,63 @@ fn sorter_per_thread(t: &Target) -> Result<(), Failed> {
     summarize(&t.label, "sorter_per_thread", outcomes)
 }
 
+/// One thread sorts 9 million `u32` keys (36 MiB each way, whose host copies rayon's
+/// threads make) while rayon's threads themselves sort arrays of 300_000 keys through the
+/// same sorter, round after round until the long sort is done. A rayon thread that slept
+/// waiting for the sorter would leave the long sort waiting for its copies for ever, so the
+/// trial fails after 600 s without a result instead of hanging.
+fn rayon_tasks_beside_a_thread(t: &Target) -> Result<(), Failed> {
+    const LONG: usize = 9 << 20;
+    const SHORT: usize = 300_000;
+    let (sorter, seed) = (Arc::clone(&t.sorter), t.seed);
+    let (report, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let sort_one = |n: usize, seed: u64| -> Result<(), String> {
+            let input: Vec<u32> = Pattern::Random.keys(n, &mut rng_for(seed));
+            let mut got = input.clone();
+            sort_keys(&sorter, &mut got, false).map_err(|e| format!("{n} keys: {e}"))?;
+            check_keys(&got, &expected(&input, false)).map_err(|e| format!("{n} keys: {e}"))
+        };
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let outcome = std::thread::scope(|scope| {
+            let long = scope.spawn(|| {
+                let outcome = sort_one(LONG, input_seed(seed, "threads::long", LONG));
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+                outcome
+            });
+            let mut round = 0u64;
+            let short = loop {
+                let outcome = (0..THREADS as u64)
+                    .into_par_iter()
+                    .map(|i| {
+                        sort_one(
+                            SHORT,
+                            input_seed(seed, "threads::short", (round << 8 | i) as usize),
+                        )
+                    })
+                    .collect::<Result<Vec<()>, String>>();
+                round += 1;
+                if outcome.is_err() || done.load(std::sync::atomic::Ordering::Relaxed) {
+                    break outcome;
+                }
+            };
+            let long = long
+                .join()
+                .unwrap_or_else(|_| Err("the long sort panicked".into()));
+            long.and(short.map(drop))
+        });
+        let _ = report.send(outcome);
+    });
+    match result.recv_timeout(std::time::Duration::from_secs(600)) {
+        Ok(outcome) => outcome.map_err(|e| format!("{}: {e}", t.label).into()),
+        Err(_) => Err(format!(
+            "{}: no result after 600 s: the long sort and rayon's threads wait on each other",
+            t.label
+        )
+        .into()),
+    }
+}
+
 fn main() {
     let args = Arguments::from_args();
     let found = targets::find("threads");
@@ -224,6 +284,10 @@ fn main() {
     for slot in &found.slots {
         trials.push(slot.trial("threads::shared_sorter", shared_sorter));
         trials.push(slot.trial("threads::sorter_per_thread", sorter_per_thread));
+        trials.push(slot.trial(
+            "threads::rayon_tasks_beside_a_thread",
+            rayon_tasks_beside_a_thread,
+        ));
     }
     libtest_mimic::run(&args, trials).exit()
 }

@@ -36,7 +36,7 @@ use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{Column, Gauges, HostStateOf};
+use crate::host_transfer::{Column, Gauges, HostStateOf, take_turn};
 use crate::kept::{DeviceBytes, Scratch, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
@@ -412,7 +412,7 @@ impl CudaBackend {
         if requested > self.info.memory_bytes {
             return Err(self.out_of_memory(requested));
         }
-        let mut host = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut host = take_turn(&self.busy);
         let host = &mut *host;
         crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;

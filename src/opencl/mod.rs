@@ -37,7 +37,7 @@ use opencl3::types::cl_mem;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{Column, Gauges, HostStateOf};
+use crate::host_transfer::{Column, Gauges, HostStateOf, take_turn};
 use crate::kept::{DeviceBytes, Scratch, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
@@ -57,7 +57,8 @@ static CPU_DEVICE_RUNS: Mutex<()> = Mutex::new(());
 
 /// Takes a lock that guards no data (so a poisoned lock is as good as a clean one).
 fn hold(lock: &'static Mutex<()>) -> std::sync::MutexGuard<'static, ()> {
-    lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    // A rayon thread waiting here runs rayon's pending work: the holder may need it.
+    take_turn(lock)
 }
 
 fn lifecycle_lock() -> std::sync::MutexGuard<'static, ()> {
@@ -335,7 +336,7 @@ impl OpenClBackend {
         // pinned ring, and a ring of its own would cost a thread more (pinning 48 MiB) than
         // waiting for the sort ahead of it. Nothing behind the lock is left half-updated by a
         // panic, so a poisoned lock is still usable.
-        let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        let mut host = take_turn(&self.host);
         let host = &mut *host;
         let allocated = host.buffers.fill(|buffers| {
             let alloc = |len| self.alloc(len, requested);
