@@ -16,7 +16,8 @@
 //! The files: `driver.rs` (driver errors, initialization, device properties), `kernels.rs`
 //! (the embedded PTX and its kernels), `plan.rs` (launches from the schedule), `link.rs`
 //! (pinned memory, copies and events for the transfer engine), `device_slices.rs` (sorts of
-//! data already on the device).
+//! data already on the device); tests in `tests.rs`, and the transfer engine's timings on a
+//! CUDA device (ignored without one) in `transfer_timings.rs`.
 //!
 //! Keys already in device memory are sorted in place on the caller's stream by the calls in
 //! `device_slices.rs` ([`CudaBackend::sort_device`] and its siblings).
@@ -602,3 +603,5 @@ impl Backend for CudaBackend {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod transfer_timings;
