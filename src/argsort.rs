@@ -68,15 +68,21 @@ where
     out
 }
 
-/// The kind of a key type's 32-bit word (see [`u32_of_key`]): its own for 4-byte keys,
-/// unsigned for narrow keys' ordered words; `None` for 8-byte keys.
-fn u32_kind<K: SortKey>() -> Option<KeyKind> {
+/// A key type's words as the sorts here see them, from one probe of its representation:
+/// their width in bytes (4 for narrow keys' ordered words) and kind (unsigned for those).
+fn word_kind<K: SortKey>() -> (usize, KeyKind) {
     let mut probe = [K::zeroed()];
     match K::repr(&mut probe) {
-        KeyRepr::Words(WordsMut::U32(_), kind) => Some(kind),
-        KeyRepr::Words(WordsMut::U64(_), _) => None,
-        KeyRepr::Narrow => Some(KeyKind::Unsigned),
+        KeyRepr::Words(WordsMut::U32(_), kind) => (4, kind),
+        KeyRepr::Words(WordsMut::U64(_), kind) => (8, kind),
+        KeyRepr::Narrow => (4, KeyKind::Unsigned),
     }
+}
+
+/// The kind of a key type's 32-bit word (see [`u32_of_key`]); `None` for 8-byte keys.
+fn u32_kind<K: SortKey>() -> Option<KeyKind> {
+    let (width, kind) = word_kind::<K>();
+    (width == 4).then_some(kind)
 }
 
 /// A key's 32-bit word: its raw bits for 4-byte keys, its ordered word for narrow ones (the
@@ -101,13 +107,9 @@ fn of_copies(sorted: Result<()>) -> Result<()> {
 
 /// The raw 64-bit words of 8-byte keys (one copy) and their kind; `None` for narrower keys.
 fn u64_words<K: SortKey>(keys: &[K]) -> Option<(Vec<u64>, KeyKind)> {
-    let mut probe = [K::zeroed()];
-    match K::repr(&mut probe) {
-        KeyRepr::Words(WordsMut::U64(_), kind) => {
-            Some((bytemuck::try_cast_slice(keys).ok()?.to_vec(), kind))
-        }
-        _ => None,
-    }
+    let (width, kind) = word_kind::<K>();
+    let words = bytemuck::try_cast_slice(keys).ok().filter(|_| width == 8)?;
+    Some((words.to_vec(), kind))
 }
 
 /// The key whose 32-bit word is `word` (the inverse of [`u32_of_key`]): its raw bits for

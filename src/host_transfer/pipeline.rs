@@ -6,12 +6,16 @@
 //! it is ready, and waits for a piece's copy only when it needs the piece again. The host
 //! threads never stop between chunks: copying chunk by chunk, with a fork and join of
 //! rayon's threads per chunk, left them asleep for about 0.2 ms a chunk (NVIDIA H100
-//! machine: 1 GiB in 16 MiB chunks took 33 ms on the host against 21 ms in one parallel
+//! machine: 1 GiB in 16 MiB chunks took 34 ms on the host against 21 ms in one parallel
 //! copy; `docs/perf.md`, change 37).
 //!
 //! Pieces move by value through two channels (a piece is a `&mut [u8]` of a slot), so the
 //! host and the bus never touch the same piece at once without any `unsafe`: a piece is
 //! either with a host thread, or on the bus behind a mark, or free.
+//!
+//! The copiers hold rayon's threads for the length of a transfer (each waits on the job
+//! channel between pieces), and the transfer waits for them, so a rayon thread must never
+//! sleep on a lock that a transfer's caller holds ([`super::take_turn`]).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
