@@ -582,7 +582,7 @@ impl Backend for CudaBackend {
     }
 
     fn release_cached(&self) {
-        let mut host = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut host = take_turn(&self.busy);
         // The buffers are freed in their context; without it current they are kept.
         if CurrentContext::set_current(&self.context).is_ok() {
             *host = HostState::default();

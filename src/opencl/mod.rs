@@ -477,7 +477,7 @@ impl Backend for OpenClBackend {
     }
 
     fn release_cached(&self) {
-        let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        let mut host = take_turn(&self.host);
         *host = HostState::default();
         self.gauges.keep(&host);
         // OpenCL keeps a released buffer alive until the commands that use it are done.
