@@ -108,8 +108,10 @@ fn of_copies(sorted: Result<()>) -> Result<()> {
 /// The raw 64-bit words of 8-byte keys (one copy) and their kind; `None` for narrower keys.
 fn u64_words<K: SortKey>(keys: &[K]) -> Option<(Vec<u64>, KeyKind)> {
     let (width, kind) = word_kind::<K>();
-    let words = bytemuck::try_cast_slice(keys).ok().filter(|_| width == 8)?;
-    Some((words.to_vec(), kind))
+    if width != 8 {
+        return None;
+    }
+    Some((bytemuck::try_cast_slice(keys).ok()?.to_vec(), kind))
 }
 
 /// The key whose 32-bit word is `word` (the inverse of [`u32_of_key`]): its raw bits for

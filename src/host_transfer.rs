@@ -9,9 +9,10 @@
 //! keys on the way) while the bus carries chunk `i` out of another. Downloads run the same
 //! ring backwards. Columns of words of 32 MiB or more go through the same slots cut into
 //! pieces instead (`pipeline.rs`): rayon's threads copy piece after piece without stopping
-//! between chunks, while this thread sends each piece over the bus as it is ready. The backend supplies only a [`Link`]: pinned allocation, asynchronous
-//! copies on its one in-order stream or queue, and events to wait for them; kernels enqueued
-//! on that stream between the uploads and the downloads are ordered by it.
+//! between chunks, while this thread sends each piece over the bus as it is ready. The
+//! backend supplies only a [`Link`]: pinned allocation, asynchronous copies on its one
+//! in-order stream or queue, and events to wait for them; kernels enqueued on that stream
+//! between the uploads and the downloads are ordered by it.
 //!
 //! A slot's bytes are only handed out after the copy that last used it has completed
 //! ([`Slot::ready`]), so the host never writes memory the bus is reading, nor reads memory the
@@ -315,18 +316,12 @@ impl Column<'_> {
     /// The column's bytes when they lie in a caller's pinned buffer of context `owner`
     /// ([`crate::pinned`]): the bus reads them directly.
     fn pinned_bytes(&self, owner: u64) -> Option<&[u8]> {
-        match self {
-            Column::Words(w) => Some(w.as_bytes()).filter(|b| is_pinned_for(owner, b)),
-            Column::Narrow(_) => None,
-        }
+        self.words().filter(|b| is_pinned_for(owner, b))
     }
 
     /// As [`Column::pinned_bytes`], for the bus to write them.
     fn pinned_bytes_mut(&mut self, owner: u64) -> Option<&mut [u8]> {
-        match self {
-            Column::Words(w) => Some(w.as_bytes_mut()).filter(|b| is_pinned_for(owner, b)),
-            Column::Narrow(_) => None,
-        }
+        self.words_mut().filter(|b| is_pinned_for(owner, b))
     }
 
     /// The column's bytes when the device words are the host's (no widening).
