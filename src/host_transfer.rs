@@ -257,15 +257,17 @@ impl<B, P, M> HostState<B, P, M> {
         result
     }
 
-    /// Uploads the keys, and the values when given, each to its device buffer ([`upload`]).
+    /// Uploads the keys, and the values when given, each to its device buffer ([`upload`]),
+    /// telling `landed` how many elements are on their way ([`Landed`]).
     pub(crate) fn upload<'a, L: Link<Pinned = P, Mark = M>>(
         &mut self,
         link: &L,
         keys: (&Column<'a>, L::Device),
         values: Option<(&Column<'a>, L::Device)>,
+        landed: Landed<'_>,
     ) -> Result<()> {
         let columns: Vec<_> = std::iter::once(keys).chain(values).collect();
-        upload(link, &mut self.ring, &columns)
+        upload(link, &mut self.ring, &columns, landed)
     }
 
     /// Copies the sorted keys, and the values when given, back ([`download`]) in the
@@ -383,26 +385,42 @@ pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
         .for_each(|(d, s)| stream_copy::copy_streaming(d, s));
 }
 
-/// The chunks of a transfer of `total` bytes of `word_bytes` words, as (byte offset, length):
-/// each about a quarter of it, so that the host and the bus overlap even for small
-/// transfers, within [`MIN_CHUNK_BYTES`] and [`SLOT_BYTES`], in whole words.
-fn chunks(total: usize, word_bytes: usize) -> impl Iterator<Item = (usize, usize)> {
-    let want = (total / 4).clamp(MIN_CHUNK_BYTES, SLOT_BYTES);
+/// The chunks of a staged transfer of `total` bytes of `word_bytes` words: each about a
+/// quarter of it, so that the host and the bus overlap even for small transfers, within
+/// [`MIN_CHUNK_BYTES`] and [`SLOT_BYTES`].
+fn staged_chunks(total: usize, word_bytes: usize) -> impl Iterator<Item = (usize, usize)> {
+    chunks(
+        total,
+        word_bytes,
+        (total / 4).clamp(MIN_CHUNK_BYTES, SLOT_BYTES),
+    )
+}
+
+/// A transfer of `total` bytes of `word_bytes` words in chunks of about `want` bytes (whole
+/// words), as (byte offset, length).
+fn chunks(total: usize, word_bytes: usize, want: usize) -> impl Iterator<Item = (usize, usize)> {
     let chunk = (want / word_bytes).max(1) * word_bytes;
     (0..total)
         .step_by(chunk)
         .map(move |offset| (offset, chunk.min(total - offset)))
 }
 
+/// Told, during an upload, how many leading elements of every column have had their copies
+/// enqueued: work enqueued after the copies (on the link's stream or queue, or ordered after
+/// it) may use them. Called with ever larger counts, the last time with all of them; an error
+/// it returns ends the upload.
+pub(crate) type Landed<'a> = &'a mut dyn FnMut(usize) -> Result<()>;
+
 /// Copies each column to its device buffer (`dst`, from byte 0): a caller's pinned buffer
-/// in one copy, anything else through the ring. The columns are only read. On error nothing
-/// is left in flight.
+/// in one copy, anything else through the ring; `landed` follows the last column. The
+/// columns are only read. On error nothing is left in flight.
 fn upload<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
     columns: &[(&Column<'_>, L::Device)],
+    landed: Landed<'_>,
 ) -> Result<()> {
-    let result = upload_columns(link, ring, columns);
+    let result = upload_columns(link, ring, columns, landed);
     if result.is_err() {
         ring.settle(link);
     }
@@ -413,30 +431,39 @@ fn upload_columns<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
     columns: &[(&Column<'_>, L::Device)],
+    landed: Landed<'_>,
 ) -> Result<()> {
     let mut next = 0;
-    for &(column, dst) in columns {
+    for (i, &(column, dst)) in columns.iter().enumerate() {
+        // Only the last column's progress is every column's.
+        let last = i + 1 == columns.len();
+        let word = column.word_bytes();
+        let mut progress = |bytes: usize| if last { landed(bytes / word) } else { Ok(()) };
         if let Some(bytes) = column.pinned_bytes(link.owner()) {
             // The sort and the downloads follow on the same stream or queue, and the caller's
-            // slice stays borrowed until the download has been waited for.
-            link.upload(bytes, dst, 0)?;
+            // slice stays borrowed until the download has been waited for. Slot-sized
+            // copies, so that a sort can start on the first ones.
+            for (offset, len) in chunks(bytes.len(), word, SLOT_BYTES) {
+                link.upload(&bytes[offset..offset + len], dst, offset)?;
+                progress(offset + len)?;
+            }
             continue;
         }
         if let Some(bytes) = column.words().filter(|b| pipeline::usable(b.len())) {
-            pipeline::upload(link, ring, bytes, dst)?;
+            pipeline::upload(link, ring, bytes, dst, &mut progress)?;
             // The pipeline leaves its newest mark, which follows all its copies, on slot 0.
             next = 0;
             continue;
         }
         ring.ensure(link)?;
-        let word = column.word_bytes();
-        for (offset, len) in chunks(column.device_bytes(), word) {
+        for (offset, len) in staged_chunks(column.device_bytes(), word) {
             let slot = &mut ring.slots[next % SLOTS];
             next += 1;
             let staged = &mut slot.ready(link)?[..len];
             column.stage_in(offset / word, staged);
             link.upload(staged, dst, offset)?;
             slot.pending = Some(link.mark()?);
+            progress(offset + len)?;
         }
     }
     // The sort that follows on the same stream waits for these copies by itself; the slots
@@ -595,7 +622,7 @@ fn download_in_chunks<L: Link>(
     store: &mut dyn FnMut(usize, &[u8]),
 ) -> Result<()> {
     ring.ensure(link)?;
-    let chunks: Vec<(usize, usize)> = chunks(source.bytes, source.word).collect();
+    let chunks: Vec<(usize, usize)> = staged_chunks(source.bytes, source.word).collect();
     let enqueue = |ring: &mut RingOf<L>, i: usize| -> Result<()> {
         let (offset, len) = chunks[i];
         let slot = &mut ring.slots[i % SLOTS];

@@ -65,6 +65,7 @@ fn known_calls(backend: BackendKind) -> &'static [&'static str] {
             "cuMemAllocHost",
             "cuMemcpyHtoDAsync",
             "cuEventRecord",
+            "cuStreamWaitEvent",
             "cuLaunchKernel",
             "cuEventSynchronize",
             "cuMemcpyDtoHAsync",

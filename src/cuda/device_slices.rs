@@ -210,6 +210,7 @@ impl CudaBackend {
             keys: keys.ptr,
             values: values.map_or(0, |v| v.ptr),
             kernels: self.kernels(keys.word_bytes, value_bytes),
+            widths,
             plan,
             scratch: scratch_words,
         };

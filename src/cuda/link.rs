@@ -1,6 +1,7 @@
 //! The CUDA side of the host transfer engine (`crate::host_transfer`): pinned memory from
-//! `cuMemAllocHost`, asynchronous copies on the backend's stream, and events after them; and
-//! the pinned memory of callers' buffers (`crate::pinned`).
+//! `cuMemAllocHost`, asynchronous copies on the backend's stream, events after them, and the
+//! hand-over between the copy stream and the stream a sort runs on while it uploads; and the
+//! pinned memory of callers' buffers (`crate::pinned`).
 
 use std::mem::ManuallyDrop;
 
@@ -9,7 +10,7 @@ use cust::device::Device;
 use cust::error::CudaError;
 use cust::event::{Event, EventFlags};
 use cust::memory::LockedBuffer;
-use cust::stream::Stream;
+use cust::stream::{Stream, StreamWaitEventFlags};
 use cust::sys as cu;
 
 use super::{check, driver_error, on};
@@ -108,6 +109,19 @@ impl Link for CudaLink<'_> {
         // Only called after another failure, which is the one to report.
         let _ = self.stream.synchronize();
     }
+}
+
+/// Makes the work enqueued on `later` from now on wait for everything enqueued on `earlier`
+/// so far (an event recorded on one, waited for by the other), without blocking the host.
+pub(crate) fn hand_over(earlier: &Stream, later: &Stream) -> Result<()> {
+    let event = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
+    point(BackendKind::Cuda, "cuEventRecord")?;
+    event.record(earlier).map_err(on("cuEventRecord"))?;
+    point(BackendKind::Cuda, "cuStreamWaitEvent")?;
+    // The driver destroys the event once the wait is resolved.
+    later
+        .wait_event(event, StreamWaitEventFlags::DEFAULT)
+        .map_err(on("cuStreamWaitEvent"))
 }
 
 /// A caller's pinned buffer ([`crate::pinned`]): memory from `cuMemAllocHost`,

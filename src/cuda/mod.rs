@@ -48,14 +48,15 @@ mod kernels;
 mod link;
 pub mod plan;
 
+use crate::schedule::merge_path::upload_chunk;
 pub use driver::devices;
 use driver::{check, driver_error, init, on, probe};
 use kernels::{
     Kernel, Kernels, PTX, PTX_SM80, PTX_SM90, VALUE_NAMES, launch_kernel, load_cluster_kernels,
     load_kernels, load_split_kernels,
 };
-use link::{CallerPinned, CudaLink};
-pub use plan::{DeviceLimits, Launch, MergeLaunch, PassArgs, SortPlan, Widths};
+use link::{CallerPinned, CudaLink, hand_over};
+pub use plan::{DeviceLimits, Launch, MergeLaunch, MergePathPlan, PassArgs, SortPlan, Widths};
 
 /// One sort's device words and its launches.
 struct Job {
@@ -63,9 +64,79 @@ struct Job {
     /// 0 without values.
     values: cu::CUdeviceptr,
     kernels: Kernels,
+    widths: Widths,
     plan: SortPlan,
     /// The merge passes' buffers; `Some` exactly when `plan` is a merge-path plan.
     scratch: Option<ScratchWords>,
+}
+
+/// A host-slice merge-path sort that sorts while it uploads: each chunk of `2^log_chunk`
+/// elements (`crate::schedule::merge_path::upload_chunk`) is sorted as soon as it has
+/// arrived, while the next ones cross the bus.
+struct ChunkedSort<'j> {
+    job: &'j Job,
+    whole: &'j MergePathPlan,
+    scratch: ScratchWords,
+    n: u64,
+    log_chunk: u32,
+    /// Chunks whose passes are enqueued.
+    sorted: u64,
+}
+
+impl<'j> ChunkedSort<'j> {
+    /// The chunks of `job`, a sort of `n` elements, where it sorts while uploading.
+    fn of(job: &'j Job, n: u64) -> Option<ChunkedSort<'j>> {
+        #[cfg(test)]
+        if transfer_timings::SORT_AFTER_UPLOAD.with(std::cell::Cell::get) {
+            return None;
+        }
+        let (SortPlan::MergePath(whole), Some(scratch)) = (&job.plan, job.scratch) else {
+            return None;
+        };
+        let log_chunk = upload_chunk(n, job.widths.element(), whole.tile_sort.args.tile_bits)?;
+        Some(ChunkedSort {
+            job,
+            whole,
+            scratch,
+            n,
+            log_chunk,
+            sorted: 0,
+        })
+    }
+
+    /// The job that sorts the `m` elements from `first` on their own, as the whole sort's
+    /// first passes would ([`plan::chunk_plan`]): the words and scratch from `first` on.
+    fn part(&self, first: u64, m: u64, limits: &DeviceLimits) -> Job {
+        let (args, widths) = (self.whole.tile_sort.args, self.job.widths);
+        let plan = plan::chunk_plan(
+            limits,
+            m,
+            args.tile_bits,
+            self.log_chunk,
+            widths,
+            args.encoding,
+        );
+        // Null addresses (no values) stay null.
+        let at = |address: u64, bytes: u64| {
+            if address == 0 {
+                0
+            } else {
+                address + first * bytes
+            }
+        };
+        Job {
+            keys: at(self.job.keys, widths.key),
+            values: at(self.job.values, widths.value),
+            kernels: self.job.kernels,
+            widths,
+            plan: SortPlan::MergePath(plan),
+            scratch: Some(ScratchWords {
+                keys: at(self.scratch.keys, widths.key),
+                values: at(self.scratch.values, widths.value),
+                splits: self.scratch.splits,
+            }),
+        }
+    }
 }
 
 /// The device addresses of the merge passes' scratch (`crate::kept::Scratch`).
@@ -122,9 +193,12 @@ pub struct CudaBackend {
     busy: Mutex<HostState>,
     /// What the host-slice sorts keep, and how they copy back, readable without the lock.
     gauges: Gauges,
-    // Dropped in this order, after `Drop::drop` made the context current: the stream and the
+    // Dropped in this order, after `Drop::drop` made the context current: the streams and the
     // module before the context that owns them.
+    /// Host-slice sorts' copies, and their passes unless they sort while uploading.
     stream: Stream,
+    /// The passes of a host-slice sort that sorts while it uploads, beside the copies.
+    sort_stream: Stream,
     /// Never read, but it must stay loaded while `kernels` hold its handles.
     _module: Module,
     context: Context,
@@ -188,6 +262,8 @@ impl CudaBackend {
         let mut limits = limits;
         limits.clusters = !cluster_kernels.is_empty();
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
+        let sort_stream =
+            Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
         Ok(CudaBackend {
             info,
             device,
@@ -204,6 +280,7 @@ impl CudaBackend {
             busy: Mutex::new(HostState::default()),
             gauges: Gauges::default(),
             stream,
+            sort_stream,
             _module: module,
             context,
         })
@@ -287,21 +364,39 @@ impl CudaBackend {
                 for launch in launches {
                     self.launch_pass(job, launch, stream)?;
                 }
+                Ok(())
             }
-            (SortPlan::MergePath(plan), Some(scratch)) => {
+            (SortPlan::MergePath(plan), Some(_)) => {
                 self.launch_pass(job, &plan.tile_sort, stream)?;
-                let mut from = (job.keys, job.values);
-                let mut to = (scratch.keys, scratch.values);
-                for merge in &plan.merges {
-                    self.launch_merge(job, merge, from, to, scratch.splits, stream)?;
-                    std::mem::swap(&mut from, &mut to);
-                }
+                self.launch_merges(job, &plan.merges, 0, stream)
             }
-            (SortPlan::MergePath(_), None) => {
-                return Err(Error::Unsupported(
-                    "a merge-path sort without its scratch buffers".into(),
-                ));
-            }
+            (SortPlan::MergePath(_), None) => Err(Error::Unsupported(
+                "a merge-path sort without its scratch buffers".into(),
+            )),
+        }
+    }
+
+    /// Enqueues `merges` on `job`'s words, alternating between them and the scratch; the
+    /// first reads the data after an even number `done` of earlier merges, the scratch after
+    /// an odd one.
+    fn launch_merges(
+        &self,
+        job: &Job,
+        merges: &[MergeLaunch],
+        done: usize,
+        stream: cu::CUstream,
+    ) -> Result<()> {
+        let scratch = job.scratch.ok_or_else(|| {
+            Error::Unsupported("a merge-path sort without its scratch buffers".into())
+        })?;
+        let mut from = (job.keys, job.values);
+        let mut to = (scratch.keys, scratch.values);
+        if done % 2 == 1 {
+            std::mem::swap(&mut from, &mut to);
+        }
+        for merge in merges {
+            self.launch_merge(job, merge, from, to, scratch.splits, stream)?;
+            std::mem::swap(&mut from, &mut to);
         }
         Ok(())
     }
@@ -452,6 +547,7 @@ impl CudaBackend {
             keys: device_keys,
             values: device_values,
             kernels: self.kernels(key_bytes, value_bytes),
+            widths,
             plan,
             scratch,
         };
@@ -464,7 +560,9 @@ impl CudaBackend {
     }
 
     /// Uploads the columns into `job`'s words, enqueues its passes and copies the result
-    /// back, in the sorter's copy-back mode.
+    /// back, in the sorter's copy-back mode. A merge-path sort long enough sorts while it
+    /// uploads ([`ChunkedSort`]): its chunks' passes run on `sort_stream` as they arrive,
+    /// the merges of whole chunks after the last, and the downloads wait for them.
     fn transfer_and_sort<'a>(
         &self,
         host: &mut HostState,
@@ -472,28 +570,74 @@ impl CudaBackend {
         job: &Job,
         (keys, values): (&mut Column<'a>, Option<&mut Column<'a>>),
     ) -> Result<()> {
+        let mut chunked = ChunkedSort::of(job, keys.len() as u64);
         let uploaded = host.upload(
             link,
             (keys, job.keys),
             values.as_deref().map(|v| (v, job.values)),
+            &mut |landed| match &mut chunked {
+                Some(c) => self.sort_landed_chunks(c, landed as u64),
+                None => Ok(()),
+            },
         );
         self.gauges.keep(host);
-        uploaded?;
-        let enqueued = self.enqueue(job, self.stream.as_inner());
+        let enqueued = uploaded.and_then(|()| match &mut chunked {
+            Some(c) => self.merge_sorted_chunks(c),
+            None => self.enqueue(job, self.stream.as_inner()),
+        });
         if enqueued.is_err() {
-            // Let the launches already queued finish before the buffers are reused or freed;
-            // the launch error is the one to report.
+            // Let the launches and copies already queued finish before the buffers are reused
+            // or freed; the first error is the one to report.
+            let _ = self.sort_stream.synchronize();
             let _ = self.stream.synchronize();
         }
         enqueued?;
-        // The downloads follow the passes on the stream: a failed pass is reported by the
-        // first download's wait, before anything is written to the slices.
-        host.download(
+        // The downloads follow the passes: a failed pass is reported by the first download's
+        // wait, before anything is written to the slices.
+        let downloaded = host.download(
             link,
             (keys, job.keys),
             values.map(|v| (v, job.values)),
             self.gauges.copy_back(),
-        )
+        );
+        if downloaded.is_err() && chunked.is_some() {
+            let _ = self.sort_stream.synchronize();
+        }
+        downloaded
+    }
+
+    /// Enqueues on `sort_stream` the passes of every chunk of `c` that has `landed`
+    /// entirely and is not sorted yet, after the copies enqueued so far.
+    fn sort_landed_chunks(&self, c: &mut ChunkedSort<'_>, landed: u64) -> Result<()> {
+        let chunk = 1u64 << c.log_chunk;
+        let whole = |i: u64| ((i + 1) * chunk).min(c.n) <= landed;
+        if c.sorted * chunk >= c.n || !whole(c.sorted) {
+            return Ok(());
+        }
+        hand_over(&self.stream, &self.sort_stream)?;
+        while c.sorted * chunk < c.n && whole(c.sorted) {
+            let first = c.sorted * chunk;
+            let part = c.part(first, chunk.min(c.n - first), &self.limits);
+            self.enqueue(&part, self.sort_stream.as_inner())?;
+            c.sorted += 1;
+        }
+        Ok(())
+    }
+
+    /// Once every chunk of `c` is sorted: the merges of runs of a chunk and longer on
+    /// `sort_stream`, and the copy stream made to wait for them.
+    fn merge_sorted_chunks(&self, c: &mut ChunkedSort<'_>) -> Result<()> {
+        self.sort_landed_chunks(c, c.n)?;
+        let done = c.log_chunk - c.whole.tile_sort.args.tile_bits;
+        let rest: Vec<MergeLaunch> = c
+            .whole
+            .merges
+            .iter()
+            .filter(|m| m.args.log_run >= c.log_chunk)
+            .copied()
+            .collect();
+        self.launch_merges(c.job, &rest, done as usize, self.sort_stream.as_inner())?;
+        hand_over(&self.sort_stream, &self.stream)
     }
 
     /// The kernels for these word widths: the tile kernel, and the cluster kernel where the

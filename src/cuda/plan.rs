@@ -9,7 +9,7 @@
 //! the whole row is one tile spread over the eight blocks of a thread-block cluster, which
 //! sorts it on eight multiprocessors rather than one block's, or a chain of launches.
 
-use crate::schedule::merge_path::{MergePlan, choose_sort_tile, pair_sort_tile};
+use crate::schedule::merge_path::{MergePlan, TiledPass, choose_sort_tile, pair_sort_tile};
 use crate::schedule::{Pass, Schedule, TileParams, Transform, choose_log_tile};
 
 pub use crate::kernel_contract::{
@@ -406,8 +406,7 @@ pub fn tiled_merge_path_plan(
     encoding: u32,
 ) -> Option<MergePathPlan> {
     let merge_tile = merge_log_tile(limits, widths);
-    let log_e = merge_log_e(widths.element());
-    if merge_tile < log_e + 5 {
+    if merge_tile < merge_log_e(widths.element()) + 5 {
         return None;
     }
     let plan = MergePlan {
@@ -415,6 +414,62 @@ pub fn tiled_merge_path_plan(
         log_tile: sort_tile,
         log_ways: 1,
     };
+    let merges = merge_launches(limits, n, plan.tiled_passes(merge_tile), widths, encoding);
+    let splits = merges
+        .iter()
+        .map(|m| n.div_ceil(1 << m.args.tile_bits))
+        .max()
+        .unwrap_or(0);
+    Some(MergePathPlan {
+        tile_sort: tile_sort_launch(limits, n, sort_tile, widths, encoding),
+        merges,
+        splits,
+    })
+}
+
+/// The launches that sort one chunk of `m` elements of a merge-path sort on its own while
+/// the rest of the data uploads ([`crate::schedule::merge_path::upload_chunk`]): the tile sort of its tiles of
+/// `2^sort_tile`, then the whole sort's merge passes up to runs of `2^log_chunk`
+/// ([`MergePlan::chunk_passes`]), none decoding. Run on the chunk's part of the data and of
+/// the scratch, they leave it as the whole sort's passes would; the whole sort's merges of
+/// runs of `2^log_chunk` and longer follow once every chunk is sorted. `splits` is the
+/// whole sort's.
+pub fn chunk_plan(
+    limits: &DeviceLimits,
+    m: u64,
+    sort_tile: u32,
+    log_chunk: u32,
+    widths: Widths,
+    encoding: u32,
+) -> MergePathPlan {
+    let plan = MergePlan {
+        n: m,
+        log_tile: sort_tile,
+        log_ways: 1,
+    };
+    let passes = plan.chunk_passes(merge_log_tile(limits, widths), log_chunk);
+    let merges = merge_launches(limits, m, passes, widths, encoding);
+    let splits = merges
+        .iter()
+        .map(|m| m.args.n.div_ceil(1 << m.args.tile_bits))
+        .max()
+        .unwrap_or(0);
+    MergePathPlan {
+        tile_sort: tile_sort_launch(limits, m, sort_tile, widths, encoding),
+        merges,
+        splits,
+    }
+}
+
+/// The tile sort of a merge-path sort of `n` elements: every tile of `2^sort_tile` sorted
+/// on chip, keys encoded as they are loaded.
+fn tile_sort_launch(
+    limits: &DeviceLimits,
+    n: u64,
+    sort_tile: u32,
+    widths: Widths,
+    encoding: u32,
+) -> Launch {
     let shape = Shape {
         row_len: n,
         rows: 1,
@@ -424,7 +479,7 @@ pub fn tiled_merge_path_plan(
         element_bytes: widths.element(),
         cluster: false,
     };
-    let tile_sort = launch(
+    launch(
         limits,
         &shape,
         Pass::LocalSort {
@@ -434,7 +489,18 @@ pub fn tiled_merge_path_plan(
             encode_on_load: true,
             decode_on_store: false,
         },
-    );
+    )
+}
+
+/// The launches of two-way merge passes over `n` elements.
+fn merge_launches(
+    limits: &DeviceLimits,
+    n: u64,
+    passes: Vec<TiledPass>,
+    widths: Widths,
+    encoding: u32,
+) -> Vec<MergeLaunch> {
+    let log_e = merge_log_e(widths.element());
     let grid_of = |items: u64| items.clamp(1, u64::from(limits.max_grid_x.max(1))) as u32;
     // Merge blocks loop over their tiles, loading the next while merging the current one:
     // as many blocks as are resident at once (MERGE_BLOCKS_PER_SM of MERGE_THREADS threads
@@ -443,8 +509,7 @@ pub fn tiled_merge_path_plan(
         u64::from(limits.multiprocessors.max(1))
             * u64::from(MERGE_BLOCKS_PER_SM * MERGE_THREADS / block.max(1))
     };
-    let merges: Vec<MergeLaunch> = plan
-        .tiled_passes(merge_tile)
+    passes
         .into_iter()
         .map(|pass| {
             let (tiles, block) = (pass.tiles, 1u32 << (pass.tile_bits - log_e));
@@ -467,17 +532,7 @@ pub fn tiled_merge_path_plan(
                 shared_bytes: merge_shared_bytes(pass.tile_bits, widths.element()) as u32,
             }
         })
-        .collect();
-    let splits = merges
-        .iter()
-        .map(|m| n.div_ceil(1 << m.args.tile_bits))
-        .max()
-        .unwrap_or(0);
-    Some(MergePathPlan {
-        tile_sort,
-        merges,
-        splits,
-    })
+        .collect()
 }
 
 /// What a sort runs: the network's launches, or a tile sort and merge passes.

@@ -311,6 +311,14 @@ fn gpu_matches_cpu() {
             seed += 1;
         }
     }
+    // From 16 MiB a sort of host slices sorts its chunks while the rest uploads: three
+    // chunks, the last of one element, and a length whose columns go through the pipeline.
+    for n in [(1 << 22) + 1, 9_437_187] {
+        for (kind, descending) in [encodings[2], encodings[3]] {
+            compare_with_cpu(&gpu, n, KeyEncoding { kind, descending }, seed);
+            seed += 1;
+        }
+    }
     // A length mismatch is refused without touching anything.
     let mut k = vec![3u32, 1, 2];
     let mut v = vec![0u32; 2];
@@ -536,6 +544,7 @@ fn merge_kernels_are_stable_merges() {
                     0
                 },
                 kernels: gpu.kernels(key as usize, value as usize),
+                widths,
                 plan: SortPlan::MergePath(plan),
                 scratch: Some(ScratchWords {
                     keys: scratch_keys.as_device_ptr().as_raw(),
@@ -606,6 +615,7 @@ fn profile_passes(gpu: &CudaBackend, log_n: u32) {
             keys: buffer.as_device_ptr().as_raw(),
             values: 0,
             kernels: gpu.kernels(4, 0),
+            widths: Widths::keys(4),
             plan: SortPlan::Network(vec![*launch]),
             scratch: None,
         };
@@ -669,6 +679,7 @@ fn cuda_merge_profile() {
             keys: data.as_device_ptr().as_raw(),
             values: 0,
             kernels: gpu.kernels(key as usize, 0),
+            widths,
             plan: SortPlan::MergePath(plan.clone()),
             scratch: None,
         };

@@ -1,14 +1,22 @@
 //! Timings of the transfer engine on a CUDA device, each an ignored unit test that needs
 //! the backend's internals (`cargo test --release --features cuda --lib <name> -- --ignored
-//! --nocapture`): the staged path timed apart, where its upload's time goes, and the
-//! pipeline of pieces against chunk-by-chunk copies. Every one also checks what it moved.
+//! --nocapture`): the staged path timed apart, where its upload's time goes, the pipeline of
+//! pieces against chunk-by-chunk copies, and sorting while uploading against sorting after.
+//! Every one also checks what it moved.
 
 use std::time::{Duration, Instant};
+
+use std::cell::Cell;
 
 use super::tests::lcg;
 use super::*;
 use crate::host_transfer::CopyBack;
 use cust::event::{Event, EventFlags};
+
+thread_local! {
+    /// Set while a timing runs host-slice sorts that upload everything before sorting.
+    pub(super) static SORT_AFTER_UPLOAD: Cell<bool> = const { Cell::new(false) };
+}
 
 /// Backend 0, its context current on this thread.
 fn open() -> CudaBackend {
@@ -48,7 +56,8 @@ fn staged_round_trip(
     let link = link(gpu);
     let start = Instant::now();
     let column = Column::Words(WordsMut::U32(keys));
-    host.upload(&link, (&column, device), None).expect("upload");
+    host.upload(&link, (&column, device), None, &mut |_| Ok(()))
+        .expect("upload");
     gpu.stream.synchronize().expect("upload done");
     let up = start.elapsed();
     keys.fill(0);
@@ -303,5 +312,89 @@ fn cuda_pipeline_against_chunks() {
                 .join(" ")
         };
         eprintln!("  2^{log_n} {} | {}", cells(0), cells(1));
+    }
+}
+
+/// Sorting chunks while the rest uploads against uploading everything first, taking turns in
+/// one process: host-slice sorts of random `u32` keys from a `Vec` and from a pinned buffer,
+/// and of `u32` keys with `u32` values from `Vec`s, medians of 7 after one untimed, every
+/// result checked. Run with `cargo test --release --features cuda --lib
+/// cuda_sorting_while_uploading -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs a CUDA device; a timing, with checks of every sort"]
+fn cuda_sorting_while_uploading() {
+    let gpu = open();
+    let ascending = KeyEncoding::of::<u32>(crate::Order::Ascending);
+    eprintln!("ms, median of 7: after the upload | while uploading");
+    let cases = [
+        ("u32 Vec", 22u32),
+        ("u32 Vec", 24),
+        ("u32 Vec", 26),
+        ("u32 Vec", 28),
+        ("u32 pinned", 24),
+        ("u32 pinned", 28),
+        ("u32+u32 Vec", 24),
+        ("u32+u32 Vec", 26),
+        ("u32+u32 Vec", 28),
+    ];
+    for (case, log_n) in cases {
+        let n = 1usize << log_n;
+        let original = random_u32(n, log_n.into());
+        let mut want = original.clone();
+        want.sort_unstable();
+        let mut pinned = (case == "u32 pinned").then(|| {
+            let memory = gpu.alloc_pinned(4 * n).expect("pinned memory");
+            crate::pinned::PinnedBuffer::<u32>::new(memory, n).expect("pinned buffer")
+        });
+        let mut times: [Vec<f64>; 2] = Default::default();
+        for round in 0..8 {
+            for (way, after) in [(0, true), (1, false)] {
+                SORT_AFTER_UPLOAD.with(|a| a.set(after));
+                let mut vec_keys;
+                let keys: &mut [u32] = match &mut pinned {
+                    Some(p) => {
+                        p.copy_from_slice(&original);
+                        p
+                    }
+                    None => {
+                        vec_keys = original.clone();
+                        &mut vec_keys
+                    }
+                };
+                let mut values: Vec<u32> = (0..n as u32).collect();
+                let start = Instant::now();
+                let sorted = if case.starts_with("u32+u32") {
+                    gpu.sort_rows_words(
+                        WordsMut::U32(keys),
+                        Some(WordsMut::U32(&mut values)),
+                        ascending,
+                        n,
+                    )
+                } else {
+                    gpu.sort_rows_words(WordsMut::U32(keys), None, ascending, n)
+                };
+                let took = start.elapsed();
+                sorted.expect("sort");
+                assert!(keys == want, "{case} 2^{log_n}: the keys are wrong");
+                if case.starts_with("u32+u32") {
+                    assert!(
+                        values
+                            .iter()
+                            .zip(keys.iter())
+                            .all(|(&v, &k)| original[v as usize] == k),
+                        "{case} 2^{log_n}: the values are wrong"
+                    );
+                }
+                if round > 0 {
+                    times[way].push(took.as_secs_f64() * 1e3);
+                }
+            }
+        }
+        SORT_AFTER_UPLOAD.with(|a| a.set(false));
+        eprintln!(
+            "  {case:>12} 2^{log_n}: {:9.3} | {:9.3}",
+            median(times[0].clone()),
+            median(times[1].clone())
+        );
     }
 }

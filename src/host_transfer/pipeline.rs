@@ -160,14 +160,18 @@ impl Drop for Lost<'_> {
     }
 }
 
-/// Copies `src` to the device buffer `dst` from byte 0 through the ring.
+/// Copies `src` to the device buffer `dst` from byte 0 through the ring, telling `progress`
+/// how many leading bytes have had their copies enqueued each time that grows (pieces may
+/// reach the bus out of order).
 pub(super) fn upload<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
     src: &[u8],
     dst: L::Device,
+    progress: &mut dyn FnMut(usize) -> Result<()>,
 ) -> Result<()> {
     let total = src.len();
+    let mut enqueued = Prefix::default();
     let mut free: VecDeque<&mut [u8]> = pieces(link, ring, piece_bytes(total))?.into();
     let mut last = None;
     let result = with_copiers(
@@ -204,7 +208,12 @@ pub(super) fn upload<L: Link>(
                     let (piece, offset) = done.wait()?;
                     out -= 1;
                     link.upload(piece, dst, offset)?;
+                    let len = piece.len();
                     on_bus.push_back((link.mark()?, piece));
+                    let (before, after) = enqueued.add(offset, len);
+                    if after > before {
+                        progress(after)?;
+                    }
                 }
             })();
             // Ends the copiers' loops. The newest mark follows every copy (one stream or
@@ -278,6 +287,28 @@ pub(super) fn download<L: Link>(
             run
         },
     )
+}
+
+/// The leading bytes of a transfer whose pieces have all been handled, from pieces handled
+/// in any order.
+#[derive(Default)]
+struct Prefix {
+    /// Bytes from 0 with no gap.
+    end: usize,
+    /// Pieces past a gap, by offset: their lengths.
+    ahead: std::collections::BTreeMap<usize, usize>,
+}
+
+impl Prefix {
+    /// Adds the piece of `len` bytes at `offset`; the prefix before and after.
+    fn add(&mut self, offset: usize, len: usize) -> (usize, usize) {
+        let before = self.end;
+        self.ahead.insert(offset, len);
+        while let Some(len) = self.ahead.remove(&self.end) {
+            self.end += len;
+        }
+        (before, self.end)
+    }
 }
 
 /// A copier's next job, or `None` once the calling thread has stopped handing them out.

@@ -101,6 +101,39 @@ fn words(n: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
+/// [`upload`], checking what it tells of its progress: ever larger counts of elements, the
+/// last one all of them, and at each, those elements of every column already on the device.
+fn checked_upload(
+    link: &FakeLink,
+    ring: &mut RingOf<FakeLink>,
+    columns: &[(&Column<'_>, usize)],
+) -> Result<()> {
+    let n = columns.first().map_or(0, |(c, _)| c.len());
+    let mut seen = 0;
+    let result = upload(link, ring, columns, &mut |landed| {
+        assert!(
+            landed > seen && landed <= n,
+            "landed {landed} after {seen} of {n}"
+        );
+        seen = landed;
+        for (column, device) in columns {
+            if let Some(bytes) = column.words() {
+                let prefix = landed * column.word_bytes();
+                assert_eq!(
+                    &link.memory.borrow()[*device][..prefix],
+                    &bytes[..prefix],
+                    "{landed} elements landed"
+                );
+            }
+        }
+        Ok(())
+    });
+    if result.is_ok() && n > 0 {
+        assert_eq!(seen, n, "every element landed");
+    }
+    result
+}
+
 /// Downloads device buffer `device` into one column of `u32` words in `mode`, through a
 /// fresh ring.
 fn download_words(link: &FakeLink, words: &mut [u32], device: usize, mode: CopyBack) -> Result<()> {
@@ -136,7 +169,7 @@ fn words_go_up_and_come_back(chunked: bool) {
         let device_values = link.buffer(8 * n);
         let key_column = Column::Words(WordsMut::U32(&mut keys));
         let value_column = Column::Words(WordsMut::U64(&mut values));
-        upload(
+        checked_upload(
             &link,
             &mut ring,
             &[(&key_column, device_keys), (&value_column, device_values)],
@@ -189,7 +222,7 @@ fn narrow_keys_are_widened_and_narrowed_in_the_copies() {
     {
         let mut narrow: &mut [i16] = &mut keys;
         let mut column = Column::Narrow(&mut narrow);
-        upload(&link, &mut ring, &[(&column, device)]).unwrap();
+        checked_upload(&link, &mut ring, &[(&column, device)]).unwrap();
         let on_device: Vec<u32> = link.memory.borrow()[device]
             .chunks(4)
             .map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
@@ -307,7 +340,7 @@ fn pinned_columns_skip_the_ring_unless_all_or_nothing() {
             {
                 let mut keys = Column::Words(WordsMut::U32(&mut pinned[..n]));
                 let mut vals = Column::Words(WordsMut::U32(&mut values));
-                upload(
+                checked_upload(
                     &link,
                     &mut ring,
                     &[(&keys, device_keys), (&vals, device_values)],
@@ -335,7 +368,7 @@ fn pinned_columns_skip_the_ring_unless_all_or_nothing() {
             let mut ring: RingOf<FakeLink> = Ring::default();
             let device = link.buffer(4 * n);
             let mut keys = Column::Words(WordsMut::U32(&mut pinned[..n]));
-            upload(&link, &mut ring, &[(&keys, device)]).unwrap();
+            checked_upload(&link, &mut ring, &[(&keys, device)]).unwrap();
             download(
                 &link,
                 &mut ring,
@@ -427,4 +460,32 @@ fn running_out_of_memory_after_allocating_frees_the_kept_buffers() {
         assert_eq!(passed.is_ok(), what.starts_with("Ok"), "{what}");
         assert_eq!(host.buffers.bytes() == 0, freed, "{what}");
     }
+}
+
+#[test]
+fn an_error_from_the_progress_ends_the_upload() {
+    for chunked in [false, true] {
+        pipeline::force_chunks(chunked);
+        let link = FakeLink::default();
+        let mut ring: RingOf<FakeLink> = Ring::default();
+        let n = MIN_PIPELINE_BYTES / 4 + 5;
+        let mut keys = words(n, 3);
+        let device = link.buffer(4 * n);
+        let column = Column::Words(WordsMut::U32(&mut keys));
+        let mut calls = 0;
+        let result = upload(&link, &mut ring, &[(&column, device)], &mut |_| {
+            calls += 1;
+            if calls == 2 {
+                Err(Error::Unsupported("stop".to_string()))
+            } else {
+                Ok(())
+            }
+        });
+        assert!(
+            matches!(&result, Err(Error::Unsupported(m)) if m == "stop"),
+            "chunked: {chunked}: {result:?}"
+        );
+        assert_eq!(calls, 2);
+    }
+    pipeline::force_chunks(false);
 }

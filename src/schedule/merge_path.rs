@@ -144,6 +144,54 @@ impl MergePlan {
     }
 }
 
+/// Host-slice sorts of at least this many bytes (keys and values) sort while they upload
+/// ([`upload_chunk`]); shorter ones upload first and sort after.
+pub const MIN_SORT_WHILE_UPLOADING_BYTES: u64 = 16 << 20;
+
+/// log2 of the bytes of the largest chunk that is sorted while the rest uploads: 64 MiB. A
+/// larger chunk leaves fewer merge passes for after the upload but a longer sort of the last
+/// chunk there.
+pub const LOG_MAX_UPLOAD_CHUNK_BYTES: u32 = 26;
+
+/// How a host-slice merge-path sort of `n` elements of `element_bytes` (key and value)
+/// overlaps its upload: as log2 of a chunk's elements, or `None` where it does not. Each
+/// chunk of `2^log_chunk` elements (the last may be shorter) is tile-sorted and merged into
+/// one run on the device as soon as it has arrived, while the next ones cross the bus; only
+/// the merges of runs longer than a chunk wait for the whole upload. A chunk is a quarter
+/// of the data or 64 MiB, whichever is less, and holds at least one tile of `2^sort_tile`.
+/// The passes are those of the whole sort, merely run chunk by chunk
+/// ([`MergePlan::chunk_passes`]), so the result is the same bit for bit.
+pub fn upload_chunk(n: u64, element_bytes: u64, sort_tile: u32) -> Option<u32> {
+    if element_bytes == 0 || n.saturating_mul(element_bytes) < MIN_SORT_WHILE_UPLOADING_BYTES {
+        return None;
+    }
+    let by_bytes = ((1u64 << LOG_MAX_UPLOAD_CHUNK_BYTES) / element_bytes).ilog2();
+    let log_chunk = super::ceil_log2(n).saturating_sub(2).min(by_bytes);
+    (log_chunk >= sort_tile).then_some(log_chunk)
+}
+
+impl MergePlan {
+    /// The two-way passes that sort one chunk of this plan's `n` elements on its own, with
+    /// tiles of at most `2^max_tile_bits` outputs: those of the whole sort whose runs merge
+    /// into runs of at most `2^log_chunk`, applied to the chunk alone (a chunk starts at a
+    /// multiple of `2^log_chunk`, so the whole sort's runs there are the chunk's). A short
+    /// last chunk makes them all, its lone run copied where it has no partner, so that every
+    /// chunk ends in the same buffer. None decodes.
+    pub fn chunk_passes(&self, max_tile_bits: u32, log_chunk: u32) -> Vec<TiledPass> {
+        (self.log_tile..log_chunk)
+            .map(|log_run| {
+                let tile_bits = max_tile_bits.min(log_run + 1);
+                TiledPass {
+                    log_run,
+                    tile_bits,
+                    tiles: self.n.div_ceil(1 << tile_bits),
+                    last: false,
+                }
+            })
+            .collect()
+    }
+}
+
 /// How many keys of each run come first in the `rank` smallest of all `runs` (each sorted
 /// ascending): the splitters of output rank `rank`. Equal keys count as smaller in a lower
 /// run, and earlier in the same run, so merging the runs' prefixes and suffixes at these
@@ -408,6 +456,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn chunks_sorted_while_uploading_make_the_whole_sorts_passes() {
+        for (element_bytes, sort_tile) in [(4u64, 14u32), (4, 13), (8, 12), (12, 11), (16, 11)] {
+            for log_n in 20..=34u32 {
+                for n in [(1u64 << log_n) - 1, 1 << log_n, (1 << log_n) + 1] {
+                    let Some(log_chunk) = upload_chunk(n, element_bytes, sort_tile) else {
+                        assert!(
+                            n * element_bytes < MIN_SORT_WHILE_UPLOADING_BYTES,
+                            "n = {n}"
+                        );
+                        continue;
+                    };
+                    let chunk = 1u64 << log_chunk;
+                    assert!(chunk * element_bytes <= 1 << LOG_MAX_UPLOAD_CHUNK_BYTES);
+                    assert!(n > 2 * chunk, "n = {n}: at least three chunks");
+                    assert!(log_chunk >= sort_tile);
+                    let whole = MergePlan {
+                        n,
+                        log_tile: sort_tile,
+                        log_ways: 1,
+                    };
+                    let passes = whole.tiled_passes(13);
+                    let before = passes.iter().filter(|p| p.log_run < log_chunk).count();
+                    for m in [chunk, n % chunk, 1].into_iter().filter(|&m| m > 0) {
+                        let part = MergePlan { n: m, ..whole };
+                        let chunk_passes = part.chunk_passes(13, log_chunk);
+                        // Every chunk makes the same number of passes as the whole sort below
+                        // the chunk, so all end in the same buffer.
+                        assert_eq!(chunk_passes.len(), before, "n = {n}, m = {m}");
+                        for (c, w) in chunk_passes.iter().zip(&passes) {
+                            assert_eq!((c.log_run, c.tile_bits), (w.log_run, w.tile_bits));
+                            assert_eq!(c.tiles, m.div_ceil(1 << c.tile_bits));
+                            assert!(!c.last);
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(upload_chunk(1 << 28, 4, 14), Some(24));
+        assert_eq!(upload_chunk(1 << 24, 4, 14), Some(22));
+        assert_eq!(upload_chunk(1 << 28, 8, 12), Some(23));
+        assert_eq!(upload_chunk(1 << 21, 4, 12), None);
     }
 
     #[test]
