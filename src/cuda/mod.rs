@@ -607,16 +607,14 @@ impl CudaBackend {
     }
 
     /// Enqueues on `sort_stream` the passes of every chunk of `c` that has `landed`
-    /// entirely and is not sorted yet, after the copies enqueued so far.
+    /// entirely and is not sorted yet, after the copies enqueued so far. One hand-over per
+    /// chunk, however many land at once, so that a sort makes the same driver calls
+    /// whichever order its pieces reach the bus in.
     fn sort_landed_chunks(&self, c: &mut ChunkedSort<'_>, landed: u64) -> Result<()> {
         let chunk = 1u64 << c.log_chunk;
-        let whole = |i: u64| ((i + 1) * chunk).min(c.n) <= landed;
-        if c.sorted * chunk >= c.n || !whole(c.sorted) {
-            return Ok(());
-        }
-        hand_over(&self.stream, &self.sort_stream)?;
-        while c.sorted * chunk < c.n && whole(c.sorted) {
+        while c.sorted * chunk < c.n && ((c.sorted + 1) * chunk).min(c.n) <= landed {
             let first = c.sorted * chunk;
+            hand_over(&self.stream, &self.sort_stream)?;
             let part = c.part(first, chunk.min(c.n - first), &self.limits);
             self.enqueue(&part, self.sort_stream.as_inner())?;
             c.sorted += 1;

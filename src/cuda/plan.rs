@@ -470,10 +470,12 @@ fn tile_sort_launch(
     widths: Widths,
     encoding: u32,
 ) -> Launch {
+    // At least one tile's row: a chunk shorter than a tile still has its one tile sorted
+    // (and its keys encoded), as the whole sort's last tile would be.
     let shape = Shape {
         row_len: n,
         rows: 1,
-        log_row: crate::schedule::ceil_log2(n),
+        log_row: crate::schedule::ceil_log2(n).max(sort_tile),
         encoding,
         schedule_tile: sort_tile,
         element_bytes: widths.element(),

@@ -311,9 +311,10 @@ fn gpu_matches_cpu() {
             seed += 1;
         }
     }
-    // From 16 MiB a sort of host slices sorts its chunks while the rest uploads: three
-    // chunks, the last of one element, and a length whose columns go through the pipeline.
-    for n in [(1 << 22) + 1, 9_437_187] {
+    // From 32 MiB a sort of host slices sorts its chunks while the rest uploads: pairs in
+    // three chunks, the last of one element; keys alone so too, and in three chunks through
+    // the pipeline of pieces.
+    for n in [(1 << 22) + 1, (1 << 23) + 1, 9_437_187] {
         for (kind, descending) in [encodings[2], encodings[3]] {
             compare_with_cpu(&gpu, n, KeyEncoding { kind, descending }, seed);
             seed += 1;
@@ -734,5 +735,48 @@ fn cuda_merge_profile() {
             })
             .collect();
         assert!(got == want, "u{} 2^{log_n}: not sorted", 8 * key);
+    }
+}
+
+#[test]
+fn chunks_sorted_while_uploading_are_planned_as_the_whole_sort() {
+    let widths = Widths::keys(4);
+    let n = 9_437_187u64;
+    let SortPlan::MergePath(whole) = plan::choose(&H200, n, 1, widths, 5, false) else {
+        panic!("merge path expected for {n} keys");
+    };
+    let sort_tile = whole.tile_sort.args.tile_bits;
+    let log_chunk = crate::schedule::merge_path::upload_chunk(n, 4, sort_tile).expect("chunks");
+    let mut next = lcg(3);
+    for m in [1u64, 2, 5, 100, 1 << (sort_tile - 1)]
+        .into_iter()
+        .chain([(1 << sort_tile) - 1, 1 << sort_tile, (1 << sort_tile) + 1])
+        .chain([3 << sort_tile, 1 << log_chunk])
+    {
+        let part = plan::chunk_plan(&H200, m, sort_tile, log_chunk, widths, 5);
+        let t = part.tile_sort;
+        assert_eq!(t.args.transform, plan::ENCODE_ON_LOAD, "m = {m}");
+        assert_eq!(t.args.encoding, 5);
+        // The same merges as the whole sort below the chunk, on the chunk, none decoding.
+        assert_eq!(part.merges.len() as u32, log_chunk - sort_tile, "m = {m}");
+        for (p, w) in part.merges.iter().zip(&whole.merges) {
+            assert_eq!(p.args.n, m);
+            assert_eq!(
+                (p.args.log_run, p.args.tile_bits, p.block, p.shared_bytes),
+                (w.args.log_run, w.args.tile_bits, w.block, w.shared_bytes)
+            );
+            assert_eq!(p.args.transform, 0);
+        }
+        assert!(part.splits <= whole.splits);
+        // Every tile of the chunk is sorted, a chunk shorter than a tile included.
+        if m <= 1 << 15 {
+            let mut keys: Vec<u32> = (0..m).map(|_| next() as u32).collect();
+            let mut expect = keys.clone();
+            for tile in expect.chunks_mut(1 << sort_tile) {
+                tile.sort_unstable();
+            }
+            kernel_model::execute(&[t], &mut keys);
+            assert_eq!(keys, expect, "m = {m}");
+        }
     }
 }

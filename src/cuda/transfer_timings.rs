@@ -323,11 +323,13 @@ fn cuda_pipeline_against_chunks() {
 #[test]
 #[ignore = "needs a CUDA device; a timing, with checks of every sort"]
 fn cuda_sorting_while_uploading() {
+    use rayon::prelude::*;
+
     let gpu = open();
     let ascending = KeyEncoding::of::<u32>(crate::Order::Ascending);
     eprintln!("ms, median of 7: after the upload | while uploading");
     let cases = [
-        ("u32 Vec", 22u32),
+        ("u32 Vec", 23u32),
         ("u32 Vec", 24),
         ("u32 Vec", 26),
         ("u32 Vec", 28),
@@ -341,7 +343,7 @@ fn cuda_sorting_while_uploading() {
         let n = 1usize << log_n;
         let original = random_u32(n, log_n.into());
         let mut want = original.clone();
-        want.sort_unstable();
+        want.par_sort_unstable();
         let mut pinned = (case == "u32 pinned").then(|| {
             let memory = gpu.alloc_pinned(4 * n).expect("pinned memory");
             crate::pinned::PinnedBuffer::<u32>::new(memory, n).expect("pinned buffer")
@@ -379,8 +381,8 @@ fn cuda_sorting_while_uploading() {
                 if case.starts_with("u32+u32") {
                     assert!(
                         values
-                            .iter()
-                            .zip(keys.iter())
+                            .par_iter()
+                            .zip(keys.par_iter())
                             .all(|(&v, &k)| original[v as usize] == k),
                         "{case} 2^{log_n}: the values are wrong"
                     );

@@ -145,8 +145,11 @@ impl MergePlan {
 }
 
 /// Host-slice sorts of at least this many bytes (keys and values) sort while they upload
-/// ([`upload_chunk`]); shorter ones upload first and sort after.
-pub const MIN_SORT_WHILE_UPLOADING_BYTES: u64 = 16 << 20;
+/// ([`upload_chunk`]); shorter ones upload first and sort after. On an NVIDIA H100 machine
+/// (`docs/perf.md`, change 38) sorting while uploading lost at 16 MiB (2^22 `u32` keys:
+/// 2.03 against 1.87 ms) and won from 64 MiB on (2^24: 4.74 against 5.25 ms); 32 MiB, where
+/// long columns start to go through the pipeline of pieces, lies between.
+pub const MIN_SORT_WHILE_UPLOADING_BYTES: u64 = 32 << 20;
 
 /// log2 of the bytes of the largest chunk that is sorted while the rest uploads: 64 MiB. A
 /// larger chunk leaves fewer merge passes for after the upload but a longer sort of the last
@@ -499,7 +502,8 @@ mod tests {
         assert_eq!(upload_chunk(1 << 28, 4, 14), Some(24));
         assert_eq!(upload_chunk(1 << 24, 4, 14), Some(22));
         assert_eq!(upload_chunk(1 << 28, 8, 12), Some(23));
-        assert_eq!(upload_chunk(1 << 21, 4, 12), None);
+        assert_eq!(upload_chunk(1 << 22, 4, 12), None);
+        assert_eq!(upload_chunk(1 << 23, 4, 14), Some(21));
     }
 
     #[test]
