@@ -48,7 +48,7 @@ mod kernels;
 mod link;
 pub mod plan;
 
-use crate::schedule::merge_path::upload_chunk;
+use crate::schedule::merge_path::{UploadChunks, upload_chunk};
 pub use driver::devices;
 use driver::{check, driver_error, init, on, probe};
 use kernels::{
@@ -70,17 +70,14 @@ struct Job {
     scratch: Option<ScratchWords>,
 }
 
-/// A host-slice merge-path sort that sorts while it uploads: each chunk of `2^log_chunk`
-/// elements (`crate::schedule::merge_path::upload_chunk`) is sorted as soon as it has
-/// arrived, while the next ones cross the bus.
+/// A host-slice merge-path sort that sorts while it uploads: each chunk
+/// (`crate::schedule::merge_path::upload_chunk`) is sorted as soon as it has arrived, while
+/// the next ones cross the bus.
 struct ChunkedSort<'j> {
     job: &'j Job,
     whole: &'j MergePathPlan,
     scratch: ScratchWords,
-    n: u64,
-    log_chunk: u32,
-    /// Chunks whose passes are enqueued.
-    sorted: u64,
+    chunks: UploadChunks,
 }
 
 impl<'j> ChunkedSort<'j> {
@@ -98,9 +95,7 @@ impl<'j> ChunkedSort<'j> {
             job,
             whole,
             scratch,
-            n,
-            log_chunk,
-            sorted: 0,
+            chunks: UploadChunks::new(n, log_chunk),
         })
     }
 
@@ -108,14 +103,8 @@ impl<'j> ChunkedSort<'j> {
     /// first passes would ([`plan::chunk_plan`]): the words and scratch from `first` on.
     fn part(&self, first: u64, m: u64, limits: &DeviceLimits) -> Job {
         let (args, widths) = (self.whole.tile_sort.args, self.job.widths);
-        let plan = plan::chunk_plan(
-            limits,
-            m,
-            args.tile_bits,
-            self.log_chunk,
-            widths,
-            args.encoding,
-        );
+        let log_chunk = self.chunks.log_chunk();
+        let plan = plan::chunk_plan(limits, m, args.tile_bits, log_chunk, widths, args.encoding);
         // Null addresses (no values) stay null.
         let at = |address: u64, bytes: u64| {
             if address == 0 {
@@ -570,7 +559,8 @@ impl CudaBackend {
         job: &Job,
         (keys, values): (&mut Column<'a>, Option<&mut Column<'a>>),
     ) -> Result<()> {
-        let mut chunked = ChunkedSort::of(job, keys.len() as u64);
+        let n = keys.len() as u64;
+        let mut chunked = ChunkedSort::of(job, n);
         let uploaded = host.upload(
             link,
             (keys, job.keys),
@@ -582,7 +572,7 @@ impl CudaBackend {
         );
         self.gauges.keep(host);
         let enqueued = uploaded.and_then(|()| match &mut chunked {
-            Some(c) => self.merge_sorted_chunks(c),
+            Some(c) => self.merge_sorted_chunks(c, n),
             None => self.enqueue(job, self.stream.as_inner()),
         });
         if enqueued.is_err() {
@@ -611,27 +601,25 @@ impl CudaBackend {
     /// chunk, however many land at once, so that a sort makes the same driver calls
     /// whichever order its pieces reach the bus in.
     fn sort_landed_chunks(&self, c: &mut ChunkedSort<'_>, landed: u64) -> Result<()> {
-        let chunk = 1u64 << c.log_chunk;
-        while c.sorted * chunk < c.n && ((c.sorted + 1) * chunk).min(c.n) <= landed {
-            let first = c.sorted * chunk;
+        while let Some((first, m)) = c.chunks.next_landed(landed) {
             hand_over(&self.stream, &self.sort_stream)?;
-            let part = c.part(first, chunk.min(c.n - first), &self.limits);
+            let part = c.part(first, m, &self.limits);
             self.enqueue(&part, self.sort_stream.as_inner())?;
-            c.sorted += 1;
         }
         Ok(())
     }
 
     /// Once every chunk of `c` is sorted: the merges of runs of a chunk and longer on
     /// `sort_stream`, and the copy stream made to wait for them.
-    fn merge_sorted_chunks(&self, c: &mut ChunkedSort<'_>) -> Result<()> {
-        self.sort_landed_chunks(c, c.n)?;
-        let done = c.log_chunk - c.whole.tile_sort.args.tile_bits;
+    fn merge_sorted_chunks(&self, c: &mut ChunkedSort<'_>, n: u64) -> Result<()> {
+        self.sort_landed_chunks(c, n)?;
+        let log_chunk = c.chunks.log_chunk();
+        let done = log_chunk - c.whole.tile_sort.args.tile_bits;
         let rest: Vec<MergeLaunch> = c
             .whole
             .merges
             .iter()
-            .filter(|m| m.args.log_run >= c.log_chunk)
+            .filter(|m| m.args.log_run >= log_chunk)
             .copied()
             .collect();
         self.launch_merges(c.job, &rest, done as usize, self.sort_stream.as_inner())?;

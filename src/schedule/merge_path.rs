@@ -173,6 +173,44 @@ pub fn upload_chunk(n: u64, element_bytes: u64, sort_tile: u32) -> Option<u32> {
     (log_chunk >= sort_tile).then_some(log_chunk)
 }
 
+/// The chunks of a sort that sorts while it uploads ([`upload_chunk`]), handed out in order
+/// once they have landed.
+#[derive(Clone, Copy, Debug)]
+pub struct UploadChunks {
+    n: u64,
+    log_chunk: u32,
+    /// The first element of the next chunk to hand out.
+    next: u64,
+}
+
+impl UploadChunks {
+    /// The chunks of `2^log_chunk` elements (the last may be shorter) of `n` elements.
+    pub fn new(n: u64, log_chunk: u32) -> UploadChunks {
+        UploadChunks {
+            n,
+            log_chunk,
+            next: 0,
+        }
+    }
+
+    /// log2 of a chunk's elements.
+    pub fn log_chunk(&self) -> u32 {
+        self.log_chunk
+    }
+
+    /// The next chunk not yet handed out, as (first element, elements), if it lies within the
+    /// first `landed` elements.
+    pub fn next_landed(&mut self, landed: u64) -> Option<(u64, u64)> {
+        let first = self.next;
+        let len = (1u64 << self.log_chunk).min(self.n.saturating_sub(first));
+        if len == 0 || first + len > landed {
+            return None;
+        }
+        self.next += len;
+        Some((first, len))
+    }
+}
+
 impl MergePlan {
     /// The two-way passes that sort one chunk of this plan's `n` elements on its own, with
     /// tiles of at most `2^max_tile_bits` outputs: those of the whole sort whose runs merge
@@ -499,6 +537,13 @@ mod tests {
                 }
             }
         }
+        let mut chunks = UploadChunks::new(10, 2);
+        assert_eq!(chunks.next_landed(3), None);
+        assert_eq!(chunks.next_landed(9), Some((0, 4)));
+        assert_eq!(chunks.next_landed(9), Some((4, 4)));
+        assert_eq!(chunks.next_landed(9), None);
+        assert_eq!(chunks.next_landed(10), Some((8, 2)));
+        assert_eq!(chunks.next_landed(10), None);
         assert_eq!(upload_chunk(1 << 28, 4, 14), Some(24));
         assert_eq!(upload_chunk(1 << 24, 4, 14), Some(22));
         assert_eq!(upload_chunk(1 << 28, 8, 12), Some(23));
