@@ -12,7 +12,9 @@
 //! between chunks, while this thread sends each piece over the bus as it is ready. The
 //! backend supplies only a [`Link`]: pinned allocation, asynchronous copies on its one
 //! in-order stream or queue, and events to wait for them; kernels enqueued on that stream
-//! between the uploads and the downloads are ordered by it.
+//! between the uploads and the downloads are ordered by it. During an upload the engine tells
+//! the backend how many leading elements are on their way ([`Landed`]), so that a sort can
+//! start on them before the rest has crossed the bus.
 //!
 //! A slot's bytes are only handed out after the copy that last used it has completed
 //! ([`Slot::ready`]), so the host never writes memory the bus is reading, nor reads memory the
