@@ -79,6 +79,8 @@ fn known_calls(backend: BackendKind) -> &'static [&'static str] {
             "clWaitForEvents",
             "clEnqueueReadBuffer",
             "clEnqueueMarkerWithWaitList",
+            "clCreateSubBuffer",
+            "clEnqueueBarrierWithWaitList",
         ],
         _ => &[],
     }

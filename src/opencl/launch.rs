@@ -9,7 +9,7 @@ use opencl3::kernel::Kernel;
 use opencl3::types::cl_mem;
 
 use super::driver::driver;
-use super::plan::{Kind, Launch, MergePathPlan, Shape, SortPlan};
+use super::plan::{Kind, Launch, MergeLaunch, MergePathPlan, Shape, SortPlan, tile_sort_shape};
 use super::programs::{Kernels, MergeKernels};
 use super::{MergeScratch, OpenClBackend, Operands};
 use crate::backend::BackendKind;
@@ -172,8 +172,10 @@ impl OpenClBackend {
     /// Enqueues a merge-path sort of the `n` keys (and values) of `data` on `queue`: the tile
     /// sort in place, then each merge pass's splitter and merge from one set of buffers into
     /// the other, starting from the data, so that the last (even-numbered) pass writes it.
-    /// `scratch` holds as many keys and values, and [`MergePathPlan::splits`] `ulong`s.
-    /// Returns the last launch's event; on failure, lets what was enqueued drain first.
+    /// `scratch` holds as many keys and values, and [`MergePathPlan::splits`] `ulong`s. A
+    /// chunk's plan ([`super::plan::chunk_plan`]) may make an odd number of passes, which
+    /// leave it in the scratch. Returns the last launch's event; on failure, lets what was
+    /// enqueued drain first.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn enqueue_merge_path(
         &self,
@@ -181,43 +183,76 @@ impl OpenClBackend {
         kernels: &Kernels,
         data: Operands,
         n: u64,
-        (scratch, splits): MergeScratch,
+        scratch: MergeScratch,
         plan: &MergePathPlan,
         encoding: KeyEncoding,
         requested: u64,
     ) -> Result<Event> {
-        let enqueued = (|| {
-            let merge = &kernels.merge;
-            let shape = Shape::new(n, 1);
-            let mut last = self.enqueue_launch(
+        let sort_tile = match plan.tile_sort.kind {
+            Kind::Tile { log_net, .. } => log_net,
+            Kind::Global { .. } => 1,
+        };
+        let enqueued = self
+            .enqueue_launch(
                 queue,
                 kernels,
                 data,
-                shape,
+                tile_sort_shape(n, sort_tile),
                 &plan.tile_sort,
                 encoding,
                 requested,
-            )?;
-            let (mut from, mut to) = (data, scratch);
-            for pass in &plan.merges {
-                last = self.enqueue_merge(
+            )
+            .and_then(|tile_sort| {
+                let merged = self.enqueue_merges(
                     queue,
-                    merge,
-                    (from, to, splits),
+                    &kernels.merge,
+                    (data, scratch),
                     n,
-                    pass,
+                    (&plan.merges, 0),
                     encoding,
                     requested,
                 )?;
-                std::mem::swap(&mut from, &mut to);
-            }
-            Ok(last)
-        })();
+                Ok(merged.unwrap_or(tile_sort))
+            });
         if enqueued.is_err() {
             // Its status no longer matters.
             let _ = queue.finish();
         }
         enqueued
+    }
+
+    /// Enqueues `merges` over the `n` elements of `data`, alternating between it and the
+    /// scratch: the first reads the data after an even number `done` of earlier merges, the
+    /// scratch after an odd one. Returns the last launch's event, if any.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn enqueue_merges(
+        &self,
+        queue: &CommandQueue,
+        merge: &MergeKernels,
+        (data, (scratch, splits)): (Operands, MergeScratch),
+        n: u64,
+        (merges, done): (&[MergeLaunch], usize),
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<Option<Event>> {
+        let (mut from, mut to) = (data, scratch);
+        if done % 2 == 1 {
+            std::mem::swap(&mut from, &mut to);
+        }
+        let mut last = None;
+        for pass in merges {
+            last = Some(self.enqueue_merge(
+                queue,
+                merge,
+                (from, to, splits),
+                n,
+                pass,
+                encoding,
+                requested,
+            )?);
+            std::mem::swap(&mut from, &mut to);
+        }
+        Ok(last)
     }
 
     /// Enqueues one merge pass: its splitter into `splits`, then its merge from `from` into
@@ -230,7 +265,7 @@ impl OpenClBackend {
         merge: &MergeKernels,
         (from, to, splits): (Operands, Operands, cl_mem),
         n: u64,
-        pass: &super::plan::MergeLaunch,
+        pass: &MergeLaunch,
         encoding: KeyEncoding,
         requested: u64,
     ) -> Result<Event> {

@@ -16,6 +16,7 @@ use opencl3::memory::{
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_command_queue, cl_mem};
 
 use super::OpenClBackend;
+use super::chunked::ChunkTargets;
 use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::fault::point;
@@ -65,6 +66,38 @@ pub(crate) struct ClLink<'a> {
     pub(crate) queue: &'a CommandQueue,
     /// Bytes the sort needs, for out-of-memory errors.
     pub(crate) requested: u64,
+    /// Columns whose uploads go into their chunks' sub-buffers (a sort that sorts while it
+    /// uploads, `chunked.rs`).
+    pub(crate) targets: Option<&'a ChunkTargets>,
+}
+
+impl ClLink<'_> {
+    /// Enqueues the copy of `src` into `dst` from byte `offset`.
+    fn write(&self, src: &[u8], dst: cl_mem, offset: usize) -> Result<()> {
+        point(BackendKind::OpenCl, "clEnqueueWriteBuffer")?;
+        // SAFETY: `src` is valid for its length, and the engine neither writes nor frees it
+        // before a marker enqueued after the copy completes; `dst` holds at least
+        // `offset + src.len()` bytes (a column's buffer, or the chunk's sub-buffer of it).
+        let event = unsafe {
+            enqueue_write_buffer(
+                self.queue.get(),
+                dst,
+                CL_NON_BLOCKING,
+                offset,
+                src.len(),
+                src.as_ptr().cast(),
+                0,
+                ptr::null(),
+            )
+        }
+        .map_err(|e| {
+            self.backend
+                .memory_error("clEnqueueWriteBuffer", self.requested)(e.into())
+        })?;
+        // Completion is waited for through a later marker (`mark`).
+        drop(Event::new(event));
+        Ok(())
+    }
 }
 
 impl Link for ClLink<'_> {
@@ -132,29 +165,16 @@ impl Link for ClLink<'_> {
     }
 
     fn upload(&self, src: &[u8], dst: cl_mem, offset: usize) -> Result<()> {
-        point(BackendKind::OpenCl, "clEnqueueWriteBuffer")?;
-        // SAFETY: `src` is valid for its length, and the engine neither writes nor frees it
-        // before a marker enqueued after the copy completes; `dst` holds at least
-        // `offset + src.len()` bytes.
-        let event = unsafe {
-            enqueue_write_buffer(
-                self.queue.get(),
-                dst,
-                CL_NON_BLOCKING,
-                offset,
-                src.len(),
-                src.as_ptr().cast(),
-                0,
-                ptr::null(),
-            )
+        // A chunked column's bytes go into its chunks' sub-buffers.
+        match self.targets.and_then(|t| t.split(dst, offset, src.len())) {
+            Some(copies) => {
+                for (sub, at, from, len) in copies {
+                    self.write(&src[from..from + len], sub, at)?;
+                }
+                Ok(())
+            }
+            None => self.write(src, dst, offset),
         }
-        .map_err(|e| {
-            self.backend
-                .memory_error("clEnqueueWriteBuffer", self.requested)(e.into())
-        })?;
-        // Completion is waited for through a later marker (`mark`).
-        drop(Event::new(event));
-        Ok(())
     }
 
     fn download(&self, src: cl_mem, offset: usize, dst: &mut [u8]) -> Result<()> {

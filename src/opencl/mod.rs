@@ -7,12 +7,15 @@
 //! transfer engine (`crate::host_transfer`): the words go up through mapped host buffers, the
 //! launches that `plan.rs` makes from [`crate::schedule::Schedule`] (or, for one large array,
 //! from [`crate::schedule::merge_path`]) follow in order on the same in-order
-//! queue, and the result comes back through the same buffers.
+//! queue, and the result comes back through the same buffers. A merge-path sort of 32 MiB or
+//! more sorts while it uploads instead: each chunk that has arrived is sorted on a second
+//! queue (`chunked.rs`), and the downloads wait for the merges of whole chunks.
 //!
 //! The files: `driver.rs` (failed calls as errors, the devices), `programs.rs` (the source,
 //! built and cached per variant), `plan.rs` (launches from the schedule), `launch.rs` (kernel
 //! arguments and enqueues), `link.rs` (mapped host buffers, copies and events for the
-//! transfer engine), `device_buffers.rs` (sorts of data already on the device).
+//! transfer engine), `chunked.rs` (sorting while uploading), `device_buffers.rs` (sorts of
+//! data already on the device).
 //!
 //! Each program's kernel objects are cached with it; their arguments are per-object
 //! state, so a sort holds the program's kernel lock while it sets arguments and enqueues.
@@ -72,6 +75,8 @@ struct DeviceLimits {
     max_group: usize,
     global_mem: u64,
     compute_units: u32,
+    /// Where a sub-buffer may start, in bytes (`CL_DEVICE_MEM_BASE_ADDR_ALIGN`).
+    base_align_bytes: u64,
 }
 
 /// Sorts on one OpenCL device: a context, an in-order queue and the programs built so far.
@@ -79,7 +84,10 @@ pub struct OpenClBackend {
     info: DeviceInfo,
     device: Device,
     context: Context,
+    /// Host-slice sorts' copies, and their passes unless they sort while uploading.
     queue: CommandQueue,
+    /// The passes of a host-slice sort that sorts while it uploads, beside the copies.
+    sort_queue: CommandQueue,
     limits: DeviceLimits,
     variants: Mutex<HashMap<VariantKey, Arc<Variant>>>,
     /// Device buffers and pinned staging kept between sorts of host slices, which take turns
@@ -189,15 +197,23 @@ impl OpenClBackend {
             max_group: max_group.min(max_item).max(1),
             global_mem: info.memory_bytes,
             compute_units: info.compute_units,
+            base_align_bytes: u64::from(
+                device
+                    .mem_base_addr_align()
+                    .map_err(driver("clGetDeviceInfo"))?,
+            ) / 8,
         };
         let context = Context::from_device(&device).map_err(driver("clCreateContext"))?;
         let queue =
+            CommandQueue::create_default(&context, 0).map_err(driver("clCreateCommandQueue"))?;
+        let sort_queue =
             CommandQueue::create_default(&context, 0).map_err(driver("clCreateCommandQueue"))?;
         Ok(OpenClBackend {
             info,
             device,
             context,
             queue,
+            sort_queue,
             limits,
             variants: Mutex::new(HashMap::new()),
             host: Mutex::new(HostState::default()),
@@ -358,49 +374,74 @@ impl OpenClBackend {
         let (device_keys, device_values, (plan, scratch)) = allocated?;
         // One closure, so that every failure after the allocation passes `after_sort`.
         let mut transfer_and_sort = || -> Result<()> {
+            let data = Operands {
+                keys: device_keys,
+                values: device_values,
+                key_bytes: key_bytes as u64,
+                value_bytes: value_bytes.unwrap_or(0) as u64,
+            };
+            let (mut chunked, targets) =
+                match ChunkedSort::new(self, &variant, (&plan, scratch), data, n as u64)? {
+                    Some((sort, targets)) => (Some(sort), Some(targets)),
+                    None => (None, None),
+                };
             let link = ClLink {
                 backend: self,
                 queue: &self.queue,
                 requested,
+                targets: targets.as_ref(),
             };
             let uploaded = host.upload(
                 &link,
                 (&keys, device_keys),
                 values.as_ref().zip(device_values),
-                &mut |_| Ok(()),
+                &mut |landed| match &mut chunked {
+                    Some(c) => self.sort_landed_chunks(c, landed as u64, encoding, requested),
+                    None => Ok(()),
+                },
             );
             self.gauges.keep(host);
-            uploaded?;
-            {
-                // Kernel arguments are set and used under the lock; no data is behind it, so a
-                // poisoned lock is still usable.
-                let kernels = variant
-                    .kernels
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                self.enqueue_plan(
-                    &self.queue,
-                    &kernels,
-                    Operands {
-                        keys: device_keys,
-                        values: device_values,
-                        key_bytes: key_bytes as u64,
-                        value_bytes: value_bytes.unwrap_or(0) as u64,
-                    },
-                    shape,
-                    (&plan, scratch),
-                    encoding,
-                    requested,
-                )?;
+            let enqueued = uploaded.and_then(|()| match &mut chunked {
+                Some(c) => self.merge_sorted_chunks(c, encoding, requested),
+                None => {
+                    // Kernel arguments are set and used under the lock; no data is behind it,
+                    // so a poisoned lock is still usable.
+                    let kernels = variant
+                        .kernels
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    self.enqueue_plan(
+                        &self.queue,
+                        &kernels,
+                        data,
+                        shape,
+                        (&plan, scratch),
+                        encoding,
+                        requested,
+                    )
+                    .map(drop)
+                }
+            });
+            if enqueued.is_err() {
+                // Let what was enqueued finish before the buffers are reused or freed; the
+                // first error is the one to report.
+                let _ = self.sort_queue.finish();
+                let _ = self.queue.finish();
             }
-            // The reads follow the passes on the in-order queue: a failed pass is reported by the
-            // first read's wait, before anything is written to the slices.
-            host.download(
+            enqueued?;
+            // The reads follow the passes on the in-order queue (or, sorting while
+            // uploading, a barrier after them): a failed pass is reported by the first read's
+            // wait, before anything is written to the slices.
+            let downloaded = host.download(
                 &link,
                 (&mut keys, device_keys),
                 values.as_mut().zip(device_values),
                 self.gauges.copy_back(),
-            )
+            );
+            if downloaded.is_err() && chunked.is_some() {
+                let _ = self.sort_queue.finish();
+            }
+            downloaded
         };
         let sorted = transfer_and_sort();
         let sorted = host.after_sort(sorted);
@@ -473,6 +514,7 @@ impl Backend for OpenClBackend {
             backend: self,
             queue: &self.queue,
             requested: bytes as u64,
+            targets: None,
         };
         Ok(Some(Box::new(CallerPinned::new(&link, bytes)?)))
     }
@@ -493,6 +535,7 @@ impl Backend for OpenClBackend {
     }
 }
 
+mod chunked;
 mod device_buffers;
 mod driver;
 mod launch;
@@ -500,6 +543,7 @@ mod link;
 mod plan;
 mod programs;
 
+use chunked::ChunkedSort;
 pub use driver::devices;
 use driver::{describe, device_ids, driver};
 use link::{CallerPinned, ClLink};

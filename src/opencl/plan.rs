@@ -16,7 +16,7 @@
 //! network's local sort of every tile, then merge passes of `kernels/merge_path.clh`, as the
 //! CUDA backend runs them.
 
-use crate::schedule::merge_path::{MergePlan, choose_sort_tile, pair_sort_tile};
+use crate::schedule::merge_path::{MergePlan, TiledPass, choose_sort_tile, pair_sort_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2, choose_log_tile};
 
 pub use crate::kernel_contract::{
@@ -477,21 +477,69 @@ pub fn merge_path_plan(
     } else {
         pair_sort_tile(n, element_bytes).filter(|&tile| tile <= max_tile)?
     };
-    let local_sort = Schedule {
-        n,
-        log_n: ceil_log2(n),
-        passes: vec![Pass::LocalSort {
-            log_tile: sort_tile,
-        }],
-    };
-    let mut tile_sort = *launches(limits, Shape::new(n, 1), element_bytes, &local_sort).first()?;
-    tile_sort.transform = ENCODE_ON_LOAD;
     let passes = MergePlan {
         n,
         log_tile: sort_tile,
         log_ways: 1,
     }
     .tiled_passes(merge_tile);
+    merge_path_launches(limits, n, (key_bytes, value_bytes), sort_tile, passes)
+}
+
+/// The launches that sort one chunk of `m` elements of a merge-path sort on its own while
+/// the rest of the data uploads ([`crate::schedule::merge_path::upload_chunk`]): the tile
+/// sort of its tiles of `2^sort_tile`, then the whole sort's merge passes up to runs of
+/// `2^log_chunk` ([`MergePlan::chunk_passes`]), none decoding; `None` where the device makes
+/// no merge-path plans. Its tile sort runs on [`tile_sort_shape`]`(m, sort_tile)`.
+pub fn chunk_plan(
+    limits: &Limits,
+    m: u64,
+    (key_bytes, value_bytes): (u64, u64),
+    sort_tile: u32,
+    log_chunk: u32,
+) -> Option<MergePathPlan> {
+    let merge_tile = merge_log_tile(limits, key_bytes, value_bytes);
+    let passes = MergePlan {
+        n: m,
+        log_tile: sort_tile,
+        log_ways: 1,
+    }
+    .chunk_passes(merge_tile, log_chunk);
+    merge_path_launches(limits, m, (key_bytes, value_bytes), sort_tile, passes)
+}
+
+/// The shape a merge-path tile sort of `n` elements runs on: one row, at least one tile
+/// long, so that a chunk shorter than a tile is sorted (and encoded) as the whole sort's last
+/// tile would be.
+pub fn tile_sort_shape(n: u64, sort_tile: u32) -> Shape {
+    Shape {
+        row_len: n,
+        rows: 1,
+        log_row: ceil_log2(n).max(sort_tile),
+    }
+}
+
+/// The tile sort and the launches of `passes` over `n` elements.
+fn merge_path_launches(
+    limits: &Limits,
+    n: u64,
+    (key_bytes, value_bytes): (u64, u64),
+    sort_tile: u32,
+    passes: Vec<TiledPass>,
+) -> Option<MergePathPlan> {
+    let element_bytes = key_bytes + value_bytes;
+    let merge_tile = merge_log_tile(limits, key_bytes, value_bytes);
+    let log_e = merge_log_e(element_bytes);
+    let shape = tile_sort_shape(n, sort_tile);
+    let local_sort = Schedule {
+        n,
+        log_n: shape.log_row,
+        passes: vec![Pass::LocalSort {
+            log_tile: sort_tile,
+        }],
+    };
+    let mut tile_sort = *launches(limits, shape, element_bytes, &local_sort).first()?;
+    tile_sort.transform = ENCODE_ON_LOAD;
     let split_group = floor_pow2(limits.merge_group.clamp(1, MAX_GLOBAL_GROUP));
     let merges: Vec<MergeLaunch> = passes
         .into_iter()

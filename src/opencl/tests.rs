@@ -931,3 +931,57 @@ fn assert_same_pairs<K: bytemuck::Pod, V: bytemuck::Pod>(
         "values differ: {label}"
     );
 }
+
+/// From 32 MiB a merge-path sort of host slices sorts each chunk while the rest uploads
+/// (`chunked.rs`): the same result, bit for bit, as the CPU backend (which follows the
+/// sort that uploads first): keys alone in four chunks and a last one of one element, pairs
+/// in two chunks and one of one element, floats descending with NaN, -0.0 and infinities.
+#[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
+fn sorts_while_uploading_as_after() {
+    let b = &backends()[0];
+    let cpu = CpuBackend::new();
+    let mut rng = StdRng::seed_from_u64(38);
+    let n = (1usize << 23) + 1;
+    let keys: Vec<u32> = (0..n).map(|_| rng.r#gen()).collect();
+    let limits = b.variant_of_widths(4, None).expect("program").limits;
+    let SortPlan::MergePath(whole) = plan::choose(&limits, Shape::new(n as u64, 1), 4, 0, false)
+    else {
+        panic!("{n} keys do not take merge path on {}", b.info);
+    };
+    let Kind::Tile { log_net, .. } = whole.tile_sort.kind else {
+        panic!("a merge-path plan without a tile sort");
+    };
+    // The sort is cut into chunks, and the device lets sub-buffers start at them.
+    let log_chunk =
+        crate::schedule::merge_path::upload_chunk(n as u64, 4, log_net).expect("chunks");
+    assert!((4u64 << log_chunk).is_multiple_of(b.limits.base_align_bytes.max(1)));
+    let want = {
+        let mut k = keys.clone();
+        k.sort_unstable();
+        k
+    };
+    let mut got = keys.clone();
+    b.sort_words(
+        WordsMut::U32(&mut got),
+        None,
+        KeyEncoding::of::<u32>(crate::keys::Order::Ascending),
+    )
+    .expect("opencl sort");
+    assert!(got == want, "u32 keys, n = {n}");
+    let n = (1usize << 22) + 1;
+    let floats: Vec<f32> = (0..n)
+        .map(|i| match rng.gen_range(0..9) {
+            0 => f32::NAN,
+            1 => -0.0,
+            2 => 0.0,
+            3 => f32::NEG_INFINITY,
+            4 => f32::INFINITY,
+            _ => (i % 1000) as f32 - 500.0,
+        })
+        .collect();
+    let values: Vec<u32> = (0..n as u32).collect();
+    check_pairs_like_cpu(b, &cpu, &floats, &values, true);
+    let few: Vec<u32> = (0..n).map(|_| rng.gen_range(0..50)).collect();
+    check_pairs_like_cpu(b, &cpu, &few, &values, false);
+}
