@@ -19,7 +19,7 @@ use opencl3::types::cl_mem;
 
 use super::driver::driver;
 use super::plan::{Kind, MergeLaunch, MergePathPlan, SortPlan, chunk_plan};
-use super::programs::Variant;
+use super::programs::{Kernels, Variant};
 use super::{MergeScratch, OpenClBackend, Operands};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
@@ -158,6 +158,17 @@ impl<'a> ChunkedSort<'a> {
     }
 }
 
+impl ChunkedSort<'_> {
+    /// The program's kernels, whose arguments are set and used under this lock; no data is
+    /// behind it, so a poisoned lock is still usable.
+    fn kernels(&self) -> std::sync::MutexGuard<'_, Kernels> {
+        self.variant
+            .kernels
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
 /// The sub-buffer of `bytes` bytes of `whole` from byte `origin`.
 fn sub_buffer(
     backend: &OpenClBackend,
@@ -219,11 +230,7 @@ impl OpenClBackend {
             hand_over(&self.queue, &self.sort_queue)?;
             let plan = chunk_plan(&c.variant.limits, m, widths, c.sort_tile, log_chunk)
                 .ok_or_else(|| Error::Unsupported("a chunk without a merge-path plan".into()))?;
-            let kernels = c
-                .variant
-                .kernels
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let kernels = c.kernels();
             self.enqueue_merge_path(
                 &self.sort_queue,
                 &kernels,
@@ -258,11 +265,7 @@ impl OpenClBackend {
             .collect();
         let done = (log_chunk - c.sort_tile) as usize;
         {
-            let kernels = c
-                .variant
-                .kernels
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let kernels = c.kernels();
             self.enqueue_merges(
                 &self.sort_queue,
                 &kernels.merge,
