@@ -452,9 +452,8 @@ fn upload_columns<L: Link>(
             continue;
         }
         if let Some(bytes) = column.words().filter(|b| pipeline::usable(b.len())) {
+            // The pipeline leaves each slot's newest copy pending on it.
             pipeline::upload(link, ring, bytes, dst, &mut progress)?;
-            // The pipeline leaves its newest mark, which follows all its copies, on slot 0.
-            next = 0;
             continue;
         }
         ring.ensure(link)?;

@@ -24,7 +24,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
 use super::stream_copy::copy_streaming;
-use super::{Link, RingOf, SLOT_BYTES};
+use super::{Link, RingOf, SLOT_BYTES, SLOTS};
 use crate::error::{Error, Result};
 
 /// Transfers shorter than this take the chunked path: handing pieces to threads that must
@@ -78,18 +78,27 @@ fn piece_bytes(total: usize) -> usize {
         .min(SLOT_BYTES)
 }
 
-/// The ring's slots, waited for and cut into pieces of `piece` bytes.
+/// A piece of the ring, and the index of its slot.
+type SlotPiece<'r> = (usize, &'r mut [u8]);
+
+/// The ring's slots, waited for and cut into pieces of `piece` bytes, each with the index
+/// of its slot.
 fn pieces<'r, L: Link>(
     link: &L,
     ring: &'r mut RingOf<L>,
     piece: usize,
-) -> Result<Vec<&'r mut [u8]>> {
+) -> Result<Vec<SlotPiece<'r>>> {
     ring.ensure(link)?;
     ring.finish(link)?;
     Ok(ring
         .slots
         .iter_mut()
-        .flat_map(|slot| L::pinned_bytes(&mut slot.pinned).chunks_mut(piece))
+        .enumerate()
+        .flat_map(|(i, slot)| {
+            L::pinned_bytes(&mut slot.pinned)
+                .chunks_mut(piece)
+                .map(move |p| (i, p))
+        })
         .collect())
 }
 
@@ -172,22 +181,23 @@ pub(super) fn upload<L: Link>(
 ) -> Result<()> {
     let total = src.len();
     let mut enqueued = Prefix::default();
-    let mut free: VecDeque<&mut [u8]> = pieces(link, ring, piece_bytes(total))?.into();
-    let mut last = None;
+    // Per slot, the mark after the newest copy out of it that may still be running.
+    let mut newest: Vec<Option<L::Mark>> = (0..SLOTS).map(|_| None).collect();
+    let mut free: VecDeque<SlotPiece<'_>> = pieces(link, ring, piece_bytes(total))?.into();
     let result = with_copiers(
-        |(piece, offset): (&mut [u8], usize)| {
+        |((slot, piece), offset): (SlotPiece<'_>, usize)| {
             copy_streaming(piece, &src[offset..offset + piece.len()]);
-            (piece, offset)
+            ((slot, piece), offset)
         },
         |jobs, done| {
             // Hands pieces out, sends each filled one over the bus, and takes back the
             // oldest one on the bus when no free piece is left.
-            let mut on_bus: VecDeque<(L::Mark, &mut [u8])> = VecDeque::new();
+            let mut on_bus: VecDeque<(L::Mark, SlotPiece<'_>)> = VecDeque::new();
             let (mut next, mut out, most_out) = (0, 0, 2 * copiers());
             let run = (|| -> Result<()> {
                 loop {
                     while next < total && out < most_out {
-                        let piece = match free.pop_front() {
+                        let (slot, piece) = match free.pop_front() {
                             Some(piece) => piece,
                             None => match on_bus.pop_front() {
                                 Some((mark, piece)) => {
@@ -198,32 +208,38 @@ pub(super) fn upload<L: Link>(
                             },
                         };
                         let len = piece.len().min(total - next);
-                        send(&jobs, (piece.split_at_mut(len).0, next))?;
+                        send(&jobs, ((slot, piece.split_at_mut(len).0), next))?;
                         next += len;
                         out += 1;
                     }
                     if out == 0 {
                         return Ok(());
                     }
-                    let (piece, offset) = done.wait()?;
+                    let ((slot, piece), offset) = done.wait()?;
                     out -= 1;
                     link.upload(piece, dst, offset)?;
                     let len = piece.len();
-                    on_bus.push_back((link.mark()?, piece));
+                    on_bus.push_back((link.mark()?, (slot, piece)));
                     let (before, after) = enqueued.add(offset, len);
                     if after > before {
                         progress(after)?;
                     }
                 }
             })();
-            // Ends the copiers' loops. The newest mark follows every copy (one stream or
-            // queue, in order): slot 0 keeps it, and the chunked paths begin with slot 0.
+            // Ends the copiers' loops.
             drop(jobs);
-            last = on_bus.pop_back().map(|(mark, _)| mark);
+            for (mark, (slot, _)) in on_bus {
+                newest[slot] = Some(mark);
+            }
             run
         },
     );
-    ring.slots[0].pending = last;
+    // Each slot waits for its own last copy before it is written again.
+    for (slot, mark) in ring.slots.iter_mut().zip(newest) {
+        if mark.is_some() {
+            slot.pending = mark;
+        }
+    }
     result
 }
 
@@ -238,7 +254,10 @@ pub(super) fn download<L: Link>(
     written: &mut bool,
 ) -> Result<()> {
     let total = dst.len();
-    let mut free: VecDeque<&mut [u8]> = pieces(link, ring, piece_bytes(total))?.into();
+    let mut free: VecDeque<&mut [u8]> = pieces(link, ring, piece_bytes(total))?
+        .into_iter()
+        .map(|(_, piece)| piece)
+        .collect();
     with_copiers(
         |(piece, target): (&mut [u8], &mut [u8])| {
             copy_streaming(target, &piece[..target.len()]);
