@@ -11,14 +11,72 @@ use crate::pinned::PinnedBuffer;
 /// The context the fake link's pinned buffers belong to.
 const FAKE_OWNER: u64 = 0xfa4e;
 
-/// A device of plain host memory: copies happen at once, and the `fail_at`-th call
-/// (uploads, downloads and waits counted together) fails.
+/// A device of plain host memory: copies happen at once (or, `lazy`, only once a mark made
+/// after them is waited for, or the link drained, as a stream's may), and the `fail_at`-th
+/// call (uploads, downloads and waits counted together) fails.
 #[derive(Default)]
 struct FakeLink {
     memory: RefCell<Vec<Vec<u8>>>,
     calls: Cell<usize>,
     fail_at: Option<usize>,
     pinned_allocated: Cell<usize>,
+    lazy: bool,
+    /// With `lazy`: the copies enqueued, and how many of them have run.
+    queued: RefCell<Vec<Queued>>,
+    ran: Cell<usize>,
+}
+
+/// A copy a lazy [`FakeLink`] has enqueued: the host memory stays valid, and untouched by
+/// the engine, until a mark after the copy has been waited for (the `Link` contract).
+enum Queued {
+    Up {
+        src: *const u8,
+        len: usize,
+        dst: usize,
+        offset: usize,
+    },
+    Down {
+        src: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    },
+}
+
+impl FakeLink {
+    fn lazy() -> FakeLink {
+        FakeLink {
+            lazy: true,
+            ..FakeLink::default()
+        }
+    }
+
+    /// Runs the enqueued copies up to `mark`, in order.
+    fn run_to(&self, mark: usize) {
+        let queued = self.queued.borrow();
+        let mut memory = self.memory.borrow_mut();
+        for copy in &queued[self.ran.get().min(mark)..mark] {
+            // SAFETY: the engine keeps each copy's host memory valid and untouched until a
+            // mark after it has been waited for or the link drained, which is now.
+            match *copy {
+                Queued::Up {
+                    src,
+                    len,
+                    dst,
+                    offset,
+                } => memory[dst][offset..offset + len]
+                    .copy_from_slice(unsafe { std::slice::from_raw_parts(src, len) }),
+                Queued::Down {
+                    src,
+                    offset,
+                    dst,
+                    len,
+                } => unsafe { std::slice::from_raw_parts_mut(dst, len) }
+                    .copy_from_slice(&memory[src][offset..offset + len]),
+            }
+        }
+        self.ran.set(self.ran.get().max(mark));
+    }
 }
 
 impl FakeLink {
@@ -41,7 +99,7 @@ impl FakeLink {
 impl Link for FakeLink {
     type Pinned = Vec<u8>;
     type Device = usize;
-    type Mark = ();
+    type Mark = usize;
 
     fn alloc_pinned(&self, bytes: usize) -> Result<Vec<u8>> {
         self.pinned_allocated.set(self.pinned_allocated.get() + 1);
@@ -58,25 +116,48 @@ impl Link for FakeLink {
 
     fn upload(&self, src: &[u8], dst: usize, offset: usize) -> Result<()> {
         self.step()?;
-        self.memory.borrow_mut()[dst][offset..offset + src.len()].copy_from_slice(src);
+        if self.lazy {
+            self.queued.borrow_mut().push(Queued::Up {
+                src: src.as_ptr(),
+                len: src.len(),
+                dst,
+                offset,
+            });
+        } else {
+            self.memory.borrow_mut()[dst][offset..offset + src.len()].copy_from_slice(src);
+        }
         Ok(())
     }
 
     fn download(&self, src: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
         self.step()?;
-        dst.copy_from_slice(&self.memory.borrow()[src][offset..offset + dst.len()]);
+        if self.lazy {
+            self.queued.borrow_mut().push(Queued::Down {
+                src,
+                offset,
+                dst: dst.as_mut_ptr(),
+                len: dst.len(),
+            });
+        } else {
+            dst.copy_from_slice(&self.memory.borrow()[src][offset..offset + dst.len()]);
+        }
         Ok(())
     }
 
-    fn mark(&self) -> Result<()> {
-        self.step()
+    fn mark(&self) -> Result<usize> {
+        self.step()?;
+        Ok(self.queued.borrow().len())
     }
 
-    fn wait(&self, (): ()) -> Result<()> {
-        self.step()
+    fn wait(&self, mark: usize) -> Result<()> {
+        self.step()?;
+        self.run_to(mark);
+        Ok(())
     }
 
-    fn drain(&self) {}
+    fn drain(&self) {
+        self.run_to(self.queued.borrow().len());
+    }
 }
 
 /// Word counts around every chunk size the engine picks, and small ones.
@@ -488,4 +569,54 @@ fn an_error_from_the_progress_ends_the_upload() {
         assert_eq!(calls, 2);
     }
     pipeline::force_chunks(false);
+}
+
+#[test]
+fn slots_are_reused_only_after_their_copies() {
+    // Copies that run late, as on a stream: a slot written again before its copy ran would
+    // send the later bytes. Keys through the pipeline then values chunk by chunk (8-byte keys,
+    // 4-byte values), and the other way round, each sort twice on the same ring.
+    for chunked_first in [false, true] {
+        let link = FakeLink::lazy();
+        let mut ring: RingOf<FakeLink> = Ring::default();
+        let n = MIN_PIPELINE_BYTES / 8 + 5 * SLOT_BYTES / 8 + 3;
+        for round in 0..2u64 {
+            let mut wide: Vec<u64> = (0..n as u64).map(|i| i << 24 | round).collect();
+            let mut narrow = words(n, round);
+            let (device_wide, device_narrow) = (link.buffer(8 * n), link.buffer(4 * n));
+            let mut wide_column = Column::Words(WordsMut::U64(&mut wide));
+            let mut narrow_column = Column::Words(WordsMut::U32(&mut narrow));
+            let columns = if chunked_first {
+                [(&narrow_column, device_narrow), (&wide_column, device_wide)]
+            } else {
+                [(&wide_column, device_wide), (&narrow_column, device_narrow)]
+            };
+            upload(&link, &mut ring, &columns, &mut |_| Ok(())).unwrap();
+            // The sort, after the copies on the stream.
+            link.drain();
+            reverse_on_device(&link, device_wide, 8);
+            reverse_on_device(&link, device_narrow, 4);
+            download(
+                &link,
+                &mut ring,
+                &mut [
+                    (&mut wide_column, device_wide),
+                    (&mut narrow_column, device_narrow),
+                ],
+                CopyBack::Direct,
+                &mut Vec::new(),
+            )
+            .unwrap();
+            let mut want = words(n, round);
+            want.reverse();
+            assert!(narrow == want, "4-byte column, round {round}");
+            assert!(
+                wide.iter()
+                    .rev()
+                    .enumerate()
+                    .all(|(i, &w)| w == (i as u64) << 24 | round),
+                "8-byte column, round {round}"
+            );
+        }
+    }
 }
