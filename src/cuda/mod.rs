@@ -73,6 +73,15 @@ struct Job {
     scratch: Option<ScratchWords>,
 }
 
+impl Job {
+    /// The merge passes' buffers, which a merge-path job must have.
+    fn merge_scratch(&self) -> Result<ScratchWords> {
+        self.scratch.ok_or_else(|| {
+            Error::Unsupported("a merge-path sort without its scratch buffers".into())
+        })
+    }
+}
+
 /// A host-slice merge-path sort that sorts while it uploads: each chunk
 /// (`crate::schedule::merge_path::upload_chunk`) is sorted as soon as it has arrived, while
 /// the next ones cross the bus.
@@ -351,20 +360,19 @@ impl CudaBackend {
 
     /// Enqueues every launch of `job` on `stream`.
     fn enqueue(&self, job: &Job, stream: cu::CUstream) -> Result<()> {
-        match (&job.plan, job.scratch) {
-            (SortPlan::Network(launches), _) => {
+        match &job.plan {
+            SortPlan::Network(launches) => {
                 for launch in launches {
                     self.launch_pass(job, launch, stream)?;
                 }
                 Ok(())
             }
-            (SortPlan::MergePath(plan), Some(_)) => {
+            SortPlan::MergePath(plan) => {
+                // Refused before any launch.
+                job.merge_scratch()?;
                 self.launch_pass(job, &plan.tile_sort, stream)?;
                 self.launch_merges(job, &plan.merges, 0, stream)
             }
-            (SortPlan::MergePath(_), None) => Err(Error::Unsupported(
-                "a merge-path sort without its scratch buffers".into(),
-            )),
         }
     }
 
@@ -378,9 +386,7 @@ impl CudaBackend {
         done: usize,
         stream: cu::CUstream,
     ) -> Result<()> {
-        let scratch = job.scratch.ok_or_else(|| {
-            Error::Unsupported("a merge-path sort without its scratch buffers".into())
-        })?;
+        let scratch = job.merge_scratch()?;
         let mut from = (job.keys, job.values);
         let mut to = (scratch.keys, scratch.values);
         if done % 2 == 1 {
@@ -562,8 +568,7 @@ impl CudaBackend {
         job: &Job,
         (keys, values): (&mut Column<'a>, Option<&mut Column<'a>>),
     ) -> Result<()> {
-        let n = keys.len() as u64;
-        let mut chunked = ChunkedSort::of(job, n);
+        let mut chunked = ChunkedSort::of(job, keys.len() as u64);
         let uploaded = host.upload(
             link,
             (keys, job.keys),
@@ -575,7 +580,7 @@ impl CudaBackend {
         );
         self.gauges.keep(host);
         let enqueued = uploaded.and_then(|()| match &mut chunked {
-            Some(c) => self.merge_sorted_chunks(c, n),
+            Some(c) => self.merge_sorted_chunks(c),
             None => self.enqueue(job, self.stream.as_inner()),
         });
         if enqueued.is_err() {
@@ -614,8 +619,8 @@ impl CudaBackend {
 
     /// Once every chunk of `c` is sorted: the merges of runs of a chunk and longer on
     /// `sort_stream`, and the copy stream made to wait for them.
-    fn merge_sorted_chunks(&self, c: &mut ChunkedSort<'_>, n: u64) -> Result<()> {
-        self.sort_landed_chunks(c, n)?;
+    fn merge_sorted_chunks(&self, c: &mut ChunkedSort<'_>) -> Result<()> {
+        self.sort_landed_chunks(c, c.chunks.total())?;
         let log_chunk = c.chunks.log_chunk();
         let done = log_chunk - c.whole.tile_sort.args.tile_bits;
         let rest: Vec<MergeLaunch> = c

@@ -414,26 +414,19 @@ pub fn tiled_merge_path_plan(
         log_tile: sort_tile,
         log_ways: 1,
     };
-    let merges = merge_launches(limits, n, plan.tiled_passes(merge_tile), widths, encoding);
-    let splits = merges
-        .iter()
-        .map(|m| n.div_ceil(1 << m.args.tile_bits))
-        .max()
-        .unwrap_or(0);
-    Some(MergePathPlan {
-        tile_sort: tile_sort_launch(limits, n, sort_tile, widths, encoding),
-        merges,
-        splits,
-    })
+    let passes = plan.tiled_passes(merge_tile);
+    Some(merge_path_launches(
+        limits, n, sort_tile, passes, widths, encoding,
+    ))
 }
 
 /// The launches that sort one chunk of `m` elements of a merge-path sort on its own while
-/// the rest of the data uploads ([`crate::schedule::merge_path::upload_chunk`]): the tile sort of its tiles of
-/// `2^sort_tile`, then the whole sort's merge passes up to runs of `2^log_chunk`
-/// ([`MergePlan::chunk_passes`]), none decoding. Run on the chunk's part of the data and of
-/// the scratch, they leave it as the whole sort's passes would; the whole sort's merges of
-/// runs of `2^log_chunk` and longer follow once every chunk is sorted. `splits` is the
-/// whole sort's.
+/// the rest of the data uploads ([`crate::schedule::merge_path::upload_chunk`]): the tile
+/// sort of its tiles of `2^sort_tile`, then the whole sort's merge passes up to runs of
+/// `2^log_chunk` ([`MergePlan::chunk_passes`]), none decoding. Run on the chunk's part of
+/// the data and of the scratch, they leave it as the whole sort's passes would; the whole
+/// sort's merges of runs of `2^log_chunk` and longer follow once every chunk is sorted. Its
+/// `splits` are the chunk's, no more than the whole sort's.
 pub fn chunk_plan(
     limits: &DeviceLimits,
     m: u64,
@@ -448,14 +441,27 @@ pub fn chunk_plan(
         log_ways: 1,
     };
     let passes = plan.chunk_passes(merge_log_tile(limits, widths), log_chunk);
-    let merges = merge_launches(limits, m, passes, widths, encoding);
+    merge_path_launches(limits, m, sort_tile, passes, widths, encoding)
+}
+
+/// The tile sort of `n` elements in tiles of `2^sort_tile` and the launches of `passes`
+/// over them, with the splitter entries the largest pass needs.
+fn merge_path_launches(
+    limits: &DeviceLimits,
+    n: u64,
+    sort_tile: u32,
+    passes: Vec<TiledPass>,
+    widths: Widths,
+    encoding: u32,
+) -> MergePathPlan {
+    let merges = merge_launches(limits, n, passes, widths, encoding);
     let splits = merges
         .iter()
-        .map(|m| m.args.n.div_ceil(1 << m.args.tile_bits))
+        .map(|m| n.div_ceil(1 << m.args.tile_bits))
         .max()
         .unwrap_or(0);
     MergePathPlan {
-        tile_sort: tile_sort_launch(limits, m, sort_tile, widths, encoding),
+        tile_sort: tile_sort_launch(limits, n, sort_tile, widths, encoding),
         merges,
         splits,
     }

@@ -19,7 +19,7 @@ use opencl3::types::cl_mem;
 
 use super::driver::driver;
 use super::plan::{Kind, MergeLaunch, MergePathPlan, SortPlan, chunk_plan};
-use super::programs::{Kernels, Variant};
+use super::programs::Variant;
 use super::{MergeScratch, OpenClBackend, Operands};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
@@ -65,7 +65,6 @@ pub(super) struct ChunkedSort<'a> {
     whole: &'a MergePathPlan,
     data: Operands,
     scratch: MergeScratch,
-    n: u64,
     sort_tile: u32,
     chunks: UploadChunks,
     /// Per chunk: its part of the data and of the scratch, as sub-buffers.
@@ -148,24 +147,12 @@ impl<'a> ChunkedSort<'a> {
             whole,
             data,
             scratch,
-            n,
             sort_tile,
             chunks: UploadChunks::new(n, log_chunk),
             parts,
             _buffers: buffers,
         };
         Ok(Some((sort, targets)))
-    }
-}
-
-impl ChunkedSort<'_> {
-    /// The program's kernels, whose arguments are set and used under this lock; no data is
-    /// behind it, so a poisoned lock is still usable.
-    fn kernels(&self) -> std::sync::MutexGuard<'_, Kernels> {
-        self.variant
-            .kernels
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -198,7 +185,8 @@ fn sub_buffer(
 
 /// Makes the commands enqueued on `later` from now on wait for everything enqueued on
 /// `earlier` so far (a marker on one, a barrier on the other that waits for it), and submits
-/// both queues' commands so that neither waits on commands still held back.
+/// `earlier`'s commands, so that the barrier does not wait on commands the driver still holds
+/// back (`later` is flushed, or waited on, by whoever enqueues after the barrier).
 fn hand_over(earlier: &CommandQueue, later: &CommandQueue) -> Result<()> {
     point(BackendKind::OpenCl, "clEnqueueMarkerWithWaitList")?;
     // SAFETY: an empty wait list; the marker only orders the queue.
@@ -230,7 +218,7 @@ impl OpenClBackend {
             hand_over(&self.queue, &self.sort_queue)?;
             let plan = chunk_plan(&c.variant.limits, m, widths, c.sort_tile, log_chunk)
                 .ok_or_else(|| Error::Unsupported("a chunk without a merge-path plan".into()))?;
-            let kernels = c.kernels();
+            let kernels = c.variant.lock_kernels();
             self.enqueue_merge_path(
                 &self.sort_queue,
                 &kernels,
@@ -254,7 +242,8 @@ impl OpenClBackend {
         encoding: KeyEncoding,
         requested: u64,
     ) -> Result<()> {
-        self.sort_landed_chunks(c, c.n, encoding, requested)?;
+        let n = c.chunks.total();
+        self.sort_landed_chunks(c, n, encoding, requested)?;
         let log_chunk = c.chunks.log_chunk();
         let rest: Vec<MergeLaunch> = c
             .whole
@@ -265,12 +254,12 @@ impl OpenClBackend {
             .collect();
         let done = (log_chunk - c.sort_tile) as usize;
         {
-            let kernels = c.kernels();
+            let kernels = c.variant.lock_kernels();
             self.enqueue_merges(
                 &self.sort_queue,
                 &kernels.merge,
                 (c.data, c.scratch),
-                c.n,
+                n,
                 (&rest, done),
                 encoding,
                 requested,

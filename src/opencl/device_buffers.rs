@@ -244,10 +244,7 @@ impl OpenClBackend {
         }
         let last = {
             // Kernel arguments are set and used under the lock (see `Variant::kernels`).
-            let kernels = variant
-                .kernels
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let kernels = variant.lock_kernels();
             // The kernels touch only the buffers' `n` elements. The buffers outlive the
             // launches: OpenCL retains a memory object for as long as enqueued commands use
             // it, whatever the caller releases.

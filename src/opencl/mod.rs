@@ -404,12 +404,8 @@ impl OpenClBackend {
             let enqueued = uploaded.and_then(|()| match &mut chunked {
                 Some(c) => self.merge_sorted_chunks(c, encoding, requested),
                 None => {
-                    // Kernel arguments are set and used under the lock; no data is behind it,
-                    // so a poisoned lock is still usable.
-                    let kernels = variant
-                        .kernels
-                        .lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    // Kernel arguments are set and used under the lock.
+                    let kernels = variant.lock_kernels();
                     self.enqueue_plan(
                         &self.queue,
                         &kernels,

@@ -127,6 +127,16 @@ pub(super) struct Variant {
     pub(super) element_bytes: u64,
 }
 
+impl Variant {
+    /// The kernels, locked for a sort to set their arguments and enqueue them. No data is
+    /// behind the lock, so a poisoned lock is still usable.
+    pub(super) fn lock_kernels(&self) -> std::sync::MutexGuard<'_, Kernels> {
+        self.kernels
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
 /// The kernel objects of a program.
 pub(super) struct Kernels {
     pub(super) tile: Kernel,

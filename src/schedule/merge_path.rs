@@ -131,16 +131,21 @@ impl MergePlan {
         passes
             .into_iter()
             .enumerate()
-            .map(|(i, pass)| {
-                let tile_bits = max_tile_bits.min(pass.log_run + 1);
-                TiledPass {
-                    log_run: pass.log_run,
-                    tile_bits,
-                    tiles: self.n.div_ceil(1 << tile_bits),
-                    last: i + 1 == count,
-                }
-            })
+            .map(|(i, pass)| self.tiled_pass(pass.log_run, max_tile_bits, i + 1 == count))
             .collect()
+    }
+
+    /// The two-way pass over this plan's `n` elements that merges runs of `2^log_run`, with
+    /// tiles of at most `2^max_tile_bits` outputs (fewer, so that a tile lies inside one
+    /// pair of runs).
+    fn tiled_pass(&self, log_run: u32, max_tile_bits: u32, last: bool) -> TiledPass {
+        let tile_bits = max_tile_bits.min(log_run + 1);
+        TiledPass {
+            log_run,
+            tile_bits,
+            tiles: self.n.div_ceil(1 << tile_bits),
+            last,
+        }
     }
 }
 
@@ -199,6 +204,11 @@ impl UploadChunks {
         self.log_chunk
     }
 
+    /// The elements of all chunks together.
+    pub fn total(&self) -> u64 {
+        self.n
+    }
+
     /// The next chunk not yet handed out, as (first element, elements), if it lies within the
     /// first `landed` elements.
     pub fn next_landed(&mut self, landed: u64) -> Option<(u64, u64)> {
@@ -221,15 +231,7 @@ impl MergePlan {
     /// chunk ends in the same buffer. None decodes.
     pub fn chunk_passes(&self, max_tile_bits: u32, log_chunk: u32) -> Vec<TiledPass> {
         (self.log_tile..log_chunk)
-            .map(|log_run| {
-                let tile_bits = max_tile_bits.min(log_run + 1);
-                TiledPass {
-                    log_run,
-                    tile_bits,
-                    tiles: self.n.div_ceil(1 << tile_bits),
-                    last: false,
-                }
-            })
+            .map(|log_run| self.tiled_pass(log_run, max_tile_bits, false))
             .collect()
     }
 }
@@ -539,6 +541,7 @@ mod tests {
             }
         }
         let mut chunks = UploadChunks::new(10, 2);
+        assert_eq!(chunks.total(), 10);
         assert_eq!(chunks.next_landed(3), None);
         assert_eq!(chunks.next_landed(9), Some((0, 4)));
         assert_eq!(chunks.next_landed(9), Some((4, 4)));
