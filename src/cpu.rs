@@ -119,8 +119,9 @@ fn sort_pairs<W: Word, V: bytemuck::Pod + Send + Sync>(
     map_keys(keys, |k| enc.decode(k));
 }
 
-/// Sorts short pairs whose keys are all distinct with the standard library: distinct keys
-/// have one sorted order, which the network produces too, so only ties need the network
+/// Sorts short pairs whose keys are all distinct without the network (`u32` keys with `u32`
+/// values by [`sort_distinct_packed`], others with the standard library's sort): distinct
+/// keys have one sorted order, which the network produces too, so only ties need the network
 /// (and its scalar emulation costs several times more). Returns false, with `keys` and
 /// `values` untouched, when two keys are equal.
 fn sort_distinct_pairs<W: Word, V: bytemuck::Pod>(
@@ -128,11 +129,12 @@ fn sort_distinct_pairs<W: Word, V: bytemuck::Pod>(
     values: &mut [V],
     enc: KeyEncoding,
 ) -> bool {
-    if let (Ok(k), Ok(v)) = (
-        bytemuck::try_cast_slice_mut::<W, u32>(keys),
-        bytemuck::try_cast_slice_mut::<V, u32>(values),
-    ) && std::mem::size_of::<W>() == 4
+    if std::mem::size_of::<W>() == 4
         && std::mem::size_of::<V>() == 4
+        && let (Ok(k), Ok(v)) = (
+            bytemuck::try_cast_slice_mut::<W, u32>(keys),
+            bytemuck::try_cast_slice_mut::<V, u32>(values),
+        )
     {
         return sort_distinct_packed(k, v, enc);
     }
