@@ -687,3 +687,33 @@ fn host_copy_fixed_costs() {
         eprintln!("{mib:>3} {asleep:>17.1} {awake:>16.1} {one:>12.1} {streaming:>23.1}");
     }
 }
+
+/// A rayon thread holding a turn neither splits copies over rayon's threads nor runs other
+/// rayon work while it waits for a second turn, and the count of turns held follows the
+/// guards.
+#[test]
+fn a_rayon_thread_holding_a_turn_does_not_fork() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("pool");
+    let (first, second) = (Mutex::new(()), Mutex::new(()));
+    pool.install(|| {
+        assert!(may_fork(), "a rayon thread holding nothing may fork");
+        let outer = take_turn(&first);
+        assert!(!may_fork(), "a rayon thread holding a turn forked");
+        let inner = take_turn(&second);
+        drop(outer);
+        assert!(!may_fork(), "a rayon thread holding the second turn forked");
+        drop(inner);
+        assert!(may_fork(), "the turns were counted as still held");
+        // Copies are still made, on this thread alone.
+        let src: Vec<u8> = (0..(4usize << 20)).map(|i| (i * 13 + 1) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        let _held = take_turn(&first);
+        par_copy(&mut dst, &src);
+        assert!(dst == src, "the copy made while holding a turn differs");
+    });
+    let _held = take_turn(&first);
+    assert!(may_fork(), "a thread outside rayon may always fork");
+}

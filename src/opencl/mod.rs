@@ -40,7 +40,7 @@ use opencl3::types::cl_mem;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{Column, Gauges, HostStateOf, take_turn};
+use crate::host_transfer::{Column, Gauges, HostStateOf, Turn, take_turn};
 use crate::kept::{DeviceBytes, Scratch, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
@@ -59,12 +59,13 @@ static LIFECYCLE: Mutex<()> = Mutex::new(());
 static CPU_DEVICE_RUNS: Mutex<()> = Mutex::new(());
 
 /// Takes a lock that guards no data (so a poisoned lock is as good as a clean one).
-fn hold(lock: &'static Mutex<()>) -> std::sync::MutexGuard<'static, ()> {
-    // A rayon thread waiting here runs rayon's pending work: the holder may need it.
+fn hold(lock: &'static Mutex<()>) -> Turn<'static, ()> {
+    // As a turn: a rayon thread holding none runs rayon's pending work while it waits (the
+    // holder may need it), one holding another does not.
     take_turn(lock)
 }
 
-fn lifecycle_lock() -> std::sync::MutexGuard<'static, ()> {
+fn lifecycle_lock() -> Turn<'static, ()> {
     hold(&LIFECYCLE)
 }
 

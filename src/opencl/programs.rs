@@ -11,6 +11,7 @@ use super::driver::driver;
 use super::plan::Limits;
 use super::{DeviceType, OpenClBackend, lifecycle_lock};
 use crate::error::{Error, Result};
+use crate::host_transfer::take_turn;
 
 /// The kernel source files, embedded: the main file first, then the files it includes.
 const SOURCE_FILES: [(&str, &str); 6] = [
@@ -175,10 +176,10 @@ impl OpenClBackend {
     /// The cached program for `key`, built on first use.
     pub(super) fn variant(&self, key: VariantKey) -> Result<Arc<Variant>> {
         // The map is only ever inserted into whole, so a poisoned lock still holds a valid map.
-        let mut cache = self
-            .variants
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // A build takes the lifecycle lock while this one is held: taken as a turn, this
+        // lock keeps a rayon thread from running other work (a sort needing this lock among
+        // it) while it waits for the other.
+        let mut cache = take_turn(&self.variants);
         if let Some(v) = cache.get(&key) {
             return Ok(Arc::clone(v));
         }
