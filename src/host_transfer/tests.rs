@@ -717,3 +717,66 @@ fn a_rayon_thread_holding_a_turn_does_not_fork() {
     let _held = take_turn(&first);
     assert!(may_fork(), "a thread outside rayon may always fork");
 }
+
+/// A rayon thread that holds a turn and waits for a second one does not run other rayon
+/// work meanwhile: work that wanted the first turn would wait, nested in that thread's own
+/// wait, for ever (the deadlock `tests/threads.rs` met with rayon tasks sorting beside a long
+/// sort). Here the second turn is held elsewhere for a while, a job that wants the first one
+/// sits in the waiting thread's queue, and the pool's other thread is kept busy; the whole
+/// must finish.
+#[test]
+fn a_rayon_thread_waiting_with_a_turn_runs_no_other_work() {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Barrier};
+    use std::time::Duration;
+    let (finished, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("pool");
+        let first = Arc::new(Mutex::new(()));
+        let second = Arc::new(Mutex::new(()));
+        let ran = Arc::new(AtomicUsize::new(0));
+        // The second turn is held outside the pool for 200 ms.
+        let holding = Arc::new(Barrier::new(2));
+        let outside = {
+            let (second, holding) = (Arc::clone(&second), Arc::clone(&holding));
+            std::thread::spawn(move || {
+                let _held = take_turn(&second);
+                holding.wait();
+                std::thread::sleep(Duration::from_millis(200));
+            })
+        };
+        holding.wait();
+        // One pool thread is kept busy for 400 ms.
+        let busy = Arc::new(Barrier::new(2));
+        {
+            let busy = Arc::clone(&busy);
+            pool.spawn(move || {
+                busy.wait();
+                std::thread::sleep(Duration::from_millis(400));
+            });
+        }
+        busy.wait();
+        pool.install(|| {
+            let _outer = take_turn(&first);
+            let (first, ran) = (Arc::clone(&first), Arc::clone(&ran));
+            rayon::spawn(move || {
+                let _turn = take_turn(&first);
+                ran.fetch_add(1, Ordering::SeqCst);
+            });
+            let _inner = take_turn(&second);
+        });
+        outside.join().expect("the outside thread");
+        // The queued job gets its turn once the first is released.
+        while ran.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = finished.send(());
+    });
+    assert!(
+        outcome.recv_timeout(Duration::from_secs(20)).is_ok(),
+        "a rayon thread waiting for a turn while holding another ran work that waited for it"
+    );
+}
