@@ -24,10 +24,7 @@
 //! ([`crate::pinned`]) skips the ring: one copy each way, straight between the caller's
 //! memory and the device, and no host copy at all.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
-use std::time::Duration;
 
 use rayon::prelude::*;
 
@@ -35,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::kept::{DeviceBytes, Kept};
 use crate::keys::{NarrowKeys, WordsMut};
 use crate::pinned::is_pinned_for;
+use crate::turns::may_fork;
 
 /// Bytes of one pinned slot, and so of the largest chunk. Each chunk costs a parallel host
 /// copy (a fork and join of rayon's threads) and an event; 16 MiB chunks took the round trip
@@ -55,71 +53,6 @@ const PARALLEL_FROM_BYTES: usize = 256 << 10;
 /// keys: 0.68 ms, against 0.81 ms in pieces of 256 KiB, which left half the threads idle;
 /// `docs/perf.md`, change 22).
 const MIN_PIECE_BYTES: usize = 64 << 10;
-
-/// Takes `lock`, one of the crate's locks that a sort may hold while it waits for rayon's
-/// threads (they make its host copies). A rayon thread must not sleep on such a lock: if
-/// every rayon thread did, the sort holding it would wait for ever. So a rayon thread that
-/// holds none of these locks runs pending rayon work (the copies among it) while it waits.
-/// One that already holds one must not: the work it ran could be a sort through the same
-/// sorter, which would wait for the lock this thread holds further down its own stack, for
-/// ever; it waits as other threads do (the holder of the lock it waits for never needs it).
-pub(crate) fn take_turn<T>(lock: &Mutex<T>) -> Turn<'_, T> {
-    let on_rayon = rayon::current_thread_index().is_some();
-    let guard = if !on_rayon || TURNS_HELD.with(Cell::get) > 0 {
-        lock.lock().unwrap_or_else(|e| e.into_inner())
-    } else {
-        loop {
-            match lock.try_lock() {
-                Ok(guard) => break guard,
-                // Nothing behind the crate's locks is left half-updated by a panic.
-                Err(TryLockError::Poisoned(poisoned)) => break poisoned.into_inner(),
-                Err(TryLockError::WouldBlock) => {
-                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                        std::thread::sleep(Duration::from_micros(50));
-                    }
-                }
-            }
-        }
-    };
-    TURNS_HELD.with(|held| held.set(held.get() + 1));
-    Turn { guard }
-}
-
-thread_local! {
-    /// How many locks taken by [`take_turn`] this thread holds.
-    static TURNS_HELD: Cell<usize> = const { Cell::new(0) };
-}
-
-/// A lock taken by [`take_turn`], counted as held by this thread until dropped.
-pub(crate) struct Turn<'a, T> {
-    guard: MutexGuard<'a, T>,
-}
-
-impl<T> std::ops::Deref for Turn<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.guard
-    }
-}
-
-impl<T> std::ops::DerefMut for Turn<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.guard
-    }
-}
-
-impl<T> Drop for Turn<'_, T> {
-    fn drop(&mut self) {
-        TURNS_HELD.with(|held| held.set(held.get() - 1));
-    }
-}
-
-/// Whether this thread may split work over rayon's threads: not a rayon thread that holds
-/// one of the crate's locks, since while it waited for its pieces it would run other rayon
-/// work, and that could wait for the lock it holds ([`take_turn`]).
-pub(crate) fn may_fork() -> bool {
-    rayon::current_thread_index().is_none() || TURNS_HELD.with(Cell::get) == 0
-}
 
 /// What a GPU backend tells about its host-slice sorts without taking their lock: the bytes
 /// it keeps, and the copy-back mode the sorter chose.

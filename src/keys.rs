@@ -280,7 +280,7 @@ impl<K: SortKey> NarrowKeys for &mut [K] {
                 *o = k.to_wide();
             }
         };
-        if crate::host_transfer::may_fork() {
+        if crate::turns::may_fork() {
             out.par_chunks_mut(NARROW_PIECE)
                 .zip(keys.par_chunks(NARROW_PIECE))
                 .for_each(widen);
@@ -297,7 +297,7 @@ impl<K: SortKey> NarrowKeys for &mut [K] {
                 *k = K::from_wide(*w);
             }
         };
-        if crate::host_transfer::may_fork() {
+        if crate::turns::may_fork() {
             keys.par_chunks_mut(NARROW_PIECE)
                 .zip(words.par_chunks(NARROW_PIECE))
                 .for_each(narrow);

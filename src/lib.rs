@@ -35,6 +35,7 @@ pub mod fault;
 mod fault;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 mod host_transfer;
+mod turns;
 // Without a GPU backend only the key encodings are used.
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 mod kept;

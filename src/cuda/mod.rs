@@ -40,10 +40,11 @@ use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{Column, Gauges, HostStateOf, take_turn};
+use crate::host_transfer::{Column, Gauges, HostStateOf};
 use crate::kept::{DeviceBytes, Scratch, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
+use crate::turns::take_turn;
 
 mod device_slices;
 mod driver;

@@ -40,11 +40,12 @@ use opencl3::types::cl_mem;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{Column, Gauges, HostStateOf, Turn, take_turn};
+use crate::host_transfer::{Column, Gauges, HostStateOf};
 use crate::kept::{DeviceBytes, Scratch, grow};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
 use crate::schedule::TileParams;
+use crate::turns::{Turn, take_turn};
 
 use plan::{LOG_E, MAX_LOG_TILE, Shape, SortPlan};
 

@@ -11,7 +11,7 @@ use super::driver::driver;
 use super::plan::Limits;
 use super::{DeviceType, OpenClBackend, lifecycle_lock};
 use crate::error::{Error, Result};
-use crate::host_transfer::take_turn;
+use crate::turns::take_turn;
 
 /// The kernel source files, embedded: the main file first, then the files it includes.
 const SOURCE_FILES: [(&str, &str); 6] = [

@@ -1,0 +1,79 @@
+//! The crate's locks that sorts hold while they wait for rayon's threads, and whether a
+//! thread may split work over rayon's threads: a sort of host slices holds its sorter's lock
+//! while rayon's threads make its host copies, so the threads that wait for such a lock must
+//! keep rayon's work moving, without ever running work that waits for a lock they hold.
+
+use std::cell::Cell;
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
+
+/// Takes `lock`, one of the crate's locks that a sort may hold while it waits for rayon's
+/// threads (they make its host copies). A rayon thread must not sleep on such a lock: if
+/// every rayon thread did, the sort holding it would wait for ever. So a rayon thread that
+/// holds none of these locks runs pending rayon work (the copies among it) while it waits.
+/// One that already holds one must not: the work it ran could be a sort through the same
+/// sorter, which would wait for the lock this thread holds further down its own stack, for
+/// ever; it waits as other threads do (the holder of the lock it waits for never needs it).
+// Without a GPU backend no sort holds a turn.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) fn take_turn<T>(lock: &Mutex<T>) -> Turn<'_, T> {
+    let on_rayon = rayon::current_thread_index().is_some();
+    let guard = if !on_rayon || TURNS_HELD.with(Cell::get) > 0 {
+        lock.lock().unwrap_or_else(|e| e.into_inner())
+    } else {
+        loop {
+            match lock.try_lock() {
+                Ok(guard) => break guard,
+                // Nothing behind the crate's locks is left half-updated by a panic.
+                Err(TryLockError::Poisoned(poisoned)) => break poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                }
+            }
+        }
+    };
+    TURNS_HELD.with(|held| held.set(held.get() + 1));
+    Turn { guard }
+}
+
+thread_local! {
+    /// How many locks taken by [`take_turn`] this thread holds.
+    static TURNS_HELD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A lock taken by [`take_turn`], counted as held by this thread until dropped.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) struct Turn<'a, T> {
+    guard: MutexGuard<'a, T>,
+}
+
+impl<T> std::ops::Deref for Turn<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> std::ops::DerefMut for Turn<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+impl<T> Drop for Turn<'_, T> {
+    fn drop(&mut self) {
+        TURNS_HELD.with(|held| held.set(held.get() - 1));
+    }
+}
+
+/// Whether this thread may split work over rayon's threads: not a rayon thread that holds
+/// one of the crate's locks, since while it waited for its pieces it would run other rayon
+/// work, and that could wait for the lock it holds ([`take_turn`]).
+pub(crate) fn may_fork() -> bool {
+    rayon::current_thread_index().is_none() || TURNS_HELD.with(Cell::get) == 0
+}
+
+#[cfg(test)]
+mod tests;
