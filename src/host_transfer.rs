@@ -26,13 +26,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rayon::prelude::*;
-
 use crate::error::{Error, Result};
 use crate::kept::{DeviceBytes, Kept};
 use crate::keys::{NarrowKeys, WordsMut};
 use crate::pinned::is_pinned_for;
-use crate::turns::may_fork;
+use crate::turns::for_pieces;
 
 /// Bytes of one pinned slot, and so of the largest chunk. Each chunk costs a parallel host
 /// copy (a fork and join of rayon's threads) and an event; 16 MiB chunks took the round trip
@@ -345,16 +343,13 @@ impl Column<'_> {
     }
 }
 
-/// `dst.copy_from_slice(src)` on all of rayon's threads, for copies large enough to gain
-/// (longer than [`PARALLEL_FROM_BYTES`]), with streaming stores ([`stream_copy`]): the bus or
-/// the caller reads such data later, from memory rather than the caches.
+/// `dst.copy_from_slice(src)` on all of rayon's threads where allowed ([`for_pieces`]), for
+/// copies large enough to gain (longer than [`PARALLEL_FROM_BYTES`]), with streaming stores
+/// ([`stream_copy`]): the bus or the caller reads such data later, from memory rather than
+/// the caches.
 pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
     if dst.len() <= PARALLEL_FROM_BYTES {
         dst.copy_from_slice(src);
-        return;
-    }
-    if !may_fork() {
-        stream_copy::copy_streaming(dst, src);
         return;
     }
     // Whole pages, so that every piece's streaming stores start aligned where `dst` does.
@@ -363,9 +358,7 @@ pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
         .div_ceil(rayon::current_num_threads())
         .max(MIN_PIECE_BYTES)
         .next_multiple_of(4096);
-    dst.par_chunks_mut(piece)
-        .zip(src.par_chunks(piece))
-        .for_each(|(d, s)| stream_copy::copy_streaming(d, s));
+    for_pieces(dst, src, piece, stream_copy::copy_streaming);
 }
 
 /// The chunks of a staged transfer of `total` bytes of `word_bytes` words: each about a

@@ -273,37 +273,21 @@ impl<K: SortKey> NarrowKeys for &mut [K] {
     }
 
     fn widen(&self, first: usize, out: &mut [u32]) {
-        use rayon::prelude::*;
         let keys = &self[first..first + out.len()];
-        let widen = |(o, k): (&mut [u32], &[K])| {
+        crate::turns::for_pieces(out, keys, NARROW_PIECE, |o, k| {
             for (o, k) in o.iter_mut().zip(k) {
                 *o = k.to_wide();
             }
-        };
-        if crate::turns::may_fork() {
-            out.par_chunks_mut(NARROW_PIECE)
-                .zip(keys.par_chunks(NARROW_PIECE))
-                .for_each(widen);
-        } else {
-            widen((out, keys));
-        }
+        });
     }
 
     fn narrow(&mut self, first: usize, words: &[u32]) {
-        use rayon::prelude::*;
         let keys = &mut self[first..first + words.len()];
-        let narrow = |(k, w): (&mut [K], &[u32])| {
+        crate::turns::for_pieces(keys, words, NARROW_PIECE, |k, w| {
             for (k, w) in k.iter_mut().zip(w) {
                 *k = K::from_wide(*w);
             }
-        };
-        if crate::turns::may_fork() {
-            keys.par_chunks_mut(NARROW_PIECE)
-                .zip(words.par_chunks(NARROW_PIECE))
-                .for_each(narrow);
-        } else {
-            narrow((keys, words));
-        }
+        });
     }
 }
 

@@ -75,5 +75,23 @@ pub(crate) fn may_fork() -> bool {
     rayon::current_thread_index().is_none() || TURNS_HELD.with(Cell::get) == 0
 }
 
+/// `work` on `dst` and `src` cut into pieces of `piece` elements (pairs of the same index),
+/// on rayon's threads where [`may_fork`] allows, else all at once on this thread.
+pub(crate) fn for_pieces<A: Send, B: Sync>(
+    dst: &mut [A],
+    src: &[B],
+    piece: usize,
+    work: impl Fn(&mut [A], &[B]) + Sync,
+) {
+    use rayon::prelude::*;
+    if may_fork() {
+        dst.par_chunks_mut(piece)
+            .zip(src.par_chunks(piece))
+            .for_each(|(d, s)| work(d, s));
+    } else {
+        work(dst, src);
+    }
+}
+
 #[cfg(test)]
 mod tests;

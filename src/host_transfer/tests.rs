@@ -7,7 +7,7 @@ use super::pipeline::MIN_PIPELINE_BYTES;
 use super::*;
 use crate::keys::{NarrowKeys, SortKey};
 use crate::pinned::PinnedBuffer;
-use crate::turns::take_turn;
+use crate::turns::{may_fork, take_turn};
 use std::sync::Mutex;
 
 /// The context the fake link's pinned buffers belong to.
