@@ -303,15 +303,20 @@ impl OpenClBackend {
         // Drivers may put off an allocation until a command first uses the buffer, so a
         // scratch that cannot fit beside the data is not asked for: on NVIDIA's OpenCL such
         // a sort of pairs filling the device died instead of failing (docs/gpu-checks.md).
-        let scratch_bytes = shape.row_len * (key_bytes + value_bytes) + merge.splits * 8;
-        let fits = requested.saturating_add(scratch_bytes) <= self.limits.global_mem;
+        let sizes = [
+            shape.row_len * key_bytes,
+            shape.row_len * value_bytes,
+            merge.splits * 8,
+        ];
+        let fits = sizes
+            .iter()
+            .fold(requested, |sum, &b| sum.saturating_add(b))
+            <= self.limits.global_mem;
+        let [key_len, value_len, split_len] = sizes.map(|b| b as usize);
         let grown = fits
-            && scratch.grow(
-                (shape.row_len * key_bytes) as usize,
-                (shape.row_len * value_bytes) as usize,
-                merge.splits as usize * 8,
-                |len| self.alloc(len, requested),
-            )?;
+            && scratch.grow(key_len, value_len, split_len, |len| {
+                self.alloc(len, requested)
+            })?;
         let values = match (value_bytes, &scratch.values) {
             (0, _) => Some(None),
             (_, Some(values)) => Some(Some(values.get())),
