@@ -64,9 +64,14 @@ pub(crate) fn force_chunks(on: bool) {
     OFF.with(|off| off.set(on));
 }
 
-/// The host threads that copy, leaving a core to the calling thread.
+/// The host threads that copy: three quarters of rayon's, less one for the calling thread.
+/// The host's memory, which the bus reads and writes too, bounds these copies before its
+/// cores do: on a 16-core host, 11 copiers made faster round trips than 15 (CUDA and
+/// OpenCL alike; `docs/perf.md`, change 44).
 fn copiers() -> usize {
-    rayon::current_num_threads().saturating_sub(1).max(1)
+    (rayon::current_num_threads() * 3 / 4)
+        .saturating_sub(1)
+        .max(1)
 }
 
 /// Bytes of each piece of a transfer of `total` bytes: about two per copier, a power of two

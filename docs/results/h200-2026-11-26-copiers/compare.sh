@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# One `bitonic bench --compare` of u32 keys, u32 pairs, u64 keys and 16384 rows of 1024 u32
+# keys, 2^10 to 2^28, with CUB, torch and rayon (up to 2^24) in the same run. Binary from
+# scripts/build-device.sh. Output, CSV and plot in $OUT.
+set -uo pipefail
+out="${OUT:-gpu-logs}"; mkdir -p "$out"
+for f in .device/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
+chmod +x .device/*
+nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv > "$out/compare.txt" 2>&1
+timeout 560 .device/bitonic bench --compare --cases u32,kv,u64,rows \
+    --sizes 2^10,2^12,2^13,2^14,2^16,2^20,2^22,2^24,2^26,2^28 --cpu-max-log 24 \
+    --skip pocl,skylake,epyc,xeon --roundtrip-runs 5 \
+    --csv "$out/compare.csv" --plot "$out/compare.svg" >> "$out/compare.txt" 2>&1
+echo "exit $?" >> "$out/compare.txt"
+grep -E "^== case|^ *2\^[0-9]+ +|^ *16384|^exit" "$out/compare.txt" | sed 's/  */ /g'
