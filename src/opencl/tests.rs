@@ -991,7 +991,9 @@ fn sorts_while_uploading_as_after() {
 /// device buffer, in pieces of 1, 4 and 64 MiB, each way. If enqueueing takes about as long
 /// as the copies, the driver copies while the calling thread waits, and the staged path's
 /// host copies cannot overlap the bus as they do on CUDA. Median of 5 after one untimed; the
-/// data that comes back is checked. Run with `cargo test --release --features opencl --lib
+/// data that comes back is checked. Then pieces each waited for before the next is sent, and
+/// the host copies of the staged path into and out of a mapped buffer against the same copy
+/// between vectors. Run with `cargo test --release --features opencl --lib
 /// opencl_staged_copy_enqueue_times -- --ignored --nocapture`.
 #[test]
 #[ignore = "needs an OpenCL device; a timing, with a check of the data"]
@@ -1060,4 +1062,56 @@ fn opencl_staged_copy_enqueue_times() {
             piece >> 20
         );
     }
+    // A wait for every piece of 1 MiB before the next is sent: what each wait for a piece
+    // costs beyond the copies above (a driver that sleeps in clWaitForEvents and wakes late
+    // would show here).
+    let mut times = Vec::new();
+    for round in 0..6 {
+        let source = ClLink::pinned_bytes(&mut up);
+        let start = Instant::now();
+        for offset in (0..bytes).step_by(1 << 20) {
+            link.upload(&source[offset..offset + (1 << 20)], device.get(), offset)
+                .expect("upload");
+            link.wait(link.mark().expect("mark")).expect("upload done");
+        }
+        if round > 0 {
+            times.push(ms(start.elapsed()));
+        }
+    }
+    eprintln!(
+        "1 MiB pieces up, each waited for before the next: {:.3} ms for {} MiB",
+        median(times),
+        bytes >> 20
+    );
+    // The staged path's host copies: into a mapped buffer (an upload's) and out of one (a
+    // download's), against the same copy between two ordinary vectors. If the driver maps
+    // uncached or write-combined memory, the copy out of it is the slow one.
+    let mut plain = vec![0u8; bytes];
+    let mut other = pattern.clone();
+    let mut times: [Vec<f64>; 3] = Default::default();
+    for round in 0..6 {
+        let start = Instant::now();
+        crate::host_transfer::par_copy(ClLink::pinned_bytes(&mut up), &pattern);
+        let into_mapped = start.elapsed();
+        let start = Instant::now();
+        crate::host_transfer::par_copy(&mut plain, ClLink::pinned_bytes(&mut up));
+        let out_of_mapped = start.elapsed();
+        let start = Instant::now();
+        crate::host_transfer::par_copy(&mut other, &plain);
+        let between_vectors = start.elapsed();
+        assert!(other == pattern, "a host copy changed the data");
+        if round > 0 {
+            for (t, d) in times
+                .iter_mut()
+                .zip([into_mapped, out_of_mapped, between_vectors])
+            {
+                t.push(ms(d));
+            }
+        }
+    }
+    let [a, b2, c] = times.map(median);
+    eprintln!(
+        "host copies of {} MiB (ms): into a mapped buffer {a:.3}, out of one {b2:.3}, between vectors {c:.3}",
+        bytes >> 20
+    );
 }
