@@ -3,7 +3,9 @@
 # polling the event's status first and by clWaitForEvents alone; host copies into and out of
 # mapped memory), then host round trips of the build whose staged path polls a mark's status
 # before sleeping in clWaitForEvents (.device/bitonic-poll) against the build before
-# (.device/bitonic), taking turns A B B A, CUDA in the same runs. Outputs in $OUT.
+# (.device/bitonic), taking turns A B B A, CUDA in the same runs. .device/unit is the polling
+# build's unit tests, whose version of the enqueue test timed the pieces waited for both ways
+# (the kept version times clWaitForEvents alone). Outputs in $OUT.
 set -uo pipefail
 out="${OUT:-gpu-logs}"; mkdir -p "$out"
 for f in .device/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
