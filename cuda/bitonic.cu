@@ -108,12 +108,18 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
 #include "merge_path.cuh"
 
 // Merge passes: E = 2^MERGE_LOG_E outputs per thread for 4-byte elements, half for wider
-// ones (their registers); src/cuda/plan.rs's `merge_log_e` agrees.
+// ones (their registers); src/cuda/plan.rs's `merge_log_e` agrees. `merge_rows_pass_*` and
+// `merge_rows_split_*` merge rows each on its own (MergeArgs::rows > 1).
 #define MERGE_KERNEL(KNAME, K, VNAME, V, E)                                                      \
     extern "C" __global__ void __launch_bounds__(MERGE_THREADS, MERGE_BLOCKS_PER_SM)             \
         merge_pass_##KNAME##_##VNAME(const K *src_keys, const V *src_values, K *dst_keys,        \
                                      V *dst_values, const u64 *splits, MergeArgs args) {         \
-        merge_pass<K, V, E>(src_keys, src_values, dst_keys, dst_values, splits, args);           \
+        merge_pass<K, V, E, false>(src_keys, src_values, dst_keys, dst_values, splits, args);    \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(MERGE_THREADS, MERGE_BLOCKS_PER_SM)             \
+        merge_rows_pass_##KNAME##_##VNAME(const K *src_keys, const V *src_values, K *dst_keys,   \
+                                          V *dst_values, const u64 *splits, MergeArgs args) {    \
+        merge_pass<K, V, E, true>(src_keys, src_values, dst_keys, dst_values, splits, args);     \
     }
 
 MERGE_KERNEL(u32, u32, none, NoValue, (1u << MERGE_LOG_E))
@@ -123,12 +129,16 @@ MERGE_KERNEL(u64, u64, none, NoValue, (1u << (MERGE_LOG_E - 1)))
 MERGE_KERNEL(u64, u64, u32, u32, (1u << (MERGE_LOG_E - 1)))
 MERGE_KERNEL(u64, u64, u64, u64, (1u << (MERGE_LOG_E - 1)))
 
-extern "C" __global__ void merge_split_u32(const u32 *keys, u64 *splits, MergeArgs args) {
-    merge_split<u32>(keys, splits, args);
-}
-extern "C" __global__ void merge_split_u64(const u64 *keys, u64 *splits, MergeArgs args) {
-    merge_split<u64>(keys, splits, args);
-}
+#define SPLIT_KERNEL(KNAME, K)                                                                   \
+    extern "C" __global__ void merge_split_##KNAME(const K *keys, u64 *splits, MergeArgs args) { \
+        merge_split<K, false>(keys, splits, args);                                               \
+    }                                                                                            \
+    extern "C" __global__ void merge_rows_split_##KNAME(const K *keys, u64 *splits, MergeArgs args) { \
+        merge_split<K, true>(keys, splits, args);                                                \
+    }
+
+SPLIT_KERNEL(u32, u32)
+SPLIT_KERNEL(u64, u64)
 
 #if __CUDA_ARCH__ >= 900
 #include "cluster.cuh"

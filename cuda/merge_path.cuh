@@ -2,6 +2,11 @@
 // design of src/schedule/merge_path.rs. A pass reads runs of 2^log_run words from one buffer
 // and writes runs twice as long to another.
 //
+// Rows (`rows` > 1) are merged each on its own: row r's n elements start at r * n, its runs
+// and tiles count from there, and tile t is tile t % tiles_per_row of row t / tiles_per_row.
+// The kernels for rows are separate instances (ROWS = true), so that a plain sort's carry
+// none of that arithmetic.
+//
 // Each block writes 2^tile_bits consecutive outputs (a tile). Where a tile's part of the two
 // input runs starts is found beforehand by `merge_split` (a search along the merge path's
 // cross diagonal in global memory, by a thread or a warp per tile); where it ends is the next
@@ -33,6 +38,34 @@ __device__ __forceinline__ RunPair run_pair(const MergeArgs &a, u64 x) {
     const u64 left = a.n - p.start;
     p.len_a = min(1ull << a.log_run, left);
     p.len_b = min(1ull << a.log_run, left - p.len_a);
+    return p;
+}
+
+// Output tiles of one row, and of the whole pass.
+__device__ __forceinline__ u64 tiles_per_row(const MergeArgs &a) {
+    return (a.n + (1ull << a.tile_bits) - 1) >> a.tile_bits;
+}
+template <bool ROWS> __device__ __forceinline__ u64 merge_tiles(const MergeArgs &a) {
+    return ROWS ? tiles_per_row(a) * a.rows : tiles_per_row(a);
+}
+
+// Where tile t lies: the index of its row's first element, and its first output in the row.
+struct TilePlace {
+    u64 row_start;
+    u64 x;
+};
+
+template <bool ROWS> __device__ __forceinline__ TilePlace tile_place(const MergeArgs &a, u64 t) {
+    TilePlace p;
+    if constexpr (!ROWS) {
+        p.row_start = 0;
+        p.x = t << a.tile_bits;
+    } else {
+        const u64 per_row = tiles_per_row(a);
+        const u64 row = t / per_row;
+        p.row_start = row * a.n;
+        p.x = (t - row * per_row) << a.tile_bits;
+    }
     return p;
 }
 
@@ -84,19 +117,19 @@ __device__ __forceinline__ u64 warp_split_diagonal(const K *__restrict__ ka, con
 // warps where a pass has few tiles and the searches' chains of dependent loads set the time,
 // threads where the 64 scattered loads a warp issues per round cost more memory traffic than
 // the chains cost in latency.
-template <typename K>
+template <typename K, bool ROWS>
 __device__ __forceinline__ void merge_split(const K *__restrict__ keys, u64 *__restrict__ splits, const MergeArgs &a) {
-    const u64 tiles = (a.n + (1ull << a.tile_bits) - 1) >> a.tile_bits;
+    const u64 tiles = merge_tiles<ROWS>(a);
     const u64 threads = (u64)gridDim.x * blockDim.x;
     const u64 thread = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (threads >= tiles * 32) {
         // Warp-uniform: t is the same for the 32 lanes of a warp.
         const u64 t = thread >> 5;
         if (t < tiles) {
-            const u64 x = t << a.tile_bits;
-            const RunPair p = run_pair(a, x);
-            const K *ka = keys + p.start;
-            const u64 split = warp_split_diagonal<K>(ka, ka + p.len_a, p.len_a, p.len_b, x - p.start);
+            const TilePlace at = tile_place<ROWS>(a, t);
+            const RunPair p = run_pair(a, at.x);
+            const K *ka = keys + at.row_start + p.start;
+            const u64 split = warp_split_diagonal<K>(ka, ka + p.len_a, p.len_a, p.len_b, at.x - p.start);
             if ((threadIdx.x & 31u) == 0) {
                 splits[t] = split;
             }
@@ -104,16 +137,17 @@ __device__ __forceinline__ void merge_split(const K *__restrict__ keys, u64 *__r
         return;
     }
     for (u64 t = thread; t < tiles; t += threads) {
-        const u64 x = t << a.tile_bits;
-        const RunPair p = run_pair(a, x);
-        const K *ka = keys + p.start;
+        const TilePlace at = tile_place<ROWS>(a, t);
+        const RunPair p = run_pair(a, at.x);
+        const K *ka = keys + at.row_start + p.start;
         const K *kb = ka + p.len_a;
-        splits[t] = split_diagonal<u64>([&](u64 i, u64 j) { return ka[i] <= kb[j]; }, p.len_a, p.len_b, x - p.start);
+        splits[t] = split_diagonal<u64>([&](u64 i, u64 j) { return ka[i] <= kb[j]; }, p.len_a, p.len_b, at.x - p.start);
     }
 }
 
 // Where one output tile's inputs lie: outputs x .. x + m - 1 merge the first run's words
-// from_a .. from_a + len_a - 1 with the second's from_b .. from_b + (m - len_a) - 1.
+// from_a .. from_a + len_a - 1 with the second's from_b .. from_b + (m - len_a) - 1 (indices
+// of the whole array).
 struct MergeTile {
     u64 x;
     u64 from_a;
@@ -122,20 +156,22 @@ struct MergeTile {
     u32 m;
 };
 
+template <bool ROWS>
 __device__ __forceinline__ MergeTile merge_tile(const MergeArgs &a, const u64 *__restrict__ splits, u64 t) {
-    const u64 x = t << a.tile_bits;
-    const RunPair p = run_pair(a, x);
+    const TilePlace at = tile_place<ROWS>(a, t);
+    const RunPair p = run_pair(a, at.x);
     const u64 pair_len = p.len_a + p.len_b;
-    const u64 diag = x - p.start;
+    const u64 diag = at.x - p.start;
     const u64 diag_end = min(diag + (1ull << a.tile_bits), pair_len);
     // A tile that ends its pair ends with all of the first run; any other ends where the
-    // next tile starts.
+    // next tile (of the same row: a row's last tile ends its pair) starts.
     const u64 a0 = splits[t];
     const u64 a1 = diag_end == pair_len ? p.len_a : splits[t + 1];
+    const u64 start = at.row_start + p.start;
     MergeTile g;
-    g.x = x;
-    g.from_a = p.start + a0;
-    g.from_b = p.start + p.len_a + (diag - a0);
+    g.x = at.row_start + at.x;
+    g.from_a = start + a0;
+    g.from_b = start + p.len_a + (diag - a0);
     g.len_a = (u32)(a1 - a0);
     g.m = (u32)(diag_end - diag);
     return g;
@@ -246,7 +282,7 @@ __device__ __forceinline__ void store_chunks(const unsigned char *smem, T *dst, 
 // overlaps its shared-memory work (with the loads issued only after the previous tile's
 // stores, a pass ran at about 60% of the copy's bandwidth). Copying into shared memory
 // directly rather than through registers leaves the registers to the merge.
-template <typename K, typename V, u32 E>
+template <typename K, typename V, u32 E, bool ROWS>
 __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const V *__restrict__ src_values,
                                            K *__restrict__ dst_keys, V *__restrict__ dst_values,
                                            const u64 *__restrict__ splits, const MergeArgs &a) {
@@ -254,14 +290,17 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
     const size_t buffer_bytes = merge_buffer_bytes(a.tile_bits, sizeof(K), HAS_V ? sizeof(V) : 0);
     const size_t values_offset = (size_t)padded_words(a.tile_bits) * sizeof(K);
     const bool decode = (a.transform & DECODE_ON_STORE) != 0;
+    // Whole tiles go out in 16-byte chunks where the arrays are 16-byte aligned and so is
+    // every row (a row's tiles start anywhere when its length is not a multiple of 16 bytes).
     const bool aligned = ((unsigned long long)dst_keys & 15ull) == 0 &&
-                         (!HAS_V || ((unsigned long long)dst_values & 15ull) == 0);
-    const u64 tiles = (a.n + (1ull << a.tile_bits) - 1) >> a.tile_bits;
+                         (!HAS_V || ((unsigned long long)dst_values & 15ull) == 0) &&
+                         (!ROWS || (((a.n * sizeof(K)) & 15ull) == 0 && (!HAS_V || ((a.n * sizeof(V)) & 15ull) == 0)));
+    const u64 tiles = merge_tiles<ROWS>(a);
     u64 t = blockIdx.x;
     if (t >= tiles) {
         return;
     }
-    MergeTile g = merge_tile(a, splits, t);
+    MergeTile g = merge_tile<ROWS>(a, splits, t);
     copy_merge_inputs<K, V, E>(src_keys, src_values, g, reinterpret_cast<K *>(tile_smem),
                                reinterpret_cast<V *>(tile_smem + values_offset));
     for (u32 buffer = 0; t < tiles; t += gridDim.x, buffer ^= 1) {
@@ -279,7 +318,7 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
         __syncthreads();
         const u64 next = t + gridDim.x;
         if (next < tiles) {
-            g = merge_tile(a, splits, next);
+            g = merge_tile<ROWS>(a, splits, next);
             unsigned char *other = tile_smem + (buffer ^ 1) * buffer_bytes;
             copy_merge_inputs<K, V, E>(src_keys, src_values, g, reinterpret_cast<K *>(other),
                                        reinterpret_cast<V *>(other + values_offset));

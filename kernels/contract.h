@@ -63,8 +63,9 @@
 // src/kernel_contract.rs). The OpenCL merge kernels take the same quantities as separate
 // arguments (src/opencl/launch.rs).
 struct MergeArgs {
-    unsigned long long n;     // elements
-    unsigned int log_run;     // the input runs hold 2^log_run elements (the last may be shorter)
+    unsigned long long n;     // elements of one row (the whole array for a plain sort)
+    unsigned long long rows;  // rows, one after another, each merged on its own (1 for a plain sort)
+    unsigned int log_run;     // the input runs hold 2^log_run elements (the last of a row may be shorter)
     unsigned int tile_bits;   // log2 of the outputs of one block
     unsigned int encoding;    // ENCODING_* bits
     unsigned int transform;   // DECODE_ON_STORE on the last pass

@@ -92,8 +92,10 @@ pub const MERGE_BLOCKS_PER_SM: u32 = 5;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MergeArgs {
-    /// Elements.
+    /// Elements of one row (the whole array for a plain sort).
     pub n: u64,
+    /// Rows of `n` elements one after another, each merged on its own (1 for a plain sort).
+    pub rows: u64,
     /// log2 of the input runs (the last run may be shorter).
     pub log_run: u32,
     /// log2 of the outputs of one block.
@@ -287,6 +289,7 @@ mod tests {
     fn merge_args_match_the_header() {
         let rust = [
             ("n", offset_of!(MergeArgs, n), 8),
+            ("rows", offset_of!(MergeArgs, rows), 8),
             ("log_run", offset_of!(MergeArgs, log_run), 4),
             ("tile_bits", offset_of!(MergeArgs, tile_bits), 4),
             ("encoding", offset_of!(MergeArgs, encoding), 4),

@@ -89,11 +89,12 @@ pub(super) fn load_cluster_kernels(module: &Module, shared_bytes: u32) -> Result
         .collect()
 }
 
-/// The splitter kernels `merge_split_<key>` in [`KEY_NAMES`] order.
-pub(super) fn load_split_kernels(module: &Module) -> Result<Vec<Kernel>> {
+/// The splitter kernels `<prefix>_<key>` (`merge_split`, `merge_rows_split`) in
+/// [`KEY_NAMES`] order.
+pub(super) fn load_split_kernels(module: &Module, prefix: &str) -> Result<Vec<Kernel>> {
     KEY_NAMES
         .iter()
-        .map(|key| load_kernel(module, &format!("merge_split_{key}"), 0))
+        .map(|key| load_kernel(module, &format!("{prefix}_{key}"), 0))
         .collect()
 }
 
@@ -104,10 +105,18 @@ pub(super) struct Kernels {
     pub(super) tile: Kernel,
     /// `cluster_pass_<key>_<value>`, where the device and the variant have one.
     pub(super) cluster: Option<Kernel>,
-    /// `merge_pass_<key>_<value>`.
-    pub(super) merge: Kernel,
-    /// `merge_split_<key>`.
-    pub(super) split: Kernel,
+    /// `merge_pass_<key>_<value>`, and `merge_rows_pass_<key>_<value>` for rows.
+    pub(super) merge: [Kernel; 2],
+    /// `merge_split_<key>`, and `merge_rows_split_<key>` for rows.
+    pub(super) split: [Kernel; 2],
+}
+
+impl Kernels {
+    /// The merge pass and splitter kernels for `args`: those of rows where it has several.
+    pub(super) fn merges(&self, args: &crate::kernel_contract::MergeArgs) -> (Kernel, Kernel) {
+        let rows = usize::from(args.rows > 1);
+        (self.merge[rows], self.split[rows])
+    }
 }
 
 /// Enqueues `kernel` on `stream` with `(grid, block, shared_bytes)`: blocks, threads per

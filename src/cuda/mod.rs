@@ -103,6 +103,10 @@ impl<'j> ChunkedSort<'j> {
         let (SortPlan::MergePath(whole), Some(scratch)) = (&job.plan, job.scratch) else {
             return None;
         };
+        // Rows upload whole: a chunk of the data is not a chunk of each row.
+        if whole.rows > 1 {
+            return None;
+        }
         let log_chunk = upload_chunk(n, job.widths.element(), whole.tile_sort.args.tile_bits)?;
         Some(ChunkedSort {
             job,
@@ -182,10 +186,11 @@ pub struct CudaBackend {
     /// `cluster_pass_u32_<value>` in [`CLUSTER_VALUE_NAMES`] order; empty below compute
     /// capability 9.0.
     cluster_kernels: Vec<Kernel>,
-    /// `merge_pass_<key>_<value>`, indexed as `kernels`.
-    merge_kernels: Vec<Kernel>,
-    /// `merge_split_<key>`.
-    split_kernels: Vec<Kernel>,
+    /// `merge_pass_<key>_<value>` and, for rows, `merge_rows_pass_<key>_<value>`, indexed as
+    /// `kernels`.
+    merge_kernels: [Vec<Kernel>; 2],
+    /// `merge_split_<key>` and, for rows, `merge_rows_split_<key>`.
+    split_kernels: [Vec<Kernel>; 2],
     /// Whether every sort runs the network ([`Backend::set_oblivious`]).
     oblivious: AtomicBool,
     /// The merge scratch of device-resident sorts.
@@ -254,8 +259,14 @@ impl CudaBackend {
         })?;
         let module = Module::from_ptx_cstr(&image, &[]).map_err(on("cuModuleLoadDataEx"))?;
         let kernels = load_kernels(&module, "tile_pass", limits.shared_bytes_per_block)?;
-        let merge_kernels = load_kernels(&module, "merge_pass", limits.shared_bytes_per_block)?;
-        let split_kernels = load_split_kernels(&module)?;
+        let merge_kernels = [
+            load_kernels(&module, "merge_pass", limits.shared_bytes_per_block)?,
+            load_kernels(&module, "merge_rows_pass", limits.shared_bytes_per_block)?,
+        ];
+        let split_kernels = [
+            load_split_kernels(&module, "merge_split")?,
+            load_split_kernels(&module, "merge_rows_split")?,
+        ];
         let cluster_kernels = if major >= 9 {
             load_cluster_kernels(&module, limits.shared_bytes_per_block)?
         } else {
@@ -444,6 +455,7 @@ impl CudaBackend {
         stream: cu::CUstream,
     ) -> Result<()> {
         let mut args = merge.args;
+        let (merge_kernel, split_kernel) = job.kernels.merges(&args);
         let (mut src_keys, mut src_values) = from;
         let (mut dst_keys, mut dst_values) = to;
         let mut splits = splits;
@@ -452,13 +464,13 @@ impl CudaBackend {
             &mut splits as *mut u64 as *mut c_void,
             &mut args as *mut plan::MergeArgs as *mut c_void,
         ];
-        // SAFETY: the parameters match `merge_split_K(const K *keys, u64 *splits, MergeArgs
-        // args)` (MergeArgs is repr(C) with the kernels' layout); `keys` holds `n` words and
-        // `splits` one u64 per output tile of the pass (`MergePathPlan::splits` is the most
-        // of any pass), the only indices the kernel touches.
+        // SAFETY: the parameters match `merge_split_K` and `merge_rows_split_K(const K *keys,
+        // u64 *splits, MergeArgs args)` (MergeArgs is repr(C) with the kernels' layout); `keys` holds `rows * n`
+        // words and `splits` one u64 per output tile of the pass (`MergePathPlan::splits` is
+        // the most of any pass), the only indices the kernel touches.
         unsafe {
             launch_kernel(
-                job.kernels.split,
+                split_kernel,
                 (merge.split_grid, merge.split_block, 0),
                 stream,
                 &mut split_params,
@@ -472,14 +484,14 @@ impl CudaBackend {
             &mut splits as *mut u64 as *mut c_void,
             &mut args as *mut plan::MergeArgs as *mut c_void,
         ];
-        // SAFETY: the parameters match `merge_pass_K_V(const K *src_keys, const V
-        // *src_values, K *dst_keys, V *dst_values, const u64 *splits, MergeArgs args)`; the
-        // source and destination words are distinct buffers of `n` words each (values 0 for
+        // SAFETY: the parameters match `merge_pass_K_V` and `merge_rows_pass_K_V(const K
+        // *src_keys, const V *src_values, K *dst_keys, V *dst_values, const u64 *splits, MergeArgs args)`; the
+        // source and destination words are distinct buffers of `rows * n` words each (values 0 for
         // the `none` kernels, which never read them); the kernel reads the splitters the
         // previous launch on this stream wrote; `shared_bytes` is within the opt-in limit.
         unsafe {
             launch_kernel(
-                job.kernels.merge,
+                merge_kernel,
                 (merge.grid, merge.block, merge.shared_bytes),
                 stream,
                 &mut merge_params,
@@ -653,8 +665,8 @@ impl CudaBackend {
         Kernels {
             tile: self.kernels[index],
             cluster,
-            merge: self.merge_kernels[index],
-            split: self.split_kernels[key_index],
+            merge: self.merge_kernels.each_ref().map(|k| k[index]),
+            split: self.split_kernels.each_ref().map(|k| k[key_index]),
         }
     }
 }

@@ -9,7 +9,9 @@
 //! the whole row is one tile spread over the eight blocks of a thread-block cluster, which
 //! sorts it on eight multiprocessors rather than one block's, or a chain of launches.
 
-use crate::schedule::merge_path::{MergePlan, TiledPass, choose_sort_tile, pair_sort_tile};
+use crate::schedule::merge_path::{
+    MergePlan, TiledPass, choose_rows_sort_tile, choose_sort_tile, pair_sort_tile,
+};
 use crate::schedule::{Pass, Schedule, TileParams, Transform, choose_log_tile};
 
 pub use crate::kernel_contract::{
@@ -342,8 +344,9 @@ pub struct MergeLaunch {
     pub shared_bytes: u32,
 }
 
-/// A merge-path sort: the tile sort in place, then merge passes that alternate from the data
-/// to the scratch buffer and back (an even number, so the result ends in the data).
+/// A merge-path sort of one row or of rows each on its own: the tile sort in place, then
+/// merge passes that alternate from the data to the scratch buffer and back (an even number,
+/// so the result ends in the data).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MergePathPlan {
     /// The network's local sort of every tile, encoding keys on load.
@@ -352,6 +355,8 @@ pub struct MergePathPlan {
     pub merges: Vec<MergeLaunch>,
     /// Entries of the splitter buffer (`u64`): the most output tiles of any pass.
     pub splits: u64,
+    /// Rows, each merged on its own (1 for a plain sort).
+    pub rows: u64,
 }
 
 /// Merge passes of at most this many output tiles find the tiles' starts with a warp per
@@ -392,15 +397,34 @@ pub fn merge_path_plan(
     } else {
         pair_sort_tile(n, widths.element()).filter(|&tile| tile <= max_tile)?
     };
-    tiled_merge_path_plan(limits, n, sort_tile, widths, encoding)
+    tiled_merge_path_plan(limits, (n, 1), sort_tile, widths, encoding)
 }
 
-/// The merge-path plan of a sort of one row of `n` elements whose tile sort sorts tiles of
-/// `2^sort_tile` (which leaves an even number of merge passes), or `None` where merge tiles
-/// would be too small for merge blocks.
+/// The merge-path plan of a sort of `rows` rows of `row_len` keys alone, each row on its
+/// own, or `None` where the network sorts them: rows that fit the network's largest tile
+/// (one launch sorts them whole), and key-value rows (whose values of equal keys take the
+/// network's order on every backend).
+pub fn rows_merge_path_plan(
+    limits: &DeviceLimits,
+    row_len: u64,
+    rows: u64,
+    widths: Widths,
+    encoding: u32,
+) -> Option<MergePathPlan> {
+    if widths.value != 0 {
+        return None;
+    }
+    let max_tile = max_log_tile(limits, widths, None);
+    let sort_tile = choose_rows_sort_tile(rows, row_len, max_tile, limits.multiprocessors)?;
+    tiled_merge_path_plan(limits, (row_len, rows), sort_tile, widths, encoding)
+}
+
+/// The merge-path plan of a sort of `rows` rows of `n` elements (`(n, rows)`) whose tile
+/// sort sorts tiles of `2^sort_tile` (which leaves an even number of merge passes), or
+/// `None` where merge tiles would be too small for merge blocks.
 pub fn tiled_merge_path_plan(
     limits: &DeviceLimits,
-    n: u64,
+    (n, rows): (u64, u64),
     sort_tile: u32,
     widths: Widths,
     encoding: u32,
@@ -416,7 +440,12 @@ pub fn tiled_merge_path_plan(
     };
     let passes = plan.tiled_passes(merge_tile);
     Some(merge_path_launches(
-        limits, n, sort_tile, passes, widths, encoding,
+        limits,
+        (n, rows),
+        sort_tile,
+        passes,
+        widths,
+        encoding,
     ))
 }
 
@@ -441,37 +470,38 @@ pub fn chunk_plan(
         log_ways: 1,
     };
     let passes = plan.chunk_passes(merge_log_tile(limits, widths), log_chunk);
-    merge_path_launches(limits, m, sort_tile, passes, widths, encoding)
+    merge_path_launches(limits, (m, 1), sort_tile, passes, widths, encoding)
 }
 
-/// The tile sort of `n` elements in tiles of `2^sort_tile` and the launches of `passes`
-/// over them, with the splitter entries the largest pass needs.
+/// The tile sort of `rows` rows of `n` elements in tiles of `2^sort_tile` and the launches
+/// of `passes` over each row, with the splitter entries the largest pass needs.
 fn merge_path_launches(
     limits: &DeviceLimits,
-    n: u64,
+    (n, rows): (u64, u64),
     sort_tile: u32,
     passes: Vec<TiledPass>,
     widths: Widths,
     encoding: u32,
 ) -> MergePathPlan {
-    let merges = merge_launches(limits, n, passes, widths, encoding);
+    let merges = merge_launches(limits, (n, rows), passes, widths, encoding);
     let splits = merges
         .iter()
-        .map(|m| n.div_ceil(1 << m.args.tile_bits))
+        .map(|m| n.div_ceil(1 << m.args.tile_bits) * rows)
         .max()
         .unwrap_or(0);
     MergePathPlan {
-        tile_sort: tile_sort_launch(limits, n, sort_tile, widths, encoding),
+        tile_sort: tile_sort_launch(limits, (n, rows), sort_tile, widths, encoding),
         merges,
         splits,
+        rows,
     }
 }
 
-/// The tile sort of a merge-path sort of `n` elements: every tile of `2^sort_tile` sorted
-/// on chip, keys encoded as they are loaded.
+/// The tile sort of a merge-path sort of `rows` rows of `n` elements: every tile of
+/// `2^sort_tile` sorted on chip, keys encoded as they are loaded.
 fn tile_sort_launch(
     limits: &DeviceLimits,
-    n: u64,
+    (n, rows): (u64, u64),
     sort_tile: u32,
     widths: Widths,
     encoding: u32,
@@ -480,7 +510,7 @@ fn tile_sort_launch(
     // (and its keys encoded), as the whole sort's last tile would be.
     let shape = Shape {
         row_len: n,
-        rows: 1,
+        rows,
         log_row: crate::schedule::ceil_log2(n).max(sort_tile),
         encoding,
         schedule_tile: sort_tile,
@@ -500,10 +530,10 @@ fn tile_sort_launch(
     )
 }
 
-/// The launches of two-way merge passes over `n` elements.
+/// The launches of two-way merge passes over `rows` rows of `n` elements.
 fn merge_launches(
     limits: &DeviceLimits,
-    n: u64,
+    (n, rows): (u64, u64),
     passes: Vec<TiledPass>,
     widths: Widths,
     encoding: u32,
@@ -520,10 +550,11 @@ fn merge_launches(
     passes
         .into_iter()
         .map(|pass| {
-            let (tiles, block) = (pass.tiles, 1u32 << (pass.tile_bits - log_e));
+            let (tiles, block) = (pass.tiles * rows, 1u32 << (pass.tile_bits - log_e));
             MergeLaunch {
                 args: MergeArgs {
                     n,
+                    rows,
                     log_run: pass.log_run,
                     tile_bits: pass.tile_bits,
                     encoding,
@@ -555,8 +586,8 @@ pub enum SortPlan {
 
 /// The plan of a sort: merge path for one row that is neither one tile nor one cluster's
 /// (for key-value pairs, one past [`pair_sort_tile`]'s threshold, the same on every
-/// backend), unless `oblivious` asks for the network (whose memory accesses depend only on
-/// the shape). Rows keep the network.
+/// backend) and for rows of keys alone longer than a tile ([`rows_merge_path_plan`]), unless
+/// `oblivious` asks for the network (whose memory accesses depend only on the shape).
 pub fn choose(
     limits: &DeviceLimits,
     row_len: u64,
@@ -566,11 +597,15 @@ pub fn choose(
     oblivious: bool,
 ) -> SortPlan {
     // Pairs skip the cluster test: their choice must not depend on the device.
-    let merge = (!oblivious
-        && rows == 1
-        && (widths.value > 0 || cluster_schedule(limits, row_len, rows, widths, None).is_none()))
-    .then(|| merge_path_plan(limits, row_len, widths, encoding))
-    .flatten();
+    let merge = if oblivious {
+        None
+    } else if rows > 1 {
+        rows_merge_path_plan(limits, row_len, rows, widths, encoding)
+    } else if widths.value > 0 || cluster_schedule(limits, row_len, rows, widths, None).is_none() {
+        merge_path_plan(limits, row_len, widths, encoding)
+    } else {
+        None
+    };
     match merge {
         Some(m) => SortPlan::MergePath(m),
         None => SortPlan::Network(plan(limits, row_len, rows, widths, encoding, None)),

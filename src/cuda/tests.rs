@@ -131,7 +131,7 @@ fn grids_are_clamped() {
 fn ptx_has_every_kernel() {
     for key in KEY_NAMES {
         for value in VALUE_NAMES {
-            for kernel in ["tile_pass", "merge_pass"] {
+            for kernel in ["tile_pass", "merge_pass", "merge_rows_pass"] {
                 let entry = format!(".entry {kernel}_{key}_{value}(");
                 assert!(PTX.contains(&entry), "{entry} missing from the PTX");
                 assert!(
@@ -144,8 +144,10 @@ fn ptx_has_every_kernel() {
                 );
             }
         }
-        let entry = format!(".entry merge_split_{key}(");
-        assert!(PTX.contains(&entry) && PTX_SM90.contains(&entry), "{entry}");
+        for kernel in ["merge_split", "merge_rows_split"] {
+            let entry = format!(".entry {kernel}_{key}(");
+            assert!(PTX.contains(&entry) && PTX_SM90.contains(&entry), "{entry}");
+        }
     }
     // The benchmark's hold kernel is the benchmark crate's, not the library's.
     assert!(!PTX.contains(".entry hold_stream("));
@@ -435,14 +437,37 @@ fn merge_path_plans() {
             }
         }
     }
-    // Single tiles, cluster sorts, rows and the oblivious mode keep the network.
+    // Single tiles, cluster sorts, rows of one tile and the oblivious mode keep the network.
     let keys = Widths::keys(4);
     assert!(plan::merge_path_plan(&H200, 1 << 13, keys, 0).is_none());
     let network = |p: SortPlan| matches!(p, SortPlan::Network(_));
     assert!(network(plan::choose(&H200, 1 << 16, 1, keys, 0, false)));
     assert!(!network(plan::choose(&H200, 1 << 17, 1, keys, 0, false)));
     assert!(network(plan::choose(&H200, 1 << 17, 1, keys, 0, true)));
-    assert!(network(plan::choose(&H200, 1 << 17, 4, keys, 0, false)));
+    assert!(network(plan::choose(&H200, 1 << 14, 4, keys, 0, false)));
+    assert!(network(plan::choose(&H200, 1 << 17, 4, keys, 0, true)));
+    // Longer rows of keys alone are merged each on its own: every pass covers every row.
+    for (rows, row_len) in [(4u64, 1u64 << 17), (3, 20_003), (2, (1 << 24) + 1)] {
+        let SortPlan::MergePath(p) = plan::choose(&H200, row_len, rows, keys, 5, false) else {
+            panic!("{rows} x {row_len}: the network");
+        };
+        assert_eq!((p.rows, p.tile_sort.args.rows), (rows, rows));
+        assert_eq!(p.tile_sort.args.row_len, row_len);
+        assert_eq!(p.merges.len() % 2, 0);
+        for m in &p.merges {
+            assert_eq!((m.args.n, m.args.rows), (row_len, rows));
+            assert!(row_len.div_ceil(1 << m.args.tile_bits) * rows <= p.splits);
+        }
+        assert!(1u64 << (p.merges.last().map_or(0, |m| m.args.log_run) + 1) >= row_len);
+    }
+    assert!(network(plan::choose(
+        &H200,
+        1 << 17,
+        4,
+        Widths { key: 4, value: 4 },
+        0,
+        false
+    )));
     // Pairs take it past 8 MiB, the same on every device.
     let pairs = Widths { key: 4, value: 4 };
     assert!(network(plan::choose(&H200, 1 << 20, 1, pairs, 0, false)));
@@ -497,8 +522,9 @@ fn merge_kernels_are_stable_merges() {
                 gpu.limits.multiprocessors,
             )
             .expect("a sort tile");
-            let mut plan = plan::tiled_merge_path_plan(&gpu.limits, n as u64, sort_tile, widths, 0)
-                .expect("a merge-path plan");
+            let mut plan =
+                plan::tiled_merge_path_plan(&gpu.limits, (n as u64, 1), sort_tile, widths, 0)
+                    .expect("a merge-path plan");
             if case % 2 == 1 {
                 // The splitter's other search, a thread per tile, which the plan keeps for
                 // passes of many tiles.

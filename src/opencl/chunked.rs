@@ -88,6 +88,10 @@ impl<'a> ChunkedSort<'a> {
         let (SortPlan::MergePath(whole), Some(scratch)) = (plan, scratch) else {
             return Ok(None);
         };
+        // Rows upload whole: a chunk of the data is not a chunk of each row.
+        if whole.shape.rows > 1 {
+            return Ok(None);
+        }
         let Kind::Tile {
             log_net: sort_tile, ..
         } = whole.tile_sort.kind
@@ -223,7 +227,6 @@ impl OpenClBackend {
                 &self.sort_queue,
                 &kernels,
                 data,
-                m,
                 (scratch, c.scratch.1),
                 &plan,
                 encoding,
@@ -259,7 +262,7 @@ impl OpenClBackend {
                 &self.sort_queue,
                 &kernels.merge,
                 (c.data, c.scratch),
-                n,
+                (n, 1),
                 (&rest, done),
                 encoding,
                 requested,

@@ -9,7 +9,7 @@ use opencl3::kernel::Kernel;
 use opencl3::types::cl_mem;
 
 use super::driver::driver;
-use super::plan::{Kind, Launch, MergeLaunch, MergePathPlan, Shape, SortPlan, tile_sort_shape};
+use super::plan::{Kind, Launch, MergeLaunch, MergePathPlan, Shape, SortPlan};
 use super::programs::{Kernels, MergeKernels};
 use super::{MergeScratch, OpenClBackend, Operands};
 use crate::backend::BackendKind;
@@ -169,9 +169,10 @@ impl OpenClBackend {
         .map_err(self.memory_error("clEnqueueNDRangeKernel", requested))
     }
 
-    /// Enqueues a merge-path sort of the `n` keys (and values) of `data` on `queue`: the tile
-    /// sort in place, then each merge pass's splitter and merge from one set of buffers into
-    /// the other, starting from the data, so that the last (even-numbered) pass writes it.
+    /// Enqueues a merge-path sort of the keys (and values) of `data` on `queue`, the rows of
+    /// `plan.shape`: the tile sort in place, then each merge pass's splitter and merge from
+    /// one set of buffers into the other, starting from the data, so that the last
+    /// (even-numbered) pass writes it.
     /// `scratch` holds as many keys and values, and [`MergePathPlan::splits`] `ulong`s. A
     /// chunk's plan ([`super::plan::chunk_plan`]) may make an odd number of passes, which
     /// leave it in the scratch. Returns the last launch's event; on failure, lets what was
@@ -182,22 +183,17 @@ impl OpenClBackend {
         queue: &CommandQueue,
         kernels: &Kernels,
         data: Operands,
-        n: u64,
         scratch: MergeScratch,
         plan: &MergePathPlan,
         encoding: KeyEncoding,
         requested: u64,
     ) -> Result<Event> {
-        let sort_tile = match plan.tile_sort.kind {
-            Kind::Tile { log_net, .. } => log_net,
-            Kind::Global { .. } => 1,
-        };
         let enqueued = self
             .enqueue_launch(
                 queue,
                 kernels,
                 data,
-                tile_sort_shape(n, sort_tile),
+                plan.shape,
                 &plan.tile_sort,
                 encoding,
                 requested,
@@ -207,7 +203,7 @@ impl OpenClBackend {
                     queue,
                     &kernels.merge,
                     (data, scratch),
-                    n,
+                    (plan.shape.row_len, plan.shape.rows),
                     (&plan.merges, 0),
                     encoding,
                     requested,
@@ -221,16 +217,17 @@ impl OpenClBackend {
         enqueued
     }
 
-    /// Enqueues `merges` over the `n` elements of `data`, alternating between it and the
-    /// scratch: the first reads the data after an even number `done` of earlier merges, the
-    /// scratch after an odd one. Returns the last launch's event, if any.
+    /// Enqueues `merges` over the `rows` rows of `n` elements of `data` (`(n, rows)`),
+    /// alternating between it and the scratch: the first reads the data after an even number
+    /// `done` of earlier merges, the scratch after an odd one. Returns the last launch's
+    /// event, if any.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn enqueue_merges(
         &self,
         queue: &CommandQueue,
         merge: &MergeKernels,
         (data, (scratch, splits)): (Operands, MergeScratch),
-        n: u64,
+        rows: (u64, u64),
         (merges, done): (&[MergeLaunch], usize),
         encoding: KeyEncoding,
         requested: u64,
@@ -245,7 +242,7 @@ impl OpenClBackend {
                 queue,
                 merge,
                 (from, to, splits),
-                n,
+                rows,
                 pass,
                 encoding,
                 requested,
@@ -264,7 +261,7 @@ impl OpenClBackend {
         queue: &CommandQueue,
         merge: &MergeKernels,
         (from, to, splits): (Operands, Operands, cl_mem),
-        n: u64,
+        (n, rows): (u64, u64),
         pass: &MergeLaunch,
         encoding: KeyEncoding,
         requested: u64,
@@ -279,9 +276,11 @@ impl OpenClBackend {
             args.buffer(from.keys)?;
             args.buffer(splits)?;
             args.u64(n)?;
+            args.u64(rows)?;
             args.u32(pass.log_run)?;
             args.u32(pass.tile_bits)?;
-            // SAFETY: `merge_split(keys, splits, n, log_run, tile_bits)`, set just above.
+            // SAFETY: `merge_split(keys, splits, n, rows, log_run, tile_bits)`, set just
+            // above.
             unsafe {
                 self.enqueue_kernel(
                     queue,
@@ -302,6 +301,7 @@ impl OpenClBackend {
         }
         args.buffer(splits)?;
         args.u64(n)?;
+        args.u64(rows)?;
         args.u32(pass.log_run)?;
         args.u32(pass.tile_bits)?;
         args.u32(encoding.code())?;
@@ -311,7 +311,8 @@ impl OpenClBackend {
             args.local(pass.local_value_bytes)?;
         }
         // SAFETY: `merge_pass` and `merge_pass_own_splits` take `(src, dst, [src_values,
-        // dst_values,] splits, n, log_run, tile_bits, encoding, transform, lkeys[, lvals])`,
+        // dst_values,] splits, n, rows, log_run, tile_bits, encoding, transform, lkeys[,
+        // lvals])`,
         // set just above: the program has the value arguments exactly when its sorts carry
         // values, and then both `from` and `to` hold them (`plan_with_scratch`).
         unsafe { self.enqueue_kernel(queue, kernel, pass.groups, pass.local, requested) }
@@ -337,16 +338,7 @@ impl OpenClBackend {
                 )?
                 .pop()),
             (SortPlan::MergePath(merge), Some(scratch)) => self
-                .enqueue_merge_path(
-                    queue,
-                    kernels,
-                    buffers,
-                    shape.row_len,
-                    scratch,
-                    merge,
-                    encoding,
-                    requested,
-                )
+                .enqueue_merge_path(queue, kernels, buffers, scratch, merge, encoding, requested)
                 .map(Some),
             (SortPlan::MergePath(_), None) => Err(crate::error::Error::Unsupported(
                 "a merge-path sort without its scratch buffers".into(),

@@ -16,7 +16,9 @@
 //! network's local sort of every tile, then merge passes of `kernels/merge_path.clh`, as the
 //! CUDA backend runs them.
 
-use crate::schedule::merge_path::{MergePlan, TiledPass, choose_sort_tile, pair_sort_tile};
+use crate::schedule::merge_path::{
+    MergePlan, TiledPass, choose_rows_sort_tile, choose_sort_tile, pair_sort_tile,
+};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2, choose_log_tile};
 
 pub use crate::kernel_contract::{
@@ -367,7 +369,7 @@ pub struct MergeLaunch {
     pub tile_bits: u32,
     /// `DECODE_ON_STORE` on the last pass, else 0.
     pub transform: u32,
-    /// Output tiles (entries of the splitter buffer this pass fills).
+    /// Output tiles of every row (entries of the splitter buffer this pass fills).
     pub tiles: u64,
     /// Work-groups of `merge_split` (their items loop over the tiles).
     pub split_groups: usize,
@@ -387,13 +389,17 @@ pub struct MergeLaunch {
     pub own_splits: bool,
 }
 
-/// A merge-path sort of one row: the network's local sort of every tile in place (encoding
-/// keys), then merge passes that alternate from the data to a scratch buffer and back (an
-/// even number, so that the result ends in the data; the last decodes keys).
+/// A merge-path sort of one row, or of rows each on its own: the network's local sort of
+/// every tile in place (encoding keys), then merge passes that alternate from the data to a
+/// scratch buffer and back (an even number, so that the result ends in the data; the last
+/// decodes keys).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MergePathPlan {
     /// The tile sort.
     pub tile_sort: Launch,
+    /// The rows the tile sort runs on ([`tile_sort_shape`]); the merges merge each of its
+    /// rows on its own.
+    pub shape: Shape,
     /// The merge passes in order.
     pub merges: Vec<MergeLaunch>,
     /// Entries of the splitter buffer (`u64`): the most output tiles of any pass.
@@ -428,9 +434,9 @@ fn merge_local_bytes(bits: u32, key_bytes: u64, value_bytes: u64) -> u64 {
     merge_local_key_bytes(bits, key_bytes) + padded_words(bits) * value_bytes
 }
 
-/// The plan of a sort: merge path for one row where [`merge_path_plan`] gives one, unless
-/// `oblivious` asks for the network, whose memory accesses depend only on the shape. Rows
-/// keep the network.
+/// The plan of a sort: merge path for one row where [`merge_path_plan`] gives one, and for
+/// rows where [`rows_merge_path_plan`] does, unless `oblivious` asks for the network, whose
+/// memory accesses depend only on the shape.
 pub fn choose(
     limits: &Limits,
     shape: Shape,
@@ -438,9 +444,13 @@ pub fn choose(
     value_bytes: u64,
     oblivious: bool,
 ) -> SortPlan {
-    let merge = (!oblivious && shape.rows == 1)
-        .then(|| merge_path_plan(limits, shape.row_len, key_bytes, value_bytes))
-        .flatten();
+    let merge = if oblivious {
+        None
+    } else if shape.rows > 1 {
+        rows_merge_path_plan(limits, shape.row_len, shape.rows, key_bytes, value_bytes)
+    } else {
+        merge_path_plan(limits, shape.row_len, key_bytes, value_bytes)
+    };
     match merge {
         Some(m) => SortPlan::MergePath(m),
         None => SortPlan::Network(plan(limits, shape, key_bytes + value_bytes)),
@@ -483,7 +493,37 @@ pub fn merge_path_plan(
         log_ways: 1,
     }
     .tiled_passes(merge_tile);
-    merge_path_launches(limits, n, (key_bytes, value_bytes), sort_tile, passes)
+    merge_path_launches(limits, (n, 1), (key_bytes, value_bytes), sort_tile, passes)
+}
+
+/// The merge-path plan of a sort of `rows` rows of `row_len` keys alone of `key_bytes`, each
+/// row on its own, or `None` where the network sorts them: rows that fit the network's
+/// largest tile (one launch sorts them whole), key-value rows (whose values of equal keys
+/// take the network's order on every backend), and where [`merge_path_plan`] would not
+/// merge one such row (no merge kernels, merge tiles too small).
+pub fn rows_merge_path_plan(
+    limits: &Limits,
+    row_len: u64,
+    rows: u64,
+    key_bytes: u64,
+    value_bytes: u64,
+) -> Option<MergePathPlan> {
+    if value_bytes != 0 || limits.merge_group == 0 {
+        return None;
+    }
+    let merge_tile = merge_log_tile(limits, key_bytes, 0);
+    if merge_tile < merge_log_e(key_bytes) + 5 {
+        return None;
+    }
+    let max_tile = max_log_tile(limits, key_bytes);
+    let sort_tile = choose_rows_sort_tile(rows, row_len, max_tile, limits.compute_units)?;
+    let passes = MergePlan {
+        n: row_len,
+        log_tile: sort_tile,
+        log_ways: 1,
+    }
+    .tiled_passes(merge_tile);
+    merge_path_launches(limits, (row_len, rows), (key_bytes, 0), sort_tile, passes)
 }
 
 /// The launches that sort one chunk of `m` elements of a merge-path sort on its own while
@@ -505,24 +545,24 @@ pub fn chunk_plan(
         log_ways: 1,
     }
     .chunk_passes(merge_tile, log_chunk);
-    merge_path_launches(limits, m, (key_bytes, value_bytes), sort_tile, passes)
+    merge_path_launches(limits, (m, 1), (key_bytes, value_bytes), sort_tile, passes)
 }
 
-/// The shape a merge-path tile sort of `n` elements runs on: one row, at least one tile
-/// long, so that a chunk shorter than a tile is sorted (and encoded) as the whole sort's last
-/// tile would be.
-pub fn tile_sort_shape(n: u64, sort_tile: u32) -> Shape {
+/// The shape a merge-path tile sort of `rows` rows of `n` elements runs on: rows at least
+/// one tile long, so that a chunk shorter than a tile is sorted (and encoded) as the whole
+/// sort's last tile would be.
+pub fn tile_sort_shape((n, rows): (u64, u64), sort_tile: u32) -> Shape {
     Shape {
         row_len: n,
-        rows: 1,
+        rows,
         log_row: ceil_log2(n).max(sort_tile),
     }
 }
 
-/// The tile sort and the launches of `passes` over `n` elements.
+/// The tile sort and the launches of `passes` over each of `rows` rows of `n` elements.
 fn merge_path_launches(
     limits: &Limits,
-    n: u64,
+    (n, rows): (u64, u64),
     (key_bytes, value_bytes): (u64, u64),
     sort_tile: u32,
     passes: Vec<TiledPass>,
@@ -530,7 +570,7 @@ fn merge_path_launches(
     let element_bytes = key_bytes + value_bytes;
     let merge_tile = merge_log_tile(limits, key_bytes, value_bytes);
     let log_e = merge_log_e(element_bytes);
-    let shape = tile_sort_shape(n, sort_tile);
+    let shape = tile_sort_shape((n, rows), sort_tile);
     let local_sort = Schedule {
         n,
         log_n: shape.log_row,
@@ -544,10 +584,11 @@ fn merge_path_launches(
     let merges: Vec<MergeLaunch> = passes
         .into_iter()
         .map(|pass| {
+            let tiles = pass.tiles * rows;
             let split_local = if limits.uniform_groups {
                 split_group
             } else {
-                split_group.min(floor_pow2(pass.tiles as usize))
+                split_group.min(floor_pow2(tiles as usize))
             };
             // A CPU device gets one size for every pass (see `Limits::uniform_groups`):
             // work items past a smaller tile's end idle.
@@ -561,24 +602,22 @@ fn merge_path_launches(
                 log_run: pass.log_run,
                 tile_bits: pass.tile_bits,
                 transform: if pass.last { DECODE_ON_STORE } else { 0 },
-                tiles: pass.tiles,
-                split_groups: pass
-                    .tiles
-                    .div_ceil(split_local as u64)
-                    .clamp(1, MAX_TILE_GROUPS) as usize,
+                tiles,
+                split_groups: tiles.div_ceil(split_local as u64).clamp(1, MAX_TILE_GROUPS) as usize,
                 split_local,
-                groups: pass.tiles.clamp(1, MAX_TILE_GROUPS) as usize,
+                groups: tiles.clamp(1, MAX_TILE_GROUPS) as usize,
                 local,
                 local_bytes: merge_local_key_bytes(pass.tile_bits, key_bytes),
                 local_value_bytes: padded_words(pass.tile_bits) * value_bytes,
                 // `group_splits` searches with two halves of the group.
-                own_splits: pass.tiles <= limits.own_split_max_tiles && local >= 2,
+                own_splits: tiles <= limits.own_split_max_tiles && local >= 2,
             }
         })
         .collect();
     let splits = merges.iter().map(|m| m.tiles).max().unwrap_or(0);
     Some(MergePathPlan {
         tile_sort,
+        shape,
         merges,
         splits,
     })

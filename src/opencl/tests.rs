@@ -708,6 +708,13 @@ fn merge_path_sorts_keys() {
         plan::choose(&limits, Shape::new(1 << 20, 1), 4, 4, false),
         SortPlan::Network(_)
     ));
+    // Rows of keys alone longer than a tile too, each merged on its own (the suite's rows
+    // trials sort them: `LONG_ROWS` in tests/support/derived/rows.rs).
+    let SortPlan::MergePath(rows) = plan::choose(&limits, Shape::new(20_001, 3), 4, 0, false)
+    else {
+        panic!("3 rows of 20001 keys do not take merge path on {}", b.info);
+    };
+    assert_eq!((rows.shape.rows, rows.shape.row_len), (3, 20_001));
     let sort_tile = crate::schedule::merge_path::choose_sort_tile(
         1 << 22,
         plan::max_log_tile(&limits, 4),

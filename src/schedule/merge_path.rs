@@ -27,12 +27,42 @@ pub const MIN_LOG_SORT_TILE: u32 = 10;
 /// data.
 pub fn choose_sort_tile(n: u64, max_log_tile: u32, compute_units: u32) -> Option<u32> {
     let log_n = super::ceil_log2(n);
-    if log_n <= super::MAX_LOG_SINGLE_TILE || max_log_tile <= MIN_LOG_SORT_TILE {
+    if log_n <= super::MAX_LOG_SINGLE_TILE {
         return None;
     }
-    let network = super::choose_log_tile(1, log_n, max_log_tile, compute_units);
+    sort_tile(1, log_n, max_log_tile, compute_units)
+}
+
+/// [`choose_sort_tile`] for `rows` rows of `row_len` elements, each sorted on its own, or
+/// `None` where the network sorts them: rows that fit its largest tile, `2^max_log_tile`
+/// (one launch sorts them whole). The network's tile choice counts every row's tiles.
+pub fn choose_rows_sort_tile(
+    rows: u64,
+    row_len: u64,
+    max_log_tile: u32,
+    compute_units: u32,
+) -> Option<u32> {
+    let log_row = super::ceil_log2(row_len);
+    if log_row <= max_log_tile {
+        return None;
+    }
+    sort_tile(rows, log_row, max_log_tile, compute_units)
+}
+
+/// The network's tile for `rows` rows of `2^log_row`, at most `2^MAX_LOG_SORT_TILE` and one
+/// smaller where that leaves an odd number of merge passes; `None` below
+/// `2^MIN_LOG_SORT_TILE`.
+fn sort_tile(rows: u64, log_row: u32, max_log_tile: u32, compute_units: u32) -> Option<u32> {
+    if max_log_tile <= MIN_LOG_SORT_TILE {
+        return None;
+    }
+    let network = super::choose_log_tile(rows, log_row, max_log_tile, compute_units);
     let top = network.min(MAX_LOG_SORT_TILE).min(max_log_tile);
-    let tile = if (log_n - top) % 2 == 1 { top - 1 } else { top };
+    let tile = if (log_row - top) % 2 == 1 {
+        top - 1
+    } else {
+        top
+    };
     (tile >= MIN_LOG_SORT_TILE).then_some(tile)
 }
 
@@ -443,6 +473,12 @@ mod tests {
         assert_eq!(choose_sort_tile(1 << 20, 15, 132), Some(12));
         // Devices whose tiles are small keep the network.
         assert_eq!(choose_sort_tile(1 << 20, 10, 132), None);
+        // Rows: only those longer than the largest tile, whose tiles count together.
+        assert_eq!(choose_rows_sort_tile(4, 1 << 14, 14, 132), None);
+        assert_eq!(choose_rows_sort_tile(2, 20_000, 14, 132), Some(11));
+        assert_eq!(choose_rows_sort_tile(2, 1 << 24, 14, 132), Some(14));
+        assert_eq!(choose_rows_sort_tile(64, 1 << 17, 14, 132), Some(13));
+        assert_eq!(choose_rows_sort_tile(2, 1 << 17, 10, 132), None);
     }
 
     #[test]

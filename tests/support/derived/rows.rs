@@ -7,6 +7,9 @@ pub(super) const ROW_LENS: [usize; 10] = [1, 2, 3, 31, 1000, 1024, 1025, 5000, 8
 pub(super) const ROW_COUNTS: [usize; 3] = [1, 2, 7];
 /// A matrix the size of a real batch, when `BITONIC_TEST_MAX_N` allows it.
 pub(super) const BIG_ROWS: (usize, usize) = (16_384, 1024);
+/// Rows of keys longer than any tile, which GPUs merge each on its own: row lengths that
+/// are not a multiple of 16 bytes (rows starting anywhere), two to five merge levels.
+pub(super) const LONG_ROWS: [(usize, usize); 2] = [(3, 20_001), (2, 70_001)];
 
 /// (rows, row_len) of a rows trial, each within `max_n` elements.
 pub(super) fn row_shapes(
@@ -229,7 +232,10 @@ pub(super) fn add_rows_keys<K: DerivedKey>(
                 shapes,
                 (K::NAME, keys, descending) == ("u32", Keys::RANDOM, false),
                 cfg,
-            ),
+            )
+            .into_iter()
+            .chain(row_shapes(&[], &[], &LONG_ROWS, cfg.max_n))
+            .collect(),
         };
         let (id, cost) = (case.id.clone(), case.cost(1));
         suite.add(slot, &id, cost, move |t| run_rows_keys::<K>(t, &case));
