@@ -74,7 +74,19 @@ pub struct Limits {
     /// `2^min_log_merge_bytes` bytes (and more than one tile): [`GPU_MIN_LOG_MERGE_BYTES`] on
     /// GPUs, 0 on other devices. Key-value pairs follow [`pair_sort_tile`] on every device.
     pub min_log_merge_bytes: u32,
+    /// Rows of keys alone (each longer than a tile) take merge path only up to this many
+    /// rows: [`GPU_MAX_MERGE_ROWS`] on GPUs, no limit on other devices.
+    pub max_merge_rows: u64,
 }
+
+/// On GPUs, rows of keys alone longer than a tile take merge path only where there are at
+/// most 3 of them; more rows take the network. Measured with NVIDIA's OpenCL on an H200
+/// (2026-11-26, `docs/perf.md` change 46, both in one run), merge path was faster for 2 rows
+/// of 2^24 `u32` keys (2.74 against 3.00 ms) and 3 of 20001 (0.087 against 0.124 ms), level
+/// for 4 of 2^22 (1.31 against 1.30 ms), and slower for 16 of 2^20, 64 of 2^18 and 256 of
+/// 2^16 (1.10 against 1.04, 0.88 against 0.79, 0.68 against 0.58 ms), where the network's
+/// passes over many rows at once cost less than merge passes without asynchronous copies.
+pub const GPU_MAX_MERGE_ROWS: u64 = 3;
 
 /// On GPUs, keys alone take merge path where they fill more than 128 KiB
 /// (`ceil(log2(bytes)) >= 18`: from 2^15 + 1 `u32` keys, from 2^14 + 1 `u64` keys), the
@@ -499,8 +511,9 @@ pub fn merge_path_plan(
 /// The merge-path plan of a sort of `rows` rows of `row_len` keys alone of `key_bytes`, each
 /// row on its own, or `None` where the network sorts them: rows that fit the network's
 /// largest tile (one launch sorts them whole), key-value rows (whose values of equal keys
-/// take the network's order on every backend), and where [`merge_path_plan`] would not
-/// merge one such row (no merge kernels, merge tiles too small).
+/// take the network's order on every backend), more rows than [`Limits::max_merge_rows`],
+/// and where [`merge_path_plan`] would not merge one such row (no merge kernels, merge tiles
+/// too small).
 pub fn rows_merge_path_plan(
     limits: &Limits,
     row_len: u64,
@@ -508,7 +521,7 @@ pub fn rows_merge_path_plan(
     key_bytes: u64,
     value_bytes: u64,
 ) -> Option<MergePathPlan> {
-    if value_bytes != 0 || limits.merge_group == 0 {
+    if value_bytes != 0 || limits.merge_group == 0 || rows > limits.max_merge_rows {
         return None;
     }
     let merge_tile = merge_log_tile(limits, key_bytes, 0);
@@ -644,6 +657,7 @@ mod tests {
             global_group: 1024,
             merge_group: 1024,
             min_log_merge_bytes: GPU_MIN_LOG_MERGE_BYTES,
+            max_merge_rows: GPU_MAX_MERGE_ROWS,
             log_e: LOG_E,
             max_log_tile: MAX_LOG_TILE,
             uniform_groups: false,
@@ -799,6 +813,7 @@ mod tests {
         assert!(merge_path_plan(&nvidia_limits(), (1 << 14) + 1, 8, 0).is_some());
         let cpu = Limits {
             min_log_merge_bytes: 0,
+            max_merge_rows: u64::MAX,
             ..nvidia_limits()
         };
         assert!(merge_path_plan(&cpu, 1 << 13, 4, 0).is_none());
@@ -807,6 +822,25 @@ mod tests {
         for limits in [nvidia_limits(), cpu] {
             assert!(merge_path_plan(&limits, 1 << 20, 4, 4).is_none());
             assert!(merge_path_plan(&limits, (1 << 20) + 1, 4, 4).is_some());
+        }
+        // Rows of keys alone longer than a tile: up to 3 rows on a GPU, any number on a CPU;
+        // each row merged on its own, the tile sort over all of them.
+        let rows = |limits: &Limits, rows: u64, row_len: u64| {
+            rows_merge_path_plan(limits, row_len, rows, 4, 0)
+        };
+        assert!(rows(&nvidia_limits(), 3, 1 << 13).is_none());
+        assert!(rows(&nvidia_limits(), 3, 4).is_none());
+        assert!(rows(&nvidia_limits(), 4, 1 << 20).is_none());
+        assert!(rows(&cpu, 4, 1 << 20).is_some());
+        assert!(rows_merge_path_plan(&cpu, 1 << 20, 4, 4, 4).is_none());
+        let Some(p) = rows(&nvidia_limits(), 3, 20_001) else {
+            panic!("3 rows of 20001 keys take merge path on a GPU");
+        };
+        assert_eq!((p.shape.row_len, p.shape.rows), (20_001, 3));
+        assert_eq!(p.merges.len() % 2, 0);
+        for m in &p.merges {
+            assert_eq!(m.tiles, 20_001u64.div_ceil(1 << m.tile_bits) * 3);
+            assert!(m.tiles <= p.splits);
         }
         // Programs without merge kernels.
         let no_merge = Limits {

@@ -266,6 +266,11 @@ impl OpenClBackend {
             } else {
                 0
             },
+            max_merge_rows: if self.info.device_type == DeviceType::Gpu {
+                super::plan::GPU_MAX_MERGE_ROWS
+            } else {
+                u64::MAX
+            },
         };
         Ok(Variant {
             kernels: Mutex::new(kernels),

@@ -708,8 +708,8 @@ fn merge_path_sorts_keys() {
         plan::choose(&limits, Shape::new(1 << 20, 1), 4, 4, false),
         SortPlan::Network(_)
     ));
-    // Rows of keys alone longer than a tile too, each merged on its own (the suite's rows
-    // trials sort them: `LONG_ROWS` in tests/support/derived/rows.rs).
+    // Few rows of keys alone longer than a tile too, each merged on its own (the suite's
+    // rows trials sort them: `LONG_ROWS` in tests/support/derived/rows.rs).
     let SortPlan::MergePath(rows) = plan::choose(&limits, Shape::new(20_001, 3), 4, 0, false)
     else {
         panic!("3 rows of 20001 keys do not take merge path on {}", b.info);
