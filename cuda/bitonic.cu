@@ -156,6 +156,13 @@ CLUSTER_KERNEL(u32, u32, none, NoValue, 2)
 CLUSTER_KERNEL(u32, u32, u32, u32, 1)
 #endif
 
+#include "warp_sort.cuh"
+
+// One warp (32 threads, no shared memory): see cuda/warp_sort.cuh.
+extern "C" __global__ void __launch_bounds__(32) warp_sort_u32(u32 *keys, PassArgs args) {
+    warp_sort<u32>(keys, args);
+}
+
 // MIN_BLOCKS: blocks of 512 threads that must fit one multiprocessor's registers (two let
 // one block's memory phase overlap another's shared-memory rounds);
 // `blocks_per_multiprocessor` in src/cuda/plan.rs agrees.

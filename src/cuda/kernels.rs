@@ -105,6 +105,8 @@ pub(super) struct Kernels {
     pub(super) tile: Kernel,
     /// `cluster_pass_<key>_<value>`, where the device and the variant have one.
     pub(super) cluster: Option<Kernel>,
+    /// `warp_sort_u32`, for `u32` keys alone.
+    pub(super) warp: Option<Kernel>,
     /// `merge_pass_<key>_<value>`, and `merge_rows_pass_<key>_<value>` for rows.
     pub(super) merge: [Kernel; 2],
     /// `merge_split_<key>`, and `merge_rows_split_<key>` for rows.

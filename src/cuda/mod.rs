@@ -57,10 +57,12 @@ pub use driver::devices;
 use driver::{check, driver_error, init, on, probe};
 use kernels::{
     Kernel, Kernels, PTX, PTX_SM80, PTX_SM90, VALUE_NAMES, launch_kernel, load_cluster_kernels,
-    load_kernels, load_split_kernels,
+    load_kernel, load_kernels, load_split_kernels,
 };
 use link::{CallerPinned, CudaLink, hand_over};
-pub use plan::{DeviceLimits, Launch, MergeLaunch, MergePathPlan, PassArgs, SortPlan, Widths};
+pub use plan::{
+    DeviceLimits, Launch, MergeLaunch, MergePathPlan, PassArgs, PassKernel, SortPlan, Widths,
+};
 
 /// One sort's device words and its launches.
 struct Job {
@@ -191,6 +193,8 @@ pub struct CudaBackend {
     merge_kernels: [Vec<Kernel>; 2],
     /// `merge_split_<key>` and, for rows, `merge_rows_split_<key>`.
     split_kernels: [Vec<Kernel>; 2],
+    /// `warp_sort_u32`.
+    warp_kernel: Kernel,
     /// Whether every sort runs the network ([`Backend::set_oblivious`]).
     oblivious: AtomicBool,
     /// The merge scratch of device-resident sorts.
@@ -267,6 +271,7 @@ impl CudaBackend {
             load_split_kernels(&module, "merge_split")?,
             load_split_kernels(&module, "merge_rows_split")?,
         ];
+        let warp_kernel = load_kernel(&module, "warp_sort_u32", 0)?;
         let cluster_kernels = if major >= 9 {
             load_cluster_kernels(&module, limits.shared_bytes_per_block)?
         } else {
@@ -283,6 +288,7 @@ impl CudaBackend {
             limits,
             kernels,
             cluster_kernels,
+            warp_kernel,
             merge_kernels,
             split_kernels,
             oblivious: AtomicBool::new(false),
@@ -414,12 +420,26 @@ impl CudaBackend {
     /// Enqueues one network pass on `job`'s words.
     fn launch_pass(&self, job: &Job, launch: &Launch, stream: cu::CUstream) -> Result<()> {
         let (mut keys, mut values, mut args) = (job.keys, job.values, launch.args);
+        if launch.kernel == PassKernel::Warp {
+            // The plan makes warp launches only for u32 keys alone.
+            let kernel = job.kernels.warp.ok_or_else(|| {
+                Error::Unsupported("a warp sort of keys that are not u32 alone".into())
+            })?;
+            let mut params = [
+                &mut keys as *mut u64 as *mut c_void,
+                &mut args as *mut PassArgs as *mut c_void,
+            ];
+            // SAFETY: the two parameters match `warp_sort_u32(u32 *keys, PassArgs args)`;
+            // `keys` holds `row_len` words, the only indices the kernel touches; one block of
+            // 32 threads and no dynamic shared memory, as the kernel is written for.
+            return unsafe { launch_kernel(kernel, (1, 32, 0), stream, &mut params) };
+        }
         let mut params = [
             &mut keys as *mut u64 as *mut c_void,
             &mut values as *mut u64 as *mut c_void,
             &mut args as *mut PassArgs as *mut c_void,
         ];
-        let kernel = if launch.cluster {
+        let kernel = if launch.kernel == PassKernel::Cluster {
             // The plan makes cluster launches only where `limits` says the kernels exist.
             job.kernels.cluster.ok_or_else(|| {
                 Error::Unsupported("a cluster launch on a device without cluster kernels".into())
@@ -665,6 +685,7 @@ impl CudaBackend {
         Kernels {
             tile: self.kernels[index],
             cluster,
+            warp: (key_bytes == 4 && value_bytes == 0).then_some(self.warp_kernel),
             merge: self.merge_kernels.each_ref().map(|k| k[index]),
             split: self.split_kernels.each_ref().map(|k| k[key_index]),
         }

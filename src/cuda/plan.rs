@@ -77,10 +77,51 @@ pub struct Launch {
     pub block: u32,
     /// Dynamic shared memory in bytes.
     pub shared_bytes: u32,
-    /// Whether this is a launch of `cluster_pass_*` (blocks in clusters of
-    /// `2^LOG_CLUSTER`, each holding a slice of the `2^tile_bits` tile) rather than
-    /// `tile_pass_*`.
-    pub cluster: bool,
+    /// The kernel it runs.
+    pub kernel: PassKernel,
+}
+
+/// The kernel of a [`Launch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PassKernel {
+    /// `tile_pass_<key>_<value>`: blocks each holding a tile.
+    Tile,
+    /// `cluster_pass_<key>_<value>`: blocks in clusters of `2^LOG_CLUSTER`, each holding a
+    /// slice of the `2^tile_bits` tile.
+    Cluster,
+    /// `warp_sort_u32`: one warp sorts the whole row ([`MAX_LOG_WARP_SORT`]).
+    Warp,
+}
+
+/// The largest sort of one warp, as log2 of its `u32` keys (`WARP_SORT_LOG` in
+/// `cuda/warp_sort.cuh`): each lane holds 32 keys in registers, and the levels above them
+/// are exchanges between lanes, with no block barrier.
+pub const MAX_LOG_WARP_SORT: u32 = 10;
+
+/// The launch that sorts one row of `row_len` `u32` keys alone in one warp, where it fits
+/// ([`MAX_LOG_WARP_SORT`]); keys of other widths, pairs and rows take the tile kernel.
+fn warp_launch(row_len: u64, rows: u64, widths: Widths, encoding: u32) -> Option<Launch> {
+    let log_n = crate::schedule::ceil_log2(row_len);
+    (rows == 1 && widths == Widths::keys(4) && log_n <= MAX_LOG_WARP_SORT).then_some(Launch {
+        args: PassArgs {
+            row_len,
+            rows,
+            log_row: log_n,
+            mode: MODE_SORT,
+            tile_bits: log_n,
+            stage: 0,
+            first_level: 0,
+            levels: 0,
+            log_cols: 0,
+            encoding,
+            transform: ENCODE_ON_LOAD | DECODE_ON_STORE,
+            tail_bits: 0,
+        },
+        grid: 1,
+        block: 32,
+        shared_bytes: 0,
+        kernel: PassKernel::Warp,
+    })
 }
 
 /// The word widths of a sort's elements: key bytes (4 or 8) and value bytes (0, 4 or 8).
@@ -196,6 +237,9 @@ pub fn plan(
     encoding: u32,
     cap: Option<u32>,
 ) -> Vec<Launch> {
+    if let Some(launch) = warp_launch(row_len, rows, widths, encoding).filter(|_| cap.is_none()) {
+        return vec![launch];
+    }
     let element_bytes = widths.element();
     let cluster_schedule = cluster_schedule(limits, row_len, rows, widths, cap);
     let cluster = cluster_schedule.is_some();
@@ -322,7 +366,11 @@ fn launch(limits: &DeviceLimits, shape: &Shape, pass: Pass, step: Transform) -> 
         grid: (tiles.clamp(1, most_tiles.max(1)) * per_tile) as u32,
         block: threads,
         shared_bytes: (padded_words(block_bits) * element_bytes) as u32,
-        cluster,
+        kernel: if cluster {
+            PassKernel::Cluster
+        } else {
+            PassKernel::Tile
+        },
     }
 }
 

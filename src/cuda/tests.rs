@@ -60,22 +60,37 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
             );
             assert_eq!(l.args.mode, plan::MODE_SORT);
             if log_n >= plan::MIN_CLUSTER_LOG {
-                assert!(l.cluster);
+                assert_eq!(l.kernel, plan::PassKernel::Cluster);
                 assert_eq!(l.grid, 8);
                 assert_eq!(l.block, 1 << (log_n - 3 - plan::LOG_E));
                 assert_eq!(
                     u64::from(l.shared_bytes),
                     plan::padded_words(log_n - 3) * widths.element()
                 );
+            } else if log_n <= plan::MAX_LOG_WARP_SORT && widths.value == 0 {
+                // One warp: u32 keys alone up to 2^10.
+                assert_eq!(l.kernel, plan::PassKernel::Warp);
+                assert_eq!((l.grid, l.block, l.shared_bytes), (1, 32, 0));
             } else {
-                assert!(!l.cluster);
+                assert_eq!(l.kernel, plan::PassKernel::Tile);
                 assert_eq!(l.grid, 1);
             }
         }
     }
+    // Other widths, rows and the tests' lowered tiles take the tile kernel at 2^10.
+    for (n, rows, widths, cap) in [
+        (1 << 10, 1, Widths::keys(8), None),
+        (1 << 10, 1, Widths { key: 4, value: 4 }, None),
+        (1 << 10, 2, Widths::keys(4), None),
+        (1 << 10, 1, Widths::keys(4), Some(8)),
+        ((1 << 10) + 1, 1, Widths::keys(4), None),
+    ] {
+        let launches = plan::plan(&H200, n, rows, widths, 0, cap);
+        assert!(launches.iter().all(|l| l.kernel == plan::PassKernel::Tile));
+    }
     // u64 keys have no cluster kernel; 2^13 + 1 rounds up.
     let wide = plan::plan(&H200, 1 << 14, 1, Widths::keys(8), 0, None);
-    assert!(wide.iter().all(|l| !l.cluster));
+    assert!(wide.iter().all(|l| l.kernel == plan::PassKernel::Tile));
     let odd = plan::plan(&H200, (1 << 13) + 1, 1, Widths::keys(4), 0, None);
     assert_eq!((odd.len(), odd[0].args.tile_bits), (1, 14));
     // Without clusters, 2^14 fits one tile but sorts faster as tiles of 2^11: a local sort,
@@ -90,7 +105,7 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     for limits in [no_clusters, H200] {
         // Past one cluster's tile, single blocks.
         let large = plan::plan(&limits, (1 << 16) + 1, 1, Widths::keys(4), 0, None);
-        assert!(large.len() > 1 && large.iter().all(|l| !l.cluster));
+        assert!(large.len() > 1 && large.iter().all(|l| l.kernel == plan::PassKernel::Tile));
         // 2^20: tiles of 2^13 give every multiprocessor one; 15 launches unfused.
         let launches = plan::plan(&limits, 1 << 20, 1, Widths::keys(4), 0, None);
         assert_eq!(launches[0].args.tile_bits, 13);
@@ -108,7 +123,7 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
         for l in launches.iter().chain(&pairs) {
             assert!(l.block >= 32 && l.block <= plan::MAX_THREADS);
             assert!(l.shared_bytes <= H200.shared_bytes_per_block);
-            assert!(l.args.tile_bits <= 15 && !l.cluster);
+            assert!(l.args.tile_bits <= 15 && l.kernel != plan::PassKernel::Cluster);
         }
     }
     // Rows that fit a tile are one launch of one tile per row.
@@ -148,6 +163,9 @@ fn ptx_has_every_kernel() {
             let entry = format!(".entry {kernel}_{key}(");
             assert!(PTX.contains(&entry) && PTX_SM90.contains(&entry), "{entry}");
         }
+    }
+    for ptx in [PTX, PTX_SM80, PTX_SM90] {
+        assert!(ptx.contains(".entry warp_sort_u32("), "warp_sort_u32");
     }
     // The benchmark's hold kernel is the benchmark crate's, not the library's.
     assert!(!PTX.contains(".entry hold_stream("));

@@ -2,7 +2,9 @@
 //! for keys only, with the same index arithmetic: virtual tiles, rounds and padding. It checks
 //! the plan and the kernels' address computations without a GPU.
 
-use super::plan::{LOG_CLUSTER, LOG_E, Launch, MODE_GLOBAL, MODE_MERGE, MODE_SORT, PassArgs};
+use super::plan::{
+    LOG_CLUSTER, LOG_E, Launch, MODE_GLOBAL, MODE_MERGE, MODE_SORT, PassArgs, PassKernel,
+};
 
 /// The virtual index of tile `t`'s element `x`. A flip's mirrored rows hold the
 /// mirrored columns reversed.
@@ -188,7 +190,7 @@ pub fn execute(launches: &[Launch], keys: &mut [u32]) {
                 .map(|m| m.map_or(u32::MAX, |m| keys[m as usize]))
                 .collect();
             match a.mode {
-                _ if l.cluster => cluster_pass(a, &mut tile),
+                _ if l.kernel == PassKernel::Cluster => cluster_pass(a, &mut tile),
                 MODE_SORT => sort_tile(&mut tile),
                 MODE_MERGE => run_levels(&mut tile, a.tile_bits - 1, 0, false, 0, false),
                 _ => {
