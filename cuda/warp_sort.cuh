@@ -43,12 +43,36 @@ template <typename K> __device__ __forceinline__ void warp_sort(K *__restrict__ 
     const bool decode = (a.transform & DECODE_ON_STORE) != 0;
     const u64 n = a.row_len;
     const u64 first = (u64)lane * 32u;
+    // A lane whose 32 keys all lie in the row moves them in 16-byte accesses where the
+    // array is 16-byte aligned (its 32 keys start at a multiple of 128 bytes from it); a
+    // lane past the row holds padding and touches no memory; only the lane that holds the
+    // row's end, if it is not whole, goes key by key (lanes that take different branches
+    // run one after the other).
+    const bool quads = first + 32 <= n && ((unsigned long long)keys & 15ull) == 0;
+    const bool past = first >= n;
     K v[32];
     NoValue none[32];
+    if (past) {
 #pragma unroll
-    for (u32 r = 0; r < 32; ++r) {
-        const u64 i = first + r;
-        v[r] = i < n ? (encode ? encode_key(keys[i], a.encoding) : keys[i]) : ~K(0);
+        for (u32 r = 0; r < 32; ++r) {
+            v[r] = ~K(0);
+        }
+    } else if (quads) {
+#pragma unroll
+        for (u32 q = 0; q < 8; ++q) {
+            K w[4];
+            load4(keys + first + 4 * q, w);
+#pragma unroll
+            for (u32 j = 0; j < 4; ++j) {
+                v[4 * q + j] = encode ? encode_key(w[j], a.encoding) : w[j];
+            }
+        }
+    } else {
+#pragma unroll
+        for (u32 r = 0; r < 32; ++r) {
+            const u64 i = first + r;
+            v[r] = i < n ? (encode ? encode_key(keys[i], a.encoding) : keys[i]) : ~K(0);
+        }
     }
     sort_registers<K, NoValue, 32, 5>(v, none);
     for (u32 stage = 6; stage <= a.tile_bits; ++stage) {
@@ -59,11 +83,26 @@ template <typename K> __device__ __forceinline__ void warp_sort(K *__restrict__ 
         }
         round_network<K, NoValue, 5, false>(v, none);
     }
+    if (past) {
+        return;
+    }
+    if (quads) {
 #pragma unroll
-    for (u32 r = 0; r < 32; ++r) {
-        const u64 i = first + r;
-        if (i < n) {
-            keys[i] = decode ? decode_key(v[r], a.encoding) : v[r];
+        for (u32 q = 0; q < 8; ++q) {
+            K w[4];
+#pragma unroll
+            for (u32 j = 0; j < 4; ++j) {
+                w[j] = decode ? decode_key(v[4 * q + j], a.encoding) : v[4 * q + j];
+            }
+            store4(keys + first + 4 * q, w);
+        }
+    } else {
+#pragma unroll
+        for (u32 r = 0; r < 32; ++r) {
+            const u64 i = first + r;
+            if (i < n) {
+                keys[i] = decode ? decode_key(v[r], a.encoding) : v[r];
+            }
         }
     }
 }
