@@ -1,5 +1,5 @@
 // Warp sorts of the CUDA kernels (cuda/bitonic.cu): one row of at most 2^WARP_SORT_LOG
-// 4-byte keys sorted by one warp with no shared memory and no block barrier. A small sort
+// (kernels/contract.h) 4-byte keys sorted by one warp with no shared memory and no block barrier. A small sort
 // on a block pays for every register round a barrier that all its warps must reach
 // (docs/perf.md, change 45); here lane l holds the tile's elements 32l .. 32l + 31 in its
 // registers, the network's levels on bits 0..4 run inside each lane, and those on bits 5
@@ -11,7 +11,7 @@
 
 #include "rounds.cuh"
 
-#define WARP_SORT_LOG 10
+static_assert((1u << WARP_SORT_LOG) == 32u * 32u, "32 keys in each of a warp's 32 lanes");
 
 // One level across lanes: register r of this lane against register `partner_r(r)` of lane
 // lane ^ lane_mask; the lower element (this lane's bit `lower_bit` clear) keeps the minimum.

@@ -39,6 +39,10 @@
 // that an array of 8-byte words after it stays 16-byte aligned.
 #define PADDED_WORDS(bits) ((PAD(1u << (bits)) + 3u) & ~3u)
 
+// Warp sorts (cuda/warp_sort.cuh): one row of at most 2^WARP_SORT_LOG 4-byte keys sorted by
+// one warp, 32 keys in each of its 32 lanes' registers.
+#define WARP_SORT_LOG 10
+
 // Merge passes (merge path above the tile, src/schedule/merge_path.rs): every work-group
 // writes 2^tile_bits consecutive outputs of the stable merge of two sorted runs, each thread
 // 2^MERGE_LOG_E of them for 4-byte elements and 2^(MERGE_LOG_E-1) for wider ones.

@@ -41,6 +41,11 @@ pub fn padded_words(bits: u32) -> u64 {
     (size + (size >> PAD_SHIFT) + 3) & !3
 }
 
+/// log2 of the keys of the largest warp sort (`WARP_SORT_LOG`): 32 keys in each of a warp's
+/// 32 lanes.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const WARP_SORT_LOG: u32 = 10;
+
 /// Bytes after a merge block's last buffer that a thread past the end of its parts may read
 /// but never uses (`MERGE_SLACK_BYTES`).
 pub const MERGE_SLACK_BYTES: u64 = 16;
@@ -190,6 +195,7 @@ mod tests {
             ("MERGE_THREADS", MERGE_THREADS),
             ("MERGE_BLOCKS_PER_SM", MERGE_BLOCKS_PER_SM),
             ("MERGE_SLACK_BYTES", MERGE_SLACK_BYTES as u32),
+            ("WARP_SORT_LOG", WARP_SORT_LOG),
         ] {
             assert_eq!(number(name), value, "{name}");
         }

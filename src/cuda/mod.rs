@@ -106,7 +106,7 @@ impl<'j> ChunkedSort<'j> {
             return None;
         };
         // Rows upload whole: a chunk of the data is not a chunk of each row.
-        if whole.rows > 1 {
+        if whole.tile_sort.args.rows > 1 {
             return None;
         }
         let log_chunk = upload_chunk(n, job.widths.element(), whole.tile_sort.args.tile_bits)?;
@@ -430,9 +430,17 @@ impl CudaBackend {
                 &mut args as *mut PassArgs as *mut c_void,
             ];
             // SAFETY: the two parameters match `warp_sort_u32(u32 *keys, PassArgs args)`;
-            // `keys` holds `row_len` words, the only indices the kernel touches; one block of
-            // 32 threads and no dynamic shared memory, as the kernel is written for.
-            return unsafe { launch_kernel(kernel, (1, 32, 0), stream, &mut params) };
+            // `keys` holds `row_len` words, the only indices the kernel touches; the plan's
+            // shape is one block of 32 threads and no dynamic shared memory, as the kernel is
+            // written for.
+            return unsafe {
+                launch_kernel(
+                    kernel,
+                    (launch.grid, launch.block, launch.shared_bytes),
+                    stream,
+                    &mut params,
+                )
+            };
         }
         let mut params = [
             &mut keys as *mut u64 as *mut c_void,
@@ -485,9 +493,10 @@ impl CudaBackend {
             &mut args as *mut plan::MergeArgs as *mut c_void,
         ];
         // SAFETY: the parameters match `merge_split_K` and `merge_rows_split_K(const K *keys,
-        // u64 *splits, MergeArgs args)` (MergeArgs is repr(C) with the kernels' layout); `keys` holds `rows * n`
-        // words and `splits` one u64 per output tile of the pass (`MergePathPlan::splits` is
-        // the most of any pass), the only indices the kernel touches.
+        // u64 *splits, MergeArgs args)` (MergeArgs is repr(C) with the kernels' layout);
+        // `keys` holds `rows * n` words and `splits` one u64 per output tile of the pass
+        // (`MergePathPlan::splits` is the most of any pass), the only indices the kernel
+        // touches.
         unsafe {
             launch_kernel(
                 split_kernel,
@@ -505,10 +514,11 @@ impl CudaBackend {
             &mut args as *mut plan::MergeArgs as *mut c_void,
         ];
         // SAFETY: the parameters match `merge_pass_K_V` and `merge_rows_pass_K_V(const K
-        // *src_keys, const V *src_values, K *dst_keys, V *dst_values, const u64 *splits, MergeArgs args)`; the
-        // source and destination words are distinct buffers of `rows * n` words each (values 0 for
-        // the `none` kernels, which never read them); the kernel reads the splitters the
-        // previous launch on this stream wrote; `shared_bytes` is within the opt-in limit.
+        // *src_keys, const V *src_values, K *dst_keys, V *dst_values, const u64 *splits,
+        // MergeArgs args)`; the source and destination words are distinct buffers of
+        // `rows * n` words each (values 0 for the `none` kernels, which never read them); the
+        // kernel reads the splitters the previous launch on this stream wrote;
+        // `shared_bytes` is within the opt-in limit.
         unsafe {
             launch_kernel(
                 merge_kernel,

@@ -93,10 +93,10 @@ pub enum PassKernel {
     Warp,
 }
 
-/// The largest sort of one warp, as log2 of its `u32` keys (`WARP_SORT_LOG` in
-/// `cuda/warp_sort.cuh`): each lane holds 32 keys in registers, and the levels above them
-/// are exchanges between lanes, with no block barrier.
-pub const MAX_LOG_WARP_SORT: u32 = 10;
+/// The largest sort of one warp, as log2 of its `u32` keys (`WARP_SORT_LOG` of the
+/// contract): each lane holds 32 keys in registers, and the levels above them are exchanges
+/// between lanes (`cuda/warp_sort.cuh`), with no block barrier.
+pub const MAX_LOG_WARP_SORT: u32 = crate::kernel_contract::WARP_SORT_LOG;
 
 /// The launch that sorts one row of `row_len` `u32` keys alone in one warp, where it fits
 /// ([`MAX_LOG_WARP_SORT`]); keys of other widths, pairs and rows take the tile kernel.
@@ -403,8 +403,6 @@ pub struct MergePathPlan {
     pub merges: Vec<MergeLaunch>,
     /// Entries of the splitter buffer (`u64`): the most output tiles of any pass.
     pub splits: u64,
-    /// Rows, each merged on its own (1 for a plain sort).
-    pub rows: u64,
 }
 
 /// Merge passes of at most this many output tiles find the tiles' starts with a warp per
@@ -541,7 +539,6 @@ fn merge_path_launches(
         tile_sort: tile_sort_launch(limits, (n, rows), sort_tile, widths, encoding),
         merges,
         splits,
-        rows,
     }
 }
 

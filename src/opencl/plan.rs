@@ -482,14 +482,6 @@ pub fn merge_path_plan(
     value_bytes: u64,
 ) -> Option<MergePathPlan> {
     let element_bytes = key_bytes + value_bytes;
-    if limits.merge_group == 0 {
-        return None;
-    }
-    let merge_tile = merge_log_tile(limits, key_bytes, value_bytes);
-    let log_e = merge_log_e(element_bytes);
-    if merge_tile < log_e + 5 {
-        return None;
-    }
     let max_tile = max_log_tile(limits, element_bytes);
     let sort_tile = if value_bytes == 0 {
         if ceil_log2(n.saturating_mul(key_bytes)) < limits.min_log_merge_bytes {
@@ -499,21 +491,14 @@ pub fn merge_path_plan(
     } else {
         pair_sort_tile(n, element_bytes).filter(|&tile| tile <= max_tile)?
     };
-    let passes = MergePlan {
-        n,
-        log_tile: sort_tile,
-        log_ways: 1,
-    }
-    .tiled_passes(merge_tile);
-    merge_path_launches(limits, (n, 1), (key_bytes, value_bytes), sort_tile, passes)
+    tiled_merge_path_plan(limits, (n, 1), (key_bytes, value_bytes), sort_tile)
 }
 
 /// The merge-path plan of a sort of `rows` rows of `row_len` keys alone of `key_bytes`, each
 /// row on its own, or `None` where the network sorts them: rows that fit the network's
 /// largest tile (one launch sorts them whole), key-value rows (whose values of equal keys
 /// take the network's order on every backend), more rows than [`Limits::max_merge_rows`],
-/// and where [`merge_path_plan`] would not merge one such row (no merge kernels, merge tiles
-/// too small).
+/// and where [`tiled_merge_path_plan`] makes none.
 pub fn rows_merge_path_plan(
     limits: &Limits,
     row_len: u64,
@@ -521,29 +506,50 @@ pub fn rows_merge_path_plan(
     key_bytes: u64,
     value_bytes: u64,
 ) -> Option<MergePathPlan> {
-    if value_bytes != 0 || limits.merge_group == 0 || rows > limits.max_merge_rows {
-        return None;
-    }
-    let merge_tile = merge_log_tile(limits, key_bytes, 0);
-    if merge_tile < merge_log_e(key_bytes) + 5 {
+    if value_bytes != 0 || rows > limits.max_merge_rows {
         return None;
     }
     let max_tile = max_log_tile(limits, key_bytes);
     let sort_tile = choose_rows_sort_tile(rows, row_len, max_tile, limits.compute_units)?;
+    tiled_merge_path_plan(limits, (row_len, rows), (key_bytes, 0), sort_tile)
+}
+
+/// The merge-path plan of a sort of `rows` rows of `n` elements (`(n, rows)`) whose tile
+/// sort sorts tiles of `2^sort_tile`, or `None` for a program without merge kernels or
+/// merge tiles too small for a work-group of 32 items.
+fn tiled_merge_path_plan(
+    limits: &Limits,
+    (n, rows): (u64, u64),
+    (key_bytes, value_bytes): (u64, u64),
+    sort_tile: u32,
+) -> Option<MergePathPlan> {
+    if limits.merge_group == 0 {
+        return None;
+    }
+    let merge_tile = merge_log_tile(limits, key_bytes, value_bytes);
+    if merge_tile < merge_log_e(key_bytes + value_bytes) + 5 {
+        return None;
+    }
     let passes = MergePlan {
-        n: row_len,
+        n,
         log_tile: sort_tile,
         log_ways: 1,
     }
     .tiled_passes(merge_tile);
-    merge_path_launches(limits, (row_len, rows), (key_bytes, 0), sort_tile, passes)
+    merge_path_launches(
+        limits,
+        (n, rows),
+        (key_bytes, value_bytes),
+        sort_tile,
+        passes,
+    )
 }
 
 /// The launches that sort one chunk of `m` elements of a merge-path sort on its own while
 /// the rest of the data uploads ([`crate::schedule::merge_path::upload_chunk`]): the tile
 /// sort of its tiles of `2^sort_tile`, then the whole sort's merge passes up to runs of
 /// `2^log_chunk` ([`MergePlan::chunk_passes`]), none decoding; `None` where the device makes
-/// no merge-path plans. Its tile sort runs on [`tile_sort_shape`]`(m, sort_tile)`.
+/// no merge-path plans. Its tile sort runs on [`tile_sort_shape`]`((m, 1), sort_tile)`.
 pub fn chunk_plan(
     limits: &Limits,
     m: u64,
