@@ -158,9 +158,15 @@ CLUSTER_KERNEL(u32, u32, u32, u32, 1)
 
 #include "warp_sort.cuh"
 
-// One warp (32 threads, no shared memory): see cuda/warp_sort.cuh.
+// Warp sorts, see cuda/warp_sort.cuh: one warp (32 threads, no shared memory), and one block
+// of 32 << w threads, 1 <= w <= WARP_SORT_MAX_WARPS_LOG, with 4 bytes of dynamic shared
+// memory a key.
 extern "C" __global__ void __launch_bounds__(32) warp_sort_u32(u32 *keys, PassArgs args) {
-    warp_sort<u32>(keys, args);
+    warp_sort<u32, false>(keys, nullptr, args);
+}
+extern "C" __global__ void __launch_bounds__(32u << WARP_SORT_MAX_WARPS_LOG)
+    warps_sort_u32(u32 *keys, PassArgs args) {
+    warp_sort<u32, true>(keys, reinterpret_cast<u32 *>(tile_smem), args);
 }
 
 // MIN_BLOCKS: blocks of 512 threads that must fit one multiprocessor's registers (two let

@@ -39,9 +39,11 @@
 // that an array of 8-byte words after it stays 16-byte aligned.
 #define PADDED_WORDS(bits) ((PAD(1u << (bits)) + 3u) & ~3u)
 
-// Warp sorts (cuda/warp_sort.cuh): one row of at most 2^WARP_SORT_LOG 4-byte keys sorted by
-// one warp, 32 keys in each of its 32 lanes' registers.
+// Warp sorts (cuda/warp_sort.cuh): one row of 4-byte keys sorted in registers by one block
+// of at most 2^WARP_SORT_MAX_WARPS_LOG warps, 2^WARP_SORT_LOG keys a warp (32 in each of its
+// 32 lanes); a block of more than one warp exchanges through 4 bytes of shared memory a key.
 #define WARP_SORT_LOG 10
+#define WARP_SORT_MAX_WARPS_LOG 3
 
 // Merge passes (merge path above the tile, src/schedule/merge_path.rs): every work-group
 // writes 2^tile_bits consecutive outputs of the stable merge of two sorted runs, each thread

@@ -41,10 +41,15 @@ pub fn padded_words(bits: u32) -> u64 {
     (size + (size >> PAD_SHIFT) + 3) & !3
 }
 
-/// log2 of the keys of the largest warp sort (`WARP_SORT_LOG`): 32 keys in each of a warp's
-/// 32 lanes.
+/// log2 of the keys a warp of a warp sort holds (`WARP_SORT_LOG`): 32 keys in each of its 32
+/// lanes.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const WARP_SORT_LOG: u32 = 10;
+
+/// log2 of the most warps of one warp sort's block (`WARP_SORT_MAX_WARPS_LOG`); a block of
+/// several warps exchanges their keys through 4 bytes of shared memory a key.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const WARP_SORT_MAX_WARPS_LOG: u32 = 3;
 
 /// Bytes after a merge block's last buffer that a thread past the end of its parts may read
 /// but never uses (`MERGE_SLACK_BYTES`).
@@ -196,6 +201,7 @@ mod tests {
             ("MERGE_BLOCKS_PER_SM", MERGE_BLOCKS_PER_SM),
             ("MERGE_SLACK_BYTES", MERGE_SLACK_BYTES as u32),
             ("WARP_SORT_LOG", WARP_SORT_LOG),
+            ("WARP_SORT_MAX_WARPS_LOG", WARP_SORT_MAX_WARPS_LOG),
         ] {
             assert_eq!(number(name), value, "{name}");
         }

@@ -105,8 +105,9 @@ pub(super) struct Kernels {
     pub(super) tile: Kernel,
     /// `cluster_pass_<key>_<value>`, where the device and the variant have one.
     pub(super) cluster: Option<Kernel>,
-    /// `warp_sort_u32`, for `u32` keys alone.
-    pub(super) warp: Option<Kernel>,
+    /// `warp_sort_u32` (one warp) and `warps_sort_u32` (a block of several), for `u32`
+    /// keys alone.
+    pub(super) warp: Option<[Kernel; 2]>,
     /// `merge_pass_<key>_<value>`, and `merge_rows_pass_<key>_<value>` for rows.
     pub(super) merge: [Kernel; 2],
     /// `merge_split_<key>`, and `merge_rows_split_<key>` for rows.

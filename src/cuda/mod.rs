@@ -193,8 +193,8 @@ pub struct CudaBackend {
     merge_kernels: [Vec<Kernel>; 2],
     /// `merge_split_<key>` and, for rows, `merge_rows_split_<key>`.
     split_kernels: [Vec<Kernel>; 2],
-    /// `warp_sort_u32`.
-    warp_kernel: Kernel,
+    /// `warp_sort_u32` and `warps_sort_u32`.
+    warp_kernels: [Kernel; 2],
     /// Whether every sort runs the network ([`Backend::set_oblivious`]).
     oblivious: AtomicBool,
     /// The merge scratch of device-resident sorts.
@@ -271,7 +271,10 @@ impl CudaBackend {
             load_split_kernels(&module, "merge_split")?,
             load_split_kernels(&module, "merge_rows_split")?,
         ];
-        let warp_kernel = load_kernel(&module, "warp_sort_u32", 0)?;
+        let warp_kernels = [
+            load_kernel(&module, "warp_sort_u32", 0)?,
+            load_kernel(&module, "warps_sort_u32", 4 << plan::MAX_LOG_WARP_SORT)?,
+        ];
         let cluster_kernels = if major >= 9 {
             load_cluster_kernels(&module, limits.shared_bytes_per_block)?
         } else {
@@ -288,7 +291,7 @@ impl CudaBackend {
             limits,
             kernels,
             cluster_kernels,
-            warp_kernel,
+            warp_kernels,
             merge_kernels,
             split_kernels,
             oblivious: AtomicBool::new(false),
@@ -422,17 +425,19 @@ impl CudaBackend {
         let (mut keys, mut values, mut args) = (job.keys, job.values, launch.args);
         if launch.kernel == PassKernel::Warp {
             // The plan makes warp launches only for u32 keys alone.
-            let kernel = job.kernels.warp.ok_or_else(|| {
+            let kernels = job.kernels.warp.ok_or_else(|| {
                 Error::Unsupported("a warp sort of keys that are not u32 alone".into())
             })?;
+            let kernel = kernels[usize::from(launch.block > 32)];
             let mut params = [
                 &mut keys as *mut u64 as *mut c_void,
                 &mut args as *mut PassArgs as *mut c_void,
             ];
-            // SAFETY: the two parameters match `warp_sort_u32(u32 *keys, PassArgs args)`;
-            // `keys` holds `row_len` words, the only indices the kernel touches; the plan's
-            // shape is one block of 32 threads and no dynamic shared memory, as the kernel is
-            // written for.
+            // SAFETY: the two parameters match `warp_sort_u32` and `warps_sort_u32(u32 *keys,
+            // PassArgs args)`; `keys` holds `row_len` words, the only indices the kernel
+            // touches; the plan's shape is one block of 32 threads per 2^10 keys of the padded
+            // row and, with more than one warp (`warps_sort_u32`), 4 bytes of dynamic shared
+            // memory per key of it, as the kernels are written for.
             return unsafe {
                 launch_kernel(
                     kernel,
@@ -695,7 +700,7 @@ impl CudaBackend {
         Kernels {
             tile: self.kernels[index],
             cluster,
-            warp: (key_bytes == 4 && value_bytes == 0).then_some(self.warp_kernel),
+            warp: (key_bytes == 4 && value_bytes == 0).then_some(self.warp_kernels),
             merge: self.merge_kernels.each_ref().map(|k| k[index]),
             split: self.split_kernels.each_ref().map(|k| k[key_index]),
         }

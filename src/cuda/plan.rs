@@ -89,20 +89,37 @@ pub enum PassKernel {
     /// `cluster_pass_<key>_<value>`: blocks in clusters of `2^LOG_CLUSTER`, each holding a
     /// slice of the `2^tile_bits` tile.
     Cluster,
-    /// `warp_sort_u32`: one warp sorts the whole row ([`MAX_LOG_WARP_SORT`]).
+    /// `warp_sort_u32`: one block of warps sorts the whole row in registers
+    /// ([`MAX_LOG_WARP_SORT`]).
     Warp,
 }
 
-/// The largest sort of one warp, as log2 of its `u32` keys (`WARP_SORT_LOG` of the
-/// contract): each lane holds 32 keys in registers, and the levels above them are exchanges
-/// between lanes (`cuda/warp_sort.cuh`), with no block barrier.
-pub const MAX_LOG_WARP_SORT: u32 = crate::kernel_contract::WARP_SORT_LOG;
+/// The largest warp sort, as log2 of its `u32` keys (`WARP_SORT_LOG +
+/// WARP_SORT_MAX_WARPS_LOG` of the contract): each lane holds 32 keys in registers, the
+/// levels above them are exchanges between lanes by shuffles (`cuda/warp_sort.cuh`), and
+/// only the levels above a warp's 2^10 keys go through shared memory.
+pub const MAX_LOG_WARP_SORT: u32 =
+    crate::kernel_contract::WARP_SORT_LOG + crate::kernel_contract::WARP_SORT_MAX_WARPS_LOG;
 
-/// The launch that sorts one row of `row_len` `u32` keys alone in one warp, where it fits
-/// ([`MAX_LOG_WARP_SORT`]); keys of other widths, pairs and rows take the tile kernel.
-fn warp_launch(row_len: u64, rows: u64, widths: Widths, encoding: u32) -> Option<Launch> {
+/// The launch that sorts one row of `row_len` `u32` keys alone in one block of warps, where
+/// it fits ([`MAX_LOG_WARP_SORT`]): `2^(log_n - 10)` warps of 2^10 keys each (one warp below
+/// that), with 4 bytes of shared memory a key for their exchanges where there are several.
+/// Exactly `2^MAX_LOG_WARP_SORT` keys go to a cluster where the device has them: measured on
+/// the H200 (docs/perf.md, change 49), eight warps took 0.0177 ms there against the
+/// cluster's 0.0172, while from 5000 to 7600 keys they took 0.0164-0.0176 ms against
+/// 0.0195-0.0201 (a cluster's partial tile is slower than its whole one). Keys of other
+/// widths, pairs and rows take the tile kernel.
+fn warp_launch(
+    limits: &DeviceLimits,
+    row_len: u64,
+    rows: u64,
+    widths: Widths,
+    encoding: u32,
+) -> Option<Launch> {
     let log_n = crate::schedule::ceil_log2(row_len);
-    (rows == 1 && widths == Widths::keys(4) && log_n <= MAX_LOG_WARP_SORT).then_some(Launch {
+    let log_warps = log_n.saturating_sub(crate::kernel_contract::WARP_SORT_LOG);
+    let fits = log_n <= MAX_LOG_WARP_SORT && (row_len < 1 << MAX_LOG_WARP_SORT || !limits.clusters);
+    (rows == 1 && widths == Widths::keys(4) && fits).then_some(Launch {
         args: PassArgs {
             row_len,
             rows,
@@ -118,8 +135,8 @@ fn warp_launch(row_len: u64, rows: u64, widths: Widths, encoding: u32) -> Option
             tail_bits: 0,
         },
         grid: 1,
-        block: 32,
-        shared_bytes: 0,
+        block: 32 << log_warps,
+        shared_bytes: if log_warps > 0 { 4 << log_n } else { 0 },
         kernel: PassKernel::Warp,
     })
 }
@@ -237,7 +254,9 @@ pub fn plan(
     encoding: u32,
     cap: Option<u32>,
 ) -> Vec<Launch> {
-    if let Some(launch) = warp_launch(row_len, rows, widths, encoding).filter(|_| cap.is_none()) {
+    if let Some(launch) =
+        warp_launch(limits, row_len, rows, widths, encoding).filter(|_| cap.is_none())
+    {
         return vec![launch];
     }
     let element_bytes = widths.element();

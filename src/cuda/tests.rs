@@ -47,7 +47,8 @@ fn tiles_fill_the_opt_in_shared_memory() {
 
 #[test]
 fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
-    // Up to 2^12 one block; 2^13..=2^16 one cluster of eight blocks, each a slice of 2^-3.
+    // u32 keys alone below 2^13 one block of warps; others up to 2^12 one block; 2^13..=2^16
+    // one cluster of eight blocks, each a slice of 2^-3.
     for log_n in 1..=16 {
         for widths in [Widths::keys(4), Widths { key: 4, value: 4 }] {
             let launches = plan::plan(&H200, 1 << log_n, 1, widths, 0, None);
@@ -59,7 +60,14 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
                 plan::ENCODE_ON_LOAD | plan::DECODE_ON_STORE
             );
             assert_eq!(l.args.mode, plan::MODE_SORT);
-            if log_n >= plan::MIN_CLUSTER_LOG {
+            if log_n < plan::MAX_LOG_WARP_SORT && widths.value == 0 {
+                // One block of warps: u32 keys alone up to 2^12, 2^10 keys a warp, shared
+                // memory for the exchanges between warps only.
+                assert_eq!(l.kernel, plan::PassKernel::Warp);
+                let warps = 1u32 << log_n.saturating_sub(10);
+                let shared = if warps > 1 { 4 << log_n } else { 0 };
+                assert_eq!((l.grid, l.block, l.shared_bytes), (1, 32 * warps, shared));
+            } else if log_n >= plan::MIN_CLUSTER_LOG {
                 assert_eq!(l.kernel, plan::PassKernel::Cluster);
                 assert_eq!(l.grid, 8);
                 assert_eq!(l.block, 1 << (log_n - 3 - plan::LOG_E));
@@ -67,10 +75,6 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
                     u64::from(l.shared_bytes),
                     plan::padded_words(log_n - 3) * widths.element()
                 );
-            } else if log_n <= plan::MAX_LOG_WARP_SORT && widths.value == 0 {
-                // One warp: u32 keys alone up to 2^10.
-                assert_eq!(l.kernel, plan::PassKernel::Warp);
-                assert_eq!((l.grid, l.block, l.shared_bytes), (1, 32, 0));
             } else {
                 assert_eq!(l.kernel, plan::PassKernel::Tile);
                 assert_eq!(l.grid, 1);
@@ -83,10 +87,31 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
         (1 << 10, 1, Widths { key: 4, value: 4 }, None),
         (1 << 10, 2, Widths::keys(4), None),
         (1 << 10, 1, Widths::keys(4), Some(8)),
-        ((1 << 10) + 1, 1, Widths::keys(4), None),
     ] {
         let launches = plan::plan(&H200, n, rows, widths, 0, cap);
         assert!(launches.iter().all(|l| l.kernel == plan::PassKernel::Tile));
+    }
+    // Below 2^13 keys eight warps; exactly 2^13 on a cluster where the device has them.
+    let no_clusters = DeviceLimits {
+        clusters: false,
+        ..H200
+    };
+    for (n, limits, block) in [
+        ((1 << 12) + 1, H200, 256),
+        ((1 << 13) - 1, H200, 256),
+        (1 << 13, no_clusters, 256),
+        ((1 << 10) + 1, no_clusters, 64),
+    ] {
+        let l = plan::plan(&limits, n, 1, Widths::keys(4), 0, None)[0];
+        assert_eq!(
+            (l.kernel, l.block, l.shared_bytes),
+            (
+                plan::PassKernel::Warp,
+                block,
+                4 << crate::schedule::ceil_log2(n)
+            ),
+            "{n}"
+        );
     }
     // u64 keys have no cluster kernel; 2^13 + 1 rounds up.
     let wide = plan::plan(&H200, 1 << 14, 1, Widths::keys(8), 0, None);
@@ -95,10 +120,6 @@ fn small_sorts_are_one_launch_and_large_ones_spread_over_the_device() {
     assert_eq!((odd.len(), odd[0].args.tile_bits), (1, 14));
     // Without clusters, 2^14 fits one tile but sorts faster as tiles of 2^11: a local sort,
     // then stages 12..=14 (each stage's tail fused into the next stage's first pass).
-    let no_clusters = DeviceLimits {
-        clusters: false,
-        ..H200
-    };
     let launches = plan::plan(&no_clusters, 1 << 14, 1, Widths::keys(4), 0, None);
     assert_eq!(launches[0].args.tile_bits, 11);
     assert_eq!(launches.len(), 5);
@@ -166,6 +187,7 @@ fn ptx_has_every_kernel() {
     }
     for ptx in [PTX, PTX_SM80, PTX_SM90] {
         assert!(ptx.contains(".entry warp_sort_u32("), "warp_sort_u32");
+        assert!(ptx.contains(".entry warps_sort_u32("), "warps_sort_u32");
     }
     // The benchmark's hold kernel is the benchmark crate's, not the library's.
     assert!(!PTX.contains(".entry hold_stream("));
