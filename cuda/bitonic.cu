@@ -109,7 +109,8 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
 
 // Merge passes: E = 2^MERGE_LOG_E outputs per thread for 4-byte elements, half for wider
 // ones (their registers); src/cuda/plan.rs's `merge_log_e` agrees. `merge_rows_pass_*` and
-// `merge_rows_split_*` merge rows each on its own (MergeArgs::rows > 1).
+// `merge_rows_split_*` merge rows each on its own (MergeArgs::rows > 1); `merge_search_pass_*`
+// (one row) finds its tiles' parts itself, with no `merge_split_*` launch before it.
 #define MERGE_KERNEL(KNAME, K, VNAME, V, E)                                                      \
     extern "C" __global__ void __launch_bounds__(MERGE_THREADS, MERGE_BLOCKS_PER_SM)             \
         merge_pass_##KNAME##_##VNAME(const K *src_keys, const V *src_values, K *dst_keys,        \
@@ -120,6 +121,11 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         merge_rows_pass_##KNAME##_##VNAME(const K *src_keys, const V *src_values, K *dst_keys,   \
                                           V *dst_values, const u64 *splits, MergeArgs args) {    \
         merge_pass<K, V, E, true>(src_keys, src_values, dst_keys, dst_values, splits, args);     \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(MERGE_THREADS, MERGE_BLOCKS_PER_SM)             \
+        merge_search_pass_##KNAME##_##VNAME(const K *src_keys, const V *src_values, K *dst_keys, \
+                                            V *dst_values, const u64 *splits, MergeArgs args) {  \
+        merge_pass<K, V, E, false, true>(src_keys, src_values, dst_keys, dst_values, splits, args); \
     }
 
 MERGE_KERNEL(u32, u32, none, NoValue, (1u << MERGE_LOG_E))

@@ -177,6 +177,39 @@ __device__ __forceinline__ MergeTile merge_tile(const MergeArgs &a, const u64 *_
     return g;
 }
 
+// merge_tile for a pass without a splitter launch (`merge_search_pass`, one row): the
+// block's first two warps find where tile t starts and ends in its run pair, each with
+// `warp_split_diagonal`, and the block shares the two answers through shared memory. Where
+// a pass has no more tiles than the grid has blocks, this costs each block about the time
+// the splitter launch would have taken, and saves the launch and the wait between the two
+// kernels. Every thread of the block must call it (it has a barrier).
+template <typename K>
+__device__ __forceinline__ MergeTile searched_merge_tile(const K *__restrict__ keys, const MergeArgs &a, u64 t) {
+    __shared__ u64 found[2];
+    const TilePlace at = tile_place<false>(a, t);
+    const RunPair p = run_pair(a, at.x);
+    const u64 diag = at.x - p.start;
+    const u64 diag_end = min(diag + (1ull << a.tile_bits), p.len_a + p.len_b);
+    // Warp w finds answer w (a block of one warp finds both).
+    for (u32 w = threadIdx.x >> 5; w < 2; w += blockDim.x >> 5) {
+        const K *ka = keys + p.start;
+        const u64 split = warp_split_diagonal<K>(ka, ka + p.len_a, p.len_a, p.len_b, w == 0 ? diag : diag_end);
+        if ((threadIdx.x & 31u) == 0) {
+            found[w] = split;
+        }
+    }
+    __syncthreads();
+    const u64 a0 = found[0];
+    const u64 a1 = found[1];
+    MergeTile g;
+    g.x = at.x;
+    g.from_a = p.start + a0;
+    g.from_b = p.start + p.len_a + (diag - a0);
+    g.len_a = (u32)(a1 - a0);
+    g.m = (u32)(diag_end - diag);
+    return g;
+}
+
 // Starts the copies of a tile's inputs into a shared buffer: word i of the tile (A's part,
 // then B's) goes to slot pad(i), keys in `sk`, values in `sv`. Thread t copies words t,
 // t + blockDim.x, ...; blockDim.x is a multiple of 32, so its slots are pad(t) plus a
@@ -281,8 +314,10 @@ __device__ __forceinline__ void store_chunks(const unsigned char *smem, T *dst, 
 // copies of its next tile into the other buffer are in flight, so that its memory traffic
 // overlaps its shared-memory work (with the loads issued only after the previous tile's
 // stores, a pass ran at about 60% of the copy's bandwidth). Copying into shared memory
-// directly rather than through registers leaves the registers to the merge.
-template <typename K, typename V, u32 E, bool ROWS>
+// directly rather than through registers leaves the registers to the merge. SEARCH
+// instances (one row only) find their tiles' parts themselves (`searched_merge_tile`) and
+// ignore `splits`.
+template <typename K, typename V, u32 E, bool ROWS, bool SEARCH = false>
 __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const V *__restrict__ src_values,
                                            K *__restrict__ dst_keys, V *__restrict__ dst_values,
                                            const u64 *__restrict__ splits, const MergeArgs &a) {
@@ -300,7 +335,14 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
     if (t >= tiles) {
         return;
     }
-    MergeTile g = merge_tile<ROWS>(a, splits, t);
+    const auto tile_at = [&](u64 tile) {
+        if constexpr (SEARCH) {
+            return searched_merge_tile<K>(src_keys, a, tile);
+        } else {
+            return merge_tile<ROWS>(a, splits, tile);
+        }
+    };
+    MergeTile g = tile_at(t);
     copy_merge_inputs<K, V, E>(src_keys, src_values, g, reinterpret_cast<K *>(tile_smem),
                                reinterpret_cast<V *>(tile_smem + values_offset));
     for (u32 buffer = 0; t < tiles; t += gridDim.x, buffer ^= 1) {
@@ -318,7 +360,7 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
         __syncthreads();
         const u64 next = t + gridDim.x;
         if (next < tiles) {
-            g = merge_tile<ROWS>(a, splits, next);
+            g = tile_at(next);
             unsigned char *other = tile_smem + (buffer ^ 1) * buffer_bytes;
             copy_merge_inputs<K, V, E>(src_keys, src_values, g, reinterpret_cast<K *>(other),
                                        reinterpret_cast<V *>(other + values_offset));

@@ -108,17 +108,22 @@ pub(super) struct Kernels {
     /// `warp_sort_u32` (one warp) and `warps_sort_u32` (a block of several), for `u32`
     /// keys alone.
     pub(super) warp: Option<[Kernel; 2]>,
-    /// `merge_pass_<key>_<value>`, and `merge_rows_pass_<key>_<value>` for rows.
-    pub(super) merge: [Kernel; 2],
+    /// `merge_pass_<key>_<value>`, `merge_rows_pass_<key>_<value>` for rows, and
+    /// `merge_search_pass_<key>_<value>` for passes that find their tiles' parts themselves.
+    pub(super) merge: [Kernel; 3],
     /// `merge_split_<key>`, and `merge_rows_split_<key>` for rows.
     pub(super) split: [Kernel; 2],
 }
 
 impl Kernels {
-    /// The merge pass and splitter kernels for `args`: those of rows where it has several.
-    pub(super) fn merges(&self, args: &crate::kernel_contract::MergeArgs) -> (Kernel, Kernel) {
-        let rows = usize::from(args.rows > 1);
-        (self.merge[rows], self.split[rows])
+    /// The merge kernel of a launch (that of rows where it has several), and the splitter that goes before it unless the merge
+    /// kernel searches itself.
+    pub(super) fn merges(&self, merge: &super::plan::MergeLaunch) -> (Kernel, Option<Kernel>) {
+        if merge.search {
+            return (self.merge[2], None);
+        }
+        let rows = usize::from(merge.args.rows > 1);
+        (self.merge[rows], Some(self.split[rows]))
     }
 }
 

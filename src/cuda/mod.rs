@@ -190,7 +190,7 @@ pub struct CudaBackend {
     cluster_kernels: Vec<Kernel>,
     /// `merge_pass_<key>_<value>` and, for rows, `merge_rows_pass_<key>_<value>`, indexed as
     /// `kernels`.
-    merge_kernels: [Vec<Kernel>; 2],
+    merge_kernels: [Vec<Kernel>; 3],
     /// `merge_split_<key>` and, for rows, `merge_rows_split_<key>`.
     split_kernels: [Vec<Kernel>; 2],
     /// `warp_sort_u32` and `warps_sort_u32`.
@@ -266,6 +266,7 @@ impl CudaBackend {
         let merge_kernels = [
             load_kernels(&module, "merge_pass", limits.shared_bytes_per_block)?,
             load_kernels(&module, "merge_rows_pass", limits.shared_bytes_per_block)?,
+            load_kernels(&module, "merge_search_pass", limits.shared_bytes_per_block)?,
         ];
         let split_kernels = [
             load_split_kernels(&module, "merge_split")?,
@@ -488,27 +489,29 @@ impl CudaBackend {
         stream: cu::CUstream,
     ) -> Result<()> {
         let mut args = merge.args;
-        let (merge_kernel, split_kernel) = job.kernels.merges(&args);
+        let (merge_kernel, split_kernel) = job.kernels.merges(merge);
         let (mut src_keys, mut src_values) = from;
         let (mut dst_keys, mut dst_values) = to;
         let mut splits = splits;
-        let mut split_params = [
-            &mut src_keys as *mut u64 as *mut c_void,
-            &mut splits as *mut u64 as *mut c_void,
-            &mut args as *mut plan::MergeArgs as *mut c_void,
-        ];
-        // SAFETY: the parameters match `merge_split_K` and `merge_rows_split_K(const K *keys,
-        // u64 *splits, MergeArgs args)` (MergeArgs is repr(C) with the kernels' layout);
-        // `keys` holds `rows * n` words and `splits` one u64 per output tile of the pass
-        // (`MergePathPlan::splits` is the most of any pass), the only indices the kernel
-        // touches.
-        unsafe {
-            launch_kernel(
-                split_kernel,
-                (merge.split_grid, merge.split_block, 0),
-                stream,
-                &mut split_params,
-            )?;
+        if let Some(split_kernel) = split_kernel {
+            let mut split_params = [
+                &mut src_keys as *mut u64 as *mut c_void,
+                &mut splits as *mut u64 as *mut c_void,
+                &mut args as *mut plan::MergeArgs as *mut c_void,
+            ];
+            // SAFETY: the parameters match `merge_split_K` and `merge_rows_split_K(const K
+            // *keys, u64 *splits, MergeArgs args)` (MergeArgs is repr(C) with the kernels'
+            // layout); `keys` holds `rows * n` words and `splits` one u64 per output tile of
+            // the pass (`MergePathPlan::splits` is the most of any pass), the only indices the
+            // kernel touches.
+            unsafe {
+                launch_kernel(
+                    split_kernel,
+                    (merge.split_grid, merge.split_block, 0),
+                    stream,
+                    &mut split_params,
+                )?;
+            }
         }
         let mut merge_params = [
             &mut src_keys as *mut u64 as *mut c_void,
@@ -518,12 +521,13 @@ impl CudaBackend {
             &mut splits as *mut u64 as *mut c_void,
             &mut args as *mut plan::MergeArgs as *mut c_void,
         ];
-        // SAFETY: the parameters match `merge_pass_K_V` and `merge_rows_pass_K_V(const K
-        // *src_keys, const V *src_values, K *dst_keys, V *dst_values, const u64 *splits,
-        // MergeArgs args)`; the source and destination words are distinct buffers of
-        // `rows * n` words each (values 0 for the `none` kernels, which never read them); the
-        // kernel reads the splitters the previous launch on this stream wrote;
-        // `shared_bytes` is within the opt-in limit.
+        // SAFETY: the parameters match `merge_pass_K_V`, `merge_rows_pass_K_V` and
+        // `merge_search_pass_K_V(const K *src_keys, const V *src_values, K *dst_keys, V
+        // *dst_values, const u64 *splits, MergeArgs args)`; the source and destination words
+        // are distinct buffers of `rows * n` words each (values 0 for the `none` kernels,
+        // which never read them); the kernel reads the splitters the previous launch on this
+        // stream wrote, or (`merge_search_pass`) none; `shared_bytes` is within the opt-in
+        // limit.
         unsafe {
             launch_kernel(
                 merge_kernel,

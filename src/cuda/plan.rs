@@ -399,6 +399,9 @@ fn launch(limits: &DeviceLimits, shape: &Shape, pass: Pass, step: Transform) -> 
 pub struct MergeLaunch {
     /// Both kernels' parameters.
     pub args: MergeArgs,
+    /// Whether the merge kernel finds its tiles' parts itself (`merge_search_pass_<key>_<value>`,
+    /// one row, a pass of no more tiles than the grid's blocks), with no splitter launch.
+    pub search: bool,
     /// Blocks of the splitter kernel.
     pub split_grid: u32,
     /// Threads per block of the splitter kernel.
@@ -616,6 +619,7 @@ fn merge_launches(
         .map(|pass| {
             let (tiles, block) = (pass.tiles * rows, 1u32 << (pass.tile_bits - log_e));
             MergeLaunch {
+                search: rows == 1 && tiles <= resident(block),
                 args: MergeArgs {
                     n,
                     rows,

@@ -167,7 +167,12 @@ fn grids_are_clamped() {
 fn ptx_has_every_kernel() {
     for key in KEY_NAMES {
         for value in VALUE_NAMES {
-            for kernel in ["tile_pass", "merge_pass", "merge_rows_pass"] {
+            for kernel in [
+                "tile_pass",
+                "merge_pass",
+                "merge_rows_pass",
+                "merge_search_pass",
+            ] {
                 let entry = format!(".entry {kernel}_{key}_{value}(");
                 assert!(PTX.contains(&entry), "{entry} missing from the PTX");
                 assert!(
@@ -463,6 +468,8 @@ fn merge_path_plans() {
                             / m.block,
                     );
                     assert_eq!(u64::from(m.grid), tiles.min(resident));
+                    // Passes of no more tiles than blocks search in the merge kernel.
+                    assert_eq!(m.search, tiles <= resident, "{widths:?} n {n}");
                     // The splitter's launch shape says how it searches: a warp per tile for
                     // passes of few tiles, a thread per tile otherwise.
                     let split_threads = u64::from(m.split_grid) * u64::from(m.split_block);
@@ -565,9 +572,16 @@ fn merge_kernels_are_stable_merges() {
             let mut plan =
                 plan::tiled_merge_path_plan(&gpu.limits, (n as u64, 1), sort_tile, widths, 0)
                     .expect("a merge-path plan");
-            if case % 2 == 1 {
-                // The splitter's other search, a thread per tile, which the plan keeps for
-                // passes of many tiles.
+            // Cases 1 and 2 launch the splitter before every pass, whose tiles the merge
+            // kernel finds itself where a pass has few (cases 0 and 3, on the plan): case 1
+            // with a thread per tile, which the plan keeps for passes of many tiles, case 2
+            // with a warp per tile.
+            if case == 1 || case == 2 {
+                for m in &mut plan.merges {
+                    m.search = false;
+                }
+            }
+            if case == 1 {
                 for m in &mut plan.merges {
                     let tiles = (n as u64).div_ceil(1 << m.args.tile_bits);
                     m.split_grid = tiles.div_ceil(u64::from(m.split_block)) as u32;
