@@ -38,19 +38,32 @@ unsafe impl Send for Kernel {}
 // SAFETY: as above; launching through a shared handle mutates nothing on the host.
 unsafe impl Sync for Kernel {}
 
-/// Looks up kernel `name` and lets it use `shared_bytes` of shared memory.
+/// Looks up kernel `name` and lets it use `shared_bytes` of shared memory, its static shared
+/// memory included (the device's limit counts both).
 pub(super) fn load_kernel(module: &Module, name: &str, shared_bytes: u32) -> Result<Kernel> {
     let function = module
         .get_function(name)
         .map_err(on("cuModuleGetFunction"))?;
     let func = function.to_raw();
-    // SAFETY: `func` belongs to `module`, loaded in the current context; the attribute takes
-    // a byte count no larger than the device's opt-in limit.
+    let mut static_bytes = 0i32;
+    // SAFETY: `func` belongs to `module`, loaded in the current context; the attribute is
+    // written to a live i32.
+    let status = unsafe {
+        cu::cuFuncGetAttribute(
+            &mut static_bytes,
+            cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            func,
+        )
+    };
+    check("cuFuncGetAttribute", status)?;
+    let dynamic = shared_bytes.saturating_sub(u32::try_from(static_bytes).unwrap_or(0));
+    // SAFETY: as above; the attribute takes a byte count no larger than the device's opt-in
+    // limit less the kernel's static shared memory.
     let status = unsafe {
         cu::cuFuncSetAttribute(
             func,
             cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            shared_bytes as i32,
+            dynamic as i32,
         )
     };
     check("cuFuncSetAttribute", status)?;
