@@ -434,6 +434,13 @@ pub struct MergePathPlan {
 /// keys) 3-4 us faster and one of 2^13 or more tiles slower, by their extra memory traffic.
 pub const WARP_SPLIT_MAX_TILES: u64 = 1 << 11;
 
+/// One-row merge passes of at most this many tiles per resident block find their tiles' parts
+/// in the merge kernel (`MergeLaunch::search`), with no splitter launch. Measured on the H200
+/// (2026-11-26, `docs/perf.md` change 50): 2 took `u32` 2^22 from 0.205 to 0.195 ms and `u64`
+/// 2^21 from 0.216 to 0.208 ms against 1; 4 gained nothing more at 2^23 and lost at `u64`
+/// 2^22 (0.398 against 0.381 ms).
+pub const SEARCH_MAX_ROUNDS: u64 = 2;
+
 /// Threads of a block of the merge splitter.
 const SPLIT_BLOCK: u32 = 256;
 
@@ -619,7 +626,7 @@ fn merge_launches(
         .map(|pass| {
             let (tiles, block) = (pass.tiles * rows, 1u32 << (pass.tile_bits - log_e));
             MergeLaunch {
-                search: rows == 1 && tiles <= resident(block),
+                search: rows == 1 && tiles <= resident(block) * SEARCH_MAX_ROUNDS,
                 args: MergeArgs {
                     n,
                     rows,

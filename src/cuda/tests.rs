@@ -469,7 +469,11 @@ fn merge_path_plans() {
                     );
                     assert_eq!(u64::from(m.grid), tiles.min(resident));
                     // Passes of no more tiles than blocks search in the merge kernel.
-                    assert_eq!(m.search, tiles <= resident, "{widths:?} n {n}");
+                    assert_eq!(
+                        m.search,
+                        tiles <= resident * plan::SEARCH_MAX_ROUNDS,
+                        "{widths:?} n {n}"
+                    );
                     // The splitter's launch shape says how it searches: a warp per tile for
                     // passes of few tiles, a thread per tile otherwise.
                     let split_threads = u64::from(m.split_grid) * u64::from(m.split_block);

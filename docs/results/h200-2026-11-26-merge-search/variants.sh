@@ -25,7 +25,7 @@ done
 for p in sorted reversed few organ; do
     echo "== search, $p" >> "$out/patterns.txt"
     timeout 60 .device/bitonic bench --compare --cases u32 --sizes 2^20 --pattern $p \
-        --skip "$skip,cub" --runs 15 --roundtrip-runs 1 --csv /tmp/p.csv --plot /tmp/p.svg >> "$out/patterns.txt" 2>&1
+        --skip "$skip,cub" --runs 7 --roundtrip-runs 1 --csv /tmp/p.csv --plot /tmp/p.svg >> "$out/patterns.txt" 2>&1
     echo "exit $?" >> "$out/patterns.txt"
 done
 run() {
