@@ -119,7 +119,7 @@ fn warp_launch(
     let log_n = crate::schedule::ceil_log2(row_len);
     let log_warps = log_n.saturating_sub(crate::kernel_contract::WARP_SORT_LOG);
     let fits = log_n <= MAX_LOG_WARP_SORT && (row_len < 1 << MAX_LOG_WARP_SORT || !limits.clusters);
-    (rows == 1 && widths == Widths::keys(4) && fits).then_some(Launch {
+    (rows == 1 && widths == Widths::keys(4) && fits).then(|| Launch {
         args: PassArgs {
             row_len,
             rows,
