@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::kept::{DeviceBytes, Kept};
 use crate::keys::{NarrowKeys, WordsMut};
 use crate::pinned::is_pinned_for;
-use crate::turns::for_pieces;
+use crate::turns::{Awake, for_pieces};
 
 /// Bytes of one pinned slot, and so of the largest chunk. Each chunk costs a parallel host
 /// copy (a fork and join of rayon's threads) and an event; 16 MiB chunks took the round trip
@@ -51,6 +51,10 @@ const PARALLEL_FROM_BYTES: usize = 256 << 10;
 /// keys: 0.68 ms, against 0.81 ms in pieces of 256 KiB, which left half the threads idle;
 /// `docs/perf.md`, change 22).
 const MIN_PIECE_BYTES: usize = 64 << 10;
+/// How long rayon's threads spin at most, awake, while a download waits for its first chunk
+/// ([`Awake`]): about a sort and a chunk's bus copy of the longest columns that go chunk by
+/// chunk.
+const AWAKE_AT_MOST: std::time::Duration = std::time::Duration::from_micros(400);
 
 /// What a GPU backend tells about its host-slice sorts without taking their lock: the bytes
 /// it keeps, and the copy-back mode the sorter chose.
@@ -598,6 +602,12 @@ fn download_in_chunks<L: Link>(
 ) -> Result<()> {
     ring.ensure(link)?;
     let chunks: Vec<(usize, usize)> = staged_chunks(source.bytes, source.word).collect();
+    // The first chunk's copy-out is a parallel copy; rayon's threads wake while the sort and
+    // the first chunk's bus copy run, not after them.
+    let mut awake = chunks
+        .first()
+        .is_some_and(|&(_, len)| len > PARALLEL_FROM_BYTES)
+        .then(|| Awake::start(AWAKE_AT_MOST));
     let enqueue = |ring: &mut RingOf<L>, i: usize| -> Result<()> {
         let (offset, len) = chunks[i];
         let slot = &mut ring.slots[i % SLOTS];
@@ -611,6 +621,8 @@ fn download_in_chunks<L: Link>(
     }
     for (i, &(offset, len)) in chunks.iter().enumerate() {
         let data = &ring.slots[i % SLOTS].ready(link)?[..len];
+        // The spinning threads stop and take the copy's pieces.
+        drop(awake.take());
         store(offset, data);
         if i + SLOTS < chunks.len() {
             enqueue(ring, i + SLOTS)?;

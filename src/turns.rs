@@ -93,5 +93,45 @@ pub(crate) fn for_pieces<A: Send, B: Sync>(
     }
 }
 
+/// Rayon's threads kept awake, spinning, until this is dropped or `most` has passed: a
+/// parallel copy that starts on sleeping threads first waits tens of microseconds for them
+/// to wake (`docs/perf.md`, "What a parallel host copy costs"), so a caller that knows one
+/// will follow a wait starts the wake-up before the wait. Nothing if this thread may not
+/// fork ([`may_fork`]); the spinning is bounded, so it can delay other rayon work by at most
+/// `most` and never waits on anything.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) struct Awake {
+    done: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+impl Awake {
+    /// Wakes every rayon thread to spin for at most `most`.
+    pub(crate) fn start(most: Duration) -> Self {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        if !may_fork() {
+            return Awake { done: None };
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        rayon::spawn_broadcast(move |_| {
+            let start = std::time::Instant::now();
+            while !flag.load(Ordering::Acquire) && start.elapsed() < most {
+                std::hint::spin_loop();
+            }
+        });
+        Awake { done: Some(done) }
+    }
+}
+
+impl Drop for Awake {
+    fn drop(&mut self) {
+        if let Some(done) = &self.done {
+            done.store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -91,3 +91,32 @@ fn a_rayon_thread_waiting_with_a_turn_runs_no_other_work() {
         "a rayon thread waiting for a turn while holding another ran work that waited for it"
     );
 }
+
+/// Dropping an `Awake` stops its spinning: rayon's threads are free again long before the
+/// bound it was given, and a bound alone ends the spinning too.
+#[test]
+fn awake_threads_stop_spinning_when_dropped() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("pool");
+    pool.install(|| {
+        let awake = Awake::start(Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(5));
+        drop(awake);
+        let start = std::time::Instant::now();
+        // Runs on every thread of the pool, so it waits for every spinning thread.
+        rayon::broadcast(|_| ());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the threads kept spinning after the drop"
+        );
+        let _bounded = Awake::start(Duration::from_millis(20));
+        let start = std::time::Instant::now();
+        rayon::broadcast(|_| ());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the bound did not end it"
+        );
+    });
+}
