@@ -129,6 +129,11 @@ pub(crate) trait Link {
     /// Blocks until everything enqueued has completed, successfully or not (error paths
     /// call it before the slots may be reused or freed).
     fn drain(&self);
+    /// Whether the device computes on the host's own cores (an OpenCL CPU device), where
+    /// rayon's threads spinning while they wait for it would take its cores.
+    fn computes_on_host(&self) -> bool {
+        false
+    }
 }
 
 /// One pinned slot and the copy that last used it, if that copy may still be running.
@@ -604,10 +609,11 @@ fn download_in_chunks<L: Link>(
     let chunks: Vec<(usize, usize)> = staged_chunks(source.bytes, source.word).collect();
     // The first chunk's copy-out is a parallel copy; rayon's threads wake while the sort and
     // the first chunk's bus copy run, not after them.
-    let mut awake = chunks
+    let mut awake = (chunks
         .first()
         .is_some_and(|&(_, len)| len > PARALLEL_FROM_BYTES)
-        .then(|| Awake::start(AWAKE_AT_MOST));
+        && !link.computes_on_host())
+    .then(|| Awake::start(AWAKE_AT_MOST));
     let enqueue = |ring: &mut RingOf<L>, i: usize| -> Result<()> {
         let (offset, len) = chunks[i];
         let slot = &mut ring.slots[i % SLOTS];

@@ -221,6 +221,10 @@ impl Link for ClLink<'_> {
         // Only called after another failure, which is the one to report.
         let _ = self.queue.finish();
     }
+
+    fn computes_on_host(&self) -> bool {
+        self.backend.info.device_type == crate::backend::DeviceType::Cpu
+    }
 }
 
 /// A caller's pinned buffer ([`crate::pinned`]): a mapped host-accessible buffer.
