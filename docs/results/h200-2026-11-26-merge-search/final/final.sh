@@ -2,8 +2,9 @@
 # The kept build (merge passes of up to two tiles per resident block search in the merge
 # kernel; sorts of fewer than 2^13 u32 keys by a block of warps): the suite, the merge
 # kernels' test and gpu_matches_cpu, compute-sanitizer racecheck over the merge kernels' test
-# and memcheck over the suite's u32 random ascending trial (up to 2^22 keys, where merge
-# blocks search two tiles each), then one comparison with CUB, torch and rayon.
+# and memcheck over the suite's u32 random ascending trial (up to 3,000,001 keys under the
+# default BITONIC_TEST_MAX_N, where merge blocks search up to two tiles each), then one
+# comparison with CUB, torch and rayon.
 # Binaries from scripts/build-device.sh. Outputs in $OUT.
 set -uo pipefail
 out="${OUT:-gpu-logs}"; mkdir -p "$out"
