@@ -112,9 +112,12 @@ __device__ __forceinline__ void warp_sort(K *__restrict__ keys, K *shared, const
     }
     sort_registers<K, NoValue, 32, 5>(v, none);
     for (u32 stage = 6; stage <= a.tile_bits; ++stage) {
-        // The thread-index bit of the stage's top level (element bit stage - 1).
+        // The stage's top level (its flip) is on thread bit `high` (element bit stage - 1);
+        // its half-cleaners below run on thread bits high - 1 .. 0, those from bit
+        // WARP_SORT_LOG - 5 up between warps, the others between lanes; `bit` counts them
+        // down.
         const u32 high = stage - 6;
-        u32 bit = high; // the levels below the top one that are exchanges between lanes
+        u32 bit = high;
         if (!WARPS || stage <= WARP_SORT_LOG) {
             lane_level<K, true>(v, (1u << (high + 1)) - 1u, ((lane >> high) & 1u) == 0);
         } else {
