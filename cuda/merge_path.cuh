@@ -156,6 +156,20 @@ struct MergeTile {
     u32 m;
 };
 
+// The inputs of the tile at `at` of run pair `p`, outputs diag .. diag_end - 1 of the pair's
+// merge, whose part of the first run is its words a0 .. a1 - 1.
+__device__ __forceinline__ MergeTile merge_tile_between(const TilePlace &at, const RunPair &p, u64 diag, u64 diag_end,
+                                                        u64 a0, u64 a1) {
+    const u64 start = at.row_start + p.start;
+    MergeTile g;
+    g.x = at.row_start + at.x;
+    g.from_a = start + a0;
+    g.from_b = start + p.len_a + (diag - a0);
+    g.len_a = (u32)(a1 - a0);
+    g.m = (u32)(diag_end - diag);
+    return g;
+}
+
 template <bool ROWS>
 __device__ __forceinline__ MergeTile merge_tile(const MergeArgs &a, const u64 *__restrict__ splits, u64 t) {
     const TilePlace at = tile_place<ROWS>(a, t);
@@ -167,22 +181,15 @@ __device__ __forceinline__ MergeTile merge_tile(const MergeArgs &a, const u64 *_
     // next tile (of the same row: a row's last tile ends its pair) starts.
     const u64 a0 = splits[t];
     const u64 a1 = diag_end == pair_len ? p.len_a : splits[t + 1];
-    const u64 start = at.row_start + p.start;
-    MergeTile g;
-    g.x = at.row_start + at.x;
-    g.from_a = start + a0;
-    g.from_b = start + p.len_a + (diag - a0);
-    g.len_a = (u32)(a1 - a0);
-    g.m = (u32)(diag_end - diag);
-    return g;
+    return merge_tile_between(at, p, diag, diag_end, a0, a1);
 }
 
 // merge_tile for a pass without a splitter launch (`merge_search_pass`, one row): the
 // block's first two warps find where tile t starts and ends in its run pair, each with
 // `warp_split_diagonal`, and the block shares the two answers through shared memory. Where
-// a pass has no more tiles than the grid has blocks, this costs each block about the time
-// the splitter launch would have taken, and saves the launch and the wait between the two
-// kernels. Every thread of the block must call it (it has a barrier).
+// a pass has few tiles for the grid's blocks (`SEARCH_MAX_ROUNDS` in src/cuda/plan.rs), this
+// costs each block about the time the splitter launch would have taken, and saves the launch
+// and the wait between the two kernels. Every thread of the block must call it (it has a barrier).
 template <typename K>
 __device__ __forceinline__ MergeTile searched_merge_tile(const K *__restrict__ keys, const MergeArgs &a, u64 t) {
     __shared__ u64 found[2];
@@ -199,15 +206,7 @@ __device__ __forceinline__ MergeTile searched_merge_tile(const K *__restrict__ k
         }
     }
     __syncthreads();
-    const u64 a0 = found[0];
-    const u64 a1 = found[1];
-    MergeTile g;
-    g.x = at.x;
-    g.from_a = p.start + a0;
-    g.from_b = p.start + p.len_a + (diag - a0);
-    g.len_a = (u32)(a1 - a0);
-    g.m = (u32)(diag_end - diag);
-    return g;
+    return merge_tile_between(at, p, diag, diag_end, found[0], found[1]);
 }
 
 // Starts the copies of a tile's inputs into a shared buffer: word i of the tile (A's part,

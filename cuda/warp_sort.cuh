@@ -17,8 +17,9 @@ static_assert((1u << WARP_SORT_LOG) == 32u * 32u, "32 keys in each of a warp's 3
 static_assert(4u << (WARP_SORT_LOG + WARP_SORT_MAX_WARPS_LOG) <= 48u * 1024u,
               "the largest warp sort's exchange buffer fits without an opt-in");
 
-// One level across lanes: register r of this lane against register `partner_r(r)` of lane
-// lane ^ lane_mask; the lower element (this lane's bit `lower_bit` clear) keeps the minimum.
+// One level across lanes: register r of this lane against register r of lane
+// lane ^ lane_mask, or its register 31 - r for the flip; where `lower`, this lane keeps the
+// minimum.
 template <typename K, bool FLIP>
 __device__ __forceinline__ void lane_level(K (&v)[32], u32 lane_mask, bool lower) {
 #pragma unroll

@@ -129,8 +129,8 @@ pub(super) struct Kernels {
 }
 
 impl Kernels {
-    /// The merge kernel of a launch (that of rows where it has several), and the splitter that goes before it unless the merge
-    /// kernel searches itself.
+    /// The merge kernel of a launch (that of rows where it has several), and the splitter
+    /// that goes before it unless the merge kernel searches itself.
     pub(super) fn merges(&self, merge: &super::plan::MergeLaunch) -> (Kernel, Option<Kernel>) {
         if merge.search {
             return (self.merge[2], None);

@@ -188,7 +188,8 @@ pub struct CudaBackend {
     /// `cluster_pass_u32_<value>` in [`CLUSTER_VALUE_NAMES`] order; empty below compute
     /// capability 9.0.
     cluster_kernels: Vec<Kernel>,
-    /// `merge_pass_<key>_<value>` and, for rows, `merge_rows_pass_<key>_<value>`, indexed as
+    /// `merge_pass_<key>_<value>`, for rows `merge_rows_pass_<key>_<value>`, and for passes
+    /// that search in the merge kernel `merge_search_pass_<key>_<value>`, indexed as
     /// `kernels`.
     merge_kernels: [Vec<Kernel>; 3],
     /// `merge_split_<key>` and, for rows, `merge_rows_split_<key>`.

@@ -399,8 +399,9 @@ fn launch(limits: &DeviceLimits, shape: &Shape, pass: Pass, step: Transform) -> 
 pub struct MergeLaunch {
     /// Both kernels' parameters.
     pub args: MergeArgs,
-    /// Whether the merge kernel finds its tiles' parts itself (`merge_search_pass_<key>_<value>`,
-    /// one row, a pass of no more tiles than the grid's blocks), with no splitter launch.
+    /// Whether the merge kernel finds its tiles' parts itself (`merge_search_pass_<key>_<value>`;
+    /// one row, at most [`SEARCH_MAX_ROUNDS`] tiles per resident block), with no splitter
+    /// launch; the splitter's shape below is then unused.
     pub search: bool,
     /// Blocks of the splitter kernel.
     pub split_grid: u32,

@@ -583,17 +583,15 @@ fn merge_kernels_are_stable_merges() {
             if case == 1 || case == 2 {
                 for m in &mut plan.merges {
                     m.search = false;
-                }
-            }
-            if case == 1 {
-                for m in &mut plan.merges {
-                    let tiles = (n as u64).div_ceil(1 << m.args.tile_bits);
-                    m.split_grid = tiles.div_ceil(u64::from(m.split_block)) as u32;
-                    let threads = u64::from(m.split_grid) * u64::from(m.split_block);
-                    assert!(
-                        threads < tiles * 32,
-                        "{widths:?} n {n}: still a warp per tile"
-                    );
+                    if case == 1 {
+                        let tiles = (n as u64).div_ceil(1 << m.args.tile_bits);
+                        m.split_grid = tiles.div_ceil(u64::from(m.split_block)) as u32;
+                        let threads = u64::from(m.split_grid) * u64::from(m.split_block);
+                        assert!(
+                            threads < tiles * 32,
+                            "{widths:?} n {n}: still a warp per tile"
+                        );
+                    }
                 }
             }
             let tile = 1usize << plan.tile_sort.args.tile_bits;
