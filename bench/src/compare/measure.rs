@@ -182,11 +182,12 @@ where
                 ) {
                     row.device_ms = ms;
                 }
+                let trips = cfg.trip_runs(n * bytes_per_key);
                 for pinned in [false, true] {
                     let got = if pinned {
-                        roundtrip_pinned_ours(sorter, &input, cfg.roundtrip_runs)
+                        roundtrip_pinned_ours(sorter, &input, trips)
                     } else {
-                        roundtrip_ours(sorter, &input, cfg.roundtrip_runs)
+                        roundtrip_ours(sorter, &input, trips)
                     };
                     let stage = trip_stage(pinned);
                     let got = got.map_err(|e| e.to_string());
@@ -243,13 +244,14 @@ where
                 if !note.is_empty() {
                     notes.push(truncate(&note, 120));
                 }
+                let (warmup, runs) = cfg.trip_runs(n * bytes_per_key);
                 for pinned in [false, true] {
                     let got = peer.time_round_trip(
                         &input.keys,
                         input.values.as_deref(),
                         row_len,
-                        1,
-                        cfg.roundtrip_runs,
+                        warmup,
+                        runs,
                         pinned,
                     );
                     let stage = trip_stage(pinned);
@@ -388,11 +390,11 @@ pub(super) fn time_ours<W: Word>(
 pub(super) fn roundtrip_ours<W: Word + SortKey>(
     sorter: &Sorter,
     input: &Input<W>,
-    runs: usize,
+    trips: (usize, usize),
 ) -> Result<Timed<W>, Error> {
     let mut keys = input.keys.clone();
     let mut values = input.values.clone();
-    let ms = time_host_sorts(sorter, input, runs, &mut keys, values.as_deref_mut())?;
+    let ms = time_host_sorts(sorter, input, trips, &mut keys, values.as_deref_mut())?;
     Ok((ms, keys, values))
 }
 
@@ -401,28 +403,28 @@ pub(super) fn roundtrip_ours<W: Word + SortKey>(
 pub(super) fn roundtrip_pinned_ours<W: Word + SortKey>(
     sorter: &Sorter,
     input: &Input<W>,
-    runs: usize,
+    trips: (usize, usize),
 ) -> Result<Timed<W>, Error> {
     let mut keys = sorter.pinned_buffer::<W>(input.keys.len())?;
     let mut values = match &input.values {
         Some(v) => Some(sorter.pinned_buffer::<u32>(v.len())?),
         None => None,
     };
-    let ms = time_host_sorts(sorter, input, runs, &mut keys, values.as_deref_mut())?;
+    let ms = time_host_sorts(sorter, input, trips, &mut keys, values.as_deref_mut())?;
     Ok((ms, keys.to_vec(), values.map(|v| v.to_vec())))
 }
 
 /// Restores `keys` and `values` from `input` (untimed) and times one host-slice sort of
-/// them, `runs` times after one untimed run.
+/// them, `runs` times after `warmup` untimed runs (`trips`).
 fn time_host_sorts<W: Word + SortKey>(
     sorter: &Sorter,
     input: &Input<W>,
-    runs: usize,
+    (warmup, runs): (usize, usize),
     keys: &mut [W],
     mut values: Option<&mut [u32]>,
 ) -> Result<Vec<f64>, Error> {
     let mut ms = Vec::with_capacity(runs);
-    for run in 0..=runs {
+    for run in 0..warmup + runs {
         keys.copy_from_slice(&input.keys);
         if let (Some(v), Some(src)) = (values.as_deref_mut(), input.values.as_ref()) {
             v.copy_from_slice(src);
@@ -435,7 +437,7 @@ fn time_host_sorts<W: Word + SortKey>(
             (None, row_len) => sorter.sort_rows(keys, row_len)?,
         }
         let elapsed = start.elapsed().as_secs_f64() * 1e3;
-        if run > 0 {
+        if run >= warmup {
             ms.push(elapsed);
         }
     }

@@ -81,7 +81,8 @@ pub struct CompareConfig {
     pub runs: usize,
     /// Untimed runs before them.
     pub warmup: usize,
-    /// Timed host round trips of our backends (after one untimed one).
+    /// Timed host round trips of our backends and torch (after one untimed one); inputs of
+    /// at most [`SHORT_TRIP_BYTES`] take [`CompareConfig::trip_runs`] instead.
     pub roundtrip_runs: usize,
     /// Seed of the random input.
     pub seed: u64,
@@ -103,6 +104,23 @@ pub struct CompareConfig {
     pub plot: PathBuf,
     /// How our CUDA sorts are timed (and whether CUB's stream is held too).
     pub cuda: CudaOptions,
+}
+
+/// Inputs of at most this many bytes (keys and values) time their host round trips as the
+/// device-resident times are timed, `warmup` untimed and at least `runs` timed: such a round
+/// trip takes microseconds, where a median of a few is as noisy as the host's scheduling,
+/// and the CPU peer beside them is timed that way too.
+pub const SHORT_TRIP_BYTES: usize = 1 << 20;
+
+impl CompareConfig {
+    /// Untimed and timed host round trips of an input of `bytes`.
+    pub fn trip_runs(&self, bytes: usize) -> (usize, usize) {
+        if bytes <= SHORT_TRIP_BYTES {
+            (self.warmup.max(1), self.runs.max(self.roundtrip_runs))
+        } else {
+            (1, self.roundtrip_runs)
+        }
+    }
 }
 
 /// The configuration that `args` (with `--compare`) asks for.
@@ -310,12 +328,18 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
     println!(
         "device-resident time: median (and min) of {} timed runs after {} warm-ups, our \
          backends, CUB and torch.sort timed with device events, the CPU with the wall clock; \
-         host round trip, host data in and out, median of {} runs after one warm-up, wall clock \
-         (ours: Sorter::sort on a Vec, and on a Sorter::pinned_buffer; torch: a CPU tensor \
+         host round trip, host data in and out, median of {} runs after one warm-up (inputs of \
+         at most 1 MiB: of {} runs after {}, as the device times), wall clock (ours: Sorter::sort on a Vec, and on a Sorter::pinned_buffer; torch: a CPU tensor \
          .to(device), torch.sort, .cpu(), and the same from pinned tensors with non-blocking \
          copies), reported separately. Keys: {} (seed {}); every result checked against \
          the CPU's sort of the same input.",
-        cfg.runs, cfg.warmup, cfg.roundtrip_runs, cfg.pattern, cfg.seed
+        cfg.runs,
+        cfg.warmup,
+        cfg.roundtrip_runs,
+        cfg.runs.max(cfg.roundtrip_runs),
+        cfg.warmup.max(1),
+        cfg.pattern,
+        cfg.seed
     );
     let mut failures = Failures::default();
     let mut rows: Vec<Row> = Vec::new();

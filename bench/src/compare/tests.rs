@@ -34,6 +34,24 @@ fn defaults() {
 }
 
 #[test]
+fn short_round_trips_are_timed_like_the_device_times() {
+    let cfg = parse(
+        &args("--compare --runs 15 --warmup 3 --roundtrip-runs 5"),
+        "",
+    )
+    .unwrap();
+    assert_eq!(cfg.trip_runs(SHORT_TRIP_BYTES), (3, 15));
+    assert_eq!(cfg.trip_runs(SHORT_TRIP_BYTES + 1), (1, 5));
+    // More round trips than device runs keep theirs; no warm-up still warms up once.
+    let cfg = parse(
+        &args("--compare --runs 3 --warmup 0 --roundtrip-runs 7"),
+        "",
+    )
+    .unwrap();
+    assert_eq!(cfg.trip_runs(4096), (1, 7));
+}
+
+#[test]
 fn options() {
     let cfg = parse(
         &args("--compare --max-log 16 --kv --u64 --rows 128x1024 --runs 5"),
