@@ -266,11 +266,14 @@ impl OpenClBackend {
         encoding: KeyEncoding,
         requested: u64,
     ) -> Result<Event> {
+        // The kernels of one row leave out the rows' arithmetic.
+        let of_rows = usize::from(rows > 1);
         let kernel = if pass.own_splits {
-            &merge.pass_own_splits
+            &merge.pass_own_splits[of_rows]
         } else {
+            let split = &merge.split[of_rows];
             let mut args = Args {
-                kernel: &merge.split,
+                kernel: split,
                 index: 0,
             };
             args.buffer(from.keys)?;
@@ -279,18 +282,13 @@ impl OpenClBackend {
             args.u64(rows)?;
             args.u32(pass.log_run)?;
             args.u32(pass.tile_bits)?;
-            // SAFETY: `merge_split(keys, splits, n, rows, log_run, tile_bits)`, set just
-            // above.
+            // SAFETY: `merge_split` and `merge_rows_split` take `(keys, splits, n, rows,
+            // log_run, tile_bits)`, set just above; the one-row kernel is used only when
+            // `rows` is 1.
             unsafe {
-                self.enqueue_kernel(
-                    queue,
-                    &merge.split,
-                    pass.split_groups,
-                    pass.split_local,
-                    requested,
-                )
+                self.enqueue_kernel(queue, split, pass.split_groups, pass.split_local, requested)
             }?;
-            &merge.pass
+            &merge.pass[of_rows]
         };
         let mut args = Args { kernel, index: 0 };
         args.buffer(from.keys)?;
@@ -310,11 +308,12 @@ impl OpenClBackend {
         if from.values.is_some() {
             args.local(pass.local_value_bytes)?;
         }
-        // SAFETY: `merge_pass` and `merge_pass_own_splits` take `(src, dst, [src_values,
-        // dst_values,] splits, n, rows, log_run, tile_bits, encoding, transform, lkeys[,
-        // lvals])`,
-        // set just above: the program has the value arguments exactly when its sorts carry
-        // values, and then both `from` and `to` hold them (`plan_with_scratch`).
+        // SAFETY: every merge kernel (`merge_pass`, `merge_pass_own_splits` and their
+        // `merge_rows_*` twins) takes `(src, dst, [src_values, dst_values,] splits, n, rows,
+        // log_run, tile_bits, encoding, transform, lkeys[, lvals])`, set just above: the
+        // program has the value arguments exactly when its sorts carry values, and then both
+        // `from` and `to` hold them (`plan_with_scratch`); the one-row kernels are used only
+        // when `rows` is 1.
         unsafe { self.enqueue_kernel(queue, kernel, pass.groups, pass.local, requested) }
     }
 

@@ -60,14 +60,17 @@ pub(super) const TILE_KERNEL: &str = "bitonic_tile";
 /// Name of the register kernel (global passes of at most `2^LOG_E` levels).
 pub(super) const GLOBAL_KERNEL: &str = "bitonic_global";
 
-/// Name of the merge passes' splitter kernel.
-pub(super) const MERGE_SPLIT_KERNEL: &str = "merge_split";
+/// Names of the merge passes' splitter kernels: for one row, and for rows each merged on
+/// its own.
+pub(super) const MERGE_SPLIT_KERNELS: [&str; 2] = ["merge_split", "merge_rows_split"];
 
-/// Name of the merge kernel that reads the splitter's output.
-pub(super) const MERGE_PASS_KERNEL: &str = "merge_pass";
+/// Names of the merge kernels that read the splitter's output, as [`MERGE_SPLIT_KERNELS`].
+pub(super) const MERGE_PASS_KERNELS: [&str; 2] = ["merge_pass", "merge_rows_pass"];
 
-/// Name of the merge kernel whose work-groups find their tiles' parts themselves.
-pub(super) const MERGE_PASS_OWN_SPLITS_KERNEL: &str = "merge_pass_own_splits";
+/// Names of the merge kernels whose work-groups find their tiles' parts themselves, as
+/// [`MERGE_SPLIT_KERNELS`].
+pub(super) const MERGE_PASS_OWN_SPLITS_KERNELS: [&str; 2] =
+    ["merge_pass_own_splits", "merge_rows_pass_own_splits"];
 
 /// A machine word as the kernels see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -147,11 +150,12 @@ pub(super) struct Kernels {
 }
 
 /// The merge passes' kernels (`kernels/merge_path.clh`): the splitter, the merge that reads
-/// it, and the merge that searches itself (passes of few tiles).
+/// it, and the merge that searches itself (passes of few tiles), each for one row (index 0:
+/// a plain sort, whose kernels carry none of the rows' arithmetic) and for rows (index 1).
 pub(super) struct MergeKernels {
-    pub(super) split: Kernel,
-    pub(super) pass: Kernel,
-    pub(super) pass_own_splits: Kernel,
+    pub(super) split: [Kernel; 2],
+    pub(super) pass: [Kernel; 2],
+    pub(super) pass_own_splits: [Kernel; 2],
 }
 
 impl OpenClBackend {
@@ -232,10 +236,13 @@ impl OpenClBackend {
             Err(e) => return Err(e),
         };
         let create = |name: &str| Kernel::create(&program, name).map_err(driver("clCreateKernel"));
+        let pair = |names: [&str; 2]| -> Result<[Kernel; 2]> {
+            Ok([create(names[0])?, create(names[1])?])
+        };
         let merge = MergeKernels {
-            split: create(MERGE_SPLIT_KERNEL)?,
-            pass: create(MERGE_PASS_KERNEL)?,
-            pass_own_splits: create(MERGE_PASS_OWN_SPLITS_KERNEL)?,
+            split: pair(MERGE_SPLIT_KERNELS)?,
+            pass: pair(MERGE_PASS_KERNELS)?,
+            pass_own_splits: pair(MERGE_PASS_OWN_SPLITS_KERNELS)?,
         };
         let kernels = Kernels {
             tile: create(TILE_KERNEL)?,
@@ -254,9 +261,14 @@ impl OpenClBackend {
             compute_units: self.limits.compute_units,
             tile_group: kernel_limit(&kernels.tile)?,
             global_group: kernel_limit(&kernels.global)?,
-            merge_group: kernel_limit(&kernels.merge.pass)?
-                .min(kernel_limit(&kernels.merge.pass_own_splits)?)
-                .min(kernel_limit(&kernels.merge.split)?),
+            merge_group: {
+                let m = &kernels.merge;
+                let mut limit = usize::MAX;
+                for kernel in m.pass.iter().chain(&m.pass_own_splits).chain(&m.split) {
+                    limit = limit.min(kernel_limit(kernel)?);
+                }
+                limit
+            },
             log_e: key.log_e,
             max_log_tile: self.max_log_tile,
             own_split_max_tiles: self.own_split_max_tiles,
