@@ -104,8 +104,10 @@ fn sort_pairs<W: Word, V: bytemuck::Pod + Send + Sync>(
     values: &mut [V],
     enc: KeyEncoding,
     merge_tile: Option<u32>,
+    oblivious: bool,
 ) {
-    if keys.len() < SEQUENTIAL_BELOW && sort_distinct_pairs(keys, values, enc) {
+    // The oblivious mode runs the network whatever the keys.
+    if !oblivious && keys.len() < SEQUENTIAL_BELOW && sort_distinct_pairs(keys, values, enc) {
         return;
     }
     map_keys(keys, |k| enc.encode(k));
@@ -152,6 +154,17 @@ fn sort_distinct_pairs<W: Word, V: bytemuck::Pod>(
         *v = pv;
     }
     true
+}
+
+/// Sorts `u32` keys with `u32` values on the host if their keys are all distinct
+/// ([`sort_distinct_packed`]); returns false, with both untouched, otherwise. For a GPU
+/// sorter's short pairs ([`crate::DISTINCT_PAIRS_HOST_FACTOR`]).
+pub(crate) fn sort_distinct_u32_pairs(
+    keys: &mut [u32],
+    values: &mut [u32],
+    enc: KeyEncoding,
+) -> bool {
+    sort_distinct_packed(keys, values, enc)
 }
 
 /// [`sort_distinct_pairs`] for `u32` keys with `u32` values: each pair packed into one
@@ -222,11 +235,11 @@ fn sort_rows<W: Word>(
         let element_bytes = (std::mem::size_of::<W>() + std::mem::size_of::<V>()) as u64;
         if row_len == keys.len() && !oblivious {
             let tile = pair_sort_tile(row_len as u64, element_bytes);
-            return sort_pairs(keys, values, enc, tile);
+            return sort_pairs(keys, values, enc, tile, false);
         }
         keys.par_chunks_mut(row_len)
             .zip(values.par_chunks_mut(row_len))
-            .for_each(|(k, v)| sort_pairs(k, v, enc, None));
+            .for_each(|(k, v)| sort_pairs(k, v, enc, None, oblivious));
     }
     match values {
         None => keys.par_chunks_mut(row_len).for_each(|k| sort_keys(k, enc)),
@@ -307,7 +320,7 @@ mod tests {
                 let n = keys.len();
                 let values: Vec<u32> = (0..n as u32).map(|j| j ^ 0xffff).collect();
                 let (mut k, mut v) = (keys.clone(), values.clone());
-                sort_pairs(&mut k, &mut v, enc, None);
+                sort_pairs(&mut k, &mut v, enc, None, false);
                 let encoded: Vec<u32> = keys.iter().map(|&x| enc.encode(x)).collect();
                 let (wk, wv) = network(&encoded, &values);
                 let wk: Vec<u32> = wk.into_iter().map(|x| enc.decode(x)).collect();

@@ -47,6 +47,7 @@ use std::sync::Arc;
 
 use bitonic::{BackendKind, Error, PinnedBuffer, Sorter, fault};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use rand::seq::SliceRandom;
 use support::{
     Pattern, TestKey, TestValue, check_keys, expected, input_seed, pair_multiset, rng_for,
     sort_pairs,
@@ -499,33 +500,85 @@ fn inject_mode<C: Case>(
     Ok(())
 }
 
-/// Sorts shorter than `host_below` call no driver at all; one of that length does.
+/// Sorts shorter than `host_below` call no driver at all; one of that length does. One row of
+/// `u32` pairs with distinct keys stays on the host up to `DISTINCT_PAIRS_HOST_FACTOR` times
+/// that, pairs with equal keys do not; in the oblivious mode every sort goes to the device.
 fn check_host_below(target: &Target) -> Result<(), Failed> {
     let _disarm = Disarm;
-    let sorter = Sorter::builder()
-        .ignore_env()
-        .backend(target.info.backend)
-        .device_index(target.info.index)
-        .build()
-        .map_err(|e| format!("a sorter with the default host_below: {e}"))?;
+    let sorter = |oblivious: bool| {
+        Sorter::builder()
+            .ignore_env()
+            .backend(target.info.backend)
+            .device_index(target.info.index)
+            .oblivious(oblivious)
+            .build()
+            .map_err(|e| format!("a sorter with the default host_below: {e}"))
+    };
+    let (default, oblivious) = (sorter(false)?, sorter(true)?);
+    let below = bitonic::DEFAULT_HOST_BELOW;
+    let pairs_below = below * bitonic::DISTINCT_PAIRS_HOST_FACTOR;
     let mut rng = rng_for(input_seed(target.seed, "host_below", 0));
-    for (n, on_host) in [
-        (bitonic::DEFAULT_HOST_BELOW - 1, true),
-        (bitonic::DEFAULT_HOST_BELOW, false),
+    // (what, sorter, n, distinct keys, keys alone, runs on the host)
+    for (what, sorter, n, distinct, alone, on_host) in [
+        ("keys", &default, below - 1, false, true, true),
+        ("keys", &default, below, false, true, false),
+        ("keys, oblivious", &oblivious, below - 1, false, true, false),
+        (
+            "distinct pairs",
+            &default,
+            pairs_below - 1,
+            true,
+            false,
+            true,
+        ),
+        ("distinct pairs", &default, pairs_below, true, false, false),
+        (
+            "pairs with equal keys",
+            &default,
+            below,
+            false,
+            false,
+            false,
+        ),
+        (
+            "distinct pairs, oblivious",
+            &oblivious,
+            below,
+            true,
+            false,
+            false,
+        ),
     ] {
-        let mut keys = Pattern::Random.keys::<u32>(n, &mut rng);
+        // Distinct keys: a shuffled permutation; equal ones: few distinct values.
+        let mut keys: Vec<u32> = if distinct {
+            let mut k: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(0x9e37_79b9)).collect();
+            k.shuffle(&mut rng);
+            k
+        } else if alone {
+            Pattern::Random.keys::<u32>(n, &mut rng)
+        } else {
+            Pattern::Few.keys::<u32>(n, &mut rng)
+        };
         let want = expected(&keys, false);
+        let mut values: Vec<u32> = (0..n as u32).collect();
+        let input = pair_multiset(&keys, &values);
         fault::arm(usize::MAX);
-        let result = sorter.sort(&mut keys);
+        let result = if alone {
+            sorter.sort(&mut keys)
+        } else {
+            sorter.sort_by_key(&mut keys, &mut values)
+        };
         let points = fault::points_seen();
         fault::disarm();
-        result.map_err(|e| format!("n = {n}: {e}"))?;
-        check_keys(&keys, &want).map_err(|e| format!("n = {n}: {e}"))?;
+        result.map_err(|e| format!("{what}, n = {n}: {e}"))?;
+        check_keys(&keys, &want).map_err(|e| format!("{what}, n = {n}: {e}"))?;
+        if !alone && pair_multiset(&keys, &values) != input {
+            return Err(format!("{what}, n = {n}: the pairs are not the input's").into());
+        }
         if on_host != (points == 0) {
             return Err(format!(
-                "n = {n} (host_below {}): {points} driver calls; expected the sort to run on \
-                 the {}",
-                bitonic::DEFAULT_HOST_BELOW,
+                "{what}, n = {n} (host_below {below}): {points} driver calls; expected the sort \
+                 to run on the {}",
                 if on_host { "host" } else { "device" }
             )
             .into());
