@@ -156,17 +156,6 @@ fn sort_distinct_pairs<W: Word, V: bytemuck::Pod>(
     true
 }
 
-/// Sorts `u32` keys with `u32` values on the host if their keys are all distinct
-/// ([`sort_distinct_packed`]); returns false, with both untouched, otherwise. For a GPU
-/// sorter's short pairs ([`crate::DISTINCT_PAIRS_HOST_FACTOR`]).
-pub(crate) fn sort_distinct_u32_pairs(
-    keys: &mut [u32],
-    values: &mut [u32],
-    enc: KeyEncoding,
-) -> bool {
-    sort_distinct_packed(keys, values, enc)
-}
-
 /// [`sort_distinct_pairs`] for `u32` keys with `u32` values: each pair packed into one
 /// `u64` (ordered key above, value below) and the packed words sorted by their keys with a
 /// radix sort. On a 2-core development machine (2026-11-25, `cpu_short_pairs_against_rayon`)

@@ -36,17 +36,6 @@ pub struct Sorter {
 /// 2048 in 0.036 against 0.031 ms; 4096 in 0.067 against 0.036 ms.
 pub const DEFAULT_HOST_BELOW: usize = 1 << 11;
 
-/// Host-slice sorts of one row of 4-byte keys with 4-byte values whose keys are all distinct
-/// run on the host CPU below this many times [`SorterBuilder::host_below`] (8192 pairs by
-/// default): the host sorts such pairs by a radix sort of packed words, and their round trip
-/// over the bus costs twice a column's. Measured on an NVIDIA H100 machine (16 cores,
-/// 2026-11-26, `bitonic bench --compare --cases kv`): through the GPU 2048 pairs took 0.043
-/// ms, 4096 0.053 ms and 8192 0.056 ms, rayon's `par_sort_unstable_by_key` 0.029, 0.089 and
-/// 0.106 ms; the host's radix sort took 0.018 ms for 2048 on an H200 machine's host.
-/// Pairs with equal keys go to the device from [`SorterBuilder::host_below`] on, since the
-/// host's emulation of the network's order of their values costs far more.
-pub const DISTINCT_PAIRS_HOST_FACTOR: usize = 4;
-
 impl std::fmt::Debug for Sorter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sorter")
@@ -108,12 +97,11 @@ impl SorterBuilder {
 
     /// Sorts of host slices with fewer than `len` elements (all rows together) run on the
     /// host CPU instead of the GPU: below [`DEFAULT_HOST_BELOW`] the host sort is faster
-    /// than the round trip over the bus. One row of 4-byte keys with 4-byte values whose
-    /// keys are all distinct runs on the host below [`DISTINCT_PAIRS_HOST_FACTOR`] times
-    /// `len`. `0` sends every sort to the device, and so does the oblivious mode
-    /// ([`SorterBuilder::oblivious`]), since the host's sorts of keys are not data-oblivious.
-    /// Results are the same either way, values of equal keys included (the CPU path runs the
-    /// same network for pairs with equal keys). Device-resident calls are not affected.
+    /// than the round trip over the bus. `0` sends every sort to the device, and so does the
+    /// oblivious mode ([`SorterBuilder::oblivious`]), since the host's sorts of keys are not
+    /// data-oblivious. Results are the same either way, values of equal keys included (the
+    /// CPU path runs the same network for pairs with equal keys). Device-resident calls are
+    /// not affected.
     pub fn host_below(mut self, len: usize) -> Self {
         self.host_below = len;
         self
@@ -199,30 +187,6 @@ impl Sorter {
         match &self.cpu {
             Some(cpu) if len < self.host_below && !self.oblivious => cpu,
             _ => self.backend.as_ref(),
-        }
-    }
-
-    /// Sorts one row of `u32` keys with `u32` values on the host when the sorter's device
-    /// would sort it ([`Sorter::backend_for`]), it is shorter than
-    /// [`DISTINCT_PAIRS_HOST_FACTOR`] times [`SorterBuilder::host_below`], and its keys are
-    /// all distinct; returns false, with both untouched, otherwise.
-    fn distinct_pairs_on_host(
-        &self,
-        keys: &mut WordsMut<'_>,
-        values: &mut Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-        row_len: usize,
-    ) -> bool {
-        let n = keys.len();
-        let short = n < self.host_below.saturating_mul(DISTINCT_PAIRS_HOST_FACTOR);
-        let on_device = self.cpu.is_some() && (n >= self.host_below || self.oblivious);
-        match (keys, values) {
-            (WordsMut::U32(k), Some(WordsMut::U32(v)))
-                if on_device && short && !self.oblivious && row_len == n =>
-            {
-                crate::cpu::sort_distinct_u32_pairs(k, v, encoding)
-            }
-            _ => false,
         }
     }
 
@@ -412,14 +376,13 @@ impl Sorter {
             return Ok(());
         }
         let backend = self.backend_for(keys.len());
-        with_value_words(values, |mut value_words| match K::repr(keys) {
-            KeyRepr::Words(mut words, kind) => {
-                let encoding = KeyEncoding { kind, descending };
-                if self.distinct_pairs_on_host(&mut words, &mut value_words, encoding, row_len) {
-                    return Ok(());
-                }
-                backend.sort_rows_words(words, value_words, encoding, row_len)
-            }
+        with_value_words(values, |value_words| match K::repr(keys) {
+            KeyRepr::Words(words, kind) => backend.sort_rows_words(
+                words,
+                value_words,
+                KeyEncoding { kind, descending },
+                row_len,
+            ),
             // Narrow keys travel as 32-bit ordered words, widened where they are copied.
             KeyRepr::Narrow => {
                 let mut narrow: &mut [K] = keys;
