@@ -156,6 +156,22 @@ fn sort_distinct_pairs<W: Word, V: bytemuck::Pod>(
     true
 }
 
+/// [`sort_distinct_pairs`] on words, for a GPU sorter's short pairs (`Sorter`), which go to
+/// its device rather than through the network's emulation when two keys are equal. Returns
+/// false, with both untouched, then.
+pub(crate) fn sort_distinct_words(
+    keys: &mut WordsMut<'_>,
+    values: &mut WordsMut<'_>,
+    enc: KeyEncoding,
+) -> bool {
+    match (keys, values) {
+        (WordsMut::U32(k), WordsMut::U32(v)) => sort_distinct_pairs(k, v, enc),
+        (WordsMut::U32(k), WordsMut::U64(v)) => sort_distinct_pairs(k, v, enc),
+        (WordsMut::U64(k), WordsMut::U32(v)) => sort_distinct_pairs(k, v, enc),
+        (WordsMut::U64(k), WordsMut::U64(v)) => sort_distinct_pairs(k, v, enc),
+    }
+}
+
 /// [`sort_distinct_pairs`] for `u32` keys with `u32` values: each pair packed into one
 /// `u64` (ordered key above, value below) and the packed words sorted by their keys with a
 /// radix sort. On a 2-core development machine (2026-11-25, `cpu_short_pairs_against_rayon`)

@@ -54,7 +54,7 @@ pub use error::{Error, Result};
 pub use keys::{KeyEncoding, KeyKind, NarrowKeys, Order, SortKey, WordKey, WordsMut};
 pub use pinned::PinnedBuffer;
 pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
-pub use sorter::{DEFAULT_HOST_BELOW, Sorter, SorterBuilder};
+pub use sorter::{DEFAULT_HOST_BELOW, Sorter, SorterBuilder, TIED_PAIRS_DEVICE_FRACTION};
 
 /// The README's examples, compiled and run as doc tests.
 #[doc = include_str!("../README.md")]

@@ -36,6 +36,15 @@ pub struct Sorter {
 /// 2048 in 0.036 against 0.031 ms; 4096 in 0.067 against 0.036 ms.
 pub const DEFAULT_HOST_BELOW: usize = 1 << 11;
 
+/// A GPU sorter's host-slice sorts of one row of pairs shorter than
+/// [`SorterBuilder::host_below`] but at least this fraction of it (512 pairs by default) go
+/// to the device when two keys are equal: the host sorts pairs with distinct keys quickly,
+/// but gives equal keys' values the network's order by emulating the network, which took
+/// 0.08-0.13 ms for 1024 `u32` pairs with few distinct keys on an NVIDIA H100 machine's
+/// host (2026-11-26, `docs/perf.md` change 54) against about 0.05 ms for 2048 through the
+/// GPU.
+pub const TIED_PAIRS_DEVICE_FRACTION: usize = 4;
+
 impl std::fmt::Debug for Sorter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sorter")
@@ -99,9 +108,10 @@ impl SorterBuilder {
     /// host CPU instead of the GPU: below [`DEFAULT_HOST_BELOW`] the host sort is faster
     /// than the round trip over the bus. `0` sends every sort to the device, and so does the
     /// oblivious mode ([`SorterBuilder::oblivious`]), since the host's sorts of keys are not
-    /// data-oblivious. Results are the same either way, values of equal keys included (the
-    /// CPU path runs the same network for pairs with equal keys). Device-resident calls are
-    /// not affected.
+    /// data-oblivious. One row of pairs from a quarter of `len` on whose keys repeat goes to
+    /// the device too ([`TIED_PAIRS_DEVICE_FRACTION`]). Results are the same either way,
+    /// values of equal keys included (the CPU path runs the same network for pairs with equal
+    /// keys). Device-resident calls are not affected.
     pub fn host_below(mut self, len: usize) -> Self {
         self.host_below = len;
         self
@@ -188,6 +198,16 @@ impl Sorter {
             Some(cpu) if len < self.host_below && !self.oblivious => cpu,
             _ => self.backend.as_ref(),
         }
+    }
+
+    /// Whether a host-slice sort of one row of `n` pairs tries the host's sort of distinct
+    /// keys and, where two keys are equal, goes to the device ([`TIED_PAIRS_DEVICE_FRACTION`]).
+    fn tied_pairs_go_to_device(&self, n: usize, row_len: usize) -> bool {
+        self.cpu.is_some()
+            && !self.oblivious
+            && row_len == n
+            && n < self.host_below
+            && n >= self.host_below / TIED_PAIRS_DEVICE_FRACTION
     }
 
     /// The device this sorter runs on.
@@ -375,14 +395,22 @@ impl Sorter {
         if keys.len() <= 1 || row_len <= 1 {
             return Ok(());
         }
-        let backend = self.backend_for(keys.len());
-        with_value_words(values, |value_words| match K::repr(keys) {
-            KeyRepr::Words(words, kind) => backend.sort_rows_words(
-                words,
-                value_words,
-                KeyEncoding { kind, descending },
-                row_len,
-            ),
+        let n = keys.len();
+        let backend = self.backend_for(n);
+        with_value_words(values, |mut value_words| match K::repr(keys) {
+            KeyRepr::Words(mut words, kind) => {
+                let encoding = KeyEncoding { kind, descending };
+                let backend = match value_words.as_mut() {
+                    Some(values) if self.tied_pairs_go_to_device(n, row_len) => {
+                        if crate::cpu::sort_distinct_words(&mut words, values, encoding) {
+                            return Ok(());
+                        }
+                        self.backend.as_ref()
+                    }
+                    _ => backend,
+                };
+                backend.sort_rows_words(words, value_words, encoding, row_len)
+            }
             // Narrow keys travel as 32-bit ordered words, widened where they are copied.
             KeyRepr::Narrow => {
                 let mut narrow: &mut [K] = keys;
