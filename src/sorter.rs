@@ -37,13 +37,13 @@ pub struct Sorter {
 pub const DEFAULT_HOST_BELOW: usize = 1 << 11;
 
 /// A GPU sorter's host-slice sorts of one row of pairs shorter than
-/// [`SorterBuilder::host_below`] but at least this fraction of it (512 pairs by default) go
+/// [`SorterBuilder::host_below`] but at least this fraction of it (682 pairs by default) go
 /// to the device when two keys are equal: the host sorts pairs with distinct keys quickly,
-/// but gives equal keys' values the network's order by emulating the network, which took
-/// 0.08-0.13 ms for 1024 `u32` pairs with few distinct keys on an NVIDIA H100 machine's
-/// host (2026-11-26, `docs/perf.md` change 54) against about 0.05 ms for 2048 through the
-/// GPU.
-pub const TIED_PAIRS_DEVICE_FRACTION: usize = 4;
+/// but gives equal keys' values the network's order by emulating the network. Measured on
+/// an NVIDIA H100 machine (2026-11-26, `docs/perf.md` change 55), `u32` pairs with few
+/// distinct keys: 512 took 0.032-0.040 ms on the host and 0.049-0.057 through the GPU, 768
+/// 0.070-0.072 against 0.053-0.061 ms, 2047 0.19-0.22 against 0.080-0.082 ms.
+pub const TIED_PAIRS_DEVICE_FRACTION: usize = 3;
 
 impl std::fmt::Debug for Sorter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -108,7 +108,7 @@ impl SorterBuilder {
     /// host CPU instead of the GPU: below [`DEFAULT_HOST_BELOW`] the host sort is faster
     /// than the round trip over the bus. `0` sends every sort to the device, and so does the
     /// oblivious mode ([`SorterBuilder::oblivious`]), since the host's sorts of keys are not
-    /// data-oblivious. One row of pairs from a quarter of `len` on whose keys repeat goes to
+    /// data-oblivious. One row of pairs from a third of `len` on whose keys repeat goes to
     /// the device too ([`TIED_PAIRS_DEVICE_FRACTION`]). Results are the same either way,
     /// values of equal keys included (the CPU path runs the same network for pairs with equal
     /// keys). Device-resident calls are not affected.
