@@ -191,23 +191,26 @@ impl Sorter {
         }
     }
 
-    /// The backend that sorts `len` host elements: the host CPU below
-    /// [`SorterBuilder::host_below`] (never in the oblivious mode), else the sorter's device.
+    /// Whether a sort of `len` host elements runs on the host CPU: a GPU sorter's below
+    /// [`SorterBuilder::host_below`], never in the oblivious mode.
+    fn on_host(&self, len: usize) -> bool {
+        self.cpu.is_some() && len < self.host_below && !self.oblivious
+    }
+
+    /// The backend that sorts `len` host elements: the host CPU where [`Sorter::on_host`],
+    /// else the sorter's device.
     pub(crate) fn backend_for(&self, len: usize) -> &dyn Backend {
         match &self.cpu {
-            Some(cpu) if len < self.host_below && !self.oblivious => cpu,
+            Some(cpu) if self.on_host(len) => cpu,
             _ => self.backend.as_ref(),
         }
     }
 
-    /// Whether a host-slice sort of one row of `n` pairs tries the host's sort of distinct
-    /// keys and, where two keys are equal, goes to the device ([`TIED_PAIRS_DEVICE_FRACTION`]).
+    /// Whether a host-slice sort of one row of `n` pairs that would run on the host tries the
+    /// host's sort of distinct keys and, where two keys are equal, goes to the device
+    /// ([`TIED_PAIRS_DEVICE_FRACTION`]).
     fn tied_pairs_go_to_device(&self, n: usize, row_len: usize) -> bool {
-        self.cpu.is_some()
-            && !self.oblivious
-            && row_len == n
-            && n < self.host_below
-            && n >= self.host_below / TIED_PAIRS_DEVICE_FRACTION
+        self.on_host(n) && row_len == n && n >= self.host_below / TIED_PAIRS_DEVICE_FRACTION
     }
 
     /// The device this sorter runs on.
