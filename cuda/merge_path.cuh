@@ -371,8 +371,9 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
         // chooses with selects, not branches: with branches nvcc made every output a
         // divergent if-else around its load, and the pass issued about three times the
         // instructions. A position past its part reads a word it never takes: at most slot
-        // pad(2^tile_bits), which is the next buffer's first word or, after the second buffer,
-        // the 16 bytes of slack (`MERGE_SHARED_BYTES`).
+        // pad(2^tile_bits), in this buffer's values or its 16 bytes of slack
+        // (`MERGE_BUFFER_BYTES`), never in the other buffer, where the next tile's copies
+        // are arriving (compute-sanitizer's racecheck reports such a read as a race).
         const u32 first = threadIdx.x * E;
         K k[E];
         u32 source[E];

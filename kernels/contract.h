@@ -53,13 +53,14 @@
 // compiled for (__launch_bounds__: 48 registers a thread).
 #define MERGE_THREADS 256
 #define MERGE_BLOCKS_PER_SM 5
-// Bytes after a merge block's last buffer that a thread past the end of its parts may read
-// but never uses (slot PAD(2^bits) of the keys).
+// Bytes after a merge buffer that a thread past the end of its parts may read but never
+// uses (slot PAD(2^bits) of the keys).
 #define MERGE_SLACK_BYTES 16u
 // A CUDA merge block's dynamic shared memory: two buffers (the tile being merged and the
-// next one arriving), each the padded keys then the padded values, and the slack.
-#define MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) (PADDED_WORDS(bits) * ((key_bytes) + (value_bytes)))
-#define MERGE_SHARED_BYTES(bits, key_bytes, value_bytes) (2u * MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) + MERGE_SLACK_BYTES)
+// next one arriving), each the padded keys, the padded values and its own slack, so that a
+// read past one buffer's keys never meets the copies arriving in the other.
+#define MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) (PADDED_WORDS(bits) * ((key_bytes) + (value_bytes)) + MERGE_SLACK_BYTES)
+#define MERGE_SHARED_BYTES(bits, key_bytes, value_bytes) (2u * MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes))
 // An OpenCL merge work-group's __local keys (kernels/merge_path.clh): one buffer and the
 // slack.
 #define MERGE_LOCAL_KEY_BYTES(bits, key_bytes) (PADDED_WORDS(bits) * (key_bytes) + MERGE_SLACK_BYTES)

@@ -51,16 +51,16 @@ pub const WARP_SORT_LOG: u32 = 10;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const WARP_SORT_MAX_WARPS_LOG: u32 = 3;
 
-/// Bytes after a merge block's last buffer that a thread past the end of its parts may read
-/// but never uses (`MERGE_SLACK_BYTES`).
+/// Bytes after a merge buffer that a thread past the end of its parts may read but never
+/// uses (`MERGE_SLACK_BYTES`).
 pub const MERGE_SLACK_BYTES: u64 = 16;
 
 /// Dynamic shared memory of a CUDA merge block of 2^`bits` outputs whose elements are
-/// `element_bytes` wide (`MERGE_SHARED_BYTES`): two buffers of padded keys and values, and
-/// the slack.
+/// `element_bytes` wide (`MERGE_SHARED_BYTES`): two buffers, each of padded keys and values
+/// and its own slack.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub fn merge_shared_bytes(bits: u32, element_bytes: u64) -> u64 {
-    2 * padded_words(bits) * element_bytes + MERGE_SLACK_BYTES
+    2 * (padded_words(bits) * element_bytes + MERGE_SLACK_BYTES)
 }
 
 /// `__local` keys of an OpenCL merge work-group of 2^`bits` outputs (`MERGE_LOCAL_KEY_BYTES`):
@@ -222,17 +222,17 @@ mod tests {
         }
         assert_eq!(
             define("MERGE_BUFFER_BYTES"),
-            "(bits, key_bytes, value_bytes) (PADDED_WORDS(bits) * ((key_bytes) + (value_bytes)))"
+            "(bits, key_bytes, value_bytes) (PADDED_WORDS(bits) * ((key_bytes) + (value_bytes)) + MERGE_SLACK_BYTES)"
         );
         assert_eq!(
             define("MERGE_SHARED_BYTES"),
-            "(bits, key_bytes, value_bytes) (2u * MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes) + MERGE_SLACK_BYTES)"
+            "(bits, key_bytes, value_bytes) (2u * MERGE_BUFFER_BYTES(bits, key_bytes, value_bytes))"
         );
         assert_eq!(
             define("MERGE_LOCAL_KEY_BYTES"),
             "(bits, key_bytes) (PADDED_WORDS(bits) * (key_bytes) + MERGE_SLACK_BYTES)"
         );
-        assert_eq!(merge_shared_bytes(13, 4), 2 * 8448 * 4 + 16);
+        assert_eq!(merge_shared_bytes(13, 4), 2 * (8448 * 4 + 16));
         assert_eq!(merge_local_key_bytes(12, 8), 4224 * 8 + 16);
     }
 

@@ -467,10 +467,13 @@ pub fn merge_path_plan(
     widths: Widths,
     encoding: u32,
 ) -> Option<MergePathPlan> {
-    let max_tile = max_log_tile(limits, widths, None);
     let sort_tile = if widths.value == 0 {
+        // A tile sort of keys alone may fill a multiprocessor's shared memory with one block
+        // (2^15 `u32` keys; the network's passes keep two blocks of 2^14).
+        let max_tile = max_log_tile_for(limits, widths, 1, None);
         choose_sort_tile(n, max_tile, limits.multiprocessors)?
     } else {
+        let max_tile = max_log_tile(limits, widths, None);
         pair_sort_tile(n, widths.element()).filter(|&tile| tile <= max_tile)?
     };
     tiled_merge_path_plan(limits, (n, 1), sort_tile, widths, encoding)

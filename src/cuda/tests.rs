@@ -361,7 +361,8 @@ fn gpu_matches_cpu() {
     // From 32 MiB a sort of host slices sorts its chunks while the rest uploads: pairs in
     // three chunks, the last of one element; keys alone so too, and in three chunks through
     // the pipeline of pieces.
-    for n in [(1 << 22) + 1, (1 << 23) + 1, 9_437_187] {
+    // (2^22 + 1 and 2^24 + 3 `u32` keys: tiles of 2^15, an odd power of two's tile.)
+    for n in [(1 << 22) + 1, (1 << 23) + 1, 9_437_187, (1 << 24) + 3] {
         for (kind, descending) in [encodings[2], encodings[3]] {
             compare_with_cpu(&gpu, n, KeyEncoding { kind, descending }, seed);
             seed += 1;
@@ -439,6 +440,13 @@ fn merge_path_plans() {
                         pair_tile,
                         "{widths:?} n {n}"
                     );
+                } else if n == (1 << 24) + 1 {
+                    // An odd power of two: `u32` keys sort tiles of 2^15 with one block a
+                    // multiprocessor, `u64` keys 2^13.
+                    let tile = if key == 4 { 15 } else { 13 };
+                    assert_eq!(p.tile_sort.args.tile_bits, tile, "{widths:?}");
+                    let bytes = plan::padded_words(tile) * key;
+                    assert!(bytes <= u64::from(H200.shared_bytes_per_block));
                 }
                 // Encode in the tile sort, decode in the last merge, an even number of merges.
                 assert_eq!(p.tile_sort.args.transform, plan::ENCODE_ON_LOAD);
@@ -736,8 +744,8 @@ fn profile_passes(gpu: &CudaBackend, log_n: u32) {
     assert_eq!(out, expect);
 }
 
-/// Device times of the launches of merge-path sorts of random `u32` keys (2^24, 2^26, 2^28)
-/// and `u64` keys (2^24, 2^26): the tile sort, then each merge pass (its splitter and merge
+/// Device times of the launches of merge-path sorts of random `u32` keys (2^24 to 2^28) and
+/// `u64` keys (2^24 to 2^26), odd powers included (their tile is one smaller): the tile sort, then each merge pass (its splitter and merge
 /// kernels together), with CUDA events around each. `cargo test --release --features cuda
 /// --lib cuda_merge_profile -- --ignored --nocapture`.
 #[test]
@@ -745,7 +753,16 @@ fn profile_passes(gpu: &CudaBackend, log_n: u32) {
 fn cuda_merge_profile() {
     let gpu = CudaBackend::open(0).expect("open device 0");
     CurrentContext::set_current(&gpu.context).expect("context");
-    for (key, log_n) in [(4u64, 24u32), (4, 26), (4, 28), (8, 24), (8, 26)] {
+    for (key, log_n) in [
+        (4u64, 24u32),
+        (4, 25),
+        (4, 26),
+        (4, 27),
+        (4, 28),
+        (8, 24),
+        (8, 25),
+        (8, 26),
+    ] {
         let n = 1usize << log_n;
         let mut next = lcg(7);
         let raw: Vec<u64> = (0..n).map(|_| next() >> (64 - 8 * key)).collect();

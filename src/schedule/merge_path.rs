@@ -13,7 +13,11 @@
 
 /// The largest tile sort of a merge-path sort, as log2 of its elements: each doubling of the
 /// tile adds `log_tile + 1` network levels on chip and saves one merge pass over memory.
-pub const MAX_LOG_SORT_TILE: u32 = 14;
+/// Tiles of 2^15 are taken only where 2^14 would leave an odd number of passes (so the
+/// choice is between 2^15 and 2^13): on an NVIDIA H100, 2^15 `u32` keys took a quarter more
+/// per key than 2^13 or 2^14 to sort on chip, more than one pass saves, but less than two
+/// (`docs/perf.md`, change 56).
+pub const MAX_LOG_SORT_TILE: u32 = 15;
 
 /// The smallest tile sort of a merge-path sort, as log2 of its elements.
 pub const MIN_LOG_SORT_TILE: u32 = 10;
@@ -471,6 +475,12 @@ mod tests {
         }
         assert_eq!(choose_sort_tile(1 << 28, 15, 132), Some(14));
         assert_eq!(choose_sort_tile(1 << 20, 15, 132), Some(12));
+        // Odd powers of two take 2^15 where the device holds it and the network would give
+        // every multiprocessor tiles that large, 2^13 where not.
+        assert_eq!(choose_sort_tile(1 << 27, 15, 132), Some(15));
+        assert_eq!(choose_sort_tile((1 << 22) + 1, 15, 132), Some(15));
+        assert_eq!(choose_sort_tile(1 << 27, 14, 132), Some(13));
+        assert_eq!(choose_sort_tile(1 << 21, 15, 132), Some(13));
         // Devices whose tiles are small keep the network.
         assert_eq!(choose_sort_tile(1 << 20, 10, 132), None);
         // Rows: only those longer than the largest tile, whose tiles count together.
