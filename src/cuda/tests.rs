@@ -745,8 +745,9 @@ fn profile_passes(gpu: &CudaBackend, log_n: u32) {
 }
 
 /// Device times of the launches of merge-path sorts of random `u32` keys (2^24 to 2^28) and
-/// `u64` keys (2^24 to 2^26), odd powers included (their tile is one smaller): the tile sort, then each merge pass (its splitter and merge
-/// kernels together), with CUDA events around each. `cargo test --release --features cuda
+/// `u64` keys (2^24 to 2^26), odd powers included (their tiles are 2^15 `u32` or 2^13 `u64`
+/// keys): the tile sort, then each merge pass (its splitter and merge kernels together), with
+/// CUDA events around each. `cargo test --release --features cuda
 /// --lib cuda_merge_profile -- --ignored --nocapture`.
 #[test]
 #[ignore = "needs a CUDA device; a timing, not a check"]
