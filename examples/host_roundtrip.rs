@@ -6,7 +6,7 @@
 //! cargo run --release --example host_roundtrip -- 28 5        # up to 2^28, 5 timed runs
 //! ```
 //!
-//! The device sorter is built with `host_below(0)`, so that every length really crosses the
+//! The device sorter is built with `host_threshold(0)`, so that every length really crosses the
 //! bus; the `auto` column is a default sorter, which sorts short slices on the host; `cpu` is
 //! the crate's CPU backend and `rayon` a plain `par_sort_unstable` of the keys. Each
 //! figure is the median of the timed runs after one untimed run, on random keys that are
@@ -21,7 +21,7 @@ fn main() -> Result<(), bitonic::Error> {
     let mut args = std::env::args().skip(1);
     let max_log: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(24);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(9);
-    let device = Sorter::builder().host_below(0).build()?;
+    let device = Sorter::builder().host_threshold(0).build()?;
     let auto = Sorter::new()?;
     let cpu = Sorter::builder()
         .ignore_env()
@@ -56,8 +56,10 @@ fn main() -> Result<(), bitonic::Error> {
                 values.par_iter_mut().zip(&keys).for_each(|(v, k)| *v = !*k);
                 let start = Instant::now();
                 match (sorter, pairs) {
-                    (Some(s), true) => s.sort_by_key(&mut keys, &mut values)?,
-                    (Some(s), false) => s.sort(&mut keys)?,
+                    (Some(s), true) => {
+                        s.sort_by_key(&mut keys, &mut values, bitonic::Order::Ascending)?
+                    }
+                    (Some(s), false) => s.sort(&mut keys, bitonic::Order::Ascending)?,
                     (None, _) => keys.par_sort_unstable(),
                 }
                 let ms = start.elapsed().as_secs_f64() * 1e3;

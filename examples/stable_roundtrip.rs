@@ -8,7 +8,7 @@
 //! cargo run --release --example stable_roundtrip -- 26 5       # up to 2^26, 5 timed runs
 //! ```
 //!
-//! The sorter is built with `host_below(0)`, so that every length crosses the bus. Keys are
+//! The sorter is built with `host_threshold(0)`, so that every length crosses the bus. Keys are
 //! random `u32` (which tie from about 2^16 keys on) or `few` (16 distinct values). Each
 //! figure is the median of the timed runs after one untimed run, every result is checked
 //! against rayon's stable sort, and the inputs are the same for the three. Two more columns
@@ -26,7 +26,7 @@ use rayon::prelude::*;
 fn two_sorts(sorter: &Sorter, keys: &[u32]) -> Result<Vec<u32>, bitonic::Error> {
     let mut sorted = keys.to_vec();
     let mut order: Vec<u32> = (0..keys.len() as u32).collect();
-    sorter.sort_by_key(&mut sorted, &mut order)?;
+    sorter.sort_by_key(&mut sorted, &mut order, bitonic::Order::Ascending)?;
     let mut run = 0u64;
     let mut ties = false;
     let mut composite = Vec::with_capacity(keys.len());
@@ -41,7 +41,7 @@ fn two_sorts(sorter: &Sorter, keys: &[u32]) -> Result<Vec<u32>, bitonic::Error> 
     if !ties {
         return Ok(order);
     }
-    sorter.sort(&mut composite)?;
+    sorter.sort(&mut composite, bitonic::Order::Ascending)?;
     Ok(composite.into_iter().map(|c| c as u32).collect())
 }
 
@@ -54,7 +54,7 @@ fn main() -> Result<(), bitonic::Error> {
     let mut args = std::env::args().skip(1);
     let max_log: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(24);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(9).max(1);
-    let sorter = Sorter::builder().host_below(0).build()?;
+    let sorter = Sorter::builder().host_threshold(0).build()?;
     println!("device: {}", sorter.device());
     println!(
         "{:>6} {:>8} {:>14} {:>14} {:>14} {:>14} {:>14}",
@@ -85,7 +85,7 @@ fn main() -> Result<(), bitonic::Error> {
             let mut words: Vec<u64> = vec![1; n];
             for run in 0..=runs {
                 let started = Instant::now();
-                let got = sorter.argsort(&keys)?;
+                let got = sorter.argsort(&keys, bitonic::Order::Ascending)?;
                 let ms = started.elapsed().as_secs_f64() * 1e3;
                 assert!(
                     got == want,
@@ -109,7 +109,7 @@ fn main() -> Result<(), bitonic::Error> {
                     .enumerate()
                     .for_each(|(i, (w, &k))| *w = u64::from(k) << 32 | i as u64);
                 let started = Instant::now();
-                sorter.sort(&mut words)?;
+                sorter.sort(&mut words, bitonic::Order::Ascending)?;
                 let wide_ms = started.elapsed().as_secs_f64() * 1e3;
                 assert!(words.windows(2).all(|w| w[0] <= w[1]));
                 let started = Instant::now();

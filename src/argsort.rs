@@ -10,7 +10,7 @@
 //! one array (or row) holds at most 2^32 elements here.
 
 use crate::error::{Error, Result};
-use crate::keys::{KeyEncoding, KeyKind, KeyRepr, SortKey, WordsMut};
+use crate::keys::{KeyEncoding, KeyKind, KeyRepr, Order, SortKey, WordsMut};
 use crate::sorter::{Sorter, check_rows};
 use rayon::prelude::*;
 
@@ -125,48 +125,42 @@ fn key_of_u32<K: SortKey>(word: u32) -> K {
 }
 
 impl Sorter {
-    /// The permutation that sorts `keys` ascending, stably: `keys[p[0]] <= keys[p[1]] <=
-    /// ...`, and equal keys keep their input order (numpy's `argsort(kind="stable")`).
-    /// Floats order as [`f32::total_cmp`]. At most 2^32 keys ([`Error::Unsupported`] beyond).
+    /// The permutation that sorts `keys` in `order`, stably: ascending, `keys[p[0]] <=
+    /// keys[p[1]] <= ...`, and equal keys keep their input order in either order (numpy's
+    /// `argsort(kind="stable")`). Floats order as [`f32::total_cmp`]. At most 2^32 keys
+    /// ([`Error::Unsupported`] beyond).
     ///
     /// ```
+    /// use bitonic::Order;
     /// let sorter = bitonic::Sorter::new()?;
-    /// assert_eq!(sorter.argsort(&[3.0f32, 1.0, 3.0, 2.0])?, [1, 3, 0, 2]);
+    /// assert_eq!(sorter.argsort(&[3.0f32, 1.0, 3.0, 2.0], Order::Ascending)?, [1, 3, 0, 2]);
     /// # Ok::<(), bitonic::Error>(())
     /// ```
-    pub fn argsort<K: SortKey>(&self, keys: &[K]) -> Result<Vec<u32>> {
-        self.argsort_rows_impl(keys, keys.len().max(1), false)
-    }
-
-    /// The stable permutation that sorts `keys` descending (equal keys keep input order).
-    pub fn argsort_descending<K: SortKey>(&self, keys: &[K]) -> Result<Vec<u32>> {
-        self.argsort_rows_impl(keys, keys.len().max(1), true)
+    pub fn argsort<K: SortKey>(&self, keys: &[K], order: Order) -> Result<Vec<u32>> {
+        self.argsort_rows_impl(keys, keys.len().max(1), order.is_descending())
     }
 
     /// [`Sorter::argsort`] of every row of a row-major matrix: entry `r * row_len + i` is the
-    /// position within row `r` of its `i`-th smallest key.
-    pub fn argsort_rows<K: SortKey>(&self, keys: &[K], row_len: usize) -> Result<Vec<u32>> {
-        self.argsort_rows_impl(keys, row_len, false)
-    }
-
-    /// [`Sorter::argsort_rows`], each row descending.
-    pub fn argsort_rows_descending<K: SortKey>(
+    /// position within row `r` of its `i`-th key in `order`.
+    pub fn argsort_rows<K: SortKey>(
         &self,
         keys: &[K],
         row_len: usize,
+        order: Order,
     ) -> Result<Vec<u32>> {
-        self.argsort_rows_impl(keys, row_len, true)
+        self.argsort_rows_impl(keys, row_len, order.is_descending())
     }
 
-    /// Sorts `keys` ascending and moves `values` with them, stably: the result equals Rust's
-    /// `sort_by` on the pairs by key (floats by `total_cmp`), element for element. Values
-    /// may be any `Copy` type.
+    /// Sorts `keys` in `order` and moves `values` with them, stably: the result equals
+    /// Rust's `sort_by` on the pairs by key (floats by `total_cmp`; descending compares the
+    /// other way round), element for element. Values may be any `Copy` type.
     ///
     /// ```
+    /// use bitonic::Order;
     /// let sorter = bitonic::Sorter::new()?;
     /// let mut keys = vec![2u8, 1, 2, 1];
     /// let mut names = vec!["a", "b", "c", "d"];
-    /// sorter.sort_by_key_stable(&mut keys, &mut names)?;
+    /// sorter.sort_by_key_stable(&mut keys, &mut names, Order::Ascending)?;
     /// assert_eq!(names, ["b", "d", "a", "c"]);
     /// # Ok::<(), bitonic::Error>(())
     /// ```
@@ -174,41 +168,30 @@ impl Sorter {
         &self,
         keys: &mut [K],
         values: &mut [V],
+        order: Order,
     ) -> Result<()> {
-        self.stable_by_key(keys, values, false)
+        self.stable_by_key(keys, values, order.is_descending())
     }
 
-    /// Like [`Sorter::sort_by_key_stable`], descending (equal keys keep input order).
-    pub fn sort_by_key_stable_descending<K: SortKey, V: Copy>(
-        &self,
-        keys: &mut [K],
-        values: &mut [V],
-    ) -> Result<()> {
-        self.stable_by_key(keys, values, true)
-    }
-
-    /// Sorts every segment `data[offsets[i]..offsets[i + 1]]` ascending on its own (the
+    /// Sorts every segment `data[offsets[i]..offsets[i + 1]]` in `order` on its own (the
     /// offsets CUB's segmented sort takes: non-decreasing, within `data`; elements before
     /// the first offset or after the last stay where they are). Empty segments are fine.
     ///
     /// ```
+    /// use bitonic::Order;
     /// let sorter = bitonic::Sorter::new()?;
     /// let mut data = vec![5i32, 4, 9, 8, 7, 0];
-    /// sorter.sort_segments(&mut data, &[0, 2, 2, 5, 6])?;
+    /// sorter.sort_segments(&mut data, &[0, 2, 2, 5, 6], Order::Ascending)?;
     /// assert_eq!(data, [4, 5, 7, 8, 9, 0]);
     /// # Ok::<(), bitonic::Error>(())
     /// ```
-    pub fn sort_segments<K: SortKey>(&self, data: &mut [K], offsets: &[usize]) -> Result<()> {
-        self.segments(data, offsets, false)
-    }
-
-    /// Like [`Sorter::sort_segments`], each segment descending.
-    pub fn sort_segments_descending<K: SortKey>(
+    pub fn sort_segments<K: SortKey>(
         &self,
         data: &mut [K],
         offsets: &[usize],
+        order: Order,
     ) -> Result<()> {
-        self.segments(data, offsets, true)
+        self.segments(data, offsets, order.is_descending())
     }
 
     /// Sorts 64-bit words ascending in rows of `row_len`, on the backend that sorts this many

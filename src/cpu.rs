@@ -335,7 +335,7 @@ mod tests {
     }
 
     /// The CPU backend's sort of 2^10 and 2^11 random `u32` keys with `u32` values (what a
-    /// GPU sorter runs below `DEFAULT_HOST_BELOW`) against rayon's `par_sort_unstable_by_key`
+    /// GPU sorter runs below `DEFAULT_HOST_THRESHOLD`) against rayon's `par_sort_unstable_by_key`
     /// of the same pairs, taking turns, medians of 3000; the result checked once. A timing:
     /// `cargo test --release --lib cpu_short_pairs_against_rayon -- --ignored --nocapture`.
     #[test]

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::backend::BackendKind;
+use crate::device::BackendKind;
 
 /// Everything that can go wrong in `bitonic`. Library code returns these instead of
 /// panicking on bad input or missing hardware.

@@ -13,7 +13,7 @@
 //! backend supplies only a [`Link`]: pinned allocation, asynchronous copies on its one
 //! in-order stream or queue, and events to wait for them; kernels enqueued on that stream
 //! between the uploads and the downloads are ordered by it. During an upload the engine tells
-//! the backend how many leading elements are on their way ([`Landed`]), so that a sort can
+//! the backend how many leading elements are on their way ([`UploadProgress`]), so that a sort can
 //! start on them before the rest has crossed the bus.
 //!
 //! A slot's bytes are only handed out after the copy that last used it has completed
@@ -26,11 +26,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::buffer_cache::{BufferCache, DeviceBytes};
 use crate::error::{Error, Result};
-use crate::kept::{DeviceBytes, Kept};
 use crate::keys::{NarrowKeys, WordsMut};
 use crate::pinned::is_pinned_for;
-use crate::turns::{Awake, for_pieces};
+use crate::rayon_lock::{Awake, for_pieces};
 
 /// Bytes of one pinned slot, and so of the largest chunk. Each chunk costs a parallel host
 /// copy (a fork and join of rayon's threads) and an event; 16 MiB chunks took the round trip
@@ -59,13 +59,13 @@ const AWAKE_AT_MOST: std::time::Duration = std::time::Duration::from_micros(400)
 /// What a GPU backend tells about its host-slice sorts without taking their lock: the bytes
 /// it keeps, and the copy-back mode the sorter chose.
 #[derive(Default)]
-pub(crate) struct Gauges {
+pub(crate) struct CacheStats {
     device: AtomicU64,
     pinned: AtomicU64,
     all_or_nothing: AtomicBool,
 }
 
-impl Gauges {
+impl CacheStats {
     /// Records what the backend keeps now.
     pub(crate) fn keep<B: DeviceBytes, P, M>(&self, host: &HostState<B, P, M>) {
         self.device.store(host.buffers.bytes(), Ordering::Relaxed);
@@ -205,9 +205,9 @@ impl<P, M> Ring<P, M> {
 type RingOf<L> = Ring<<L as Link>::Pinned, <L as Link>::Mark>;
 
 /// What a GPU backend's sorts of host slices keep between calls: the device buffers `B`
-/// (`crate::kept`), the pinned ring, and the host memory of all-or-nothing copies back.
+/// (`crate::buffer_cache`), the pinned ring, and the host memory of all-or-nothing copies back.
 pub(crate) struct HostState<B, P, M> {
-    pub(crate) buffers: Kept<B>,
+    pub(crate) buffers: BufferCache<B>,
     ring: Ring<P, M>,
     held: Vec<u8>,
 }
@@ -215,7 +215,7 @@ pub(crate) struct HostState<B, P, M> {
 impl<B, P, M> Default for HostState<B, P, M> {
     fn default() -> Self {
         HostState {
-            buffers: Kept::default(),
+            buffers: BufferCache::default(),
             ring: Ring::default(),
             held: Vec::new(),
         }
@@ -237,20 +237,20 @@ impl<B, P, M> HostState<B, P, M> {
                 e => e,
             };
             if matches!(cause, Error::OutOfMemory { .. }) {
-                self.buffers = Kept::default();
+                self.buffers = BufferCache::default();
             }
         }
         result
     }
 
     /// Uploads the keys, and the values when given, each to its device buffer ([`upload`]),
-    /// telling `landed` how many elements are on their way ([`Landed`]).
+    /// telling `landed` how many elements are on their way ([`UploadProgress`]).
     pub(crate) fn upload<'a, L: Link<Pinned = P, Mark = M>>(
         &mut self,
         link: &L,
         keys: (&Column<'a>, L::Device),
         values: Option<(&Column<'a>, L::Device)>,
-        landed: Landed<'_>,
+        landed: UploadProgress<'_>,
     ) -> Result<()> {
         let columns: Vec<_> = std::iter::once(keys).chain(values).collect();
         upload(link, &mut self.ring, &columns, landed)
@@ -394,7 +394,7 @@ fn chunks(total: usize, word_bytes: usize, want: usize) -> impl Iterator<Item = 
 /// enqueued: work enqueued after the copies (on the link's stream or queue, or ordered after
 /// it) may use them. Called with ever larger counts, the last time with all of them; an error
 /// it returns ends the upload.
-pub(crate) type Landed<'a> = &'a mut dyn FnMut(usize) -> Result<()>;
+pub(crate) type UploadProgress<'a> = &'a mut dyn FnMut(usize) -> Result<()>;
 
 /// Copies each column to its device buffer (`dst`, from byte 0): a caller's pinned buffer
 /// in one copy, anything else through the ring; `landed` follows the last column. The
@@ -403,7 +403,7 @@ fn upload<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
     columns: &[(&Column<'_>, L::Device)],
-    landed: Landed<'_>,
+    landed: UploadProgress<'_>,
 ) -> Result<()> {
     let result = upload_columns(link, ring, columns, landed);
     if result.is_err() {
@@ -416,7 +416,7 @@ fn upload_columns<L: Link>(
     link: &L,
     ring: &mut RingOf<L>,
     columns: &[(&Column<'_>, L::Device)],
-    landed: Landed<'_>,
+    landed: UploadProgress<'_>,
 ) -> Result<()> {
     let mut next = 0;
     for (i, &(column, dst)) in columns.iter().enumerate() {

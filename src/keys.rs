@@ -110,8 +110,8 @@ impl KeyEncoding {
     }
 }
 
-/// The order of a sort, for calls that take it as an argument (the device-resident sorts of
-/// the CUDA and OpenCL backends).
+/// The order of a sort. Every sort call takes it as its last argument, on host slices and on
+/// device-resident buffers alike.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Order {
     /// Smallest first (floats in [`f32::total_cmp`] order).
@@ -119,6 +119,13 @@ pub enum Order {
     Ascending,
     /// Largest first: the exact reverse of ascending.
     Descending,
+}
+
+impl Order {
+    /// Whether this is [`Order::Descending`].
+    pub fn is_descending(self) -> bool {
+        self == Order::Descending
+    }
 }
 
 /// An unsigned machine word that the network sorts: `u32` or `u64`.
@@ -274,7 +281,7 @@ impl<K: SortKey> NarrowKeys for &mut [K] {
 
     fn widen(&self, first: usize, out: &mut [u32]) {
         let keys = &self[first..first + out.len()];
-        crate::turns::for_pieces(out, keys, NARROW_PIECE, |o, k| {
+        crate::rayon_lock::for_pieces(out, keys, NARROW_PIECE, |o, k| {
             for (o, k) in o.iter_mut().zip(k) {
                 *o = k.to_wide();
             }
@@ -283,7 +290,7 @@ impl<K: SortKey> NarrowKeys for &mut [K] {
 
     fn narrow(&mut self, first: usize, words: &[u32]) {
         let keys = &mut self[first..first + words.len()];
-        crate::turns::for_pieces(keys, words, NARROW_PIECE, |k, w| {
+        crate::rayon_lock::for_pieces(keys, words, NARROW_PIECE, |k, w| {
             for (k, w) in k.iter_mut().zip(w) {
                 *k = K::from_wide(*w);
             }

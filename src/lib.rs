@@ -5,27 +5,36 @@
 //! run time from what is found; see [`Sorter`] and [`devices`].
 //!
 //! ```
-//! let sorter = bitonic::Sorter::new()?;
+//! use bitonic::{Order, Sorter};
+//! let sorter = Sorter::new()?;
 //! let mut keys = vec![5u32, 1, 4, 2, 3];
 //! let mut values = vec![50u32, 10, 40, 20, 30];
-//! sorter.sort_by_key(&mut keys, &mut values)?;
+//! sorter.sort_by_key(&mut keys, &mut values, Order::Ascending)?;
 //! assert_eq!(keys, [1, 2, 3, 4, 5]);
 //! assert_eq!(values, [10, 20, 30, 40, 50]);
 //! # Ok::<(), bitonic::Error>(())
 //! ```
 //!
-//! The architecture: [`schedule`] computes the list of passes for a length (a pure function of
-//! `n` and the device's tile size); [`keys`] maps key types to ordered bits; each backend
-//! module ([`cpu`], `cuda`, `opencl`) executes the passes and is the only place that touches
-//! its driver API.
+//! Every sort call takes an [`Order`] as its last argument, on host slices ([`Sorter`]) and
+//! on buffers already in device memory (`Sorter::cuda` and `Sorter::opencl`) alike.
+//!
+//! The architecture: `schedule` computes the passes of a sort from its shape and the
+//! device's tile size, once for every backend; `keys` maps key types to ordered bits; each
+//! backend (`cpu`, [`cuda`], [`opencl`]) translates the passes into launches and is the only
+//! place that touches its driver API; `host_transfer` moves host slices over the bus for
+//! both GPU backends.
 
 #![warn(missing_docs)]
 
 mod argsort;
-pub mod backend;
-pub mod cpu;
+mod backend;
+// Without a GPU backend only the key encodings are used.
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+mod buffer_cache;
+mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod device;
 mod error;
 /// Test-only fault injection (cargo feature `fault-injection`); see `tests/faults.rs`.
 #[cfg(feature = "fault-injection")]
@@ -35,26 +44,40 @@ pub mod fault;
 mod fault;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 mod host_transfer;
-mod turns;
-// Without a GPU backend only the key encodings are used.
-#[cfg(any(feature = "cuda", feature = "opencl"))]
-mod kept;
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 mod kernel_contract;
-pub mod keys;
+mod keys;
 #[cfg(feature = "opencl")]
 pub mod opencl;
-pub mod pinned;
-pub mod schedule;
+mod pinned;
+mod rayon_lock;
+// Without a GPU backend only the network and its host emulation are used.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+mod schedule;
 mod select;
 mod sorter;
 
-pub use backend::{Backend, BackendDevices, BackendKind, DeviceInfo, DeviceType};
+pub use backend::Backend;
+pub use device::{BackendDevices, BackendKind, DeviceInfo, DeviceType};
 pub use error::{Error, Result};
 pub use keys::{KeyEncoding, KeyKind, NarrowKeys, Order, SortKey, WordKey, WordsMut};
-pub use pinned::PinnedBuffer;
+pub use pinned::{PinnedBuffer, PinnedMemory};
 pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
-pub use sorter::{DEFAULT_HOST_BELOW, Sorter, SorterBuilder, TIED_PAIRS_DEVICE_FRACTION};
+pub use sorter::{DEFAULT_HOST_THRESHOLD, Sorter, SorterBuilder};
+
+/// What the benchmark crate, the fuzz targets and the integration tests reach inside the
+/// library: the schedule and its host emulation, the host sort, and tuned thresholds. Not
+/// part of the API: it changes without notice.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::cpu::CpuBackend;
+    pub use crate::keys::Word;
+    pub use crate::schedule::{
+        Pass, Schedule, TileParams, ceil_log2, emulate, global_index, register_network,
+        tile_comparator,
+    };
+    pub use crate::sorter::TIED_PAIRS_THRESHOLD_DIVISOR;
+}
 
 /// The README's examples, compiled and run as doc tests.
 #[doc = include_str!("../README.md")]

@@ -3,7 +3,7 @@
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::cpu::CpuBackend;
 use crate::error::{Error, Result, check_lengths};
-use crate::keys::{KeyEncoding, KeyRepr, SortKey, Word, WordsMut};
+use crate::keys::{KeyEncoding, KeyRepr, Order, SortKey, Word, WordsMut};
 use crate::pinned::PinnedBuffer;
 use crate::select::{self, DeviceFilter};
 
@@ -11,9 +11,10 @@ use crate::select::{self, DeviceFilter};
 /// kernels are cached inside.
 ///
 /// ```
-/// let sorter = bitonic::Sorter::new()?;
+/// use bitonic::{Order, Sorter};
+/// let sorter = Sorter::new()?;
 /// let mut keys = vec![3.5f32, -1.0, f32::NAN, 0.0, -0.0];
-/// sorter.sort(&mut keys)?;
+/// sorter.sort(&mut keys, Order::Ascending)?;
 /// assert_eq!(keys[0], -1.0);
 /// assert!(keys[4].is_nan());
 /// # Ok::<(), bitonic::Error>(())
@@ -23,27 +24,25 @@ pub struct Sorter {
     /// The host sort for short host slices (absent when `backend` is the CPU already).
     cpu: Option<CpuBackend>,
     /// Host-slice sorts of fewer elements than this run on `cpu`.
-    host_below: usize,
+    host_threshold: usize,
     /// Whether every sort runs the network alone ([`SorterBuilder::oblivious`]): then no
     /// sort takes the host's data-dependent paths.
     oblivious: bool,
 }
 
 /// Host-slice sorts on a GPU of fewer elements than this run on the host CPU instead
-/// ([`SorterBuilder::host_below`]): below it the host sort is faster than any round trip over
-/// the bus. Measured on an NVIDIA H200 machine (16 cores, 2026-11-23, `host_roundtrip`
-/// example): `u32` keys, 1024 in 0.017 ms on the host against 0.033 ms through the GPU;
-/// 2048 in 0.036 against 0.031 ms; 4096 in 0.067 against 0.036 ms.
-pub const DEFAULT_HOST_BELOW: usize = 1 << 11;
+/// ([`SorterBuilder::host_threshold`]). It trades the host sort's time, which grows with the
+/// length, against a round trip over the bus, which costs tens of microseconds whatever the
+/// length: `u32` keys cross over between 1024 and 2048 elements on a PCIe 5 machine.
+pub const DEFAULT_HOST_THRESHOLD: usize = 1 << 11;
 
 /// A GPU sorter's host-slice sorts of one row of pairs shorter than
-/// [`SorterBuilder::host_below`] but at least this fraction of it (682 pairs by default) go
-/// to the device when two keys are equal: the host sorts pairs with distinct keys quickly,
-/// but gives equal keys' values the network's order by emulating the network. Measured on
-/// an NVIDIA H100 machine (2026-11-26, `docs/perf.md` change 55), `u32` pairs with few
-/// distinct keys: 512 took 0.032-0.040 ms on the host and 0.049-0.057 through the GPU, 768
-/// 0.070-0.072 against 0.053-0.061 ms, 2047 0.19-0.22 against 0.080-0.082 ms.
-pub const TIED_PAIRS_DEVICE_FRACTION: usize = 3;
+/// [`SorterBuilder::host_threshold`] but at least that threshold divided by this (682 pairs
+/// by default) go to the device when two keys are equal. The host sorts pairs with distinct
+/// keys quickly, but gives equal keys' values the network's order only by emulating the
+/// network, which costs about three times a plain host sort: from a third of the threshold
+/// on, the device's round trip is the cheaper of the two.
+pub const TIED_PAIRS_THRESHOLD_DIVISOR: usize = 3;
 
 impl std::fmt::Debug for Sorter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -61,7 +60,7 @@ pub struct SorterBuilder {
     backend: Option<BackendKind>,
     device: Option<DeviceFilter>,
     ignore_env: bool,
-    host_below: usize,
+    host_threshold: usize,
     all_or_nothing: bool,
     oblivious: bool,
 }
@@ -72,7 +71,7 @@ impl Default for SorterBuilder {
             backend: None,
             device: None,
             ignore_env: false,
-            host_below: DEFAULT_HOST_BELOW,
+            host_threshold: DEFAULT_HOST_THRESHOLD,
             all_or_nothing: false,
             oblivious: false,
         }
@@ -105,15 +104,15 @@ impl SorterBuilder {
     }
 
     /// Sorts of host slices with fewer than `len` elements (all rows together) run on the
-    /// host CPU instead of the GPU: below [`DEFAULT_HOST_BELOW`] the host sort is faster
+    /// host CPU instead of the GPU: below [`DEFAULT_HOST_THRESHOLD`] the host sort is faster
     /// than the round trip over the bus. `0` sends every sort to the device, and so does the
     /// oblivious mode ([`SorterBuilder::oblivious`]), since the host's sorts of keys are not
     /// data-oblivious. One row of pairs from a third of `len` on whose keys repeat goes to
-    /// the device too ([`TIED_PAIRS_DEVICE_FRACTION`]). Results are the same either way,
+    /// the device too, where the device is faster than emulating the network. Results are the same either way,
     /// values of equal keys included (the CPU path runs the same network for pairs with equal
     /// keys). Device-resident calls are not affected.
-    pub fn host_below(mut self, len: usize) -> Self {
-        self.host_below = len;
+    pub fn host_threshold(mut self, len: usize) -> Self {
+        self.host_threshold = len;
         self
     }
 
@@ -140,7 +139,7 @@ impl SorterBuilder {
     /// where the network mixes tiles (every backend, the CPU included, gives the same
     /// order within one mode). Device-resident calls follow the same setting. On a GPU, the
     /// oblivious mode sends short host-slice sorts to the device too
-    /// ([`SorterBuilder::host_below`] does not apply): the host sorts keys alone with a
+    /// ([`SorterBuilder::host_threshold`] does not apply): the host sorts keys alone with a
     /// data-dependent sort.
     pub fn oblivious(mut self, oblivious: bool) -> Self {
         self.oblivious = oblivious;
@@ -161,7 +160,7 @@ impl SorterBuilder {
         if let Some(cpu) = &sorter.cpu {
             cpu.set_oblivious(self.oblivious);
         }
-        sorter.host_below = self.host_below;
+        sorter.host_threshold = self.host_threshold;
         sorter.oblivious = self.oblivious;
         Ok(sorter)
     }
@@ -179,22 +178,22 @@ impl Sorter {
     }
 
     /// A sorter over a backend you constructed yourself.
-    /// Host-slice sorts shorter than [`DEFAULT_HOST_BELOW`] run on the host CPU when the
+    /// Host-slice sorts shorter than [`DEFAULT_HOST_THRESHOLD`] run on the host CPU when the
     /// backend is not the CPU already.
     pub fn with_backend(backend: Box<dyn Backend>) -> Sorter {
         let cpu = (backend.device().backend != BackendKind::Cpu).then(CpuBackend::new);
         Sorter {
             backend,
             cpu,
-            host_below: DEFAULT_HOST_BELOW,
+            host_threshold: DEFAULT_HOST_THRESHOLD,
             oblivious: false,
         }
     }
 
     /// Whether a sort of `len` host elements runs on the host CPU: a GPU sorter's below
-    /// [`SorterBuilder::host_below`], never in the oblivious mode.
+    /// [`SorterBuilder::host_threshold`], never in the oblivious mode.
     fn on_host(&self, len: usize) -> bool {
-        self.cpu.is_some() && len < self.host_below && !self.oblivious
+        self.cpu.is_some() && len < self.host_threshold && !self.oblivious
     }
 
     /// The backend that sorts `len` host elements: the host CPU where [`Sorter::on_host`],
@@ -208,9 +207,9 @@ impl Sorter {
 
     /// Whether a host-slice sort of one row of `n` pairs that would run on the host tries the
     /// host's sort of distinct keys and, where two keys are equal, goes to the device
-    /// ([`TIED_PAIRS_DEVICE_FRACTION`]).
+    /// ([`TIED_PAIRS_THRESHOLD_DIVISOR`]).
     fn tied_pairs_go_to_device(&self, n: usize, row_len: usize) -> bool {
-        self.on_host(n) && row_len == n && n >= self.host_below / TIED_PAIRS_DEVICE_FRACTION
+        self.on_host(n) && row_len == n && n >= self.host_threshold / TIED_PAIRS_THRESHOLD_DIVISOR
     }
 
     /// The device this sorter runs on.
@@ -273,7 +272,7 @@ impl Sorter {
     /// for (i, k) in keys.iter_mut().enumerate() {
     ///     *k = (i as u32).wrapping_mul(2_654_435_761);
     /// }
-    /// sorter.sort(&mut keys)?;
+    /// sorter.sort(&mut keys, bitonic::Order::Ascending)?;
     /// assert!(keys.windows(2).all(|w| w[0] <= w[1]));
     /// # Ok::<(), bitonic::Error>(())
     /// ```
@@ -299,74 +298,55 @@ impl Sorter {
         PinnedBuffer::new(memory, len)
     }
 
-    /// Sorts `keys` ascending (floats in [`f32::total_cmp`] order).
-    pub fn sort<K: SortKey>(&self, keys: &mut [K]) -> Result<()> {
-        self.run::<K, u32>(keys, None, false)
+    /// Sorts `keys` in `order` (floats in [`f32::total_cmp`] order; descending is its exact
+    /// reverse).
+    pub fn sort<K: SortKey>(&self, keys: &mut [K], order: Order) -> Result<()> {
+        self.run::<K, u32>(keys, None, order.is_descending())
     }
 
-    /// Sorts `keys` descending: the exact reverse of [`Sorter::sort`].
-    pub fn sort_descending<K: SortKey>(&self, keys: &mut [K]) -> Result<()> {
-        self.run::<K, u32>(keys, None, true)
-    }
-
-    /// Sorts `keys` ascending and moves each value with its key. Values are any plain-data
+    /// Sorts `keys` in `order` and moves each value with its key. Values are any plain-data
     /// type of 4 or 8 bytes. The order of values whose keys are equal is fixed by the
-    /// network (the same on every backend) but is not their input order.
+    /// network (the same on every backend) but is not their input order; see
+    /// [`Sorter::sort_by_key_stable`] for that.
     pub fn sort_by_key<K: SortKey, V: bytemuck::Pod>(
         &self,
         keys: &mut [K],
         values: &mut [V],
+        order: Order,
     ) -> Result<()> {
-        self.run(keys, Some(values), false)
+        self.run(keys, Some(values), order.is_descending())
     }
 
-    /// Like [`Sorter::sort_by_key`], descending.
-    pub fn sort_by_key_descending<K: SortKey, V: bytemuck::Pod>(
-        &self,
-        keys: &mut [K],
-        values: &mut [V],
-    ) -> Result<()> {
-        self.run(keys, Some(values), true)
-    }
-
-    /// Sorts each row of a row-major matrix ascending: `data` holds `data.len() / row_len`
+    /// Sorts each row of a row-major matrix in `order`: `data` holds `data.len() / row_len`
     /// rows of `row_len` keys (any length, also longer than a tile), each sorted on its own,
     /// all rows in the same launches.
     ///
     /// ```
+    /// use bitonic::Order;
     /// let sorter = bitonic::Sorter::new()?;
     /// let mut m = vec![3u32, 1, 2, 9, 8, 7];
-    /// sorter.sort_rows(&mut m, 3)?;
+    /// sorter.sort_rows(&mut m, 3, Order::Ascending)?;
     /// assert_eq!(m, [1, 2, 3, 7, 8, 9]);
     /// # Ok::<(), bitonic::Error>(())
     /// ```
-    pub fn sort_rows<K: SortKey>(&self, data: &mut [K], row_len: usize) -> Result<()> {
-        self.run_rows::<K, u32>(data, None, false, row_len)
+    pub fn sort_rows<K: SortKey>(
+        &self,
+        data: &mut [K],
+        row_len: usize,
+        order: Order,
+    ) -> Result<()> {
+        self.run_rows::<K, u32>(data, None, order.is_descending(), row_len)
     }
 
-    /// Like [`Sorter::sort_rows`], each row descending.
-    pub fn sort_rows_descending<K: SortKey>(&self, data: &mut [K], row_len: usize) -> Result<()> {
-        self.run_rows::<K, u32>(data, None, true, row_len)
-    }
-
-    /// Sorts each row of `keys` ascending and moves `values` (the same shape) with them.
+    /// Sorts each row of `keys` in `order` and moves `values` (the same shape) with them.
     pub fn sort_rows_by_key<K: SortKey, V: bytemuck::Pod>(
         &self,
         keys: &mut [K],
         values: &mut [V],
         row_len: usize,
+        order: Order,
     ) -> Result<()> {
-        self.run_rows(keys, Some(values), false, row_len)
-    }
-
-    /// Like [`Sorter::sort_rows_by_key`], each row descending.
-    pub fn sort_rows_by_key_descending<K: SortKey, V: bytemuck::Pod>(
-        &self,
-        keys: &mut [K],
-        values: &mut [V],
-        row_len: usize,
-    ) -> Result<()> {
-        self.run_rows(keys, Some(values), true, row_len)
+        self.run_rows(keys, Some(values), order.is_descending(), row_len)
     }
 
     fn run<K: SortKey, V: bytemuck::Pod>(
@@ -485,7 +465,9 @@ mod tests {
             .unwrap();
         let mut keys = vec![3u32, 1, 2];
         let mut values = [[3u8; 4], [1u8; 4], [2u8; 4]];
-        sorter.sort_by_key(&mut keys, &mut values).unwrap();
+        sorter
+            .sort_by_key(&mut keys, &mut values, Order::Ascending)
+            .unwrap();
         assert_eq!(keys, [1, 2, 3]);
         assert_eq!(values, [[1u8; 4], [2u8; 4], [3u8; 4]]);
     }

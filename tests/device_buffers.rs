@@ -135,7 +135,7 @@ fn workspace_keys(ws: &mut Workspace<'_>, seed: u64, n: usize) -> Result<(), Str
     let input: Vec<u32> = Pattern::Random.keys(n, &mut rng_for(input_seed(seed, "ws", n)));
     let mut got = input.clone();
     ws.sorter
-        .sort(&mut got)
+        .sort(&mut got, bitonic::Order::Ascending)
         .map_err(|e| format!("{}::workspace: sort of {n} u32 keys: {e}", ws.label))?;
     check_keys(&got, &expected(&input, false))
         .map_err(|e| format!("{}::workspace: sort of {n} u32 keys: {e}", ws.label))?;
@@ -149,7 +149,7 @@ fn workspace_pairs(ws: &mut Workspace<'_>, seed: u64, n: usize) -> Result<(), St
     let what = format!("sorting {n} i64 keys with u64 values");
     let fail = |e: String| format!("{}::workspace: {what}: {e}", ws.label);
     ws.sorter
-        .sort_by_key_descending(&mut keys, &mut values)
+        .sort_by_key(&mut keys, &mut values, bitonic::Order::Descending)
         .map_err(|e| fail(e.to_string()))?;
     check_keys(&keys, &expected(&keys_in, true)).map_err(fail)?;
     if pair_multiset(&keys, &values) != pair_multiset(&keys_in, &values_in) {

@@ -18,7 +18,7 @@
 //! - leave the sorter working: an unarmed sort right after gives the exact result.
 //!
 //! Every case runs twice: with the default copy back, and with `all_or_nothing(true)`.
-//! `faults::host_below` checks that short sorts run on the host (no driver call at all).
+//! `faults::host_threshold` checks that short sorts run on the host (no driver call at all).
 //!
 //! The successful sort ends the loop and must also be exact; it must come at k = the number
 //! of points of the unarmed sort, and at least [`MIN_DISTINCT_CALLS`] different calls must
@@ -119,10 +119,10 @@ struct Keys<K> {
 impl<K: TestKey> Case for Keys<K> {
     fn sort(&mut self, sorter: &Sorter) -> bitonic::Result<()> {
         match (self.row_len, self.descending) {
-            (None, false) => sorter.sort(&mut self.keys),
-            (None, true) => sorter.sort_descending(&mut self.keys),
-            (Some(r), false) => sorter.sort_rows(&mut self.keys, r),
-            (Some(r), true) => sorter.sort_rows_descending(&mut self.keys, r),
+            (None, false) => sorter.sort(&mut self.keys, bitonic::Order::Ascending),
+            (None, true) => sorter.sort(&mut self.keys, bitonic::Order::Descending),
+            (Some(r), false) => sorter.sort_rows(&mut self.keys, r, bitonic::Order::Ascending),
+            (Some(r), true) => sorter.sort_rows(&mut self.keys, r, bitonic::Order::Descending),
         }
     }
 
@@ -156,7 +156,7 @@ struct Pairs<K, V> {
 impl<K: TestKey + Ord, V: TestValue> Case for Pairs<K, V> {
     fn sort(&mut self, sorter: &Sorter) -> bitonic::Result<()> {
         if self.stable {
-            sorter.sort_by_key_stable(&mut self.keys, &mut self.values)
+            sorter.sort_by_key_stable(&mut self.keys, &mut self.values, bitonic::Order::Ascending)
         } else {
             sort_pairs(sorter, &mut self.keys, &mut self.values, false)
         }
@@ -233,8 +233,8 @@ impl Clone for Pinned {
 impl Case for Pinned {
     fn sort(&mut self, sorter: &Sorter) -> bitonic::Result<()> {
         match &mut self.values {
-            Some(values) => sorter.sort_by_key(&mut self.keys, values),
-            None => sorter.sort(&mut self.keys),
+            Some(values) => sorter.sort_by_key(&mut self.keys, values, bitonic::Order::Ascending),
+            None => sorter.sort(&mut self.keys, bitonic::Order::Ascending),
         }
     }
 
@@ -500,10 +500,10 @@ fn inject_mode<C: Case>(
     Ok(())
 }
 
-/// Sorts shorter than `host_below` call no driver at all, keys or pairs, except pairs whose
-/// keys repeat from `host_below / TIED_PAIRS_DEVICE_FRACTION` on; one of that length does;
+/// Sorts shorter than `host_threshold` call no driver at all, keys or pairs, except pairs whose
+/// keys repeat from `host_threshold / TIED_PAIRS_THRESHOLD_DIVISOR` on; one of that length does;
 /// in the oblivious mode every sort goes to the device.
-fn check_host_below(target: &Target) -> Result<(), Failed> {
+fn check_host_threshold(target: &Target) -> Result<(), Failed> {
     let _disarm = Disarm;
     let sorter = |oblivious: bool| {
         Sorter::builder()
@@ -512,13 +512,13 @@ fn check_host_below(target: &Target) -> Result<(), Failed> {
             .device_index(target.info.index)
             .oblivious(oblivious)
             .build()
-            .map_err(|e| format!("a sorter with the default host_below: {e}"))
+            .map_err(|e| format!("a sorter with the default host_threshold: {e}"))
     };
     let (default, oblivious) = (sorter(false)?, sorter(true)?);
-    let below = bitonic::DEFAULT_HOST_BELOW;
-    let mut rng = rng_for(input_seed(target.seed, "host_below", 0));
+    let below = bitonic::DEFAULT_HOST_THRESHOLD;
+    let mut rng = rng_for(input_seed(target.seed, "host_threshold", 0));
     // (what, sorter, n, distinct keys, keys alone, runs on the host)
-    let tied = below / bitonic::TIED_PAIRS_DEVICE_FRACTION;
+    let tied = below / bitonic::internals::TIED_PAIRS_THRESHOLD_DIVISOR;
     let equal = "pairs with equal keys";
     let cases = [
         ("keys", &default, below - 1, false, true, true),
@@ -553,9 +553,9 @@ fn check_host_below(target: &Target) -> Result<(), Failed> {
         let input = pair_multiset(&keys, &values);
         fault::arm(usize::MAX);
         let result = if alone {
-            sorter.sort(&mut keys)
+            sorter.sort(&mut keys, bitonic::Order::Ascending)
         } else {
-            sorter.sort_by_key(&mut keys, &mut values)
+            sorter.sort_by_key(&mut keys, &mut values, bitonic::Order::Ascending)
         };
         let points = fault::points_seen();
         fault::disarm();
@@ -566,7 +566,7 @@ fn check_host_below(target: &Target) -> Result<(), Failed> {
         }
         if on_host != (points == 0) {
             return Err(format!(
-                "{what}, n = {n} (host_below {below}): {points} driver calls; expected the sort \
+                "{what}, n = {n} (host_threshold {below}): {points} driver calls; expected the sort \
                  to run on the {}",
                 if on_host { "host" } else { "device" }
             )
@@ -587,7 +587,7 @@ const LENGTHS: [usize; 2] = [1000, 70_000];
 
 /// The trials of one GPU target.
 fn register(slot: &Slot, trials: &mut Vec<Trial>) {
-    trials.push(slot.trial("faults::host_below", check_host_below));
+    trials.push(slot.trial("faults::host_threshold", check_host_threshold));
     for n in LENGTHS {
         let name = |case: &str| format!("faults::{case}::n{n}");
         trials.push(u32_keys_trial(slot, name("u32_keys"), n));

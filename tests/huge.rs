@@ -41,7 +41,7 @@ fn open(info: &DeviceInfo) -> Sorter {
         .ignore_env()
         .backend(info.backend)
         .device_index(info.index)
-        .host_below(0)
+        .host_threshold(0)
         .build()
         .unwrap_or_else(|e| panic!("{info}: {e}"))
 }
@@ -82,7 +82,7 @@ fn sorts_2_pow_32_plus_3_u32_keys_on_every_gpu() {
         let mut data = keys();
         let before = fingerprint(&data);
         let start = std::time::Instant::now();
-        match sorter.sort(&mut data) {
+        match sorter.sort(&mut data, bitonic::Order::Ascending) {
             Ok(()) => {
                 let secs = start.elapsed().as_secs_f64();
                 let unsorted = data.par_windows(2).position_any(|w| w[0] > w[1]);
@@ -171,7 +171,7 @@ fn still_sorts(info: &DeviceInfo, sorter: &Sorter) {
     let input: Vec<u64> = words(100_003, 77);
     let mut keys = input.clone();
     sorter
-        .sort(&mut keys)
+        .sort(&mut keys, bitonic::Order::Ascending)
         .unwrap_or_else(|e| panic!("{info}: a small sort after the refused one failed: {e}"));
     let mut want = input;
     want.sort_unstable();
@@ -210,7 +210,7 @@ fn more_keys_than_device_memory_is_out_of_memory_and_leaves_the_input_untouched(
         let n = n_for(info.memory_bytes);
         let what = format!("{n} u64 keys");
         let start = std::time::Instant::now();
-        let result = sorter.sort(&mut keys[..n]);
+        let result = sorter.sort(&mut keys[..n], bitonic::Order::Ascending);
         eprintln!(
             "{info}: {what}: returned in {:.1} s",
             start.elapsed().as_secs_f64()
@@ -246,7 +246,8 @@ fn more_pairs_than_device_memory_is_out_of_memory_and_leaves_the_input_untouched
 
         let n = n_wide(info.memory_bytes);
         let what = format!("{n} u64 keys with u64 values");
-        let result = sorter.sort_by_key(&mut keys[..n], &mut values[..n]);
+        let result =
+            sorter.sort_by_key(&mut keys[..n], &mut values[..n], bitonic::Order::Ascending);
         expect_out_of_memory(&info, &what, result, n as u64 * 16);
         assert_eq!(
             first_changed(&keys, KEY_SALT),
@@ -265,7 +266,11 @@ fn more_pairs_than_device_memory_is_out_of_memory_and_leaves_the_input_untouched
         let keys32: &mut [u32] = bytemuck::cast_slice_mut(&mut keys[..]);
         let values32: &mut [u32] = bytemuck::cast_slice_mut(&mut values[..]);
         let start = std::time::Instant::now();
-        let result = sorter.sort_by_key(&mut keys32[..n], &mut values32[..n]);
+        let result = sorter.sort_by_key(
+            &mut keys32[..n],
+            &mut values32[..n],
+            bitonic::Order::Ascending,
+        );
         eprintln!(
             "{info}: {what}: returned in {:.1} s",
             start.elapsed().as_secs_f64()

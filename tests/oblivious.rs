@@ -18,7 +18,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use bitonic::schedule::{
+use bitonic::internals::{
     Pass, Schedule, TileParams, ceil_log2, emulate, global_index, register_network, tile_comparator,
 };
 

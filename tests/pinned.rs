@@ -96,35 +96,47 @@ fn pairs_rows_argsort(t: &Target) -> Result<(), Failed> {
         // Keys and values pinned.
         let mut pk = guarded(&t.sorter, &keys, 7u32)?;
         let mut pv = guarded(&t.sorter, &values, 9u64)?;
-        t.sorter
-            .sort_by_key(&mut pk[GUARD..GUARD + n], &mut pv[GUARD..GUARD + n])?;
+        t.sorter.sort_by_key(
+            &mut pk[GUARD..GUARD + n],
+            &mut pv[GUARD..GUARD + n],
+            bitonic::Order::Ascending,
+        )?;
         let (mut wk, mut wv) = (keys.clone(), values.clone());
-        reference.sort_by_key(&mut wk, &mut wv)?;
+        reference.sort_by_key(&mut wk, &mut wv, bitonic::Order::Ascending)?;
         if pk[GUARD..GUARD + n] != wk[..] || pv[GUARD..GUARD + n] != wv[..] {
             return Err(format!("{case}, n = {n}: pinned pairs differ from the CPU's").into());
         }
         // Pinned keys, ordinary values, descending.
         let mut pk = guarded(&t.sorter, &keys, 7u32)?;
         let mut ov = values.clone();
-        t.sorter
-            .sort_by_key_descending(&mut pk[GUARD..GUARD + n], &mut ov)?;
+        t.sorter.sort_by_key(
+            &mut pk[GUARD..GUARD + n],
+            &mut ov,
+            bitonic::Order::Descending,
+        )?;
         let (mut wk, mut wv) = (keys.clone(), values.clone());
-        reference.sort_by_key_descending(&mut wk, &mut wv)?;
+        reference.sort_by_key(&mut wk, &mut wv, bitonic::Order::Descending)?;
         if pk[GUARD..GUARD + n] != wk[..] || ov != wv {
             return Err(format!("{case}, n = {n}: pinned keys with ordinary values differ").into());
         }
         // Stable pairs and argsort of pinned keys: Rust's stable sort is the reference.
         let mut pk = guarded(&t.sorter, &keys, 7u32)?;
         let mut sv: Vec<u32> = (0..n as u32).collect();
-        t.sorter
-            .sort_by_key_stable(&mut pk[GUARD..GUARD + n], &mut sv)?;
+        t.sorter.sort_by_key_stable(
+            &mut pk[GUARD..GUARD + n],
+            &mut sv,
+            bitonic::Order::Ascending,
+        )?;
         let mut order: Vec<u32> = (0..n as u32).collect();
         order.sort_by_key(|&i| keys[i as usize]);
         if sv != order {
             return Err(format!("{case}, n = {n}: stable sort of pinned keys is wrong").into());
         }
         let pk = guarded(&t.sorter, &keys, 7u32)?;
-        if t.sorter.argsort(&pk[GUARD..GUARD + n])? != order {
+        if t.sorter
+            .argsort(&pk[GUARD..GUARD + n], bitonic::Order::Ascending)?
+            != order
+        {
             return Err(format!("{case}, n = {n}: argsort of pinned keys is wrong").into());
         }
     }
@@ -140,8 +152,11 @@ fn pairs_rows_argsort(t: &Target) -> Result<(), Failed> {
         &mut rng_for(input_seed(t.seed, case, row_len)),
     );
     let mut buffer = guarded(&t.sorter, &input, 0.5f32)?;
-    t.sorter
-        .sort_rows(&mut buffer[GUARD..GUARD + rows * row_len], row_len)?;
+    t.sorter.sort_rows(
+        &mut buffer[GUARD..GUARD + rows * row_len],
+        row_len,
+        bitonic::Order::Ascending,
+    )?;
     for (r, row) in input.chunks(row_len).enumerate() {
         let at = GUARD + r * row_len;
         check_keys(&buffer[at..at + row_len], &expected(row, false))
@@ -160,7 +175,7 @@ fn direct_path(t: &Target) -> Result<(), Failed> {
     if buffer.is_pinned() != gpu {
         return Err(format!("is_pinned() = {} on {}", buffer.is_pinned(), t.info).into());
     }
-    sorter.sort(&mut buffer[GUARD..GUARD + n])?;
+    sorter.sort(&mut buffer[GUARD..GUARD + n], bitonic::Order::Ascending)?;
     check_keys(&buffer[GUARD..GUARD + n], &expected(&input, false))?;
     if sorter.cached_pinned_bytes() != 0 {
         return Err(format!(
@@ -174,11 +189,11 @@ fn direct_path(t: &Target) -> Result<(), Failed> {
         .ignore_env()
         .backend(t.info.backend)
         .device_index(t.info.index)
-        .host_below(0)
+        .host_threshold(0)
         .all_or_nothing(true)
         .build()?;
     let mut buffer = guarded(&careful, &input, 0u32)?;
-    careful.sort(&mut buffer[GUARD..GUARD + n])?;
+    careful.sort(&mut buffer[GUARD..GUARD + n], bitonic::Order::Ascending)?;
     check_keys(&buffer[GUARD..GUARD + n], &expected(&input, false))?;
     if gpu && careful.cached_pinned_bytes() == 0 {
         return Err("an all-or-nothing sort of a pinned buffer kept no staging ring".into());
@@ -197,7 +212,7 @@ fn outlives_its_sorter(t: &Target) -> Result<(), Failed> {
     }
     drop(sorter);
     buffer.copy_from_slice(&input);
-    t.sorter.sort_descending(&mut buffer)?;
+    t.sorter.sort(&mut buffer, bitonic::Order::Descending)?;
     check_keys(&buffer, &expected(&input, true))?;
     drop(buffer);
     // Empty buffers need no memory at all.
@@ -223,7 +238,9 @@ fn threads(t: &Target) -> Result<(), Failed> {
                 for round in 0..3u64 {
                     let input: Vec<f32> = Pattern::Special.keys(n, &mut rng_for(seed + round));
                     buffer.copy_from_slice(&input);
-                    sorter.sort(&mut buffer).map_err(|e| e.to_string())?;
+                    sorter
+                        .sort(&mut buffer, bitonic::Order::Ascending)
+                        .map_err(|e| e.to_string())?;
                     check_keys(&buffer, &expected(&input, false))
                         .map_err(|e| format!("thread {i}, round {round}: {e}"))?;
                 }

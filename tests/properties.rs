@@ -371,11 +371,11 @@ fn stable_property<K: PropKey>(t: &Target, input: &[K], descending: bool) -> Tes
     let (mut keys, mut values) = (input.to_vec(), (0..input.len() as u32).collect::<Vec<_>>());
     if descending {
         t.sorter
-            .sort_by_key_stable_descending(&mut keys, &mut values)
+            .sort_by_key_stable(&mut keys, &mut values, bitonic::Order::Descending)
             .map_err(|e| fail("sort_by_key_stable_descending", e))?;
     } else {
         t.sorter
-            .sort_by_key_stable(&mut keys, &mut values)
+            .sort_by_key_stable(&mut keys, &mut values, bitonic::Order::Ascending)
             .map_err(|e| fail("sort_by_key_stable", e))?;
     }
     check_keys(&keys, &expected(input, descending)).map_err(TestCaseError::fail)?;
@@ -386,9 +386,9 @@ fn stable_property<K: PropKey>(t: &Target, input: &[K], descending: bool) -> Tes
         )));
     }
     let order = if descending {
-        t.sorter.argsort_descending(input)
+        t.sorter.argsort(input, bitonic::Order::Descending)
     } else {
-        t.sorter.argsort(input)
+        t.sorter.argsort(input, bitonic::Order::Ascending)
     }
     .map_err(|e| fail("argsort", e))?;
     if let Some(i) = (0..want.len()).find(|&i| order[i] != want[i]) {

@@ -83,7 +83,8 @@ fn random<K: bytemuck::Pod>(n: usize, seed: u64) -> Vec<K> {
 /// The CPU backend's sort of `keys` (all backends give identical bits).
 fn cpu_sorted<K: SortKey>(cpu: &Sorter, keys: &[K]) -> Vec<K> {
     let mut want = keys.to_vec();
-    cpu.sort(&mut want).expect("the CPU sort failed");
+    cpu.sort(&mut want, bitonic::Order::Ascending)
+        .expect("the CPU sort failed");
     want
 }
 
@@ -114,9 +115,9 @@ fn bench_roundtrip<K: SortKey>(c: &mut Criterion, targets: &[Target], cpu: &Sort
                     k.copy_from_slice(&keys);
                     if with_values {
                         v.copy_from_slice(&values);
-                        t.sorter.sort_by_key(k, v)
+                        t.sorter.sort_by_key(k, v, bitonic::Order::Ascending)
                     } else {
-                        t.sorter.sort(k)
+                        t.sorter.sort(k, bitonic::Order::Ascending)
                     }
                 };
                 if let Err(e) = sort(&mut k, &mut v) {

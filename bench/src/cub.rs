@@ -1,7 +1,7 @@
 //! The CUB peers (`bench/cuda/peers.cu`, linked when build.rs sets the cfg `bitonic_cub`): CUB's
 //! radix, merge and segmented sorts timed with CUDA events in the same process.
 
-use bitonic::keys::Word;
+use bitonic::internals::Word;
 
 /// Which CUB sort (the numbers are the C interface's `algo`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

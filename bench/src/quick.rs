@@ -72,7 +72,11 @@ fn bench_one<K: SortKey + PartialEq>(
     runs: usize,
 ) -> Result<(), String> {
     let label = device_label(sorter);
-    let sort = |keys: &mut [K]| sorter.sort(keys).map_err(|e| e.to_string());
+    let sort = |keys: &mut [K]| {
+        sorter
+            .sort(keys, bitonic::Order::Ascending)
+            .map_err(|e| e.to_string())
+    };
     let mut work = input.to_vec();
     let vec_ms = time_sorts(&mut work, input, want, runs, sort)
         .map_err(|e| format!("{label}: {key}, n = {}: {e}", input.len()))?;

@@ -17,7 +17,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use bitonic::keys::Word;
+use bitonic::internals::Word;
 use bitonic::{KeyEncoding, KeyKind};
 use rayon::prelude::*;
 

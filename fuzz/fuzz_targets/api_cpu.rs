@@ -141,9 +141,9 @@ fn run<K: Key>(h: &Header, raw: &[u8]) {
         Values::None => {
             let mut got = keys.clone();
             let result = if h.descending {
-                sorter().sort_descending(&mut got)
+                sorter().sort(&mut got, bitonic::Order::Descending)
             } else {
-                sorter().sort(&mut got)
+                sorter().sort(&mut got, bitonic::Order::Ascending)
             };
             assert_eq!(result, Ok(()));
             let got_bits: Vec<u64> = got.iter().map(|k| k.bits()).collect();
@@ -171,9 +171,9 @@ fn run_pairs<K: Key, V: bytemuck::Pod + std::fmt::Debug>(
     let values_in: Vec<V> = make_values(n_values);
     let (mut keys, mut values) = (keys_in.to_vec(), values_in.clone());
     let result = if h.descending {
-        sorter().sort_by_key_descending(&mut keys, &mut values)
+        sorter().sort_by_key(&mut keys, &mut values, bitonic::Order::Descending)
     } else {
-        sorter().sort_by_key(&mut keys, &mut values)
+        sorter().sort_by_key(&mut keys, &mut values, bitonic::Order::Ascending)
     };
     let bytes = std::mem::size_of::<V>();
     let expected_error = if n_values != n {

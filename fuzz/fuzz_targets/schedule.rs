@@ -1,12 +1,12 @@
 //! Fuzzes the pass schedule: any length up to 100_000, any tile parameters a backend could
 //! choose (`log_tile` 1..=13, `max_global_levels` 1..=10) and any data. Executing the schedule
-//! with [`bitonic::schedule::emulate`] (the kernels' index arithmetic, on the CPU) must equal
+//! with [`bitonic::internals::emulate`] (the kernels' index arithmetic, on the CPU) must equal
 //! `sort_unstable`, and each value must still sit beside the key it came with.
 
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
-use bitonic::schedule::{Schedule, TileParams, emulate};
+use bitonic::internals::{Schedule, TileParams, emulate};
 use libfuzzer_sys::fuzz_target;
 
 /// One worker thread: the result of `emulate` does not depend on rayon's splitting, and a

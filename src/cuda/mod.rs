@@ -39,12 +39,12 @@ use cust::stream::{Stream, StreamFlags};
 use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo};
+use crate::buffer_cache::{DeviceBytes, Scratch, grow};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{Column, Gauges, HostStateOf};
-use crate::kept::{DeviceBytes, Scratch, grow};
+use crate::host_transfer::{CacheStats, Column, HostStateOf};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
-use crate::turns::take_turn;
+use crate::rayon_lock::lock_shared_with_rayon;
 
 mod device_slices;
 mod driver;
@@ -147,7 +147,7 @@ impl<'j> ChunkedSort<'j> {
     }
 }
 
-/// The device addresses of the merge passes' scratch (`crate::kept::Scratch`).
+/// The device addresses of the merge passes' scratch (`crate::buffer_cache::Scratch`).
 #[derive(Clone, Copy)]
 struct ScratchWords {
     keys: cu::CUdeviceptr,
@@ -204,7 +204,7 @@ pub struct CudaBackend {
     /// pinned staging.
     busy: Mutex<HostState>,
     /// What the host-slice sorts keep, and how they copy back, readable without the lock.
-    gauges: Gauges,
+    cache_stats: CacheStats,
     // Dropped in this order, after `Drop::drop` made the context current: the streams and the
     // module before the context that owns them.
     /// Host-slice sorts' copies, and their passes unless they sort while uploading.
@@ -302,7 +302,7 @@ impl CudaBackend {
                 done: None,
             }),
             busy: Mutex::new(HostState::default()),
-            gauges: Gauges::default(),
+            cache_stats: CacheStats::default(),
             stream,
             sort_stream,
             _module: module,
@@ -559,7 +559,7 @@ impl CudaBackend {
         if requested > self.info.memory_bytes {
             return Err(self.out_of_memory(requested));
         }
-        let mut host = take_turn(&self.busy);
+        let mut host = lock_shared_with_rayon(&self.busy);
         let host = &mut *host;
         crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
@@ -588,7 +588,7 @@ impl CudaBackend {
             )?;
             Ok((device_keys, device_values, plan, scratch))
         });
-        self.gauges.keep(host);
+        self.cache_stats.keep(host);
         let (device_keys, device_values, plan, scratch) = allocated?;
         let link = CudaLink {
             stream: &self.stream,
@@ -606,7 +606,7 @@ impl CudaBackend {
         let sorted = host.after_sort(sorted);
         // The ring may have been allocated only now (the keys went up directly), and the
         // buffers freed after running out of memory.
-        self.gauges.keep(host);
+        self.cache_stats.keep(host);
         sorted
     }
 
@@ -631,7 +631,7 @@ impl CudaBackend {
                 None => Ok(()),
             },
         );
-        self.gauges.keep(host);
+        self.cache_stats.keep(host);
         let enqueued = uploaded.and_then(|()| match &mut chunked {
             Some(c) => self.merge_sorted_chunks(c),
             None => self.enqueue(job, self.stream.as_inner()),
@@ -649,7 +649,7 @@ impl CudaBackend {
             link,
             (keys, job.keys),
             values.map(|v| (v, job.values)),
-            self.gauges.copy_back(),
+            self.cache_stats.copy_back(),
         );
         if downloaded.is_err() && chunked.is_some() {
             let _ = self.sort_stream.synchronize();
@@ -748,7 +748,7 @@ impl Backend for CudaBackend {
     }
 
     fn set_all_or_nothing(&self, all_or_nothing: bool) {
-        self.gauges.set_all_or_nothing(all_or_nothing);
+        self.cache_stats.set_all_or_nothing(all_or_nothing);
     }
 
     fn set_oblivious(&self, oblivious: bool) {
@@ -756,7 +756,7 @@ impl Backend for CudaBackend {
     }
 
     fn cached_pinned_bytes(&self) -> u64 {
-        self.gauges.pinned()
+        self.cache_stats.pinned()
     }
 
     fn cached_bytes(&self) -> u64 {
@@ -766,7 +766,7 @@ impl Backend for CudaBackend {
             .unwrap_or_else(|e| e.into_inner())
             .buffers
             .bytes();
-        self.gauges.device() + device_scratch
+        self.cache_stats.device() + device_scratch
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {
@@ -774,11 +774,11 @@ impl Backend for CudaBackend {
     }
 
     fn release_cached(&self) {
-        let mut host = take_turn(&self.busy);
+        let mut host = lock_shared_with_rayon(&self.busy);
         // The buffers are freed in their context; without it current they are kept.
         if CurrentContext::set_current(&self.context).is_ok() {
             *host = HostState::default();
-            self.gauges.keep(&host);
+            self.cache_stats.keep(&host);
             let mut scratch = self
                 .device_scratch
                 .lock()

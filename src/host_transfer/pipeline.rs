@@ -15,7 +15,7 @@
 //!
 //! The copiers hold rayon's threads for the length of a transfer (each waits on the job
 //! channel between pieces), and the transfer waits for them, so a rayon thread must never
-//! sleep on a lock that a transfer's caller holds ([`crate::turns::take_turn`]).
+//! sleep on a lock that a transfer's caller holds ([`crate::rayon_lock::lock_shared_with_rayon`]).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

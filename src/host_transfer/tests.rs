@@ -7,7 +7,7 @@ use super::pipeline::MIN_PIPELINE_BYTES;
 use super::*;
 use crate::keys::{NarrowKeys, SortKey};
 use crate::pinned::PinnedBuffer;
-use crate::turns::{may_fork, take_turn};
+use crate::rayon_lock::{lock_shared_with_rayon, may_fork};
 use std::sync::Mutex;
 
 /// The context the fake link's pinned buffers belong to.
@@ -700,7 +700,7 @@ fn a_copy_made_while_holding_a_turn_is_whole() {
         .expect("pool");
     let lock = Mutex::new(());
     pool.install(|| {
-        let _held = take_turn(&lock);
+        let _held = lock_shared_with_rayon(&lock);
         assert!(!may_fork(), "a rayon thread holding a turn may fork");
         let src: Vec<u8> = (0..(4usize << 20)).map(|i| (i * 13 + 1) as u8).collect();
         let mut dst = vec![0u8; src.len()];

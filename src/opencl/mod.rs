@@ -39,13 +39,13 @@ use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::types::cl_mem;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
+use crate::buffer_cache::{DeviceBytes, Scratch, grow};
 use crate::error::{Error, Result, check_rows_words};
-use crate::host_transfer::{Column, Gauges, HostStateOf};
-use crate::kept::{DeviceBytes, Scratch, grow};
+use crate::host_transfer::{CacheStats, Column, HostStateOf};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
+use crate::rayon_lock::{RayonLockGuard, lock_shared_with_rayon};
 use crate::schedule::TileParams;
-use crate::turns::{Turn, take_turn};
 
 use plan::{LOG_E, MAX_LOG_TILE, Shape, SortPlan};
 
@@ -60,13 +60,13 @@ static LIFECYCLE: Mutex<()> = Mutex::new(());
 static CPU_DEVICE_RUNS: Mutex<()> = Mutex::new(());
 
 /// Takes a lock that guards no data (so a poisoned lock is as good as a clean one).
-fn hold(lock: &'static Mutex<()>) -> Turn<'static, ()> {
+fn hold(lock: &'static Mutex<()>) -> RayonLockGuard<'static, ()> {
     // As a turn: a rayon thread holding none runs rayon's pending work while it waits (the
     // holder may need it), one holding another does not.
-    take_turn(lock)
+    lock_shared_with_rayon(lock)
 }
 
-fn lifecycle_lock() -> Turn<'static, ()> {
+fn lifecycle_lock() -> RayonLockGuard<'static, ()> {
     hold(&LIFECYCLE)
 }
 
@@ -96,7 +96,7 @@ pub struct OpenClBackend {
     /// at them.
     host: Mutex<HostState>,
     /// What the host-slice sorts keep, and how they copy back, readable without the lock.
-    gauges: Gauges,
+    cache_stats: CacheStats,
     /// The largest tile allowed ([`MAX_LOG_TILE`]; smaller in tests, to exercise the global
     /// passes with short inputs).
     max_log_tile: u32,
@@ -219,7 +219,7 @@ impl OpenClBackend {
             limits,
             variants: Mutex::new(HashMap::new()),
             host: Mutex::new(HostState::default()),
-            gauges: Gauges::default(),
+            cache_stats: CacheStats::default(),
             max_log_tile: MAX_LOG_TILE,
             log_e: LOG_E,
             own_split_max_tiles: plan::OWN_SPLIT_MAX_TILES,
@@ -362,7 +362,7 @@ impl OpenClBackend {
         // pinned ring, and a ring of its own would cost a thread more (pinning 48 MiB) than
         // waiting for the sort ahead of it. Nothing behind the lock is left half-updated by a
         // panic, so a poisoned lock is still usable.
-        let mut host = take_turn(&self.host);
+        let mut host = lock_shared_with_rayon(&self.host);
         let host = &mut *host;
         let allocated = host.buffers.fill(|buffers| {
             let alloc = |len| self.alloc(len, requested);
@@ -380,7 +380,7 @@ impl OpenClBackend {
             )?;
             Ok((device_keys, device_values, planned))
         });
-        self.gauges.keep(host);
+        self.cache_stats.keep(host);
         let (device_keys, device_values, (plan, scratch)) = allocated?;
         // One closure, so that every failure after the allocation passes `after_sort`.
         let mut transfer_and_sort = || -> Result<()> {
@@ -410,7 +410,7 @@ impl OpenClBackend {
                     None => Ok(()),
                 },
             );
-            self.gauges.keep(host);
+            self.cache_stats.keep(host);
             let enqueued = uploaded.and_then(|()| match &mut chunked {
                 Some(c) => self.merge_sorted_chunks(c, encoding, requested),
                 None => {
@@ -442,7 +442,7 @@ impl OpenClBackend {
                 &link,
                 (&mut keys, device_keys),
                 values.as_mut().zip(device_values),
-                self.gauges.copy_back(),
+                self.cache_stats.copy_back(),
             );
             if downloaded.is_err() && chunked.is_some() {
                 let _ = self.sort_queue.finish();
@@ -453,7 +453,7 @@ impl OpenClBackend {
         let sorted = host.after_sort(sorted);
         // The ring may have been allocated only now (the keys went up directly), and the
         // buffers freed after running out of memory.
-        self.gauges.keep(host);
+        self.cache_stats.keep(host);
         sorted
     }
 }
@@ -498,11 +498,11 @@ impl Backend for OpenClBackend {
     }
 
     fn set_all_or_nothing(&self, all_or_nothing: bool) {
-        self.gauges.set_all_or_nothing(all_or_nothing);
+        self.cache_stats.set_all_or_nothing(all_or_nothing);
     }
 
     fn cached_pinned_bytes(&self) -> u64 {
-        self.gauges.pinned()
+        self.cache_stats.pinned()
     }
 
     fn cached_bytes(&self) -> u64 {
@@ -512,7 +512,7 @@ impl Backend for OpenClBackend {
             .unwrap_or_else(|e| e.into_inner())
             .buffers
             .bytes();
-        self.gauges.device() + device_scratch
+        self.cache_stats.device() + device_scratch
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {
@@ -526,9 +526,9 @@ impl Backend for OpenClBackend {
     }
 
     fn release_cached(&self) {
-        let mut host = take_turn(&self.host);
+        let mut host = lock_shared_with_rayon(&self.host);
         *host = HostState::default();
-        self.gauges.keep(&host);
+        self.cache_stats.keep(&host);
         // OpenCL keeps a released buffer alive until the commands that use it are done.
         *self
             .device_scratch

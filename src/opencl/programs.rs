@@ -11,7 +11,7 @@ use super::driver::driver;
 use super::plan::Limits;
 use super::{DeviceType, OpenClBackend, lifecycle_lock};
 use crate::error::{Error, Result};
-use crate::turns::take_turn;
+use crate::rayon_lock::lock_shared_with_rayon;
 
 /// The kernel source files, embedded: the main file first, then the files it includes.
 const SOURCE_FILES: [(&str, &str); 6] = [
@@ -183,7 +183,7 @@ impl OpenClBackend {
         // A build takes the lifecycle lock while this one is held: taken as a turn, this
         // lock keeps a rayon thread from running other work (a sort needing this lock among
         // it) while it waits for the other.
-        let mut cache = take_turn(&self.variants);
+        let mut cache = lock_shared_with_rayon(&self.variants);
         if let Some(v) = cache.get(&key) {
             return Ok(Arc::clone(v));
         }

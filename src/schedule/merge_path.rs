@@ -277,6 +277,7 @@ impl MergePlan {
 ///
 /// The search bisects the key's bits as a kernel would (one binary search per run and step),
 /// then hands the remaining ties to the runs in order.
+#[cfg(test)]
 pub fn split(runs: &[&[u64]], rank: u64) -> Vec<u64> {
     let below = |v: u64| -> u64 {
         runs.iter()
@@ -318,6 +319,7 @@ pub fn split(runs: &[&[u64]], rank: u64) -> Vec<u64> {
 /// sorted on its own (stably), then each pass of `plan` merging its groups of runs output
 /// tile by output tile, each tile taking the parts of the runs between its two ranks'
 /// [`split`]s. The result equals a stable sort by key.
+#[cfg(test)]
 pub fn emulate<V: Copy>(keys: &mut [u64], values: &mut [V], plan: MergePlan) {
     assert_eq!(keys.len(), values.len(), "keys and values differ in length");
     let n = keys.len();
@@ -360,6 +362,7 @@ pub fn emulate<V: Copy>(keys: &mut [u64], values: &mut [V], plan: MergePlan) {
 }
 
 /// Appends the stable merge of `members[j][from[j]..to[j]]` to `out`.
+#[cfg(test)]
 fn merge_parts<V: Copy>(
     members: &[&[(u64, V)]],
     from: &[u64],

@@ -442,11 +442,19 @@ fn rows_by_key_trial<D: DeviceApi, K: DevKey, V: DevValue>(
         }
         let (mut host_keys, mut host_values) = (keys_in.clone(), values_in.clone());
         let host = if descending(order) {
-            t.sorter
-                .sort_rows_by_key_descending(&mut host_keys, &mut host_values, row_len)
+            t.sorter.sort_rows_by_key(
+                &mut host_keys,
+                &mut host_values,
+                row_len,
+                bitonic::Order::Descending,
+            )
         } else {
-            t.sorter
-                .sort_rows_by_key(&mut host_keys, &mut host_values, row_len)
+            t.sorter.sort_rows_by_key(
+                &mut host_keys,
+                &mut host_values,
+                row_len,
+                bitonic::Order::Ascending,
+            )
         };
         host.map_err(|e| fail(format!("the host-slice sort_rows_by_key returned {e:?}")))?;
         same_as_host(&got_keys, &got_values, &host_keys, &host_values).map_err(fail)?;

@@ -349,9 +349,9 @@ pub fn sort_keys<K: TestKey>(
     descending: bool,
 ) -> bitonic::Result<()> {
     if descending {
-        sorter.sort_descending(keys)
+        sorter.sort(keys, bitonic::Order::Descending)
     } else {
-        sorter.sort(keys)
+        sorter.sort(keys, bitonic::Order::Ascending)
     }
 }
 
@@ -363,9 +363,9 @@ pub fn sort_pairs<K: TestKey, V: bytemuck::Pod>(
     descending: bool,
 ) -> bitonic::Result<()> {
     if descending {
-        sorter.sort_by_key_descending(keys, values)
+        sorter.sort_by_key(keys, values, bitonic::Order::Descending)
     } else {
-        sorter.sort_by_key(keys, values)
+        sorter.sort_by_key(keys, values, bitonic::Order::Ascending)
     }
 }
 

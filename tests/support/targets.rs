@@ -46,7 +46,7 @@ fn open_sorter(info: &DeviceInfo, oblivious: bool) -> bitonic::Result<Sorter> {
         .ignore_env()
         .backend(info.backend)
         .device_index(info.index)
-        .host_below(0)
+        .host_threshold(0)
         .oblivious(oblivious)
         .build()
 }

@@ -431,10 +431,12 @@ fn time_host_sorts<W: Word + SortKey>(
         }
         let start = Instant::now();
         match (values.as_deref_mut(), input.row_len) {
-            (Some(v), 0) => sorter.sort_by_key(keys, v)?,
-            (None, 0) => sorter.sort(keys)?,
-            (Some(v), row_len) => sorter.sort_rows_by_key(keys, v, row_len)?,
-            (None, row_len) => sorter.sort_rows(keys, row_len)?,
+            (Some(v), 0) => sorter.sort_by_key(keys, v, bitonic::Order::Ascending)?,
+            (None, 0) => sorter.sort(keys, bitonic::Order::Ascending)?,
+            (Some(v), row_len) => {
+                sorter.sort_rows_by_key(keys, v, row_len, bitonic::Order::Ascending)?
+            }
+            (None, row_len) => sorter.sort_rows(keys, row_len, bitonic::Order::Ascending)?,
         }
         let elapsed = start.elapsed().as_secs_f64() * 1e3;
         if run >= warmup {

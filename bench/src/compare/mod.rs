@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use bitonic::keys::Word;
+use bitonic::internals::Word;
 use bitonic::{BackendKind, DeviceType, Error, SortKey, Sorter};
 use rand::distributions::{Distribution, Standard};
 use rand::{Rng, SeedableRng};

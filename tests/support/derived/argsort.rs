@@ -54,9 +54,9 @@ pub(super) fn run_argsort<K: DerivedKey>(t: &Target, case: &ArgCase) -> Result<(
         let keys: Vec<K> = case.keys.keys(n, &mut rng_for(seed));
         let shape = format!("n={n}");
         let got = if case.descending {
-            t.sorter.argsort_descending(&keys)
+            t.sorter.argsort(&keys, bitonic::Order::Descending)
         } else {
-            t.sorter.argsort(&keys)
+            t.sorter.argsort(&keys, bitonic::Order::Ascending)
         }
         .map_err(|e| fail(t, &case.id, &shape, seed, format!("returned an error: {e}")))?;
         let want = rust_argsort(&keys, case.descending);
@@ -71,9 +71,11 @@ pub(super) fn run_argsort_rows<K: DerivedKey>(t: &Target, case: &RowsCase) -> Re
         let keys: Vec<K> = row_matrix(case.keys, rows, row_len, &mut rng_for(seed));
         let shape = shape_name(rows, row_len);
         let got = if case.descending {
-            t.sorter.argsort_rows_descending(&keys, row_len)
+            t.sorter
+                .argsort_rows(&keys, row_len, bitonic::Order::Descending)
         } else {
-            t.sorter.argsort_rows(&keys, row_len)
+            t.sorter
+                .argsort_rows(&keys, row_len, bitonic::Order::Ascending)
         }
         .map_err(|e| fail(t, &case.id, &shape, seed, format!("returned an error: {e}")))?;
         let want: Vec<u32> = keys

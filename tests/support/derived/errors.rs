@@ -25,9 +25,11 @@ pub(super) fn check_rows_errors<K: DerivedKey>(t: &Target) -> Result<(), Failed>
             let suffix = if descending { "_descending" } else { "" };
             let mut data = input.clone();
             let result = if descending {
-                t.sorter.sort_rows_descending(&mut data, row_len)
+                t.sorter
+                    .sort_rows(&mut data, row_len, bitonic::Order::Descending)
             } else {
-                t.sorter.sort_rows(&mut data, row_len)
+                t.sorter
+                    .sort_rows(&mut data, row_len, bitonic::Order::Ascending)
             };
             want_invalid(
                 &format!("{label}: sort_rows{suffix} of {what}"),
@@ -45,9 +47,11 @@ pub(super) fn check_rows_errors<K: DerivedKey>(t: &Target) -> Result<(), Failed>
             }
 
             let result = if descending {
-                t.sorter.argsort_rows_descending(&input, row_len)
+                t.sorter
+                    .argsort_rows(&input, row_len, bitonic::Order::Descending)
             } else {
-                t.sorter.argsort_rows(&input, row_len)
+                t.sorter
+                    .argsort_rows(&input, row_len, bitonic::Order::Ascending)
             };
             want_invalid(
                 &format!("{label}: argsort_rows{suffix} of {what}"),
@@ -67,9 +71,11 @@ pub(super) fn check_rows_errors<K: DerivedKey>(t: &Target) -> Result<(), Failed>
                 (
                     "sort_rows",
                     if descending {
-                        t.sorter.sort_rows_descending(&mut empty, row_len)
+                        t.sorter
+                            .sort_rows(&mut empty, row_len, bitonic::Order::Descending)
                     } else {
-                        t.sorter.sort_rows(&mut empty, row_len)
+                        t.sorter
+                            .sort_rows(&mut empty, row_len, bitonic::Order::Ascending)
                     },
                 ),
                 (
@@ -88,9 +94,11 @@ pub(super) fn check_rows_errors<K: DerivedKey>(t: &Target) -> Result<(), Failed>
                 }
             }
             let result = if descending {
-                t.sorter.argsort_rows_descending(&empty, row_len)
+                t.sorter
+                    .argsort_rows(&empty, row_len, bitonic::Order::Descending)
             } else {
-                t.sorter.argsort_rows(&empty, row_len)
+                t.sorter
+                    .argsort_rows(&empty, row_len, bitonic::Order::Ascending)
             };
             if !matches!(&result, Ok(v) if v.is_empty()) {
                 return Err(format!(
@@ -125,9 +133,11 @@ pub(super) fn check_segment_errors<K: DerivedKey>(t: &Target) -> Result<(), Fail
                 let suffix = if descending { "_descending" } else { "" };
                 let mut data = input.clone();
                 let result = if descending {
-                    t.sorter.sort_segments_descending(&mut data, &offsets)
+                    t.sorter
+                        .sort_segments(&mut data, &offsets, bitonic::Order::Descending)
                 } else {
-                    t.sorter.sort_segments(&mut data, &offsets)
+                    t.sorter
+                        .sort_segments(&mut data, &offsets, bitonic::Order::Ascending)
                 };
                 let call = format!(
                     "{}: sort_segments{suffix} of {n} {} keys with offsets {offsets:?}",
@@ -149,9 +159,10 @@ pub(super) fn check_length_errors(t: &Target) -> Result<(), Failed> {
             let (mut keys, mut values) = (keys_in.clone(), values_in.clone());
             let result = if descending {
                 t.sorter
-                    .sort_by_key_stable_descending(&mut keys, &mut values)
+                    .sort_by_key_stable(&mut keys, &mut values, bitonic::Order::Descending)
             } else {
-                t.sorter.sort_by_key_stable(&mut keys, &mut values)
+                t.sorter
+                    .sort_by_key_stable(&mut keys, &mut values, bitonic::Order::Ascending)
             };
             let call = format!(
                 "{}: sort_by_key_stable{} with {n_keys} keys and {n_values} values",
@@ -181,8 +192,14 @@ pub(super) fn check_length_errors(t: &Target) -> Result<(), Failed> {
     // Empty inputs: nothing to do, no error.
     let empty: [f32; 0] = [];
     for (call, result) in [
-        ("argsort", t.sorter.argsort(&empty)),
-        ("argsort_descending", t.sorter.argsort_descending(&empty)),
+        (
+            "argsort",
+            t.sorter.argsort(&empty, bitonic::Order::Ascending),
+        ),
+        (
+            "argsort_descending",
+            t.sorter.argsort(&empty, bitonic::Order::Descending),
+        ),
     ] {
         if !matches!(&result, Ok(v) if v.is_empty()) {
             return Err(format!(

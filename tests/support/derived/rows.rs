@@ -76,9 +76,11 @@ pub(super) fn run_rows_keys<K: DerivedKey>(t: &Target, case: &RowsCase) -> Resul
         let mut got = input;
         let shape = shape_name(rows, row_len);
         let result = if case.descending {
-            t.sorter.sort_rows_descending(&mut got, row_len)
+            t.sorter
+                .sort_rows(&mut got, row_len, bitonic::Order::Descending)
         } else {
-            t.sorter.sort_rows(&mut got, row_len)
+            t.sorter
+                .sort_rows(&mut got, row_len, bitonic::Order::Ascending)
         };
         result.map_err(|e| fail(t, &case.id, &shape, seed, format!("returned an error: {e}")))?;
         key_diff(&got, &want, row_len).map_err(|m| fail(t, &case.id, &shape, seed, m))?;
@@ -94,9 +96,9 @@ pub(super) fn rows_by_key<K: TestKey, V: bytemuck::Pod>(
     descending: bool,
 ) -> bitonic::Result<()> {
     if descending {
-        sorter.sort_rows_by_key_descending(keys, values, row_len)
+        sorter.sort_rows_by_key(keys, values, row_len, bitonic::Order::Descending)
     } else {
-        sorter.sort_rows_by_key(keys, values, row_len)
+        sorter.sort_rows_by_key(keys, values, row_len, bitonic::Order::Ascending)
     }
 }
 

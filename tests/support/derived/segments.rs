@@ -101,9 +101,11 @@ pub(super) fn run_segments<K: DerivedKey>(t: &Target, case: &SegCase) -> Result<
         }
         let mut got = input;
         if case.descending {
-            t.sorter.sort_segments_descending(&mut got, &offsets)
+            t.sorter
+                .sort_segments(&mut got, &offsets, bitonic::Order::Descending)
         } else {
-            t.sorter.sort_segments(&mut got, &offsets)
+            t.sorter
+                .sort_segments(&mut got, &offsets, bitonic::Order::Ascending)
         }
         .map_err(|e| fail(t, &case.id, &shape, seed, format!("returned an error: {e}")))?;
         if let Some(i) = first_key_diff(&got, &want) {

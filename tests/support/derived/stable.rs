@@ -64,9 +64,10 @@ pub(super) fn run_stable<K: DerivedKey, V: StableValue>(
         let (mut keys, mut values) = (keys_in.clone(), values_in.clone());
         if case.descending {
             t.sorter
-                .sort_by_key_stable_descending(&mut keys, &mut values)
+                .sort_by_key_stable(&mut keys, &mut values, bitonic::Order::Descending)
         } else {
-            t.sorter.sort_by_key_stable(&mut keys, &mut values)
+            t.sorter
+                .sort_by_key_stable(&mut keys, &mut values, bitonic::Order::Ascending)
         }
         .map_err(|e| fail(format!("returned an error: {e}")))?;
 

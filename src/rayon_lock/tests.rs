@@ -17,15 +17,15 @@ fn a_rayon_thread_holding_a_turn_may_not_fork() {
     let (first, second) = (Mutex::new(()), Mutex::new(()));
     pool.install(|| {
         assert!(may_fork(), "a rayon thread holding nothing may fork");
-        let outer = take_turn(&first);
+        let outer = lock_shared_with_rayon(&first);
         assert!(!may_fork(), "a rayon thread holding a turn forked");
-        let inner = take_turn(&second);
+        let inner = lock_shared_with_rayon(&second);
         drop(outer);
         assert!(!may_fork(), "a rayon thread holding the second turn forked");
         drop(inner);
         assert!(may_fork(), "the turns were counted as still held");
     });
-    let _held = take_turn(&first);
+    let _held = lock_shared_with_rayon(&first);
     assert!(may_fork(), "a thread outside rayon may always fork");
 }
 
@@ -54,7 +54,7 @@ fn a_rayon_thread_waiting_with_a_turn_runs_no_other_work() {
         let outside = {
             let (second, holding) = (Arc::clone(&second), Arc::clone(&holding));
             std::thread::spawn(move || {
-                let _held = take_turn(&second);
+                let _held = lock_shared_with_rayon(&second);
                 holding.wait();
                 std::thread::sleep(Duration::from_millis(200));
             })
@@ -71,13 +71,13 @@ fn a_rayon_thread_waiting_with_a_turn_runs_no_other_work() {
         }
         busy.wait();
         pool.install(|| {
-            let _outer = take_turn(&first);
+            let _outer = lock_shared_with_rayon(&first);
             let (first, ran) = (Arc::clone(&first), Arc::clone(&ran));
             rayon::spawn(move || {
-                let _turn = take_turn(&first);
+                let _turn = lock_shared_with_rayon(&first);
                 ran.fetch_add(1, Ordering::SeqCst);
             });
-            let _inner = take_turn(&second);
+            let _inner = lock_shared_with_rayon(&second);
         });
         outside.join().expect("the outside thread");
         // The queued job gets its turn once the first is released.

@@ -16,9 +16,9 @@ use std::time::Duration;
 /// ever; it waits as other threads do (the holder of the lock it waits for never needs it).
 // Without a GPU backend no sort holds a turn.
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
-pub(crate) fn take_turn<T>(lock: &Mutex<T>) -> Turn<'_, T> {
+pub(crate) fn lock_shared_with_rayon<T>(lock: &Mutex<T>) -> RayonLockGuard<'_, T> {
     let on_rayon = rayon::current_thread_index().is_some();
-    let guard = if !on_rayon || TURNS_HELD.with(Cell::get) > 0 {
+    let guard = if !on_rayon || RAYON_LOCKS_HELD.with(Cell::get) > 0 {
         lock.lock().unwrap_or_else(|e| e.into_inner())
     } else {
         loop {
@@ -34,45 +34,45 @@ pub(crate) fn take_turn<T>(lock: &Mutex<T>) -> Turn<'_, T> {
             }
         }
     };
-    TURNS_HELD.with(|held| held.set(held.get() + 1));
-    Turn { guard }
+    RAYON_LOCKS_HELD.with(|held| held.set(held.get() + 1));
+    RayonLockGuard { guard }
 }
 
 thread_local! {
-    /// How many locks taken by [`take_turn`] this thread holds.
-    static TURNS_HELD: Cell<usize> = const { Cell::new(0) };
+    /// How many locks taken by [`lock_shared_with_rayon`] this thread holds.
+    static RAYON_LOCKS_HELD: Cell<usize> = const { Cell::new(0) };
 }
 
-/// A lock taken by [`take_turn`], counted as held by this thread until dropped.
+/// A lock taken by [`lock_shared_with_rayon`], counted as held by this thread until dropped.
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
-pub(crate) struct Turn<'a, T> {
+pub(crate) struct RayonLockGuard<'a, T> {
     guard: MutexGuard<'a, T>,
 }
 
-impl<T> std::ops::Deref for Turn<'_, T> {
+impl<T> std::ops::Deref for RayonLockGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
         &self.guard
     }
 }
 
-impl<T> std::ops::DerefMut for Turn<'_, T> {
+impl<T> std::ops::DerefMut for RayonLockGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.guard
     }
 }
 
-impl<T> Drop for Turn<'_, T> {
+impl<T> Drop for RayonLockGuard<'_, T> {
     fn drop(&mut self) {
-        TURNS_HELD.with(|held| held.set(held.get() - 1));
+        RAYON_LOCKS_HELD.with(|held| held.set(held.get() - 1));
     }
 }
 
 /// Whether this thread may split work over rayon's threads: not a rayon thread that holds
 /// one of the crate's locks, since while it waited for its pieces it would run other rayon
-/// work, and that could wait for the lock it holds ([`take_turn`]).
+/// work, and that could wait for the lock it holds ([`lock_shared_with_rayon`]).
 pub(crate) fn may_fork() -> bool {
-    rayon::current_thread_index().is_none() || TURNS_HELD.with(Cell::get) == 0
+    rayon::current_thread_index().is_none() || RAYON_LOCKS_HELD.with(Cell::get) == 0
 }
 
 /// `work` on `dst` and `src` cut into pieces of `piece` elements (pairs of the same index),

@@ -12,7 +12,7 @@ pub(crate) trait DeviceBytes {
 
 /// The key and value buffers kept from earlier sorts, and the merge passes' scratch; each is
 /// as large as the largest sort so far needed, and a sort uses its first bytes.
-pub(crate) struct Kept<B> {
+pub(crate) struct BufferCache<B> {
     pub(crate) keys: Option<B>,
     pub(crate) values: Option<B>,
     /// The merge passes' second buffer for keys, values and the splitters of output tiles.
@@ -36,9 +36,9 @@ impl<B> Default for Scratch<B> {
     }
 }
 
-impl<B> Default for Kept<B> {
+impl<B> Default for BufferCache<B> {
     fn default() -> Self {
-        Kept {
+        BufferCache {
             keys: None,
             values: None,
             scratch: Scratch::default(),
@@ -46,7 +46,7 @@ impl<B> Default for Kept<B> {
     }
 }
 
-impl<B: DeviceBytes> Kept<B> {
+impl<B: DeviceBytes> BufferCache<B> {
     /// Bytes of device memory kept.
     pub(crate) fn bytes(&self) -> u64 {
         total_bytes([&self.keys, &self.values]) + self.scratch.bytes()
@@ -58,7 +58,7 @@ impl<B: DeviceBytes> Kept<B> {
     pub(crate) fn fill<T>(&mut self, mut fill: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
         let first = fill(self);
         if matches!(first, Err(Error::OutOfMemory { .. })) && self.bytes() > 0 {
-            *self = Kept::default();
+            *self = BufferCache::default();
             return fill(self);
         }
         first
