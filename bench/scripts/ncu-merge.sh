@@ -3,7 +3,7 @@
 # of 2^24, the fourth merge launch of each sort. Sections: speed of light, occupancy, warp
 # states (stall reasons), scheduler statistics, memory workload and launch statistics. This
 # is where the gap between our merge-path sort and CUB merge sort lies
-# (docs/performance.md, "Against CUB merge sort").
+# (docs/performance.md, "Pass counts and memory floors").
 #
 # Ours comes from the library's ignored unit test `cuda_merge_profile` (plain launches), CUB's
 # from `bitonic bench --compare`. Run it on the GPU machine from the repository root, with
