@@ -70,7 +70,7 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         // its first register groups from global memory and its last round stores there.
         // Each thread then moves 64 contiguous bytes, so a warp's 16-byte accesses are 64
         // bytes apart: worth it in the local sort, which is bound by its rounds, but a
-        // local merge, bound by memory, lost 30% that way (docs/perf.md, change 11). Only
+        // local merge, bound by memory, loses 30% that way. Only
         // for u32 keys alone: the other kernels spill registers with it.
         constexpr bool DIRECT_FITS = sizeof(K) == 4 && !HAS_V;
         const bool direct = DIRECT_FITS && whole && a.mode == MODE_SORT && a.tile_bits >= 5;

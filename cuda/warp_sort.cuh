@@ -1,7 +1,7 @@
 // Warp sorts of the CUDA kernels (cuda/bitonic.cu): one row of at most 2^WARP_SORT_LOG
 // 4-byte keys per warp, in one block of at most 2^WARP_SORT_MAX_WARPS_LOG warps
 // (kernels/contract.h), sorted in registers. A small sort on shared-memory rounds pays for
-// every round a barrier that all its warps must reach (docs/perf.md, change 45); here thread
+// every round a barrier that all its warps must reach; here thread
 // t holds the tile's elements 32t .. 32t + 31 in its registers, the network's levels on bits
 // 0..4 run inside each thread, those on bits 5..9 are exchanges between the lanes of a warp
 // by shuffles, and only those on bits 10 and up (between warps) go through shared memory,

@@ -28,7 +28,7 @@ template <typename K> __device__ __forceinline__ K sign_bit() {
 
 // Raw key word to ordered word: mirror of KeyEncoding::encode (the codes are
 // kernels/contract.h's). A branch on the kind, uniform across the launch: the same mapping as
-// one chain of selects made nvcc spill registers in every tile pass (docs/perf.md, change 20).
+// one chain of selects makes nvcc spill registers in every tile pass.
 template <typename K> __device__ __forceinline__ K encode_key(K raw, u32 encoding) {
     const K sign = sign_bit<K>();
     K ordered = raw;

@@ -1,9 +1,9 @@
 //! Host slices to the device and back at the speed of the bus: the one transfer engine of
 //! both GPU backends.
 //!
-//! Pageable memory crosses PCIe at a fraction of the bus speed (on an H200 machine,
-//! 7.5 GiB/s up and 13.9 GiB/s down, against 51 GiB/s from pinned memory), and registering a
-//! caller's slice costs more than the copy it would save (43.7 ms to pin 1 GiB there). So
+//! Pageable memory crosses PCIe at a fraction of the bus speed (on PCIe 5, about 7 GiB/s up
+//! and 14 GiB/s down, against 51 GiB/s from pinned memory), and registering a caller's slice
+//! costs more than the copy it would save (over 40 ms to pin 1 GiB). So
 //! every host-slice sort stages through a small ring of pinned slots that the backend keeps:
 //! the host copies chunk `i + 1` into one slot (on all of rayon's threads, widening narrow
 //! keys on the way) while the bus carries chunk `i` out of another. Downloads run the same
@@ -33,23 +33,21 @@ use crate::pinned::is_pinned_for;
 use crate::rayon_lock::{Awake, for_pieces};
 
 /// Bytes of one pinned slot, and so of the largest chunk. Each chunk costs a parallel host
-/// copy (a fork and join of rayon's threads) and an event; 16 MiB chunks took the round trip
-/// of 2^28 `u32` keys from 82-92 ms to 65 ms against 8 MiB ones (NVIDIA H100 machine,
-/// `docs/perf.md`, change 34).
+/// copy (a fork and join of rayon's threads) and an event; 16 MiB chunks make the round trip
+/// of 2^28 `u32` keys about a quarter faster than 8 MiB ones, and the ring stays at 48 MiB.
 pub(crate) const SLOT_BYTES: usize = 16 << 20;
 /// Slots in a ring: the host fills one while the bus drains the others.
 pub(crate) const SLOTS: usize = 3;
 /// The smallest chunk worth its own copy; smaller transfers go in one. Each chunk costs a
 /// parallel host copy (waking rayon's threads: tens of microseconds) and an event, which
-/// outweigh the overlap below a few MiB (NVIDIA H200 machine: 2^20 keys took 1.08 ms in
-/// chunks of 1 MiB).
+/// outweigh the overlap below a few MiB (2^20 keys in chunks of 1 MiB take longer than in
+/// one).
 const MIN_CHUNK_BYTES: usize = 2 << 20;
 /// Host copies up to this long stay on the calling thread: waking rayon's threads costs more
-/// than they save (NVIDIA H200 machine: 2^15 keys took 0.07 ms this way, 0.12 ms in pieces).
+/// than they save (2^15 keys copy in about 60% of the time they take in pieces).
 const PARALLEL_FROM_BYTES: usize = 256 << 10;
-/// Longer copies go to every rayon thread in even pieces of at least this many bytes (2^20
-/// keys: 0.68 ms, against 0.81 ms in pieces of 256 KiB, which left half the threads idle;
-/// `docs/perf.md`, change 22).
+/// Longer copies go to every rayon thread in even pieces of at least this many bytes: pieces
+/// of 256 KiB leave half the threads idle at 2^20 keys, which then copy about 20% slower.
 const MIN_PIECE_BYTES: usize = 64 << 10;
 /// How long rayon's threads spin at most, awake, while a download waits for its first chunk
 /// ([`Awake`]): about a sort and a chunk's bus copy of the longest columns that go chunk by

@@ -95,7 +95,7 @@ pub(crate) fn for_pieces<A: Send, B: Sync>(
 
 /// Rayon's threads kept awake, spinning, until this is dropped or `most` has passed: a
 /// parallel copy that starts on sleeping threads first waits tens of microseconds for them
-/// to wake (`docs/perf.md`, "What a parallel host copy costs"), so a caller that knows one
+/// to wake, so a caller that knows one
 /// will follow a wait starts the wake-up before the wait. Nothing if this thread may not
 /// fork ([`may_fork`]); the spinning is bounded, so it can delay other rayon work by at most
 /// `most` and never waits on anything.

@@ -256,10 +256,10 @@ mod tests {
         use DeviceType::Gpu;
         vec![
             dev(Cuda, 0, "NVIDIA T4", Gpu, 40, 15),
-            dev(Cuda, 1, "NVIDIA H200", Gpu, 132, 139),
+            dev(Cuda, 1, "NVIDIA GPU 141G", Gpu, 132, 139),
             pocl(0),
             dev(OpenCl, 1, "NVIDIA T4", Gpu, 40, 15),
-            dev(OpenCl, 2, "NVIDIA H200", Gpu, 132, 139),
+            dev(OpenCl, 2, "NVIDIA GPU 141G", Gpu, 132, 139),
             host_cpu(),
         ]
     }
@@ -308,13 +308,13 @@ mod tests {
         use BackendKind::Cuda;
         use DeviceType::Gpu;
         let more_memory = vec![
-            dev(Cuda, 0, "NVIDIA H100", Gpu, 132, 79),
-            dev(Cuda, 1, "NVIDIA H200", Gpu, 132, 139),
+            dev(Cuda, 0, "NVIDIA GPU 80G", Gpu, 132, 79),
+            dev(Cuda, 1, "NVIDIA GPU 141G", Gpu, 132, 139),
         ];
         assert_eq!(chosen(&more_memory, None, None), some("cuda:1"));
         let twins = vec![
-            dev(Cuda, 0, "NVIDIA H200", Gpu, 132, 139),
-            dev(Cuda, 1, "NVIDIA H200", Gpu, 132, 139),
+            dev(Cuda, 0, "NVIDIA GPU 141G", Gpu, 132, 139),
+            dev(Cuda, 1, "NVIDIA GPU 141G", Gpu, 132, 139),
         ];
         assert_eq!(chosen(&twins, None, None), some("cuda:0"));
     }

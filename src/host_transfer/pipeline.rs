@@ -5,9 +5,8 @@
 //! alone talks to the device: it hands pieces out, enqueues each one's bus copy as soon as
 //! it is ready, and waits for a piece's copy only when it needs the piece again. The host
 //! threads never stop between chunks: copying chunk by chunk, with a fork and join of
-//! rayon's threads per chunk, left them asleep for about 0.2 ms a chunk (NVIDIA H100
-//! machine: 1 GiB in 16 MiB chunks took 34 ms on the host against 21 ms in one parallel
-//! copy; `docs/perf.md`, change 37).
+//! rayon's threads per chunk, leaves them asleep for about 0.2 ms a chunk (1 GiB in 16 MiB
+//! chunks copies in about 1.6 times the time of one parallel copy).
 //!
 //! Pieces move by value through two channels (a piece is a `&mut [u8]` of a slot), so the
 //! host and the bus never touch the same piece at once without any `unsafe`: a piece is
@@ -28,10 +27,9 @@ use super::{Link, RingOf, SLOT_BYTES, SLOTS};
 use crate::error::{Error, Result};
 
 /// Transfers shorter than this take the chunked path: handing pieces to threads that must
-/// first wake up costs more than it saves. Taking turns in one process on an NVIDIA H100
-/// machine, the pipeline lost at 4 and 16 MiB (a `Vec` sort of 2^20 keys: 1.12 ms against
-/// 0.74 ms) and won from 64 MiB on (2^24 keys: 5.14 against 5.68 ms); `docs/perf.md`,
-/// change 37.
+/// first wake up costs more than it saves. Measured against the chunked path, the pipeline
+/// loses at 4 and 16 MiB (a `Vec` sort of 2^20 keys takes half as long again) and wins from
+/// 64 MiB on (2^24 keys: about 10% faster).
 pub(crate) const MIN_PIPELINE_BYTES: usize = 32 << 20;
 /// The smallest piece: each costs a bus copy and a mark on the calling thread.
 const MIN_PIECE_BYTES: usize = 256 << 10;
@@ -66,8 +64,8 @@ pub(crate) fn force_chunks(on: bool) {
 
 /// The host threads that copy: three quarters of rayon's, less one for the calling thread.
 /// The host's memory, which the bus reads and writes too, bounds these copies before its
-/// cores do: on a 16-core host, 11 copiers made faster round trips than 15 (CUDA and
-/// OpenCL alike; `docs/perf.md`, change 44).
+/// cores do: on a 16-core host, 11 copiers make faster round trips than 15 (CUDA and
+/// OpenCL alike).
 fn copiers() -> usize {
     (rayon::current_num_threads() * 3 / 4)
         .saturating_sub(1)

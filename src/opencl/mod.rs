@@ -302,7 +302,7 @@ impl OpenClBackend {
         };
         // Drivers may put off an allocation until a command first uses the buffer, so a
         // scratch that cannot fit beside the data is not asked for: on NVIDIA's OpenCL such
-        // a sort of pairs filling the device died instead of failing (docs/gpu-checks.md).
+        // a sort of pairs filling the device dies instead of failing.
         let n = shape.row_len * shape.rows;
         let sizes = [n * key_bytes, n * value_bytes, merge.splits * 8];
         let fits = sizes

@@ -85,9 +85,9 @@ fn words_round_trip_through_bytes() {
 fn replies_parse() {
     assert_eq!(parse_reply("hello from torch"), None);
     assert_eq!(
-        parse_reply("@bitonic\tready\tNVIDIA H200\t150000000000\t2.11.0 (CUDA 13.0)"),
+        parse_reply("@bitonic\tready\tNVIDIA Test GPU\t150000000000\t2.11.0 (CUDA 13.0)"),
         Some(Ok(Reply::Ready {
-            name: "NVIDIA H200".into(),
+            name: "NVIDIA Test GPU".into(),
             memory_bytes: 150_000_000_000,
             version: "2.11.0 (CUDA 13.0)".into()
         }))
