@@ -31,9 +31,9 @@ pub trait Backend: Send + Sync {
     }
 
     /// Sorts each row of `row_len` words independently, every row in the same launches, as
-    /// [`Backend::sort_words`] sorts one: `keys.len()` must be a multiple of a nonzero
-    /// `row_len` ([`Error::InvalidConfig`](crate::Error::InvalidConfig) otherwise). On error the slices are left as they
-    /// were.
+    /// [`Backend::sort_words`] sorts one. The caller has checked the shape: `keys.len()` is a
+    /// multiple of a nonzero `row_len`, and `values` are as many as `keys`. On error the
+    /// slices are left as they were.
     fn sort_rows_words(
         &self,
         keys: WordsMut<'_>,

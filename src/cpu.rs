@@ -8,7 +8,7 @@
 //! them.
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
-use crate::error::{Result, check_rows_words};
+use crate::error::{Result, debug_assert_rows_words};
 use crate::keys::{KeyEncoding, Word, WordsMut};
 use crate::schedule::merge_path::pair_sort_tile;
 use crate::schedule::{self, Schedule, TileParams};
@@ -264,7 +264,7 @@ impl Backend for CpuBackend {
         encoding: KeyEncoding,
         row_len: usize,
     ) -> Result<()> {
-        check_rows_words(keys.len(), values.as_ref().map(WordsMut::len), row_len)?;
+        debug_assert_rows_words(keys.len(), values.as_ref().map(WordsMut::len), row_len);
         let oblivious = self.oblivious.load(Ordering::Relaxed);
         match keys {
             WordsMut::U32(k) => sort_rows(k, values, encoding, row_len, oblivious),

@@ -57,11 +57,10 @@ mod schedule;
 mod select;
 mod sorter;
 
-pub use backend::Backend;
 pub use device::{BackendDevices, BackendKind, DeviceInfo, DeviceType};
 pub use error::{Error, Result};
-pub use keys::{KeyEncoding, KeyKind, NarrowKeys, Order, SortKey, WordKey, WordsMut};
-pub use pinned::{PinnedBuffer, PinnedMemory};
+pub use keys::{Order, SortKey, WordKey};
+pub use pinned::PinnedBuffer;
 pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
 pub use sorter::{DEFAULT_HOST_THRESHOLD, Sorter, SorterBuilder};
 
@@ -70,8 +69,10 @@ pub use sorter::{DEFAULT_HOST_THRESHOLD, Sorter, SorterBuilder};
 /// part of the API: it changes without notice.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::backend::Backend;
     pub use crate::cpu::CpuBackend;
-    pub use crate::keys::Word;
+    pub use crate::keys::{KeyEncoding, KeyKind, NarrowKeys, Word, WordsMut};
+    pub use crate::pinned::PinnedMemory;
     pub use crate::schedule::{
         Pass, Schedule, TileParams, ceil_log2, emulate, global_index, register_network,
         tile_comparator,

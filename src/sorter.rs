@@ -177,9 +177,10 @@ impl Sorter {
         SorterBuilder::default()
     }
 
-    /// A sorter over a backend you constructed yourself.
-    /// Host-slice sorts shorter than [`DEFAULT_HOST_THRESHOLD`] run on the host CPU when the
-    /// backend is not the CPU already.
+    /// A sorter over a backend constructed by hand (tests and the benchmark). Host-slice
+    /// sorts shorter than [`DEFAULT_HOST_THRESHOLD`] run on the host CPU when the backend is
+    /// not the CPU already.
+    #[doc(hidden)]
     pub fn with_backend(backend: Box<dyn Backend>) -> Sorter {
         let cpu = (backend.device().backend != BackendKind::Cpu).then(CpuBackend::new);
         Sorter {
@@ -218,7 +219,8 @@ impl Sorter {
     }
 
     /// The backend this sorter runs on, for backend-level calls such as
-    /// [`Backend::sort_words`].
+    /// [`Backend::sort_words`] (tests and the benchmark; shapes are not checked there).
+    #[doc(hidden)]
     pub fn backend(&self) -> &dyn Backend {
         self.backend.as_ref()
     }

@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use bitonic::internals::Word;
-use bitonic::{KeyEncoding, KeyKind};
+use bitonic::internals::{KeyEncoding, KeyKind};
 use rayon::prelude::*;
 
 /// The script, as the binary carries it.

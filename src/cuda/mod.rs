@@ -40,7 +40,7 @@ use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::buffer_cache::{DeviceBytes, Scratch, grow};
-use crate::error::{Error, Result, check_rows_words};
+use crate::error::{Error, Result, debug_assert_rows_words};
 use crate::host_transfer::{CacheStats, Column, HostStateOf};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
@@ -50,7 +50,7 @@ mod device_slices;
 mod driver;
 mod kernels;
 mod link;
-pub mod plan;
+mod plan;
 
 use crate::schedule::merge_path::{UploadChunks, upload_chunk};
 pub use driver::devices;
@@ -60,7 +60,7 @@ use kernels::{
     load_kernel, load_kernels, load_split_kernels,
 };
 use link::{CallerPinned, CudaLink, hand_over};
-pub use plan::{
+use plan::{
     DeviceLimits, Launch, MergeLaunch, MergePathPlan, PassArgs, PassKernel, SortPlan, Widths,
 };
 
@@ -310,14 +310,9 @@ impl CudaBackend {
         })
     }
 
-    /// The device limits the launches are planned from.
-    pub fn limits(&self) -> DeviceLimits {
-        self.limits
-    }
-
     /// The launches of a sort of `rows` rows of `row_len` elements of these widths: the
     /// network's, or a tile sort and merge passes ([`plan::choose`]).
-    pub fn plan(&self, row_len: u64, rows: u64, widths: Widths, encoding: u32) -> SortPlan {
+    pub(crate) fn plan(&self, row_len: u64, rows: u64, widths: Widths, encoding: u32) -> SortPlan {
         let oblivious = self.oblivious.load(Ordering::Relaxed);
         plan::choose(&self.limits, row_len, rows, widths, encoding, oblivious)
     }
@@ -549,7 +544,7 @@ impl CudaBackend {
         row_len: usize,
     ) -> Result<()> {
         let n = keys.len();
-        check_rows_words(n, values.as_ref().map(Column::len), row_len)?;
+        debug_assert_rows_words(n, values.as_ref().map(Column::len), row_len);
         if row_len <= 1 {
             return Ok(());
         }

@@ -33,6 +33,7 @@ pub const LOG_COLS: u32 = 4;
 pub const MAX_LOG_TILE: u32 = 15;
 
 /// Threads per block, at most (the kernels are compiled with `__launch_bounds__(512)`).
+#[cfg(test)]
 pub const MAX_THREADS: u32 = 512;
 
 /// Blocks of a cluster (`CLUSTER_BLOCKS` in `cuda/cluster.cuh`, its compiled cluster size),

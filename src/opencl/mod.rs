@@ -40,7 +40,7 @@ use opencl3::types::cl_mem;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::buffer_cache::{DeviceBytes, Scratch, grow};
-use crate::error::{Error, Result, check_rows_words};
+use crate::error::{Error, Result, debug_assert_rows_words};
 use crate::host_transfer::{CacheStats, Column, HostStateOf};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
@@ -346,7 +346,7 @@ impl OpenClBackend {
         row_len: usize,
     ) -> Result<()> {
         let n = keys.len();
-        check_rows_words(n, values.as_ref().map(Column::len), row_len)?;
+        debug_assert_rows_words(n, values.as_ref().map(Column::len), row_len);
         if row_len <= 1 {
             return Ok(());
         }

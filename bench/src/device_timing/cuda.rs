@@ -7,7 +7,8 @@ use std::ffi::c_void;
 use std::ptr;
 
 use bitonic::cuda::CudaBackend;
-use bitonic::{Backend, Order, WordKey};
+use bitonic::internals::Backend;
+use bitonic::{Order, WordKey};
 use cust::context::{Context, CurrentContext};
 use cust::device::Device;
 use cust::event::{Event, EventFlags};

@@ -11,7 +11,8 @@ mod cuda;
 #[cfg(feature = "opencl")]
 mod opencl;
 
-use bitonic::{Sorter, WordsMut};
+use bitonic::Sorter;
+use bitonic::internals::WordsMut;
 
 /// How CUDA sorts are timed.
 #[derive(Clone, Copy, Debug)]

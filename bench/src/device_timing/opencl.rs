@@ -8,8 +8,9 @@
 
 use std::ptr;
 
+use bitonic::internals::Backend;
 use bitonic::opencl::OpenClBackend;
-use bitonic::{Backend, DeviceType, Order, WordKey};
+use bitonic::{DeviceType, Order, WordKey};
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::event::{CL_COMPLETE, Event, create_user_event, set_user_event_status};
 use opencl3::kernel::{ExecuteKernel, Kernel};
