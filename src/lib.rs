@@ -56,6 +56,7 @@ mod rayon_lock;
 mod schedule;
 mod select;
 mod sorter;
+mod top_k;
 
 pub use device::{BackendDevices, BackendKind, DeviceInfo, DeviceType};
 pub use error::{Error, Result};
@@ -63,6 +64,7 @@ pub use keys::{Order, SortKey, WordKey};
 pub use pinned::PinnedBuffer;
 pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
 pub use sorter::{DEFAULT_HOST_THRESHOLD, Sorter, SorterBuilder};
+pub use top_k::TopK;
 
 /// What the benchmark crate, the fuzz targets and the integration tests reach inside the
 /// library: the schedule and its host emulation, the host sort, and tuned thresholds. Not

@@ -1,0 +1,191 @@
+//! Top-k: the `k` best keys of a slice or of every row of a matrix, with their positions.
+//!
+//! The best keys come first: the smallest for [`Order::Ascending`], the largest for
+//! [`Order::Descending`], in the crate's total order (floats as `total_cmp`, so NaNs and both
+//! zeros have their places). Equal keys go to the lower position, so the result is a function
+//! of the input alone, the same on every backend.
+//!
+//! The selection is the first `k` entries of each row's stable argsort: one sort of
+//! `ordered key << 32 | position` for keys of at most 32 bits (positions break ties), which
+//! serves every `k` from 1 to the row length.
+
+use crate::error::{Error, Result};
+use crate::keys::{Order, SortKey};
+use crate::sorter::{Sorter, check_rows};
+
+/// The result of [`Sorter::top_k`] and [`Sorter::top_k_rows`]: for each row, its `k` best
+/// keys in order and their positions within the row, row after row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopK<K> {
+    /// The selected keys: `k` per row, best first.
+    pub values: Vec<K>,
+    /// The position within its row of each selected key.
+    pub indices: Vec<u32>,
+    /// Keys selected per row.
+    pub k: usize,
+}
+
+impl<K> TopK<K> {
+    /// Rows in the result.
+    pub fn rows(&self) -> usize {
+        self.values.len().checked_div(self.k).unwrap_or(0)
+    }
+}
+
+/// Checks `k` against a row of `row_len`: at least 1 and at most the row.
+fn check_k(k: usize, row_len: usize) -> Result<()> {
+    if k == 0 || k > row_len {
+        return Err(Error::InvalidConfig(format!(
+            "top-k needs 1 <= k <= the row length; k = {k}, rows of {row_len}"
+        )));
+    }
+    Ok(())
+}
+
+impl Sorter {
+    /// The `k` best keys of `keys` (the smallest for [`Order::Ascending`], the largest for
+    /// [`Order::Descending`]), best first, with their positions. Equal keys go to the lower
+    /// position. `k` must be between 1 and `keys.len()`.
+    ///
+    /// ```
+    /// use bitonic::Order;
+    /// let sorter = bitonic::Sorter::new()?;
+    /// let logits = [0.5f32, 2.0, -1.0, 2.0, 0.0];
+    /// let top = sorter.top_k(&logits, 2, Order::Descending)?;
+    /// assert_eq!(top.values, [2.0, 2.0]);
+    /// assert_eq!(top.indices, [1, 3]);
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn top_k<K: SortKey>(&self, keys: &[K], k: usize, order: Order) -> Result<TopK<K>> {
+        self.top_k_rows(keys, keys.len(), k, order)
+    }
+
+    /// [`Sorter::top_k`] of every row of a row-major matrix: `keys` holds
+    /// `keys.len() / row_len` rows of `row_len` keys, and the result holds `k` keys and
+    /// positions per row, row after row.
+    ///
+    /// ```
+    /// use bitonic::Order;
+    /// let sorter = bitonic::Sorter::new()?;
+    /// let m = [3u32, 9, 1, 7, /* row 2 */ 4, 4, 8, 0];
+    /// let top = sorter.top_k_rows(&m, 4, 2, Order::Ascending)?;
+    /// assert_eq!(top.values, [1, 3, 0, 4]);
+    /// assert_eq!(top.indices, [2, 0, 3, 0]);
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn top_k_rows<K: SortKey>(
+        &self,
+        keys: &[K],
+        row_len: usize,
+        k: usize,
+        order: Order,
+    ) -> Result<TopK<K>> {
+        check_rows(keys.len(), row_len)?;
+        check_k(k, row_len)?;
+        let order_in_rows = self.argsort_rows(keys, row_len, order)?;
+        let rows = keys.len() / row_len;
+        let mut values = Vec::with_capacity(rows * k);
+        let mut indices = Vec::with_capacity(rows * k);
+        for (r, row) in order_in_rows.chunks_exact(row_len).enumerate() {
+            let base = r * row_len;
+            for &position in &row[..k] {
+                indices.push(position);
+                values.push(keys[base + position as usize]);
+            }
+        }
+        Ok(TopK { values, indices, k })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::BackendKind;
+
+    fn cpu() -> Sorter {
+        Sorter::builder()
+            .ignore_env()
+            .backend(BackendKind::Cpu)
+            .build()
+            .unwrap()
+    }
+
+    /// The model: every position of the row, ordered by key (total order) then position.
+    fn model(row: &[f32], k: usize, order: Order) -> Vec<u32> {
+        let mut p: Vec<u32> = (0..row.len() as u32).collect();
+        p.sort_by(|&a, &b| {
+            let (x, y) = (row[a as usize], row[b as usize]);
+            let by_key = match order {
+                Order::Ascending => x.total_cmp(&y),
+                Order::Descending => y.total_cmp(&x),
+            };
+            by_key.then(a.cmp(&b))
+        });
+        p.truncate(k);
+        p
+    }
+
+    #[test]
+    fn top_k_matches_the_model_with_ties_nan_and_zeros() {
+        let sorter = cpu();
+        let specials = [
+            f32::NAN,
+            -f32::NAN,
+            0.0,
+            -0.0,
+            1.0,
+            1.0,
+            f32::INFINITY,
+            -3.5,
+        ];
+        let row: Vec<f32> = (0..300).map(|i| specials[(i * 7 + i / 5) % 8]).collect();
+        for order in [Order::Ascending, Order::Descending] {
+            for k in [1, 2, 7, 150, 299, 300] {
+                let top = sorter.top_k(&row, k, order).unwrap();
+                let want = model(&row, k, order);
+                assert_eq!(top.indices, want, "k {k} {order:?}");
+                let bits: Vec<u32> = top.values.iter().map(|v| v.to_bits()).collect();
+                let want_bits: Vec<u32> = want.iter().map(|&p| row[p as usize].to_bits()).collect();
+                assert_eq!(bits, want_bits);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_k_and_shapes_are_refused() {
+        let sorter = cpu();
+        let keys = [1u32, 2, 3, 4, 5, 6];
+        assert!(matches!(
+            sorter.top_k(&keys, 0, Order::Ascending),
+            Err(Error::InvalidConfig(_))
+        ));
+        assert!(matches!(
+            sorter.top_k(&keys, 7, Order::Ascending),
+            Err(Error::InvalidConfig(_))
+        ));
+        assert!(matches!(
+            sorter.top_k_rows(&keys, 4, 1, Order::Ascending),
+            Err(Error::InvalidConfig(_))
+        ));
+        assert!(matches!(
+            sorter.top_k_rows(&keys, 3, 4, Order::Ascending),
+            Err(Error::InvalidConfig(_))
+        ));
+        let empty: [u32; 0] = [];
+        assert!(sorter.top_k(&empty, 1, Order::Ascending).is_err());
+    }
+
+    #[test]
+    fn rows_select_within_each_row() {
+        let sorter = cpu();
+        let m: Vec<i64> = (0..5 * 33).map(|i| (i * 37 % 11) - 5).collect();
+        let top = sorter.top_k_rows(&m, 33, 4, Order::Descending).unwrap();
+        assert_eq!(top.rows(), 5);
+        for r in 0..5 {
+            let row = &m[r * 33..(r + 1) * 33];
+            let mut p: Vec<u32> = (0..33).collect();
+            p.sort_by(|&a, &b| row[b as usize].cmp(&row[a as usize]).then(a.cmp(&b)));
+            assert_eq!(&top.indices[r * 4..(r + 1) * 4], &p[..4]);
+        }
+    }
+}
