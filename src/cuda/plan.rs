@@ -1,55 +1,107 @@
-//! Launch planning for the CUDA kernels: pure functions from the problem's shape and the
-//! device's limits to the list of launches, testable without a GPU.
+//! How the CUDA kernels run a plan: pure functions from the backend-neutral plan
+//! (`crate::schedule::plan`) and the device's limits to the launches, testable without a
+//! GPU.
 //!
-//! Each pass of [`Schedule`] becomes one launch of `tile_pass_<K>_<V>` (see
+//! Each pass of the network's [`Schedule`] becomes one launch of `tile_pass_<K>_<V>` (see
 //! `cuda/bitonic.cu`): a block loads a virtual tile of `2^tile_bits` elements into shared
-//! memory, applies the pass's levels in rounds of [`LOG_E`] levels, and stores it back. On
-//! compute capability 9.0, sorts of one row of `2^MIN_CLUSTER_LOG ..= 2^MAX_CLUSTER_LOG`
-//! `u32` keys (alone or with `u32` values) are one launch of `cluster_pass_<K>_<V>` instead:
-//! the whole row is one tile spread over the eight blocks of a thread-block cluster, which
-//! sorts it on eight multiprocessors rather than one block's, or a chain of launches.
+//! memory, applies the pass's levels in rounds of [`LOG_E`] levels, and stores it back. Two
+//! kinds of sort of one row are one launch instead: `u32` keys alone of up to
+//! `2^MAX_LOG_WARP_SORT`, sorted by one block of warps in registers (`warp_sort_u32`), and,
+//! on compute capability 9.0, `u32` keys (alone or with `u32` values) of
+//! `2^POLICY.min_cluster_log ..= 2^POLICY.max_cluster_log`, whose whole row is one tile
+//! spread over the eight blocks of a thread-block cluster (`cluster_pass_<K>_<V>`). A
+//! merge-path plan's tile sort is a `tile_pass` launch; each merge pass is a splitter launch
+//! and a merge launch, or one merge launch that searches for its tiles' parts itself.
 
-use crate::schedule::merge_path::{
-    MergePlan, TiledPass, choose_rows_sort_tile, choose_sort_tile, pair_sort_tile,
-};
-use crate::schedule::{Pass, Schedule, TileParams, Transform, choose_log_tile};
+use std::ops::RangeInclusive;
+
+use crate::schedule::plan::{self as neutral, DeviceFacts, network_tile};
+use crate::schedule::{Pass, Schedule, TileParams, Transform};
 
 pub use crate::kernel_contract::{
     DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_BLOCKS_PER_SM, MERGE_THREADS, MODE_GLOBAL, MODE_MERGE,
     MODE_SORT, MergeArgs, PassArgs, merge_log_e, merge_shared_bytes, padded_words,
+};
+pub use crate::schedule::plan::Widths;
+
+/// The CUDA backend's tuned numbers (see [`POLICY`]); the kernels' fixed facts are the
+/// constants of this module and of `crate::kernel_contract`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CudaPolicy {
+    /// A global pass's tile spans at least `2^log_cols` consecutive columns, so that a tile
+    /// of `2^S` keys takes up to `S - log_cols` levels. Sixteen columns (64 bytes of `u32`
+    /// keys, two whole 32-byte sectors) keep every access a whole sector and let a tile of
+    /// 2^14 take ten levels where 32 columns let it take nine: a pass fewer per stage with
+    /// ten global levels, 2-3% of a sort's time from 2^24 keys on.
+    pub log_cols: u32,
+    /// One row of `u32` keys sorts on a cluster from `2^min_cluster_log` keys on. Below
+    /// that, one block of eight warps is faster (by a fifth at half this size): spreading the
+    /// warps over eight multiprocessors gains nothing when each warp's chain of rounds is the
+    /// cost, and the cluster's rounds between blocks add theirs.
+    pub min_cluster_log: u32,
+    /// One row sorts on a cluster up to `2^max_cluster_log` keys: one cluster's tile, sorted
+    /// in one launch. A longer row sorts on single blocks: running every pass of a larger
+    /// sort on clusters takes a quarter longer at 2^20 keys and half as long again at 2^28.
+    /// A cluster's pass has two cluster barriers at which its eight blocks wait for the
+    /// slowest, so their memory phases line up instead of interleaving as two single
+    /// blocks' loads and rounds do on one multiprocessor.
+    pub max_cluster_log: u32,
+    /// On a device with clusters, a warp sort takes rows of at most this many `u32` keys
+    /// and a cluster the row of exactly `2^MAX_LOG_WARP_SORT`: there the cluster's whole
+    /// tile is a little faster (3%) than eight warps, whose shuffle levels share four
+    /// schedulers, while shorter rows, which fill a cluster's tile only partly, sort an
+    /// eighth to a sixth faster on warps.
+    pub max_warp_sort_keys_beside_clusters: u64,
+    /// Merge passes of at most this many output tiles find the tiles' starts with a warp
+    /// per tile (32 lanes test 32 candidates a round, so a search takes a few rounds of
+    /// loads instead of a chain of up to 27); larger passes with a thread per tile, since a
+    /// warp per tile's extra memory traffic outweighs the shorter chains once the tiles are
+    /// many (a pass of four times this many tiles is slower with warps).
+    pub warp_split_max_tiles: u64,
+    /// One-row merge passes of at most this many tiles per resident block find their
+    /// tiles' parts in the merge kernel ([`MergeLaunch::search`]), with no splitter launch.
+    /// Two tiles a block make merge-path sorts of 2^21 to 2^22 keys about 4% faster than
+    /// one; four gain nothing more and lose 4% on 2^22 `u64` keys, where each block's
+    /// searches, one before each of its tiles, cost more than the launch they save.
+    pub search_max_rounds: u64,
+}
+
+/// The CUDA backend's tuned numbers.
+pub(crate) const POLICY: CudaPolicy = CudaPolicy {
+    log_cols: 4,
+    min_cluster_log: 13,
+    max_cluster_log: 16,
+    max_warp_sort_keys_beside_clusters: (1 << MAX_LOG_WARP_SORT) - 1,
+    warp_split_max_tiles: 1 << 11,
+    search_max_rounds: 2,
 };
 
 /// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's
 /// largest round).
 pub const LOG_E: u32 = crate::kernel_contract::MAX_LOG_E;
 
-/// A global pass's tile spans `2^LOG_COLS` consecutive columns (64 bytes of `u32` keys, two
-/// whole 32-byte sectors), so that a tile of `2^S` keys takes up to `S - 4` levels: 16
-/// columns instead of 32 saved a pass per stage with 10 global levels and 2-3% of the time
-/// from 2^24 on (`docs/perf.md`, change 8).
-pub const LOG_COLS: u32 = 4;
-
 /// The largest tile, as log2 of its elements (`2^15` keys of 4 bytes fill 132 KiB).
-pub const MAX_LOG_TILE: u32 = 15;
+pub(crate) const MAX_LOG_TILE: u32 = 15;
 
 /// Threads per block, at most (the kernels are compiled with `__launch_bounds__(512)`).
-pub const MAX_THREADS: u32 = 512;
+pub(crate) const MAX_THREADS: u32 = 512;
 
 /// Blocks of a cluster (`CLUSTER_BLOCKS` in `cuda/cluster.cuh`, its compiled cluster size),
 /// as log2. A cluster's tile is `2^LOG_CLUSTER` slices, one per block.
-pub const LOG_CLUSTER: u32 = 3;
+pub(crate) const LOG_CLUSTER: u32 = 3;
 
-/// The smallest sort on clusters, as log2 of its elements. At `2^12` (one warp per block)
-/// one block of eight warps was faster on the H200 (13.9 against 16.9 us): spreading the
-/// warps gains nothing when each warp's chain of rounds is the cost, and the cluster
-/// rounds add theirs (`docs/perf.md`, change 15).
-pub const MIN_CLUSTER_LOG: u32 = 13;
+/// The largest warp sort, as log2 of its `u32` keys (`WARP_SORT_LOG +
+/// WARP_SORT_MAX_WARPS_LOG` of the contract): each lane holds 32 keys in registers, the
+/// levels above them are exchanges between lanes by shuffles (`cuda/warp_sort.cuh`), and
+/// only the levels above a warp's 2^10 keys go through shared memory.
+pub(crate) const MAX_LOG_WARP_SORT: u32 =
+    crate::kernel_contract::WARP_SORT_LOG + crate::kernel_contract::WARP_SORT_MAX_WARPS_LOG;
 
-/// The largest sort on clusters, as log2 of its elements: one cluster's tile, sorted in one
-/// launch. Running every pass of larger sorts on clusters lost on the H200 from 2^20 on
-/// (2^20: 0.115 against 0.090 ms; 2^28: 35 against 22.6 ms, `docs/perf.md`, change 17), so
-/// larger sorts run on single blocks.
-pub const MAX_CLUSTER_LOG: u32 = 16;
+/// Shared memory the driver reserves per block (1 KiB on Volta and later).
+const RESERVED_SHARED_BYTES: u64 = 1024;
+
+/// Threads of a block of the merge splitter.
+const SPLIT_BLOCK: u32 = 256;
 
 /// The device limits the plan is made from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,8 +113,8 @@ pub struct DeviceLimits {
     /// Multiprocessors: tiles are kept small enough that every one has work.
     pub multiprocessors: u32,
     /// Whether the module has the thread-block cluster kernels (compute capability 9.0 and
-    /// newer), which sort one row of `2^MIN_CLUSTER_LOG ..= 2^MAX_CLUSTER_LOG` elements in
-    /// one launch ([`cluster_schedule`]).
+    /// newer), which sort one row of `2^POLICY.min_cluster_log ..= 2^POLICY.max_cluster_log`
+    /// elements in one launch.
     pub clusters: bool,
 }
 
@@ -89,84 +141,61 @@ pub enum PassKernel {
     /// `cluster_pass_<key>_<value>`: blocks in clusters of `2^LOG_CLUSTER`, each holding a
     /// slice of the `2^tile_bits` tile.
     Cluster,
-    /// `warp_sort_u32`: one block of warps sorts the whole row in registers
-    /// ([`MAX_LOG_WARP_SORT`]).
+    /// `warp_sort_u32`: one block of warps sorts the whole row in registers (up to
+    /// `2^MAX_LOG_WARP_SORT` keys).
     Warp,
 }
 
-/// The largest warp sort, as log2 of its `u32` keys (`WARP_SORT_LOG +
-/// WARP_SORT_MAX_WARPS_LOG` of the contract): each lane holds 32 keys in registers, the
-/// levels above them are exchanges between lanes by shuffles (`cuda/warp_sort.cuh`), and
-/// only the levels above a warp's 2^10 keys go through shared memory.
-pub const MAX_LOG_WARP_SORT: u32 =
-    crate::kernel_contract::WARP_SORT_LOG + crate::kernel_contract::WARP_SORT_MAX_WARPS_LOG;
-
-/// The launch that sorts one row of `row_len` `u32` keys alone in one block of warps, where
-/// it fits ([`MAX_LOG_WARP_SORT`]): `2^(log_n - 10)` warps of 2^10 keys each (one warp below
-/// that), with 4 bytes of shared memory a key for their exchanges where there are several.
-/// Exactly `2^MAX_LOG_WARP_SORT` keys go to a cluster where the device has them: measured on
-/// the H200 (docs/perf.md, change 49), eight warps took 0.0177 ms there against the
-/// cluster's 0.0172, while from 5000 to 7600 keys they took 0.0164-0.0176 ms against
-/// 0.0195-0.0201 (a cluster's partial tile is slower than its whole one). Keys of other
-/// widths, pairs and rows take the tile kernel.
-fn warp_launch(
-    limits: &DeviceLimits,
-    row_len: u64,
-    rows: u64,
-    widths: Widths,
-    encoding: u32,
-) -> Option<Launch> {
-    let log_n = crate::schedule::ceil_log2(row_len);
-    let log_warps = log_n.saturating_sub(crate::kernel_contract::WARP_SORT_LOG);
-    let fits = log_n <= MAX_LOG_WARP_SORT && (row_len < 1 << MAX_LOG_WARP_SORT || !limits.clusters);
-    (rows == 1 && widths == Widths::keys(4) && fits).then(|| Launch {
-        args: PassArgs {
-            row_len,
-            rows,
-            log_row: log_n,
-            mode: MODE_SORT,
-            tile_bits: log_n,
-            stage: 0,
-            first_level: 0,
-            levels: 0,
-            log_cols: 0,
-            encoding,
-            transform: ENCODE_ON_LOAD | DECODE_ON_STORE,
-            tail_bits: 0,
-        },
-        grid: 1,
-        block: 32 << log_warps,
-        shared_bytes: if log_warps > 0 { 4 << log_n } else { 0 },
-        kernel: PassKernel::Warp,
-    })
+/// One merge pass: `merge_split_<K>` finds where every output tile's part of its two input
+/// runs starts, then `merge_pass_<K>_<V>` merges the parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MergeLaunch {
+    /// Both kernels' parameters.
+    pub args: MergeArgs,
+    /// Whether the merge kernel finds its tiles' parts itself (`merge_search_pass_<key>_<value>`;
+    /// one row, at most `POLICY.search_max_rounds` tiles per resident block), with no
+    /// splitter launch; the splitter's shape below is then unused.
+    pub search: bool,
+    /// Blocks of the splitter kernel.
+    pub split_grid: u32,
+    /// Threads per block of the splitter kernel.
+    pub split_block: u32,
+    /// Blocks of the merge kernel.
+    pub grid: u32,
+    /// Threads per block of the merge kernel.
+    pub block: u32,
+    /// Dynamic shared memory of the merge kernel in bytes.
+    pub shared_bytes: u32,
 }
 
-/// The word widths of a sort's elements: key bytes (4 or 8) and value bytes (0, 4 or 8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Widths {
-    /// Bytes of a key word.
-    pub key: u64,
-    /// Bytes of a value word; 0 for keys alone.
-    pub value: u64,
+/// A merge-path sort of one row or of rows each on its own: the tile sort in place, then
+/// merge passes that alternate from the data to the scratch buffer and back (an even number,
+/// so the result ends in the data).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergePathPlan {
+    /// The network's local sort of every tile, encoding keys on load.
+    pub tile_sort: Launch,
+    /// The merge passes in order; the last decodes keys on store.
+    pub merges: Vec<MergeLaunch>,
+    /// Entries of the splitter buffer (`u64`): the most output tiles of any pass.
+    pub splits: u64,
 }
 
-impl Widths {
-    /// Keys alone of `key` bytes.
-    pub fn keys(key: u64) -> Widths {
-        Widths { key, value: 0 }
-    }
-
-    /// Bytes of one element, key and value together.
-    pub fn element(self) -> u64 {
-        self.key + self.value
-    }
+/// What a sort runs: the network's launches, or a tile sort and merge passes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SortPlan {
+    /// Every pass in place ([`plan`]).
+    Network(Vec<Launch>),
+    /// The tile sort and the merges; they need a scratch buffer as large as the data and a
+    /// splitter buffer.
+    MergePath(MergePathPlan),
 }
 
 /// Blocks per multiprocessor the kernel for these widths is compiled for (`MIN_BLOCKS` in
 /// `cuda/bitonic.cu`): two for `u32` keys alone and for `u32` keys with `u32` values, whose
 /// rounds fit 64 registers without spilling, so that one block's loads overlap another's
 /// rounds; one for the wider variants, which spill at 64.
-pub fn blocks_per_multiprocessor(widths: Widths) -> u32 {
+pub(crate) fn blocks_per_multiprocessor(widths: Widths) -> u32 {
     if widths.key == 4 && widths.value <= 4 {
         2
     } else {
@@ -177,17 +206,14 @@ pub fn blocks_per_multiprocessor(widths: Widths) -> u32 {
 /// Blocks per multiprocessor the cluster kernel for these widths is compiled for (`u32`
 /// keys with or without `u32` values): two for keys alone; one for pairs, which spill at
 /// 64 registers.
-pub fn cluster_blocks_per_multiprocessor(widths: Widths) -> u32 {
+fn cluster_blocks_per_multiprocessor(widths: Widths) -> u32 {
     if widths.value == 0 { 2 } else { 1 }
 }
-
-/// Shared memory the driver reserves per block (1 KiB on Volta and later).
-const RESERVED_SHARED_BYTES: u64 = 1024;
 
 /// The largest tile whose keys and values fit the shared memory (shared by
 /// [`blocks_per_multiprocessor`] blocks), capped at [`MAX_LOG_TILE`] and at `cap` (an
 /// experiment's override); at least 2 elements.
-pub fn max_log_tile(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> u32 {
+pub(crate) fn max_log_tile(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> u32 {
     max_log_tile_for(limits, widths, blocks_per_multiprocessor(widths), cap)
 }
 
@@ -210,42 +236,88 @@ fn shared_budget(limits: &DeviceLimits, blocks: u32) -> u64 {
         .min(u64::from(limits.shared_bytes_per_block))
 }
 
-/// The schedule of a sort on one thread-block cluster, or `None` where it runs on single
-/// blocks: one row of `2^MIN_CLUSTER_LOG ..= 2^MAX_CLUSTER_LOG` `u32` keys, alone or with
-/// `u32` values (the variants with cluster kernels), whose slices (an eighth of the row
-/// each) fit a block's share of shared memory. The tile is the whole row: one launch.
-pub fn cluster_schedule(
+/// log2 of the outputs of one merge block: `MERGE_THREADS` threads' worth, fewer where the
+/// shared memory holds less (`MERGE_BLOCKS_PER_SM` blocks per multiprocessor, as the kernels
+/// are compiled for).
+pub(crate) fn merge_log_tile(limits: &DeviceLimits, widths: Widths) -> u32 {
+    let budget = shared_budget(limits, MERGE_BLOCKS_PER_SM);
+    let mut bits = merge_log_e(widths.element()) + MERGE_THREADS.trailing_zeros();
+    while bits > 1 && merge_shared_bytes(bits, widths.element()) > budget {
+        bits -= 1;
+    }
+    bits
+}
+
+/// Row lengths, as `ceil(log2)`, that one cluster sorts whole: `u32` keys alone or with
+/// `u32` values (the variants with cluster kernels) from `2^POLICY.min_cluster_log` to
+/// `2^POLICY.max_cluster_log`, whose slices (an eighth of the row each) fit a block's share
+/// of shared memory; `None` on a device without clusters and for other widths.
+fn cluster_logs(
     limits: &DeviceLimits,
-    row_len: u64,
-    rows: u64,
     widths: Widths,
     cap: Option<u32>,
-) -> Option<Schedule> {
-    let log_n = crate::schedule::ceil_log2(row_len);
-    let fits = widths.key == 4 && widths.value <= 4;
-    let largest_slice = max_log_tile_for(
-        limits,
-        widths,
-        cluster_blocks_per_multiprocessor(widths),
-        cap,
-    );
-    let one_cluster = (MIN_CLUSTER_LOG..=MAX_CLUSTER_LOG).contains(&log_n)
-        && log_n <= largest_slice + LOG_CLUSTER;
-    (limits.clusters && rows == 1 && fits && one_cluster)
-        .then(|| Schedule::new(row_len, tile_params(log_n)))
+) -> Option<RangeInclusive<u32>> {
+    if !(limits.clusters && widths.key == 4 && widths.value <= 4) {
+        return None;
+    }
+    let blocks = cluster_blocks_per_multiprocessor(widths);
+    let largest_slice = max_log_tile_for(limits, widths, blocks, cap);
+    Some(POLICY.min_cluster_log..=POLICY.max_cluster_log.min(largest_slice + LOG_CLUSTER))
+}
+
+/// What the neutral plan needs to know about this device for these widths (`cap`: an
+/// experiment's override of the largest tile). A tile sort of keys alone runs alone in its
+/// launch and may fill a multiprocessor's shared memory with one block (2^15 `u32` keys;
+/// the network's passes keep two blocks of 2^14). CUDA has no further thresholds for merge
+/// path: it takes every sort of keys alone past one tile, and any number of rows.
+pub(crate) fn facts(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> DeviceFacts {
+    DeviceFacts {
+        max_log_tile: max_log_tile(limits, widths, cap),
+        max_log_sort_tile: max_log_tile_for(limits, widths, 1, cap),
+        compute_units: limits.multiprocessors,
+        merge_kernels: true,
+        merge_log_tile: merge_log_tile(limits, widths),
+        min_log_merge_bytes: 0,
+        max_merge_rows: u64::MAX,
+        whole_row_logs: cluster_logs(limits, widths, cap),
+    }
 }
 
 /// The tile parameters the schedule is built from.
-pub fn tile_params(log_tile: u32) -> TileParams {
+pub(crate) fn tile_params(log_tile: u32) -> TileParams {
     TileParams {
         log_tile,
-        max_global_levels: log_tile.saturating_sub(LOG_COLS).max(1),
+        max_global_levels: log_tile.saturating_sub(POLICY.log_cols).max(1),
         fuse_tails: true,
     }
 }
 
-/// Every launch of a sort of `rows` rows of `row_len` elements (`row_len >= 2`) of these
-/// widths, under `encoding`.
+/// The plan of a sort of `rows` rows of `row_len` elements (`row_len >= 2`) of these
+/// widths, under `encoding`: the neutral plan's choice (`schedule::plan::choose`) as launches,
+/// unless `oblivious` asks for the network.
+pub fn choose(
+    limits: &DeviceLimits,
+    row_len: u64,
+    rows: u64,
+    widths: Widths,
+    encoding: u32,
+    oblivious: bool,
+) -> SortPlan {
+    let facts = facts(limits, widths, None);
+    match neutral::choose(&facts, row_len, rows, widths, oblivious) {
+        neutral::SortPlan::MergePath(p) => {
+            SortPlan::MergePath(merge_path_launches(limits, &p, widths, encoding))
+        }
+        neutral::SortPlan::Network { log_tile } => {
+            let shape = (row_len, rows);
+            SortPlan::Network(network(limits, &facts, shape, log_tile, widths, encoding))
+        }
+    }
+}
+
+/// Every launch of the network's sort of `rows` rows of `row_len` elements (`row_len >= 2`)
+/// of these widths, under `encoding`; `cap` (an experiment's override) caps the tile and
+/// turns the warp sort off.
 pub fn plan(
     limits: &DeviceLimits,
     row_len: u64,
@@ -254,23 +326,81 @@ pub fn plan(
     encoding: u32,
     cap: Option<u32>,
 ) -> Vec<Launch> {
-    if let Some(launch) =
-        warp_launch(limits, row_len, rows, widths, encoding).filter(|_| cap.is_none())
-    {
-        return vec![launch];
+    let facts = facts(limits, widths, cap);
+    let log_tile = network_tile(&facts, row_len, rows);
+    if cap.is_some() {
+        return schedule_launches(limits, &facts, (row_len, rows), log_tile, widths, encoding);
     }
-    let element_bytes = widths.element();
-    let cluster_schedule = cluster_schedule(limits, row_len, rows, widths, cap);
-    let cluster = cluster_schedule.is_some();
-    let schedule = cluster_schedule.unwrap_or_else(|| {
-        let log_tile = choose_log_tile(
+    network(limits, &facts, (row_len, rows), log_tile, widths, encoding)
+}
+
+/// The network's launches for a sort of `rows` rows of `row_len` with tiles of
+/// `2^log_tile`: one block of warps where [`warp_launch`] fits, the schedule's passes
+/// otherwise.
+fn network(
+    limits: &DeviceLimits,
+    facts: &DeviceFacts,
+    (row_len, rows): (u64, u64),
+    log_tile: u32,
+    widths: Widths,
+    encoding: u32,
+) -> Vec<Launch> {
+    match warp_launch(limits, row_len, rows, widths, encoding) {
+        Some(launch) => vec![launch],
+        None => schedule_launches(limits, facts, (row_len, rows), log_tile, widths, encoding),
+    }
+}
+
+/// The launch that sorts one row of `row_len` `u32` keys alone in one block of warps, where
+/// it fits (up to `2^MAX_LOG_WARP_SORT` keys, fewer beside clusters:
+/// `POLICY.max_warp_sort_keys_beside_clusters`): `2^(log_n - 10)` warps of 2^10 keys each
+/// (one warp below that), with 4 bytes of shared memory a key for their exchanges where
+/// there are several. Keys of other widths, pairs and rows take the tile kernel.
+fn warp_launch(
+    limits: &DeviceLimits,
+    row_len: u64,
+    rows: u64,
+    widths: Widths,
+    encoding: u32,
+) -> Option<Launch> {
+    let log_n = crate::schedule::ceil_log2(row_len);
+    let log_warps = log_n.saturating_sub(crate::kernel_contract::WARP_SORT_LOG);
+    let fits = log_n <= MAX_LOG_WARP_SORT
+        && (!limits.clusters || row_len <= POLICY.max_warp_sort_keys_beside_clusters);
+    (rows == 1 && widths == Widths::keys(4) && fits).then(|| Launch {
+        args: PassArgs {
+            row_len,
             rows,
-            crate::schedule::ceil_log2(row_len),
-            max_log_tile(limits, widths, cap),
-            limits.multiprocessors,
-        );
-        Schedule::new(row_len, tile_params(log_tile))
-    });
+            log_row: log_n,
+            mode: MODE_SORT,
+            tile_bits: log_n,
+            stage: 0,
+            first_level: 0,
+            levels: 0,
+            log_cols: 0,
+            encoding,
+            transform: ENCODE_ON_LOAD | DECODE_ON_STORE,
+            tail_bits: 0,
+        },
+        grid: 1,
+        block: 32 << log_warps,
+        shared_bytes: if log_warps > 0 { 4 << log_n } else { 0 },
+        kernel: PassKernel::Warp,
+    })
+}
+
+/// The launches of the schedule of a sort of `rows` rows of `row_len` with tiles of
+/// `2^log_tile`: one cluster's launch where the device sorts the row whole
+/// ([`DeviceFacts::whole_row`]), a launch of single blocks per pass otherwise.
+fn schedule_launches(
+    limits: &DeviceLimits,
+    facts: &DeviceFacts,
+    (row_len, rows): (u64, u64),
+    log_tile: u32,
+    widths: Widths,
+    encoding: u32,
+) -> Vec<Launch> {
+    let schedule = Schedule::new(row_len, tile_params(log_tile));
     let schedule_tile = match schedule.passes.first() {
         Some(Pass::LocalSort { log_tile }) => *log_tile,
         _ => 1,
@@ -281,8 +411,8 @@ pub fn plan(
         log_row: schedule.log_n,
         encoding,
         schedule_tile,
-        element_bytes,
-        cluster,
+        element_bytes: widths.element(),
+        cluster: facts.whole_row(row_len, rows),
     };
     schedule
         .steps()
@@ -355,12 +485,12 @@ fn launch(limits: &DeviceLimits, shape: &Shape, pass: Pass, step: Transform) -> 
             args.first_level = first_level;
             args.levels = levels;
             args.tail_bits = tail_bits;
-            // As many consecutive columns as the tile holds beside its rows: a
-            // pass of few levels still moves whole tiles (2^6-element blocks of one
-            // warp ran 4x slower than full tiles), and at least LOG_COLS of them.
-            // A fused tail's runs fit: tail_bits <= schedule_tile - levels, and
-            // tail_bits <= lo (the tail lies below the stage's levels).
-            args.log_cols = lo.min(schedule_tile.saturating_sub(levels).max(LOG_COLS));
+            // As many consecutive columns as the tile holds beside its rows: a pass of few
+            // levels still moves whole tiles (blocks of one warp run several times slower
+            // than full tiles), and at least `POLICY.log_cols` of them. A fused tail's runs
+            // fit: tail_bits <= schedule_tile - levels, and tail_bits <= lo (the tail lies
+            // below the stage's levels).
+            args.log_cols = lo.min(schedule_tile.saturating_sub(levels).max(POLICY.log_cols));
             debug_assert!(tail_bits <= args.log_cols, "{pass:?}");
             args.tile_bits = args.log_cols + levels;
         }
@@ -378,12 +508,12 @@ fn launch(limits: &DeviceLimits, shape: &Shape, pass: Pass, step: Transform) -> 
     } else {
         (args.tile_bits, 1)
     };
-    let threads = (1u64 << block_bits.saturating_sub(LOG_E)).clamp(32, 512) as u32;
+    let threads = (1u64 << block_bits.saturating_sub(LOG_E)).clamp(32, u64::from(MAX_THREADS));
     let most_tiles = u64::from(limits.max_grid_x.max(1)) / per_tile;
     Launch {
         args,
         grid: (tiles.clamp(1, most_tiles.max(1)) * per_tile) as u32,
-        block: threads,
+        block: threads as u32,
         shared_bytes: (padded_words(block_bits) * element_bytes) as u32,
         kernel: if cluster {
             PassKernel::Cluster
@@ -393,148 +523,10 @@ fn launch(limits: &DeviceLimits, shape: &Shape, pass: Pass, step: Transform) -> 
     }
 }
 
-/// One merge pass: `merge_split_<K>` finds where every output tile's part of its two input
-/// runs starts, then `merge_pass_<K>_<V>` merges the parts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MergeLaunch {
-    /// Both kernels' parameters.
-    pub args: MergeArgs,
-    /// Whether the merge kernel finds its tiles' parts itself (`merge_search_pass_<key>_<value>`;
-    /// one row, at most [`SEARCH_MAX_ROUNDS`] tiles per resident block), with no splitter
-    /// launch; the splitter's shape below is then unused.
-    pub search: bool,
-    /// Blocks of the splitter kernel.
-    pub split_grid: u32,
-    /// Threads per block of the splitter kernel.
-    pub split_block: u32,
-    /// Blocks of the merge kernel.
-    pub grid: u32,
-    /// Threads per block of the merge kernel.
-    pub block: u32,
-    /// Dynamic shared memory of the merge kernel in bytes.
-    pub shared_bytes: u32,
-}
-
-/// A merge-path sort of one row or of rows each on its own: the tile sort in place, then
-/// merge passes that alternate from the data to the scratch buffer and back (an even number,
-/// so the result ends in the data).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MergePathPlan {
-    /// The network's local sort of every tile, encoding keys on load.
-    pub tile_sort: Launch,
-    /// The merge passes in order; the last decodes keys on store.
-    pub merges: Vec<MergeLaunch>,
-    /// Entries of the splitter buffer (`u64`): the most output tiles of any pass.
-    pub splits: u64,
-}
-
-/// Merge passes of at most this many output tiles find the tiles' starts with a warp per
-/// tile (32 lanes test 32 candidates a round, so a search takes a few rounds of loads
-/// instead of a chain of up to 27); larger passes with a thread per tile. Measured on the
-/// H200 (2026-11-25, `docs/perf.md` change 27): warps made a pass of 2^11 tiles (2^24 `u32`
-/// keys) 3-4 us faster and one of 2^13 or more tiles slower, by their extra memory traffic.
-pub const WARP_SPLIT_MAX_TILES: u64 = 1 << 11;
-
-/// One-row merge passes of at most this many tiles per resident block find their tiles' parts
-/// in the merge kernel (`MergeLaunch::search`), with no splitter launch. Measured on the H200
-/// (2026-11-26, `docs/perf.md` change 50): 2 took `u32` 2^22 from 0.205 to 0.195 ms and `u64`
-/// 2^21 from 0.216 to 0.208 ms against 1; 4 gained nothing more at 2^23 and lost at `u64`
-/// 2^22 (0.398 against 0.381 ms).
-pub const SEARCH_MAX_ROUNDS: u64 = 2;
-
-/// Threads of a block of the merge splitter.
-const SPLIT_BLOCK: u32 = 256;
-
-/// log2 of the outputs of one merge block: `MERGE_THREADS` threads' worth, fewer where the
-/// shared memory holds less (`MERGE_BLOCKS_PER_SM` blocks per multiprocessor, as the kernels
-/// are compiled for).
-pub fn merge_log_tile(limits: &DeviceLimits, widths: Widths) -> u32 {
-    let budget = shared_budget(limits, MERGE_BLOCKS_PER_SM);
-    let mut bits = merge_log_e(widths.element()) + MERGE_THREADS.trailing_zeros();
-    while bits > 1 && merge_shared_bytes(bits, widths.element()) > budget {
-        bits -= 1;
-    }
-    bits
-}
-
-/// The merge-path plan of a sort of one row of `n` elements, or `None` where the network
-/// sorts it: keys alone where [`choose_sort_tile`] says so, key-value pairs where
-/// [`pair_sort_tile`] does (and the device holds that tile), and neither where merge tiles
-/// would be too small for merge blocks.
-pub fn merge_path_plan(
-    limits: &DeviceLimits,
-    n: u64,
-    widths: Widths,
-    encoding: u32,
-) -> Option<MergePathPlan> {
-    let sort_tile = if widths.value == 0 {
-        // A tile sort of keys alone may fill a multiprocessor's shared memory with one block
-        // (2^15 `u32` keys; the network's passes keep two blocks of 2^14).
-        let max_tile = max_log_tile_for(limits, widths, 1, None);
-        choose_sort_tile(n, max_tile, limits.multiprocessors)?
-    } else {
-        let max_tile = max_log_tile(limits, widths, None);
-        pair_sort_tile(n, widths.element()).filter(|&tile| tile <= max_tile)?
-    };
-    tiled_merge_path_plan(limits, (n, 1), sort_tile, widths, encoding)
-}
-
-/// The merge-path plan of a sort of `rows` rows of `row_len` keys alone, each row on its
-/// own, or `None` where the network sorts them: rows that fit the network's largest tile
-/// (one launch sorts them whole), and key-value rows (whose values of equal keys take the
-/// network's order on every backend).
-pub fn rows_merge_path_plan(
-    limits: &DeviceLimits,
-    row_len: u64,
-    rows: u64,
-    widths: Widths,
-    encoding: u32,
-) -> Option<MergePathPlan> {
-    if widths.value != 0 {
-        return None;
-    }
-    let max_tile = max_log_tile(limits, widths, None);
-    let sort_tile = choose_rows_sort_tile(rows, row_len, max_tile, limits.multiprocessors)?;
-    tiled_merge_path_plan(limits, (row_len, rows), sort_tile, widths, encoding)
-}
-
-/// The merge-path plan of a sort of `rows` rows of `n` elements (`(n, rows)`) whose tile
-/// sort sorts tiles of `2^sort_tile` (which leaves an even number of merge passes), or
-/// `None` where merge tiles would be too small for merge blocks.
-pub fn tiled_merge_path_plan(
-    limits: &DeviceLimits,
-    (n, rows): (u64, u64),
-    sort_tile: u32,
-    widths: Widths,
-    encoding: u32,
-) -> Option<MergePathPlan> {
-    let merge_tile = merge_log_tile(limits, widths);
-    if merge_tile < merge_log_e(widths.element()) + 5 {
-        return None;
-    }
-    let plan = MergePlan {
-        n,
-        log_tile: sort_tile,
-        log_ways: 1,
-    };
-    let passes = plan.tiled_passes(merge_tile);
-    Some(merge_path_launches(
-        limits,
-        (n, rows),
-        sort_tile,
-        passes,
-        widths,
-        encoding,
-    ))
-}
-
 /// The launches that sort one chunk of `m` elements of a merge-path sort on its own while
-/// the rest of the data uploads ([`crate::schedule::merge_path::upload_chunk`]): the tile
-/// sort of its tiles of `2^sort_tile`, then the whole sort's merge passes up to runs of
-/// `2^log_chunk` ([`MergePlan::chunk_passes`]), none decoding. Run on the chunk's part of
-/// the data and of the scratch, they leave it as the whole sort's passes would; the whole
-/// sort's merges of runs of `2^log_chunk` and longer follow once every chunk is sorted. Its
-/// `splits` are the chunk's, no more than the whole sort's.
+/// the rest of the data uploads (`schedule::plan::chunk_plan`): the tile sort of its tiles of
+/// `2^sort_tile`, then the whole sort's merge passes up to runs of `2^log_chunk`, none
+/// decoding. Its `splits` are the chunk's, no more than the whole sort's.
 pub fn chunk_plan(
     limits: &DeviceLimits,
     m: u64,
@@ -543,79 +535,61 @@ pub fn chunk_plan(
     widths: Widths,
     encoding: u32,
 ) -> MergePathPlan {
-    let plan = MergePlan {
-        n: m,
-        log_tile: sort_tile,
-        log_ways: 1,
-    };
-    let passes = plan.chunk_passes(merge_log_tile(limits, widths), log_chunk);
-    merge_path_launches(limits, (m, 1), sort_tile, passes, widths, encoding)
+    let facts = facts(limits, widths, None);
+    let plan = neutral::chunk_plan(&facts, m, sort_tile, log_chunk);
+    merge_path_launches(limits, &plan, widths, encoding)
 }
 
-/// The tile sort of `rows` rows of `n` elements in tiles of `2^sort_tile` and the launches
-/// of `passes` over each row, with the splitter entries the largest pass needs.
-fn merge_path_launches(
+/// The launches of a merge-path plan: the tile sort, then each merge pass over each row,
+/// with the splitter entries the largest pass needs.
+pub(crate) fn merge_path_launches(
     limits: &DeviceLimits,
-    (n, rows): (u64, u64),
-    sort_tile: u32,
-    passes: Vec<TiledPass>,
+    plan: &neutral::MergePathPlan,
     widths: Widths,
     encoding: u32,
 ) -> MergePathPlan {
-    let merges = merge_launches(limits, (n, rows), passes, widths, encoding);
-    let splits = merges
-        .iter()
-        .map(|m| n.div_ceil(1 << m.args.tile_bits) * rows)
-        .max()
-        .unwrap_or(0);
     MergePathPlan {
-        tile_sort: tile_sort_launch(limits, (n, rows), sort_tile, widths, encoding),
-        merges,
-        splits,
+        tile_sort: tile_sort_launch(limits, plan, widths, encoding),
+        merges: merge_launches(limits, plan, widths, encoding),
+        splits: plan.splits(),
     }
 }
 
-/// The tile sort of a merge-path sort of `rows` rows of `n` elements: every tile of
-/// `2^sort_tile` sorted on chip, keys encoded as they are loaded.
+/// The tile sort of a merge-path plan: every tile of `2^sort_tile` sorted on chip, keys
+/// encoded as they are loaded.
 fn tile_sort_launch(
     limits: &DeviceLimits,
-    (n, rows): (u64, u64),
-    sort_tile: u32,
+    plan: &neutral::MergePathPlan,
     widths: Widths,
     encoding: u32,
 ) -> Launch {
-    // At least one tile's row: a chunk shorter than a tile still has its one tile sorted
-    // (and its keys encoded), as the whole sort's last tile would be.
     let shape = Shape {
-        row_len: n,
-        rows,
-        log_row: crate::schedule::ceil_log2(n).max(sort_tile),
+        row_len: plan.row_len,
+        rows: plan.rows,
+        log_row: plan.tile_sort_log_row(),
         encoding,
-        schedule_tile: sort_tile,
+        schedule_tile: plan.sort_tile,
         element_bytes: widths.element(),
         cluster: false,
     };
-    launch(
-        limits,
-        &shape,
-        Pass::LocalSort {
-            log_tile: sort_tile,
-        },
-        Transform {
-            encode_on_load: true,
-            decode_on_store: false,
-        },
-    )
+    let pass = Pass::LocalSort {
+        log_tile: plan.sort_tile,
+    };
+    let step = Transform {
+        encode_on_load: true,
+        decode_on_store: false,
+    };
+    launch(limits, &shape, pass, step)
 }
 
-/// The launches of two-way merge passes over `rows` rows of `n` elements.
+/// The launches of a merge-path plan's two-way merge passes over its rows.
 fn merge_launches(
     limits: &DeviceLimits,
-    (n, rows): (u64, u64),
-    passes: Vec<TiledPass>,
+    plan: &neutral::MergePathPlan,
     widths: Widths,
     encoding: u32,
 ) -> Vec<MergeLaunch> {
+    let (n, rows) = (plan.row_len, plan.rows);
     let log_e = merge_log_e(widths.element());
     let grid_of = |items: u64| items.clamp(1, u64::from(limits.max_grid_x.max(1))) as u32;
     // Merge blocks loop over their tiles, loading the next while merging the current one:
@@ -625,12 +599,18 @@ fn merge_launches(
         u64::from(limits.multiprocessors.max(1))
             * u64::from(MERGE_BLOCKS_PER_SM * MERGE_THREADS / block.max(1))
     };
-    passes
-        .into_iter()
+    plan.passes
+        .iter()
         .map(|pass| {
             let (tiles, block) = (pass.tiles * rows, 1u32 << (pass.tile_bits - log_e));
+            // The splitter searches with a warp per tile when it has 32 threads per tile.
+            let split_threads = if tiles <= POLICY.warp_split_max_tiles {
+                32
+            } else {
+                1
+            };
             MergeLaunch {
-                search: rows == 1 && tiles <= resident(block) * SEARCH_MAX_ROUNDS,
+                search: rows == 1 && tiles <= resident(block) * POLICY.search_max_rounds,
                 args: MergeArgs {
                     n,
                     rows,
@@ -639,11 +619,7 @@ fn merge_launches(
                     encoding,
                     transform: if pass.last { DECODE_ON_STORE } else { 0 },
                 },
-                // The kernel searches with a warp per tile when it has 32 threads per tile.
-                split_grid: grid_of(
-                    (tiles * if tiles <= WARP_SPLIT_MAX_TILES { 32 } else { 1 })
-                        .div_ceil(u64::from(SPLIT_BLOCK)),
-                ),
+                split_grid: grid_of((tiles * split_threads).div_ceil(u64::from(SPLIT_BLOCK))),
                 split_block: SPLIT_BLOCK,
                 grid: grid_of(tiles.min(resident(block))),
                 block,
@@ -651,42 +627,4 @@ fn merge_launches(
             }
         })
         .collect()
-}
-
-/// What a sort runs: the network's launches, or a tile sort and merge passes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SortPlan {
-    /// Every pass in place ([`plan`]).
-    Network(Vec<Launch>),
-    /// The tile sort and the merges ([`merge_path_plan`]); they need a scratch buffer as
-    /// large as the data and a splitter buffer.
-    MergePath(MergePathPlan),
-}
-
-/// The plan of a sort: merge path for one row that is neither one tile nor one cluster's
-/// (for key-value pairs, one past [`pair_sort_tile`]'s threshold, the same on every
-/// backend) and for rows of keys alone longer than a tile ([`rows_merge_path_plan`]), unless
-/// `oblivious` asks for the network (whose memory accesses depend only on the shape).
-pub fn choose(
-    limits: &DeviceLimits,
-    row_len: u64,
-    rows: u64,
-    widths: Widths,
-    encoding: u32,
-    oblivious: bool,
-) -> SortPlan {
-    // Pairs skip the cluster test: their choice must not depend on the device.
-    let merge = if oblivious {
-        None
-    } else if rows > 1 {
-        rows_merge_path_plan(limits, row_len, rows, widths, encoding)
-    } else if widths.value > 0 || cluster_schedule(limits, row_len, rows, widths, None).is_none() {
-        merge_path_plan(limits, row_len, widths, encoding)
-    } else {
-        None
-    };
-    match merge {
-        Some(m) => SortPlan::MergePath(m),
-        None => SortPlan::Network(plan(limits, row_len, rows, widths, encoding, None)),
-    }
 }

@@ -104,7 +104,7 @@ pub struct OpenClBackend {
     /// rounds and tiled global passes with short inputs).
     log_e: u32,
     /// Merge passes of at most this many tiles find their tiles' parts in the merge kernel
-    /// ([`plan::OWN_SPLIT_MAX_TILES`]; 0 in tests, to exercise the splitter kernel with
+    /// (`plan::POLICY.own_split_max_tiles`; 0 in tests, to exercise the splitter kernel with
     /// short inputs).
     own_split_max_tiles: u64,
     /// Whether every sort runs the network ([`Backend::set_oblivious`]).
@@ -222,7 +222,7 @@ impl OpenClBackend {
             gauges: Gauges::default(),
             max_log_tile: MAX_LOG_TILE,
             log_e: LOG_E,
-            own_split_max_tiles: plan::OWN_SPLIT_MAX_TILES,
+            own_split_max_tiles: plan::POLICY.own_split_max_tiles,
             oblivious: AtomicBool::new(false),
             device_scratch: Mutex::new(DeviceScratch::default()),
         })
@@ -330,7 +330,7 @@ impl OpenClBackend {
                 Ok((plan, Some((words, splits.get()))))
             }
             _ => {
-                let network = plan::plan(&variant.limits, shape, variant.element_bytes);
+                let network = plan::plan(&variant.limits, shape, (key_bytes, value_bytes));
                 Ok((SortPlan::Network(network), None))
             }
         }

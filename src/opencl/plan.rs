@@ -1,7 +1,8 @@
-//! Launch planning for the OpenCL kernels: pure functions from the problem's shape and the
-//! device's limits to the list of launches, testable without a device.
+//! How the OpenCL kernels run a plan: pure functions from the backend-neutral plan
+//! ([`crate::schedule::plan`]) and the device's limits to the launches, testable without a
+//! device.
 //!
-//! Each pass of [`Schedule`] becomes one launch (see `kernels/bitonic.cl`):
+//! Each pass of the network's [`Schedule`] becomes one launch (see `kernels/bitonic.cl`):
 //! - `Pass::LocalSort` and `Pass::LocalMerge`: `bitonic_tile` over virtual tiles of
 //!   `2^log_local` elements in `__local` memory (short rows are packed several to a tile);
 //! - `Pass::GlobalMerge` with more levels than a round holds, or with a fused tail
@@ -11,27 +12,68 @@
 //! - other `Pass::GlobalMerge`s, of at most `log_e` levels: `bitonic_global`, one register
 //!   group per work item straight from global memory (no `__local` round trip, no barrier).
 //!
-//! Keys alone past one tile (on GPUs past [`GPU_MIN_LOG_MERGE_BYTES`]) and key-value pairs
-//! past 8 MiB, in one row, take merge path instead ([`choose`], [`merge_path_plan`]): the
-//! network's local sort of every tile, then merge passes of `kernels/merge_path.clh`, as the
-//! CUDA backend runs them.
+//! A merge-path plan's tile sort is a `bitonic_tile` launch; each merge pass is a launch of
+//! `merge_split` and one of `merge_pass` (`kernels/merge_path.clh`), or, for a pass of few
+//! tiles, one launch of `merge_pass_own_splits`.
 
-use crate::schedule::merge_path::{
-    MergePlan, TiledPass, choose_rows_sort_tile, choose_sort_tile, pair_sort_tile,
-};
-use crate::schedule::{Pass, Schedule, TileParams, ceil_log2, choose_log_tile};
+use crate::schedule::plan::{self as neutral, DeviceFacts, Widths, network_tile};
+use crate::schedule::{Pass, Schedule, TileParams, ceil_log2};
 
 pub use crate::kernel_contract::{
     DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_THREADS, MODE_GLOBAL, MODE_MERGE, MODE_SORT,
     merge_local_key_bytes, merge_log_e, padded_words,
 };
 
+/// The OpenCL backend's tuned numbers (see [`POLICY`]); the kernels' and drivers' fixed
+/// facts are the constants of this module and of `crate::kernel_contract`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OpenClPolicy {
+    /// A global pass's tile spans at most `2^max_log_cols` consecutive columns (128 bytes
+    /// of `u32` keys: whole lines for every work item's accesses), and half the tile's bits
+    /// on devices whose tiles are small, so that a global pass still applies several
+    /// levels ([`log_cols`]).
+    pub max_log_cols: u32,
+    /// On GPUs, keys alone take merge path where they fill more than
+    /// `2^(gpu_min_log_merge_bytes - 1)` bytes (`ceil(log2(bytes)) >= this`: from 2^15 + 1
+    /// `u32` keys, from 2^14 + 1 `u64` keys), the network below. From there on merge path
+    /// is ahead at every size measured, by 2-30%, the most for `u64` keys, whose network
+    /// passes move twice the bytes a key. Other devices take it from one tile on.
+    pub gpu_min_log_merge_bytes: u32,
+    /// On GPUs, rows of keys alone longer than a tile take merge path only where there are
+    /// at most this many of them; more rows take the network. Merge path is faster for two
+    /// or three long rows (by 9-30%), level at four, and slower from 16 rows on (by 6-17%):
+    /// the network's passes over many rows at once cost less than merge passes, which have
+    /// no asynchronous copies to hide their loads. Other devices merge any number of rows.
+    pub gpu_max_merge_rows: u64,
+    /// Merge passes of at most this many output tiles (up to 2^22 `u32` keys, 2^21 `u64`
+    /// keys or pairs) find their tiles' parts inside the merge kernel
+    /// (`merge_pass_own_splits`), since a launch costs more than those searches: that way
+    /// 2^21 `u64` keys sort in three quarters of the time and pairs in seven eighths, while
+    /// 2^22 `u32` keys lose 4%. Passes of many tiles keep the splitter, whose searches all
+    /// run at once: searching in every tile's work-group makes large sorts nearly twice as
+    /// slow.
+    pub own_split_max_tiles: u64,
+}
+
+/// The OpenCL backend's tuned numbers.
+pub(crate) const POLICY: OpenClPolicy = OpenClPolicy {
+    max_log_cols: 5,
+    gpu_min_log_merge_bytes: 18,
+    gpu_max_merge_rows: 3,
+    own_split_max_tiles: 1 << 10,
+};
+
+/// [`OpenClPolicy::gpu_min_log_merge_bytes`], under the name the programs' limits use.
+pub(crate) const GPU_MIN_LOG_MERGE_BYTES: u32 = POLICY.gpu_min_log_merge_bytes;
+
+/// [`OpenClPolicy::gpu_max_merge_rows`], under the name the programs' limits use.
+pub(crate) const GPU_MAX_MERGE_ROWS: u64 = POLICY.gpu_max_merge_rows;
+
 /// log2 of the elements a work item holds in registers in one round (`LOG_E` of the
 /// program; CPU devices get programs with smaller rounds).
 pub const LOG_E: u32 = crate::kernel_contract::MAX_LOG_E;
-/// A global tile spans at most `2^MAX_LOG_COLS` consecutive columns (128 bytes of `u32`).
-pub const MAX_LOG_COLS: u32 = 5;
-/// The largest tile: 2^13 elements (32 KiB of `u32` keys).
+/// The largest tile: 2^13 elements (32 KiB of `u32` keys), a tile work-group's most work
+/// items ([`MAX_TILE_GROUP`]) with `2^LOG_E` elements each.
 pub const MAX_LOG_TILE: u32 = 13;
 /// Local memory kept free beyond the tile: some drivers report more than a kernel may use
 /// (NVIDIA reports 49152 bytes and accepts 48128).
@@ -50,7 +92,8 @@ const MAX_GLOBAL_ITEMS: u64 = 1 << 22;
 pub struct Limits {
     /// `CL_DEVICE_LOCAL_MEM_SIZE`.
     pub local_mem: u64,
-    /// Compute units: tiles shrink (not below `2^schedule::MIN_LOG_TILE`) so each gets work.
+    /// Compute units: tiles shrink (not below the schedule's smallest tile) so each gets
+    /// work.
     pub compute_units: u32,
     /// The largest work-group `bitonic_tile` may be launched with.
     pub tile_group: usize,
@@ -68,68 +111,17 @@ pub struct Limits {
     /// loses nothing to idle work items; a GPU gets sizes that fit each pass.
     pub uniform_groups: bool,
     /// Merge passes of at most this many output tiles find their tiles' parts inside the
-    /// merge kernel instead of launching the splitter ([`OWN_SPLIT_MAX_TILES`]).
+    /// merge kernel instead of launching the splitter
+    /// ([`OpenClPolicy::own_split_max_tiles`]; 0 in tests).
     pub own_split_max_tiles: u64,
     /// Keys alone take merge path only where they fill more than half of
-    /// `2^min_log_merge_bytes` bytes (and more than one tile): [`GPU_MIN_LOG_MERGE_BYTES`] on
-    /// GPUs, 0 on other devices. Key-value pairs follow [`pair_sort_tile`] on every device.
+    /// `2^min_log_merge_bytes` bytes (and more than one tile):
+    /// [`OpenClPolicy::gpu_min_log_merge_bytes`] on GPUs, 0 on other devices. Key-value
+    /// pairs follow [`crate::schedule::merge_path::pair_sort_tile`] on every device.
     pub min_log_merge_bytes: u32,
     /// Rows of keys alone (each longer than a tile) take merge path only up to this many
-    /// rows: [`GPU_MAX_MERGE_ROWS`] on GPUs, no limit on other devices.
+    /// rows: [`OpenClPolicy::gpu_max_merge_rows`] on GPUs, no limit on other devices.
     pub max_merge_rows: u64,
-}
-
-/// On GPUs, rows of keys alone longer than a tile take merge path only where there are at
-/// most 3 of them; more rows take the network. Measured with NVIDIA's OpenCL on an H200
-/// (2026-11-26, `docs/perf.md` change 46, both in one run), merge path was faster for 2 rows
-/// of 2^24 `u32` keys (2.74 against 3.00 ms) and 3 of 20001 (0.087 against 0.124 ms), level
-/// for 4 of 2^22 (1.31 against 1.30 ms), and slower for 16 of 2^20, 64 of 2^18 and 256 of
-/// 2^16 (1.10 against 1.04, 0.88 against 0.79, 0.68 against 0.58 ms), where the network's
-/// passes over many rows at once cost less than merge passes without asynchronous copies.
-pub const GPU_MAX_MERGE_ROWS: u64 = 3;
-
-/// On GPUs, keys alone take merge path where they fill more than 128 KiB
-/// (`ceil(log2(bytes)) >= 18`: from 2^15 + 1 `u32` keys, from 2^14 + 1 `u64` keys), the
-/// network below. Measured with NVIDIA's OpenCL on an H100 (2026-11-25, `docs/perf.md`
-/// change 33, both in one run), merge path was ahead of the network at every size measured
-/// from 2^16 keys on: `u32` 2^16 0.137 against 0.142 ms, 2^20 0.147 against 0.160 ms, 2^22
-/// 0.387 against 0.396 ms; `u64` 2^16 0.125 against 0.143 ms, 2^20 0.185 against 0.244 ms.
-pub const GPU_MIN_LOG_MERGE_BYTES: u32 = 18;
-
-/// Merge passes of at most 2^10 output tiles (up to 2^22 `u32` keys, 2^21 `u64` keys or
-/// pairs) find their tiles' parts inside the merge kernel (`merge_pass_own_splits`), since
-/// on NVIDIA's OpenCL a launch costs more than those searches: on an H100 (2026-11-25,
-/// `docs/perf.md` change 33) 2^21 `u64` keys took 0.320 ms that way against 0.437 ms with
-/// the splitter kernel and 2^21 pairs 0.300 against 0.342 ms, though 2^22 `u32` keys took
-/// 0.387 against 0.373 ms. Passes of many tiles keep the splitter, whose searches run all at
-/// once (change 30: searching in every tile made 2^28 `u32` keys 1.8x slower).
-pub const OWN_SPLIT_MAX_TILES: u64 = 1 << 10;
-
-/// The largest tile whose padded keys and values fit the local memory (less the margin),
-/// capped at `limits.max_log_tile`; at least 2 elements.
-pub fn max_log_tile(limits: &Limits, element_bytes: u64) -> u32 {
-    let budget = limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN);
-    let mut bits = limits.max_log_tile.clamp(1, MAX_LOG_TILE);
-    while bits > 1 && padded_words(bits) * element_bytes.max(1) > budget {
-        bits -= 1;
-    }
-    bits
-}
-
-/// log2 of the columns of a global tile for a device whose largest tile is `2^log_tile`:
-/// [`MAX_LOG_COLS`], or half the tile's bits on small devices (so that a global pass still
-/// applies several levels).
-pub fn log_cols(log_tile: u32) -> u32 {
-    MAX_LOG_COLS.min(log_tile / 2)
-}
-
-/// The tile parameters of the schedule for a tile of `2^log_tile`.
-pub fn tile_params(log_tile: u32) -> TileParams {
-    TileParams {
-        log_tile,
-        max_global_levels: (log_tile - log_cols(log_tile)).max(1),
-        fuse_tails: true,
-    }
 }
 
 /// The shape of one sort: `rows` rows of `row_len` elements, each padded to `2^log_row`.
@@ -212,164 +204,6 @@ pub struct Launch {
     pub local_words: u64,
 }
 
-/// The largest power of two `<= x` (1 for 0).
-pub fn floor_pow2(x: usize) -> usize {
-    if x <= 1 {
-        1
-    } else {
-        1 << (usize::BITS - 1 - x.leading_zeros())
-    }
-}
-
-/// The schedule a sort of `shape` with elements of `element_bytes` runs.
-pub fn schedule(limits: &Limits, shape: Shape, element_bytes: u64) -> Schedule {
-    let log_tile = choose_log_tile(
-        shape.rows,
-        shape.log_row,
-        max_log_tile(limits, element_bytes),
-        limits.compute_units,
-    );
-    Schedule::new(shape.row_len, tile_params(log_tile))
-}
-
-/// Every launch of a sort of `shape` (with `row_len >= 2`) by the network.
-pub fn plan(limits: &Limits, shape: Shape, element_bytes: u64) -> Vec<Launch> {
-    launches(
-        limits,
-        shape,
-        element_bytes,
-        &schedule(limits, shape, element_bytes),
-    )
-}
-
-/// The launches of `schedule`, a sort of `shape`.
-fn launches(limits: &Limits, shape: Shape, element_bytes: u64, schedule: &Schedule) -> Vec<Launch> {
-    let max_local = max_log_tile(limits, element_bytes);
-    let tile_group = floor_pow2(limits.tile_group.clamp(1, MAX_TILE_GROUP));
-    let global_group = floor_pow2(limits.global_group.clamp(1, MAX_GLOBAL_GROUP));
-    let virtual_len = shape.virtual_len();
-    let last_index = shape.row_len - 1;
-    schedule
-        .steps()
-        .map(|(pass, step)| {
-            let mut transform = 0;
-            if step.encode_on_load {
-                transform |= ENCODE_ON_LOAD;
-            }
-            if step.decode_on_store {
-                transform |= DECODE_ON_STORE;
-            }
-            let tile_launch = |kind: Kind, log_local: u32, tiles: u64| Launch {
-                kind,
-                transform,
-                groups: tiles.clamp(1, MAX_TILE_GROUPS) as usize,
-                local: if limits.uniform_groups {
-                    1usize << max_local.saturating_sub(limits.log_e)
-                } else {
-                    1usize << log_local.saturating_sub(limits.log_e)
-                }
-                .min(tile_group),
-                local_words: padded_words(log_local),
-            };
-            match pass {
-                Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
-                    // Short rows: several rows to a work-group's tile.
-                    let log_local = log_tile.max(max_local.min(ceil_log2(virtual_len)));
-                    let tiles = if shape.rows == 1 {
-                        shape.row_len.div_ceil(1 << log_local)
-                    } else {
-                        virtual_len.div_ceil(1 << log_local)
-                    };
-                    let mode = if matches!(pass, Pass::LocalSort { .. }) {
-                        MODE_SORT
-                    } else {
-                        MODE_MERGE
-                    };
-                    let kind = Kind::Tile {
-                        tiles,
-                        mode,
-                        log_local,
-                        log_net: log_tile,
-                        c: 0,
-                        lo_g: 0,
-                        m: 0,
-                        flip: 0,
-                        tail: 0,
-                    };
-                    tile_launch(kind, log_local, tiles)
-                }
-                Pass::GlobalMerge {
-                    stage,
-                    first_level,
-                    levels,
-                    tail_bits,
-                } => {
-                    let hi = stage - 1 - first_level;
-                    let lo_g = hi + 1 - levels;
-                    let flip = u32::from(first_level == 0);
-                    // Groups (or tiles of 2^c groups) are numbered so that their first element
-                    // grows with the number: in a plain sort, stop at the last one that holds
-                    // data.
-                    let count = |c: u32| {
-                        if shape.rows == 1 {
-                            let block = last_index >> (hi + 1);
-                            let column = (last_index & ((2u64 << hi) - 1)).min((1 << lo_g) - 1);
-                            (block << (lo_g - c)) + (column >> c) + 1
-                        } else {
-                            virtual_len >> (levels + c)
-                        }
-                    };
-                    // A fused tail needs the tile kernel: a register group of bitonic_global
-                    // holds one column, the tail's runs are along the columns.
-                    if tail_bits == 0 && levels <= limits.log_e {
-                        let groups = count(0);
-                        let items = groups.clamp(1, MAX_GLOBAL_ITEMS) as usize;
-                        let local = if limits.uniform_groups {
-                            global_group
-                        } else {
-                            global_group.min(floor_pow2(items))
-                        };
-                        Launch {
-                            kind: Kind::Global {
-                                groups,
-                                lo_g,
-                                m: levels,
-                                flip,
-                            },
-                            transform,
-                            groups: items.div_ceil(local),
-                            local,
-                            local_words: 0,
-                        }
-                    } else {
-                        // The schedule keeps the tail below the pass's bits (tail_bits <= lo_g)
-                        // and beside its levels in its tile (tail_bits + levels <= log_tile),
-                        // and log_cols(log_tile) + levels <= log_tile: the tile of 2^(c +
-                        // levels) fits the schedule's tile, which fits the local memory.
-                        let log_tile = schedule_log_tile(schedule);
-                        let c = log_cols(log_tile).min(lo_g).max(tail_bits);
-                        debug_assert!(tail_bits <= lo_g, "{pass:?}");
-                        debug_assert!(c + levels <= log_tile, "{pass:?}");
-                        let tiles = count(c);
-                        let kind = Kind::Tile {
-                            tiles,
-                            mode: MODE_GLOBAL,
-                            log_local: c + levels,
-                            log_net: 0,
-                            c,
-                            lo_g,
-                            m: levels,
-                            flip,
-                            tail: tail_bits,
-                        };
-                        tile_launch(kind, c + levels, tiles)
-                    }
-                }
-            }
-        })
-        .collect()
-}
-
 /// One merge pass: `merge_split` finds where every output tile's part of its two input runs
 /// starts, then `merge_pass` merges the parts from one buffer into the other; or, for a pass
 /// of few tiles, `merge_pass_own_splits` does both.
@@ -409,8 +243,8 @@ pub struct MergeLaunch {
 pub struct MergePathPlan {
     /// The tile sort.
     pub tile_sort: Launch,
-    /// The rows the tile sort runs on ([`tile_sort_shape`]); the merges merge each of its
-    /// rows on its own.
+    /// The rows the tile sort runs on (each at least one tile long); the merges merge each
+    /// of its rows on its own.
     pub shape: Shape,
     /// The merge passes in order.
     pub merges: Vec<MergeLaunch>,
@@ -423,9 +257,36 @@ pub struct MergePathPlan {
 pub enum SortPlan {
     /// Every pass in place ([`plan`]).
     Network(Vec<Launch>),
-    /// [`merge_path_plan`]; needs a scratch buffer as large as the keys and a splitter
-    /// buffer.
+    /// The tile sort and the merges; needs a scratch buffer as large as the keys and a
+    /// splitter buffer.
     MergePath(MergePathPlan),
+}
+
+/// The largest tile whose padded keys and values fit the local memory (less the margin),
+/// capped at `limits.max_log_tile`; at least 2 elements.
+pub fn max_log_tile(limits: &Limits, element_bytes: u64) -> u32 {
+    let budget = limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN);
+    let mut bits = limits.max_log_tile.clamp(1, MAX_LOG_TILE);
+    while bits > 1 && padded_words(bits) * element_bytes.max(1) > budget {
+        bits -= 1;
+    }
+    bits
+}
+
+/// log2 of the columns of a global tile for a device whose largest tile is `2^log_tile`:
+/// `POLICY.max_log_cols`, or half the tile's bits on small devices (so that a global pass
+/// still applies several levels).
+pub fn log_cols(log_tile: u32) -> u32 {
+    POLICY.max_log_cols.min(log_tile / 2)
+}
+
+/// The tile parameters of the schedule for a tile of `2^log_tile`.
+pub fn tile_params(log_tile: u32) -> TileParams {
+    TileParams {
+        log_tile,
+        max_global_levels: (log_tile - log_cols(log_tile)).max(1),
+        fuse_tails: true,
+    }
 }
 
 /// log2 of the outputs of one merge work-group: `MERGE_THREADS` work items' worth (fewer
@@ -446,9 +307,35 @@ fn merge_local_bytes(bits: u32, key_bytes: u64, value_bytes: u64) -> u64 {
     merge_local_key_bytes(bits, key_bytes) + padded_words(bits) * value_bytes
 }
 
-/// The plan of a sort: merge path for one row where [`merge_path_plan`] gives one, and for
-/// rows where [`rows_merge_path_plan`] does, unless `oblivious` asks for the network, whose
-/// memory accesses depend only on the shape.
+/// The largest power of two `<= x` (1 for 0).
+pub fn floor_pow2(x: usize) -> usize {
+    if x <= 1 {
+        1
+    } else {
+        1 << (usize::BITS - 1 - x.leading_zeros())
+    }
+}
+
+/// What the neutral plan needs to know about this device and program for elements of
+/// `key_bytes` and `value_bytes`: its tiles (the same for the network and for tile sorts),
+/// its merge kernels, and the device type's thresholds for merge path (in `limits`).
+pub(crate) fn facts(limits: &Limits, (key_bytes, value_bytes): (u64, u64)) -> DeviceFacts {
+    let max_tile = max_log_tile(limits, key_bytes + value_bytes);
+    DeviceFacts {
+        max_log_tile: max_tile,
+        max_log_sort_tile: max_tile,
+        compute_units: limits.compute_units,
+        merge_kernels: limits.merge_group != 0,
+        merge_log_tile: merge_log_tile(limits, key_bytes, value_bytes),
+        min_log_merge_bytes: limits.min_log_merge_bytes,
+        max_merge_rows: limits.max_merge_rows,
+        whole_row_logs: None,
+    }
+}
+
+/// The plan of a sort of `shape` with keys of `key_bytes` and values of `value_bytes` (or
+/// 0): the neutral plan's choice ([`neutral::choose`]) as launches, unless `oblivious` asks
+/// for the network.
 pub fn choose(
     limits: &Limits,
     shape: Shape,
@@ -456,154 +343,236 @@ pub fn choose(
     value_bytes: u64,
     oblivious: bool,
 ) -> SortPlan {
-    let merge = if oblivious {
-        None
-    } else if shape.rows > 1 {
-        rows_merge_path_plan(limits, shape.row_len, shape.rows, key_bytes, value_bytes)
-    } else {
-        merge_path_plan(limits, shape.row_len, key_bytes, value_bytes)
+    let widths = Widths {
+        key: key_bytes,
+        value: value_bytes,
     };
-    match merge {
-        Some(m) => SortPlan::MergePath(m),
-        None => SortPlan::Network(plan(limits, shape, key_bytes + value_bytes)),
-    }
-}
-
-/// The merge-path plan of a sort of `n` keys of `key_bytes` (with values of `value_bytes`,
-/// or 0), or `None` where the network sorts it: keys alone of one tile's worth or less
-/// ([`choose_sort_tile`]) or fewer bytes than [`Limits::min_log_merge_bytes`] asks for;
-/// pairs where [`pair_sort_tile`] says so, the same on every device, or where the device
-/// cannot hold its tile; a program without merge kernels; merge tiles too small for a
-/// work-group of 32 items.
-pub fn merge_path_plan(
-    limits: &Limits,
-    n: u64,
-    key_bytes: u64,
-    value_bytes: u64,
-) -> Option<MergePathPlan> {
-    let element_bytes = key_bytes + value_bytes;
-    let max_tile = max_log_tile(limits, element_bytes);
-    let sort_tile = if value_bytes == 0 {
-        if ceil_log2(n.saturating_mul(key_bytes)) < limits.min_log_merge_bytes {
-            return None;
+    let facts = facts(limits, (key_bytes, value_bytes));
+    match neutral::choose(&facts, shape.row_len, shape.rows, widths, oblivious) {
+        neutral::SortPlan::MergePath(p) => {
+            SortPlan::MergePath(merge_path_launches(limits, &p, (key_bytes, value_bytes)))
         }
-        choose_sort_tile(n, max_tile, limits.compute_units)?
-    } else {
-        pair_sort_tile(n, element_bytes).filter(|&tile| tile <= max_tile)?
-    };
-    tiled_merge_path_plan(limits, (n, 1), (key_bytes, value_bytes), sort_tile)
+        neutral::SortPlan::Network { log_tile } => {
+            let schedule = Schedule::new(shape.row_len, tile_params(log_tile));
+            SortPlan::Network(launches(limits, shape, widths.element(), &schedule))
+        }
+    }
 }
 
-/// The merge-path plan of a sort of `rows` rows of `row_len` keys alone of `key_bytes`, each
-/// row on its own, or `None` where the network sorts them: rows that fit the network's
-/// largest tile (one launch sorts them whole), key-value rows (whose values of equal keys
-/// take the network's order on every backend), more rows than [`Limits::max_merge_rows`],
-/// and where [`tiled_merge_path_plan`] makes none.
-pub fn rows_merge_path_plan(
-    limits: &Limits,
-    row_len: u64,
-    rows: u64,
-    key_bytes: u64,
-    value_bytes: u64,
-) -> Option<MergePathPlan> {
-    if value_bytes != 0 || rows > limits.max_merge_rows {
-        return None;
-    }
-    let max_tile = max_log_tile(limits, key_bytes);
-    let sort_tile = choose_rows_sort_tile(rows, row_len, max_tile, limits.compute_units)?;
-    tiled_merge_path_plan(limits, (row_len, rows), (key_bytes, 0), sort_tile)
+/// The schedule the network runs for a sort of `shape` with elements of these widths.
+pub fn schedule(limits: &Limits, shape: Shape, widths: (u64, u64)) -> Schedule {
+    let log_tile = network_tile(&facts(limits, widths), shape.row_len, shape.rows);
+    Schedule::new(shape.row_len, tile_params(log_tile))
 }
 
-/// The merge-path plan of a sort of `rows` rows of `n` elements (`(n, rows)`) whose tile
-/// sort sorts tiles of `2^sort_tile`, or `None` for a program without merge kernels or
-/// merge tiles too small for a work-group of 32 items.
-fn tiled_merge_path_plan(
-    limits: &Limits,
-    (n, rows): (u64, u64),
-    (key_bytes, value_bytes): (u64, u64),
-    sort_tile: u32,
-) -> Option<MergePathPlan> {
-    if limits.merge_group == 0 {
-        return None;
-    }
-    let merge_tile = merge_log_tile(limits, key_bytes, value_bytes);
-    if merge_tile < merge_log_e(key_bytes + value_bytes) + 5 {
-        return None;
-    }
-    let passes = MergePlan {
-        n,
-        log_tile: sort_tile,
-        log_ways: 1,
-    }
-    .tiled_passes(merge_tile);
-    merge_path_launches(
+/// Every launch of the network's sort of `shape` (with `row_len >= 2`) with elements of
+/// these widths (key and value bytes).
+pub fn plan(limits: &Limits, shape: Shape, widths: (u64, u64)) -> Vec<Launch> {
+    let element_bytes = widths.0 + widths.1;
+    launches(
         limits,
-        (n, rows),
-        (key_bytes, value_bytes),
-        sort_tile,
-        passes,
+        shape,
+        element_bytes,
+        &schedule(limits, shape, widths),
     )
 }
 
+/// The launches of `schedule`, a sort of `shape`.
+fn launches(limits: &Limits, shape: Shape, element_bytes: u64, schedule: &Schedule) -> Vec<Launch> {
+    let schedule_tile = match schedule.passes.first() {
+        Some(Pass::LocalSort { log_tile }) => *log_tile,
+        _ => 1,
+    };
+    schedule
+        .steps()
+        .map(|(pass, step)| {
+            let mut transform = 0;
+            if step.encode_on_load {
+                transform |= ENCODE_ON_LOAD;
+            }
+            if step.decode_on_store {
+                transform |= DECODE_ON_STORE;
+            }
+            pass_launch(
+                limits,
+                shape,
+                element_bytes,
+                (pass, schedule_tile),
+                transform,
+            )
+        })
+        .collect()
+}
+
+/// The launch of `pass` of a schedule whose tile is `2^schedule_tile`, a sort of `shape`,
+/// with `transform`'s key transforms.
+fn pass_launch(
+    limits: &Limits,
+    shape: Shape,
+    element_bytes: u64,
+    (pass, schedule_tile): (Pass, u32),
+    transform: u32,
+) -> Launch {
+    let max_local = max_log_tile(limits, element_bytes);
+    let tile_group = floor_pow2(limits.tile_group.clamp(1, MAX_TILE_GROUP));
+    let virtual_len = shape.virtual_len();
+    let tile_launch = |kind: Kind, log_local: u32, tiles: u64| Launch {
+        kind,
+        transform,
+        groups: tiles.clamp(1, MAX_TILE_GROUPS) as usize,
+        local: if limits.uniform_groups {
+            1usize << max_local.saturating_sub(limits.log_e)
+        } else {
+            1usize << log_local.saturating_sub(limits.log_e)
+        }
+        .min(tile_group),
+        local_words: padded_words(log_local),
+    };
+    match pass {
+        Pass::LocalSort { log_tile } | Pass::LocalMerge { log_tile } => {
+            // Short rows: several rows to a work-group's tile.
+            let log_local = log_tile.max(max_local.min(ceil_log2(virtual_len)));
+            let tiles = if shape.rows == 1 {
+                shape.row_len.div_ceil(1 << log_local)
+            } else {
+                virtual_len.div_ceil(1 << log_local)
+            };
+            let mode = if matches!(pass, Pass::LocalSort { .. }) {
+                MODE_SORT
+            } else {
+                MODE_MERGE
+            };
+            let kind = Kind::Tile {
+                tiles,
+                mode,
+                log_local,
+                log_net: log_tile,
+                c: 0,
+                lo_g: 0,
+                m: 0,
+                flip: 0,
+                tail: 0,
+            };
+            tile_launch(kind, log_local, tiles)
+        }
+        Pass::GlobalMerge {
+            stage,
+            first_level,
+            levels,
+            tail_bits,
+        } => {
+            let hi = stage - 1 - first_level;
+            let lo_g = hi + 1 - levels;
+            let flip = u32::from(first_level == 0);
+            let last_index = shape.row_len - 1;
+            // Groups (or tiles of 2^c groups) are numbered so that their first element grows
+            // with the number: in a plain sort, stop at the last one that holds data.
+            let count = |c: u32| {
+                if shape.rows == 1 {
+                    let block = last_index >> (hi + 1);
+                    let column = (last_index & ((2u64 << hi) - 1)).min((1 << lo_g) - 1);
+                    (block << (lo_g - c)) + (column >> c) + 1
+                } else {
+                    virtual_len >> (levels + c)
+                }
+            };
+            // A fused tail needs the tile kernel: a register group of bitonic_global holds
+            // one column, the tail's runs are along the columns.
+            if tail_bits == 0 && levels <= limits.log_e {
+                let global_group = floor_pow2(limits.global_group.clamp(1, MAX_GLOBAL_GROUP));
+                let groups = count(0);
+                let items = groups.clamp(1, MAX_GLOBAL_ITEMS) as usize;
+                let local = if limits.uniform_groups {
+                    global_group
+                } else {
+                    global_group.min(floor_pow2(items))
+                };
+                Launch {
+                    kind: Kind::Global {
+                        groups,
+                        lo_g,
+                        m: levels,
+                        flip,
+                    },
+                    transform,
+                    groups: items.div_ceil(local),
+                    local,
+                    local_words: 0,
+                }
+            } else {
+                // The schedule keeps the tail below the pass's bits (tail_bits <= lo_g) and
+                // beside its levels in its tile (tail_bits + levels <= log_tile), and
+                // log_cols(log_tile) + levels <= log_tile: the tile of 2^(c + levels) fits
+                // the schedule's tile, which fits the local memory.
+                let log_tile = schedule_tile;
+                let c = log_cols(log_tile).min(lo_g).max(tail_bits);
+                debug_assert!(tail_bits <= lo_g, "{pass:?}");
+                debug_assert!(c + levels <= log_tile, "{pass:?}");
+                let tiles = count(c);
+                let kind = Kind::Tile {
+                    tiles,
+                    mode: MODE_GLOBAL,
+                    log_local: c + levels,
+                    log_net: 0,
+                    c,
+                    lo_g,
+                    m: levels,
+                    flip,
+                    tail: tail_bits,
+                };
+                tile_launch(kind, c + levels, tiles)
+            }
+        }
+    }
+}
+
 /// The launches that sort one chunk of `m` elements of a merge-path sort on its own while
-/// the rest of the data uploads ([`crate::schedule::merge_path::upload_chunk`]): the tile
-/// sort of its tiles of `2^sort_tile`, then the whole sort's merge passes up to runs of
-/// `2^log_chunk` ([`MergePlan::chunk_passes`]), none decoding; `None` where the device makes
-/// no merge-path plans. Its tile sort runs on [`tile_sort_shape`]`((m, 1), sort_tile)`.
+/// the rest of the data uploads ([`neutral::chunk_plan`]): the tile sort of its tiles of
+/// `2^sort_tile`, then the whole sort's merge passes up to runs of `2^log_chunk`, none
+/// decoding. Its tile sort runs on rows at least one tile long
+/// ([`neutral::MergePathPlan::tile_sort_log_row`]).
 pub fn chunk_plan(
     limits: &Limits,
     m: u64,
-    (key_bytes, value_bytes): (u64, u64),
+    widths: (u64, u64),
     sort_tile: u32,
     log_chunk: u32,
-) -> Option<MergePathPlan> {
-    let merge_tile = merge_log_tile(limits, key_bytes, value_bytes);
-    let passes = MergePlan {
-        n: m,
-        log_tile: sort_tile,
-        log_ways: 1,
-    }
-    .chunk_passes(merge_tile, log_chunk);
-    merge_path_launches(limits, (m, 1), (key_bytes, value_bytes), sort_tile, passes)
+) -> MergePathPlan {
+    let plan = neutral::chunk_plan(&facts(limits, widths), m, sort_tile, log_chunk);
+    merge_path_launches(limits, &plan, widths)
 }
 
-/// The shape a merge-path tile sort of `rows` rows of `n` elements runs on: rows at least
-/// one tile long, so that a chunk shorter than a tile is sorted (and encoded) as the whole
-/// sort's last tile would be.
-pub fn tile_sort_shape((n, rows): (u64, u64), sort_tile: u32) -> Shape {
-    Shape {
-        row_len: n,
-        rows,
-        log_row: ceil_log2(n).max(sort_tile),
-    }
-}
-
-/// The tile sort and the launches of `passes` over each of `rows` rows of `n` elements.
-fn merge_path_launches(
+/// The launches of a merge-path plan: the tile sort, then each merge pass over each row,
+/// with the splitter entries the largest pass needs.
+pub(crate) fn merge_path_launches(
     limits: &Limits,
-    (n, rows): (u64, u64),
+    plan: &neutral::MergePathPlan,
     (key_bytes, value_bytes): (u64, u64),
-    sort_tile: u32,
-    passes: Vec<TiledPass>,
-) -> Option<MergePathPlan> {
+) -> MergePathPlan {
     let element_bytes = key_bytes + value_bytes;
     let merge_tile = merge_log_tile(limits, key_bytes, value_bytes);
     let log_e = merge_log_e(element_bytes);
-    let shape = tile_sort_shape((n, rows), sort_tile);
-    let local_sort = Schedule {
-        n,
-        log_n: shape.log_row,
-        passes: vec![Pass::LocalSort {
-            log_tile: sort_tile,
-        }],
+    let shape = Shape {
+        row_len: plan.row_len,
+        rows: plan.rows,
+        log_row: plan.tile_sort_log_row(),
     };
-    let mut tile_sort = *launches(limits, shape, element_bytes, &local_sort).first()?;
-    tile_sort.transform = ENCODE_ON_LOAD;
+    let sort = Pass::LocalSort {
+        log_tile: plan.sort_tile,
+    };
+    let tile_sort = pass_launch(
+        limits,
+        shape,
+        element_bytes,
+        (sort, plan.sort_tile),
+        ENCODE_ON_LOAD,
+    );
     let split_group = floor_pow2(limits.merge_group.clamp(1, MAX_GLOBAL_GROUP));
-    let merges: Vec<MergeLaunch> = passes
-        .into_iter()
+    let merges = plan
+        .passes
+        .iter()
         .map(|pass| {
-            let tiles = pass.tiles * rows;
+            let tiles = pass.tiles * plan.rows;
             let split_local = if limits.uniform_groups {
                 split_group
             } else {
@@ -633,227 +602,10 @@ fn merge_path_launches(
             }
         })
         .collect();
-    let splits = merges.iter().map(|m| m.tiles).max().unwrap_or(0);
-    Some(MergePathPlan {
+    MergePathPlan {
         tile_sort,
         shape,
         merges,
-        splits,
-    })
-}
-
-/// The tile size the schedule was built with (from its first pass).
-fn schedule_log_tile(schedule: &Schedule) -> u32 {
-    match schedule.passes.first() {
-        Some(Pass::LocalSort { log_tile }) => *log_tile,
-        _ => 1,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The limits of NVIDIA's OpenCL on an H200.
-    fn nvidia_limits() -> Limits {
-        Limits {
-            local_mem: 49152,
-            compute_units: 132,
-            tile_group: 1024,
-            global_group: 1024,
-            merge_group: 1024,
-            min_log_merge_bytes: GPU_MIN_LOG_MERGE_BYTES,
-            max_merge_rows: GPU_MAX_MERGE_ROWS,
-            log_e: LOG_E,
-            max_log_tile: MAX_LOG_TILE,
-            uniform_groups: false,
-            own_split_max_tiles: OWN_SPLIT_MAX_TILES,
-        }
-    }
-
-    fn nvidia(element_bytes: u64) -> u32 {
-        max_log_tile(&nvidia_limits(), element_bytes)
-    }
-
-    #[test]
-    fn tiles_fit_48_kib_of_local_memory() {
-        // (2^S + 2^(S-5)) * bytes <= 48128.
-        assert_eq!(nvidia(4), 13);
-        assert_eq!(nvidia(8), 12);
-        assert_eq!(nvidia(12), 11);
-        assert_eq!(nvidia(16), 11);
-        for bytes in [4, 8, 12, 16] {
-            assert!(padded_words(nvidia(bytes)) * bytes <= 49152 - LOCAL_MEM_MARGIN);
-        }
-    }
-
-    #[test]
-    fn global_tiles_fit_the_local_tile() {
-        for log_tile in 1..=MAX_LOG_TILE {
-            let p = tile_params(log_tile);
-            assert!(p.max_global_levels >= 1);
-            assert!(log_cols(log_tile) + p.max_global_levels <= log_tile.max(2));
-        }
-    }
-
-    #[test]
-    fn launches_cover_the_data() {
-        let limits = nvidia_limits();
-        for (row_len, rows) in [(1u64 << 20, 1u64), ((1 << 20) + 1, 1), (1000, 7), (3, 5)] {
-            let shape = Shape::new(row_len, rows);
-            for launch in plan(&limits, shape, 4) {
-                assert!(launch.local >= 1 && launch.local <= MAX_TILE_GROUP);
-                assert!(launch.local_words * 4 <= 48128, "{launch:?}");
-                match launch.kind {
-                    Kind::Tile {
-                        tiles, log_local, ..
-                    } => {
-                        assert!(tiles << log_local >= row_len, "{launch:?}");
-                    }
-                    Kind::Global { groups, m, .. } => {
-                        assert!(groups << m >= row_len, "{launch:?}");
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn fused_tails_take_fewer_launches() {
-        // NVIDIA's limits, u32 keys: tiles of 2^13 (2^5 columns, 8 global levels).
-        let limits = nvidia_limits();
-        // (log2 n, launches unfused, launches fused)
-        for (l, unfused, fused) in [(20, 15, 12), (24, 26, 21)] {
-            let shape = Shape::new(1 << l, 1);
-            let log_tile = schedule_log_tile(&schedule(&limits, shape, 4));
-            assert_eq!(log_tile, 13);
-            let mut params = tile_params(log_tile);
-            params.fuse_tails = false;
-            assert_eq!(Schedule::new(1 << l, params).passes.len(), unfused, "2^{l}");
-            let launches = plan(&limits, shape, 4);
-            assert_eq!(launches.len(), fused, "2^{l}");
-            let mut tails = 0;
-            for launch in &launches {
-                if let Kind::Tile {
-                    mode,
-                    log_local,
-                    c,
-                    m,
-                    flip,
-                    tail,
-                    ..
-                } = launch.kind
-                    && tail > 0
-                {
-                    // On the tile kernel, each row holding whole runs of the tail.
-                    assert_eq!((mode, flip), (MODE_GLOBAL, 1), "{launch:?}");
-                    assert!(tail <= c && c + m == log_local, "{launch:?}");
-                    assert!(log_local <= log_tile, "{launch:?}");
-                    tails += 1;
-                }
-            }
-            assert!(tails >= unfused - fused, "2^{l}: {tails} fused passes");
-        }
-    }
-
-    #[test]
-    fn merge_path_plans_cover_their_tiles() {
-        for uniform_groups in [false, true] {
-            let limits = Limits {
-                uniform_groups,
-                ..nvidia_limits()
-            };
-            for (key_bytes, value_bytes) in [(4u64, 0u64), (8, 0), (4, 4), (4, 8), (8, 4), (8, 8)] {
-                for n in [(1u64 << 21) + 1, 3_000_017, 1 << 24, (1 << 28) + 5] {
-                    let Some(p) = merge_path_plan(&limits, n, key_bytes, value_bytes) else {
-                        panic!("{key_bytes} + {value_bytes} bytes, n {n}: no merge-path plan");
-                    };
-                    if value_bytes > 0 {
-                        // Pairs: the tile every backend sorts.
-                        let Kind::Tile { log_net, .. } = p.tile_sort.kind else {
-                            panic!("the tile sort is a tile launch")
-                        };
-                        assert_eq!(Some(log_net), pair_sort_tile(n, key_bytes + value_bytes));
-                    }
-                    // Encode in the tile sort, decode in the last merge, an even number of
-                    // merges so that the result ends in the data.
-                    assert_eq!(p.tile_sort.transform, ENCODE_ON_LOAD);
-                    assert!(!p.merges.is_empty() && p.merges.len() % 2 == 0, "n {n}");
-                    let log_e = merge_log_e(key_bytes + value_bytes);
-                    for (i, m) in p.merges.iter().enumerate() {
-                        let last = i + 1 == p.merges.len();
-                        assert_eq!(m.transform, if last { DECODE_ON_STORE } else { 0 });
-                        // Every output of a tile has a work item, and a tile lies inside
-                        // one pair of runs.
-                        assert!((m.local as u64) << log_e >= 1 << m.tile_bits, "{m:?}");
-                        assert!(m.tile_bits <= m.log_run + 1, "{m:?}");
-                        assert_eq!(m.tiles, n.div_ceil(1 << m.tile_bits));
-                        // Few tiles: no splitter launch.
-                        assert_eq!(
-                            m.own_splits,
-                            m.tiles <= OWN_SPLIT_MAX_TILES && m.local >= 2,
-                            "{m:?}"
-                        );
-                        assert!(
-                            m.local_bytes + m.local_value_bytes
-                                <= limits.local_mem - LOCAL_MEM_MARGIN
-                        );
-                        assert_eq!(m.local_value_bytes, padded_words(m.tile_bits) * value_bytes);
-                        assert!(m.split_groups >= 1 && m.split_local >= 1 && m.groups >= 1);
-                    }
-                    assert_eq!(p.merges[0].log_run, {
-                        let Kind::Tile { log_net, .. } = p.tile_sort.kind else {
-                            panic!("the tile sort is a tile launch")
-                        };
-                        log_net
-                    });
-                    let top = p.merges.last().expect("merges").log_run + 1;
-                    assert!(1u64 << top >= n && 1u64 << (top - 1) < n, "n {n}");
-                }
-            }
-        }
-        // Below the GPU's threshold, or one tile or less: the network.
-        assert!(merge_path_plan(&nvidia_limits(), 1 << 15, 4, 0).is_none());
-        assert!(merge_path_plan(&nvidia_limits(), (1 << 15) + 1, 4, 0).is_some());
-        assert!(merge_path_plan(&nvidia_limits(), 1 << 14, 8, 0).is_none());
-        assert!(merge_path_plan(&nvidia_limits(), (1 << 14) + 1, 8, 0).is_some());
-        let cpu = Limits {
-            min_log_merge_bytes: 0,
-            max_merge_rows: u64::MAX,
-            ..nvidia_limits()
-        };
-        assert!(merge_path_plan(&cpu, 1 << 13, 4, 0).is_none());
-        assert!(merge_path_plan(&cpu, (1 << 13) + 1, 4, 0).is_some());
-        // Pairs follow the one rule of every device, the CPU's included.
-        for limits in [nvidia_limits(), cpu] {
-            assert!(merge_path_plan(&limits, 1 << 20, 4, 4).is_none());
-            assert!(merge_path_plan(&limits, (1 << 20) + 1, 4, 4).is_some());
-        }
-        // Rows of keys alone longer than a tile: up to 3 rows on a GPU, any number on a CPU;
-        // each row merged on its own, the tile sort over all of them.
-        let rows = |limits: &Limits, rows: u64, row_len: u64| {
-            rows_merge_path_plan(limits, row_len, rows, 4, 0)
-        };
-        assert!(rows(&nvidia_limits(), 3, 1 << 13).is_none());
-        assert!(rows(&nvidia_limits(), 3, 4).is_none());
-        assert!(rows(&nvidia_limits(), 4, 1 << 20).is_none());
-        assert!(rows(&cpu, 4, 1 << 20).is_some());
-        assert!(rows_merge_path_plan(&cpu, 1 << 20, 4, 4, 4).is_none());
-        let Some(p) = rows(&nvidia_limits(), 3, 20_001) else {
-            panic!("3 rows of 20001 keys take merge path on a GPU");
-        };
-        assert_eq!((p.shape.row_len, p.shape.rows), (20_001, 3));
-        assert_eq!(p.merges.len() % 2, 0);
-        for m in &p.merges {
-            assert_eq!(m.tiles, 20_001u64.div_ceil(1 << m.tile_bits) * 3);
-            assert!(m.tiles <= p.splits);
-        }
-        // Programs without merge kernels.
-        let no_merge = Limits {
-            merge_group: 0,
-            ..nvidia_limits()
-        };
-        assert!(merge_path_plan(&no_merge, 1 << 22, 4, 0).is_none());
-        assert!(merge_path_plan(&no_merge, 1 << 22, 4, 4).is_none());
+        splits: plan.splits(),
     }
 }
