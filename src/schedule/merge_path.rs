@@ -174,14 +174,14 @@ impl MergePlan {
 
 /// How a host-slice merge-path sort of `n` elements of `element_bytes` (key and value)
 /// overlaps its upload: as log2 of a chunk's elements, or `None` where it does not (below
-/// `POLICY.min_sort_while_uploading_bytes`). Each
-/// chunk of `2^log_chunk` elements (the last may be shorter) is tile-sorted and merged into
-/// one run on the device as soon as it has arrived, while the next ones cross the bus; only
-/// the merges of runs longer than a chunk wait for the whole upload. A chunk is a quarter of
-/// the data rounded up to a power of two (so a quarter to a half of it), or
-/// `2^POLICY.log_max_upload_chunk_bytes` bytes, whichever is less, and holds at least one tile of `2^sort_tile`.
-/// The passes are those of the whole sort, merely run chunk by chunk
-/// ([`MergePlan::chunk_passes`]), so the result is the same bit for bit.
+/// `POLICY.min_sort_while_uploading_bytes`). Each chunk of `2^log_chunk` elements (the last
+/// may be shorter) is tile-sorted and merged into one run on the device as soon as it has
+/// arrived, while the next ones cross the bus; only the merges of runs longer than a chunk
+/// wait for the whole upload. A chunk is a quarter of the data rounded up to a power of two
+/// (so a quarter to a half of it), or `2^POLICY.log_max_upload_chunk_bytes` bytes, whichever
+/// is less, and holds at least one tile of `2^sort_tile`. The passes are those of the whole
+/// sort, merely run chunk by chunk ([`MergePlan::chunk_passes`]), so the result is the same
+/// bit for bit.
 pub fn upload_chunk(n: u64, element_bytes: u64, sort_tile: u32) -> Option<u32> {
     if element_bytes == 0 || n.saturating_mul(element_bytes) < POLICY.min_sort_while_uploading_bytes
     {

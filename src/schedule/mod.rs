@@ -40,7 +40,7 @@
 //! emulation, [`merge_path`] the passes and model of the merge-path design that replaces
 //! the global merge stages for large sorts on the GPU backends, `plan.rs` the choice
 //! between the two for a sort of some shape on some device (which passes a sort takes;
-//! each backend's `plan.rs` turns them into launches), and `policy.rs` the tuned numbers
+//! each backend's `plan` module turns them into launches), and `policy.rs` the tuned numbers
 //! every backend shares.
 
 /// Device-dependent sizes the schedule is built from.

@@ -1,6 +1,6 @@
 //! What a sort runs, whatever the backend: the bitonic network with some tile, or merge path
 //! (a tile sort, then two-way merge passes), chosen from the sort's shape and a few facts
-//! about the device and its kernels ([`DeviceFacts`]). Each GPU backend's `plan.rs` fills
+//! about the device and its kernels ([`DeviceFacts`]). Each GPU backend's `plan` module fills
 //! in the facts from its limits and turns the answer into launches; the passes themselves
 //! are the parent module's [`Schedule`](super::Schedule) and [`super::merge_path`]'s.
 
@@ -35,7 +35,8 @@ impl Widths {
 }
 
 /// What the plan needs to know about a device, its kernels and its backend's tuned
-/// thresholds, for one sort's widths. The backends fill it in (`facts` in their `plan.rs`).
+/// thresholds, for one sort's widths. The backends fill it in (`facts` in their `plan`
+/// modules).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceFacts {
     /// log2 of the largest tile the network sorts on chip; also the largest tile sort of a

@@ -65,7 +65,7 @@ pub(crate) struct CudaPolicy {
     pub warp_split_max_tiles: u64,
     /// One-row merge passes of at most this many tiles per resident block find their
     /// tiles' parts in the merge kernel ([`MergeLaunch::search`]), with no splitter launch.
-    /// Two tiles a block make merge-path sorts of 2^21 to 2^22 keys about 4% faster than
+    /// Two tiles a block make merge-path sorts of 2^21 to 2^22 keys 4-5% faster than
     /// one; four gain nothing more and lose 4% on 2^22 `u64` keys, where each block's
     /// searches, one before each of its tiles, cost more than the launch they save.
     pub search_max_rounds: u64,

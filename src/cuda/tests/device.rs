@@ -158,8 +158,8 @@ fn compare_with_cpu(gpu: &CudaBackend, n: usize, encoding: KeyEncoding, seed: u6
 }
 
 /// Bit-identical results to the CPU backend (which runs the same network, or past 8 MiB of
-/// pairs the same tile sort and a stable merge), values included. Ignored by default, so that a machine without CUDA reports it as not run;
-/// `scripts/gpu-check.sh` runs it.
+/// pairs the same tile sort and a stable merge), values included. Ignored by default, so
+/// that a machine without CUDA reports it as not run; `scripts/gpu-check.sh` runs it.
 #[test]
 #[ignore = "needs a CUDA device: scripts/gpu-check.sh runs it with --ignored"]
 fn gpu_matches_cpu() {

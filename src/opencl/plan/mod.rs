@@ -33,9 +33,10 @@ mod merge;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OpenClPolicy {
     /// A global pass's tile spans at most `2^max_log_cols` consecutive columns (128 bytes
-    /// of `u32` keys: whole lines for every work item's accesses), and half the tile's bits
-    /// on devices whose tiles are small, so that a global pass still applies several
-    /// levels ([`log_cols`]).
+    /// of `u32` keys), and half the tile's bits on devices whose tiles are small, so that a
+    /// global pass still applies several levels ([`log_cols`]). Each column bit fewer lets
+    /// a pass of the largest tile take one level more, but shortens the runs of consecutive
+    /// addresses that its loads and stores make.
     pub max_log_cols: u32,
     /// On GPUs, keys alone take merge path where they fill more than
     /// `2^(gpu_min_log_merge_bytes - 1)` bytes (`ceil(log2(bytes)) >= this`: from 2^15 + 1
@@ -49,13 +50,13 @@ pub(crate) struct OpenClPolicy {
     /// the network's passes over many rows at once cost less than merge passes, which have
     /// no asynchronous copies to hide their loads. Other devices merge any number of rows.
     pub gpu_max_merge_rows: u64,
-    /// Merge passes of at most this many output tiles (up to 2^22 `u32` keys, 2^21 `u64`
-    /// keys or pairs) find their tiles' parts inside the merge kernel
-    /// (`merge_pass_own_splits`), since a launch costs more than those searches: that way
-    /// 2^21 `u64` keys sort in three quarters of the time and pairs in seven eighths, while
-    /// 2^22 `u32` keys lose 4%. Passes of many tiles keep the splitter, whose searches all
-    /// run at once: searching in every tile's work-group makes large sorts nearly twice as
-    /// slow.
+    /// Merge passes of at most this many output tiles (with merge tiles of 2^12 `u32` keys,
+    /// up to 2^22 `u32` keys, 2^21 `u64` keys or pairs) find their tiles' parts inside the
+    /// merge kernel (`merge_pass_own_splits`), since a launch costs more than those
+    /// searches: that way 2^21 `u64` keys sort in three quarters of the time and pairs in
+    /// seven eighths, while 2^22 `u32` keys lose 4%. Passes of many tiles keep the
+    /// splitter, whose searches all run at once: searching in every tile's work-group makes
+    /// large sorts nearly twice as slow.
     pub own_split_max_tiles: u64,
 }
 
