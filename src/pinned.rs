@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 /// Page-locked host memory that a GPU backend allocated for a caller's buffer. Its contents
 /// need not be initialized: [`PinnedBuffer`] writes zeros over all of it before any read.
 /// A backend outside this crate has none to give (the default of
-/// [`crate::Backend::alloc_pinned`]); its buffers are ordinary memory.
+/// `Backend::alloc_pinned`); its buffers are ordinary memory.
 pub trait PinnedMemory: Send + Sync {
     /// The memory's bytes.
     fn bytes(&self) -> &[u8];

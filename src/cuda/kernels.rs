@@ -22,7 +22,7 @@ pub(super) const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/bitoni
 /// names in `cuda/bitonic.cu`.
 pub(super) const KEY_NAMES: [&str; 2] = ["u32", "u64"];
 pub(super) const VALUE_NAMES: [&str; 3] = ["none", "u32", "u64"];
-/// The value kinds of the cluster kernels, whose keys are `u32` (`plan::cluster_schedule`).
+/// The value kinds of the cluster kernels, whose keys are `u32` (`plan::cluster_logs`).
 pub(super) const CLUSTER_VALUE_NAMES: [&str; 2] = ["none", "u32"];
 
 /// One kernel of the loaded module.

@@ -9,7 +9,7 @@
 //! kernel in to the device's largest shared memory, and creates one stream; every sort makes
 //! that context current on the calling thread, so any thread may sort. A sort of host slices
 //! goes through the transfer engine (`crate::host_transfer`): the words go up through the
-//! pinned ring, the passes that [`plan::plan`] derives from the schedule follow on the same
+//! pinned ring, the passes that `plan::plan` derives from the schedule follow on the same
 //! stream, and the result comes back through the ring. A merge-path sort of 32 MiB or more
 //! sorts while it uploads instead: each chunk that has arrived is sorted on a second stream
 //! (`ChunkedSort`), ordered after its copies by an event, and the downloads wait for the

@@ -22,7 +22,7 @@ use super::plan::{Kind, MergeLaunch, MergePathPlan, SortPlan, chunk_plan};
 use super::programs::Variant;
 use super::{MergeScratch, OpenClBackend, Operands};
 use crate::backend::BackendKind;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fault::point;
 use crate::keys::KeyEncoding;
 use crate::schedule::merge_path::{UploadChunks, upload_chunk};
@@ -220,8 +220,7 @@ impl OpenClBackend {
             let log_chunk = c.chunks.log_chunk();
             let (data, scratch) = c.parts[(first >> log_chunk) as usize];
             hand_over(&self.queue, &self.sort_queue)?;
-            let plan = chunk_plan(&c.variant.limits, m, widths, c.sort_tile, log_chunk)
-                .ok_or_else(|| Error::Unsupported("a chunk without a merge-path plan".into()))?;
+            let plan = chunk_plan(&c.variant.limits, m, widths, c.sort_tile, log_chunk);
             let kernels = c.variant.lock_kernels();
             self.enqueue_merge_path(
                 &self.sort_queue,

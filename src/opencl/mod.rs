@@ -5,8 +5,8 @@
 //! library. One program is built per word variant (key word, optional value word) on first
 //! use and cached for the life of the backend. A sort of host slices goes through the
 //! transfer engine (`crate::host_transfer`): the words go up through mapped host buffers, the
-//! launches that `plan.rs` makes from [`crate::schedule::Schedule`] (or, for one large array,
-//! from [`crate::schedule::merge_path`]) follow in order on the same in-order
+//! launches that `plan` makes from the schedule (or, for one large array,
+//! from the merge-path plan) follow in order on the same in-order
 //! queue, and the result comes back through the same buffers. A merge-path sort of 32 MiB or
 //! more sorts while it uploads instead: each chunk that has arrived is sorted on a second
 //! queue (`chunked.rs`), and the downloads wait for the merges of whole chunks.
@@ -104,7 +104,7 @@ pub struct OpenClBackend {
     /// rounds and tiled global passes with short inputs).
     log_e: u32,
     /// Merge passes of at most this many tiles find their tiles' parts in the merge kernel
-    /// ([`plan::OWN_SPLIT_MAX_TILES`]; 0 in tests, to exercise the splitter kernel with
+    /// (`plan::POLICY.own_split_max_tiles`; 0 in tests, to exercise the splitter kernel with
     /// short inputs).
     own_split_max_tiles: u64,
     /// Whether every sort runs the network ([`Backend::set_oblivious`]).
@@ -222,7 +222,7 @@ impl OpenClBackend {
             cache_stats: CacheStats::default(),
             max_log_tile: MAX_LOG_TILE,
             log_e: LOG_E,
-            own_split_max_tiles: plan::OWN_SPLIT_MAX_TILES,
+            own_split_max_tiles: plan::POLICY.own_split_max_tiles,
             oblivious: AtomicBool::new(false),
             device_scratch: Mutex::new(DeviceScratch::default()),
         })
@@ -330,7 +330,7 @@ impl OpenClBackend {
                 Ok((plan, Some((words, splits.get()))))
             }
             _ => {
-                let network = plan::plan(&variant.limits, shape, variant.element_bytes);
+                let network = plan::plan(&variant.limits, shape, (key_bytes, value_bytes));
                 Ok((SortPlan::Network(network), None))
             }
         }

@@ -2,7 +2,7 @@
 //!
 //! Bitonic sort is data-oblivious, so the whole sort is a fixed list of passes computed from
 //! `n` and the device's tile parameters alone. Every backend executes the same list; the CPU
-//! emulation in [`emulate`] executes it exactly as the kernels do (same index arithmetic) and
+//! emulation in [`emulate()`] executes it exactly as the kernels do (same index arithmetic) and
 //! is what the unit tests and the CPU key-value path run.
 //!
 //! # The network
@@ -37,8 +37,11 @@
 //! # Files
 //! This module holds the passes and the schedule; `search.rs` the search for the merge
 //! launches, `index.rs` the index arithmetic every executor shares, `emulate.rs` the scalar
-//! emulation, and [`merge_path`] the plan and model of the merge-path design that replaces
-//! the global merge stages for large sorts of one array on the GPU backends.
+//! emulation, [`merge_path`] the passes and model of the merge-path design that replaces
+//! the global merge stages for large sorts on the GPU backends, `plan.rs` the choice
+//! between the two for a sort of some shape on some device (which passes a sort takes;
+//! each backend's `plan` module turns them into launches), and `policy.rs` the tuned numbers
+//! every backend shares.
 
 /// Device-dependent sizes the schedule is built from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,28 +142,21 @@ impl Schedule {
     }
 }
 
-/// Tiles below `2^MIN_LOG_TILE` elements only when the whole row is smaller.
-pub const MIN_LOG_TILE: u32 = 11;
-
-/// The largest single row sorted as one tile (one block, one launch). Above it, several
-/// smaller tiles and a few merge launches win: on an H200, 2^14 `u32` keys took 49 us as one
-/// tile of 2^14 and 41 us as tiles of 2^11 or 2^13 (`docs/perf.md`, change 5).
-pub const MAX_LOG_SINGLE_TILE: u32 = 13;
-
 /// The tile for `rows` rows of virtual length `2^log_row` on a device with `compute_units`
 /// multiprocessors or compute units and tiles of at most `2^max_log_tile`: the whole row
-/// when it fits and there are several rows or the row is at most `2^MAX_LOG_SINGLE_TILE`
-/// (one launch); otherwise small enough that every compute unit gets a tile, but not below
-/// `2^MIN_LOG_TILE`. Both GPU backends choose their tile here.
+/// when it fits and there are several rows or the row is at most
+/// `2^POLICY.max_log_single_tile` (one launch); otherwise small enough that every compute
+/// unit gets a tile, but not below `2^POLICY.min_log_tile`. Both GPU backends choose their
+/// tile here.
 pub fn choose_log_tile(rows: u64, log_row: u32, max_log_tile: u32, compute_units: u32) -> u32 {
-    if log_row <= max_log_tile && (rows > 1 || log_row <= MAX_LOG_SINGLE_TILE) {
+    if log_row <= max_log_tile && (rows > 1 || log_row <= POLICY.max_log_single_tile) {
         return log_row.max(1);
     }
     let log_rows = 63 - rows.max(1).leading_zeros();
     let log_units = 31 - compute_units.max(1).leading_zeros();
     (log_row + log_rows)
         .saturating_sub(log_units)
-        .clamp(MIN_LOG_TILE.min(max_log_tile), max_log_tile)
+        .clamp(POLICY.min_log_tile.min(max_log_tile), max_log_tile)
 }
 
 /// `ceil(log2(n))`, 0 for n <= 1.
@@ -193,10 +189,15 @@ impl Pass {
 mod emulate;
 mod index;
 pub mod merge_path;
+// Without a GPU backend nothing makes launch plans.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) mod plan;
+mod policy;
 mod search;
 
 pub use emulate::{emulate, emulate_merge_path};
 pub use index::{global_index, register_network, tile_comparator};
+pub(crate) use policy::POLICY;
 use search::merge_passes;
 
 #[cfg(test)]

@@ -1,0 +1,165 @@
+//! Per-launch device times of sorts (ignored: they need a CUDA device, and they are
+//! timings, with a check of the result).
+
+use super::*;
+
+/// Per-launch device times of sorts of 2^16, 2^20 and 2^24 `u32` keys (CUDA events around
+/// each launch): which passes cost what. `cargo test --release --features cuda --lib
+/// cuda_pass_profile -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs a CUDA device; a timing, not a check"]
+fn cuda_pass_profile() {
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    for log_n in [16, 20, 24] {
+        profile_passes(&gpu, log_n);
+    }
+}
+
+/// Prints each launch's time in one sort of `2^log_n` random `u32` keys, and checks it.
+fn profile_passes(gpu: &CudaBackend, log_n: u32) {
+    let n = 1usize << log_n;
+    let mut next = lcg(5);
+    let keys: Vec<u32> = (0..n).map(|_| next() as u32).collect();
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let buffer = DeviceBuffer::from_slice(&keys).expect("upload");
+    // The network's passes (a merge-path plan's tile sort is the network's first pass).
+    let launches = plan::plan(&gpu.limits, n as u64, 1, Widths::keys(4), 0, None);
+    let start = Event::new(EventFlags::DEFAULT).expect("event");
+    let stop = Event::new(EventFlags::DEFAULT).expect("event");
+    let mut total = 0.0;
+    for launch in &launches {
+        let job = Job {
+            keys: buffer.as_device_ptr().as_raw(),
+            values: 0,
+            kernels: gpu.kernels(4, 0),
+            widths: Widths::keys(4),
+            plan: SortPlan::Network(vec![*launch]),
+            scratch: None,
+        };
+        start.record(&gpu.stream).expect("record");
+        gpu.enqueue(&job, gpu.stream.as_inner()).expect("launch");
+        stop.record(&gpu.stream).expect("record");
+        stop.synchronize().expect("sync");
+        let ms = f64::from(stop.elapsed_time_f32(&start).expect("elapsed"));
+        total += ms;
+        let a = launch.args;
+        let bytes = 2.0 * 4.0 * n as f64;
+        eprintln!(
+            "pass mode {} tile 2^{} stage {} first {} levels {} tail {} grid {} block {}: {ms:.4} ms ({:.0} GB/s)",
+            a.mode,
+            a.tile_bits,
+            a.stage,
+            a.first_level,
+            a.levels,
+            a.tail_bits,
+            launch.grid,
+            launch.block,
+            bytes / ms / 1e6
+        );
+    }
+    eprintln!(
+        "2^{log_n}: {} launches, {total:.3} ms in all",
+        launches.len()
+    );
+    let mut out = vec![0u32; n];
+    buffer
+        .copy_to(bytemuck::cast_slice_mut(&mut out[..]))
+        .expect("download");
+    let mut expect = keys;
+    expect.sort_unstable();
+    assert_eq!(out, expect);
+}
+
+/// Device times of the launches of merge-path sorts of random `u32` keys (2^24 to 2^28) and
+/// `u64` keys (2^24 to 2^26), odd powers included (their tiles are 2^15 `u32` or 2^13 `u64`
+/// keys): the tile sort, then each merge pass (its splitter and merge kernels together), with
+/// CUDA events around each. `cargo test --release --features cuda
+/// --lib cuda_merge_profile -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs a CUDA device; a timing, not a check"]
+fn cuda_merge_profile() {
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    CurrentContext::set_current(&gpu.context).expect("context");
+    for (key, log_n) in [
+        (4u64, 24u32),
+        (4, 25),
+        (4, 26),
+        (4, 27),
+        (4, 28),
+        (8, 24),
+        (8, 25),
+        (8, 26),
+    ] {
+        let n = 1usize << log_n;
+        let mut next = lcg(7);
+        let raw: Vec<u64> = (0..n).map(|_| next() >> (64 - 8 * key)).collect();
+        let bytes: Vec<u8> = raw
+            .iter()
+            .flat_map(|&x| x.to_le_bytes()[..key as usize].to_vec())
+            .collect();
+        let widths = Widths { key, value: 0 };
+        let plan = one_row_merge_path(&gpu.limits, n as u64, widths, 0).expect("merge plan");
+        let data = DeviceBuffer::from_slice(&bytes).expect("upload");
+        let scratch = DeviceBuffer::<u8>::zeroed(bytes.len()).expect("scratch");
+        let splits = DeviceBuffer::<u64>::zeroed(plan.splits as usize).expect("splits");
+        let job = Job {
+            keys: data.as_device_ptr().as_raw(),
+            values: 0,
+            kernels: gpu.kernels(key as usize, 0),
+            widths,
+            plan: SortPlan::MergePath(plan.clone()),
+            scratch: None,
+        };
+        let stream = gpu.stream.as_inner();
+        let events: Vec<Event> = (0..plan.merges.len() + 2)
+            .map(|_| Event::new(EventFlags::DEFAULT).expect("event"))
+            .collect();
+        events[0].record(&gpu.stream).expect("record");
+        gpu.launch_pass(&job, &plan.tile_sort, stream)
+            .expect("tile sort");
+        events[1].record(&gpu.stream).expect("record");
+        let mut from = (job.keys, 0);
+        let mut to = (scratch.as_device_ptr().as_raw(), 0);
+        for (i, merge) in plan.merges.iter().enumerate() {
+            let splits = splits.as_device_ptr().as_raw();
+            gpu.launch_merge(&job, merge, from, to, splits, stream)
+                .expect("merge");
+            events[i + 2].record(&gpu.stream).expect("record");
+            std::mem::swap(&mut from, &mut to);
+        }
+        gpu.stream.synchronize().expect("sort");
+        let ms = |i: usize| f64::from(events[i + 1].elapsed_time_f32(&events[i]).expect("time"));
+        let traffic = 2.0 * bytes.len() as f64;
+        eprintln!(
+            "u{} 2^{log_n}: tile sort 2^{} {:.3} ms",
+            8 * key,
+            plan.tile_sort.args.tile_bits,
+            ms(0)
+        );
+        for (i, merge) in plan.merges.iter().enumerate() {
+            let t = ms(i + 1);
+            eprintln!(
+                "  merge run 2^{} grid {} block {}: {t:.3} ms ({:.0} GB/s)",
+                merge.args.log_run,
+                merge.grid,
+                merge.block,
+                traffic / t / 1e6
+            );
+        }
+        let total = ms(0) + (1..=plan.merges.len()).map(ms).sum::<f64>();
+        eprintln!("  in all {total:.3} ms");
+        let mut out = vec![0u8; bytes.len()];
+        data.copy_to(&mut out[..]).expect("download");
+        let mut want = raw;
+        want.sort_unstable();
+        let got: Vec<u64> = out
+            .chunks(key as usize)
+            .map(|c| {
+                let mut w = [0u8; 8];
+                w[..c.len()].copy_from_slice(c);
+                u64::from_le_bytes(w)
+            })
+            .collect();
+        assert!(got == want, "u{} 2^{log_n}: not sorted", 8 * key);
+    }
+}
