@@ -17,15 +17,16 @@
 //! ([`CudaBackend::release_cached`] frees them).
 //!
 //! The files: `driver.rs` (driver errors, initialization, device properties), `kernels.rs`
-//! (the embedded PTX and its kernels), `plan.rs` (launches from the schedule), `link.rs`
-//! (pinned memory, copies and events for the transfer engine), `device_slices.rs` (sorts of
-//! data already on the device); tests in `tests.rs`, and the transfer engine's timings on a
-//! CUDA device (ignored without one) in `transfer_timings.rs`.
+//! (the embedded PTX and its kernels), `plan/` (launches from the schedule), `launch.rs`
+//! (the kernel calls of those launches), `link.rs` (pinned memory, copies and events for the
+//! transfer engine), `device_slices.rs` (sorts of data already on the device); tests in
+//! `tests/`, and the transfer engine's timings on a CUDA device (ignored without one) in
+//! `transfer_timings.rs`.
 //!
 //! Keys already in device memory are sorted in place on the caller's stream by the calls in
 //! `device_slices.rs` ([`CudaBackend::sort_device`] and its siblings).
 
-use std::ffi::{CString, c_void};
+use std::ffi::CString;
 use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,6 +50,7 @@ use crate::rayon_lock::lock_shared_with_rayon;
 mod device_slices;
 mod driver;
 mod kernels;
+mod launch;
 mod link;
 mod plan;
 
@@ -56,13 +58,11 @@ use crate::schedule::merge_path::{UploadChunks, upload_chunk};
 pub use driver::devices;
 use driver::{check, driver_error, init, on, probe};
 use kernels::{
-    Kernel, Kernels, PTX, PTX_SM80, PTX_SM90, VALUE_NAMES, launch_kernel, load_cluster_kernels,
-    load_kernel, load_kernels, load_split_kernels,
+    Kernel, Kernels, PTX, PTX_SM80, PTX_SM90, VALUE_NAMES, load_cluster_kernels, load_kernel,
+    load_kernels, load_split_kernels,
 };
 use link::{CallerPinned, CudaLink, hand_over};
-use plan::{
-    DeviceLimits, Launch, MergeLaunch, MergePathPlan, PassArgs, PassKernel, SortPlan, Widths,
-};
+use plan::{DeviceLimits, MergeLaunch, MergePathPlan, SortPlan, Widths};
 
 /// One sort's device words and its launches.
 struct Job {
@@ -374,164 +374,6 @@ impl CudaBackend {
             CudaError::OutOfMemory => self.out_of_memory(requested),
             e => driver_error("cuMemAlloc", e),
         })
-    }
-
-    /// Enqueues every launch of `job` on `stream`.
-    fn enqueue(&self, job: &Job, stream: cu::CUstream) -> Result<()> {
-        match &job.plan {
-            SortPlan::Network(launches) => {
-                for launch in launches {
-                    self.launch_pass(job, launch, stream)?;
-                }
-                Ok(())
-            }
-            SortPlan::MergePath(plan) => {
-                // Refused before any launch.
-                job.merge_scratch()?;
-                self.launch_pass(job, &plan.tile_sort, stream)?;
-                self.launch_merges(job, &plan.merges, 0, stream)
-            }
-        }
-    }
-
-    /// Enqueues `merges` on `job`'s words, alternating between them and the scratch; the
-    /// first reads the data after an even number `done` of earlier merges, the scratch after
-    /// an odd one.
-    fn launch_merges(
-        &self,
-        job: &Job,
-        merges: &[MergeLaunch],
-        done: usize,
-        stream: cu::CUstream,
-    ) -> Result<()> {
-        let scratch = job.merge_scratch()?;
-        let mut from = (job.keys, job.values);
-        let mut to = (scratch.keys, scratch.values);
-        if done % 2 == 1 {
-            std::mem::swap(&mut from, &mut to);
-        }
-        for merge in merges {
-            self.launch_merge(job, merge, from, to, scratch.splits, stream)?;
-            std::mem::swap(&mut from, &mut to);
-        }
-        Ok(())
-    }
-
-    /// Enqueues one network pass on `job`'s words.
-    fn launch_pass(&self, job: &Job, launch: &Launch, stream: cu::CUstream) -> Result<()> {
-        let (mut keys, mut values, mut args) = (job.keys, job.values, launch.args);
-        if launch.kernel == PassKernel::Warp {
-            // The plan makes warp launches only for u32 keys alone.
-            let kernels = job.kernels.warp.ok_or_else(|| {
-                Error::Unsupported("a warp sort of keys that are not u32 alone".into())
-            })?;
-            let kernel = kernels[usize::from(launch.block > 32)];
-            let mut params = [
-                &mut keys as *mut u64 as *mut c_void,
-                &mut args as *mut PassArgs as *mut c_void,
-            ];
-            // SAFETY: the two parameters match `warp_sort_u32` and `warps_sort_u32(u32 *keys,
-            // PassArgs args)`; `keys` holds `row_len` words, the only indices the kernel
-            // touches; the plan's shape is one block of 32 threads per 2^10 keys of the padded
-            // row and, with more than one warp (`warps_sort_u32`), 4 bytes of dynamic shared
-            // memory per key of it, as the kernels are written for.
-            return unsafe {
-                launch_kernel(
-                    kernel,
-                    (launch.grid, launch.block, launch.shared_bytes),
-                    stream,
-                    &mut params,
-                )
-            };
-        }
-        let mut params = [
-            &mut keys as *mut u64 as *mut c_void,
-            &mut values as *mut u64 as *mut c_void,
-            &mut args as *mut PassArgs as *mut c_void,
-        ];
-        let kernel = if launch.kernel == PassKernel::Cluster {
-            // The plan makes cluster launches only where `limits` says the kernels exist.
-            job.kernels.cluster.ok_or_else(|| {
-                Error::Unsupported("a cluster launch on a device without cluster kernels".into())
-            })?
-        } else {
-            job.kernels.tile
-        };
-        // SAFETY: the three parameters match `tile_pass_K_V` and `cluster_pass_K_V(K *keys, V
-        // *values, PassArgs args)` (PassArgs is repr(C) with the kernels' layout, device
-        // pointers are u64); `keys` and `values` hold `rows * row_len` words each (values 0
-        // for the `none` kernels, which never read it), and the kernels touch no index past
-        // that; `shared_bytes` is within the opt-in limit set on the kernel at open; a
-        // cluster kernel's grid is a multiple of its compiled cluster size.
-        unsafe {
-            launch_kernel(
-                kernel,
-                (launch.grid, launch.block, launch.shared_bytes),
-                stream,
-                &mut params,
-            )
-        }
-    }
-
-    /// Enqueues one merge pass: the splitters of every output tile, then the merge from the
-    /// words `from` to the words `to`.
-    fn launch_merge(
-        &self,
-        job: &Job,
-        merge: &MergeLaunch,
-        from: (cu::CUdeviceptr, cu::CUdeviceptr),
-        to: (cu::CUdeviceptr, cu::CUdeviceptr),
-        splits: cu::CUdeviceptr,
-        stream: cu::CUstream,
-    ) -> Result<()> {
-        let mut args = merge.args;
-        let (merge_kernel, split_kernel) = job.kernels.merges(merge);
-        let (mut src_keys, mut src_values) = from;
-        let (mut dst_keys, mut dst_values) = to;
-        let mut splits = splits;
-        if let Some(split_kernel) = split_kernel {
-            let mut split_params = [
-                &mut src_keys as *mut u64 as *mut c_void,
-                &mut splits as *mut u64 as *mut c_void,
-                &mut args as *mut plan::MergeArgs as *mut c_void,
-            ];
-            // SAFETY: the parameters match `merge_split_K` and `merge_rows_split_K(const K
-            // *keys, u64 *splits, MergeArgs args)` (MergeArgs is repr(C) with the kernels'
-            // layout); `keys` holds `rows * n` words and `splits` one u64 per output tile of
-            // the pass (`MergePathPlan::splits` is the most of any pass), the only indices the
-            // kernel touches.
-            unsafe {
-                launch_kernel(
-                    split_kernel,
-                    (merge.split_grid, merge.split_block, 0),
-                    stream,
-                    &mut split_params,
-                )?;
-            }
-        }
-        let mut merge_params = [
-            &mut src_keys as *mut u64 as *mut c_void,
-            &mut src_values as *mut u64 as *mut c_void,
-            &mut dst_keys as *mut u64 as *mut c_void,
-            &mut dst_values as *mut u64 as *mut c_void,
-            &mut splits as *mut u64 as *mut c_void,
-            &mut args as *mut plan::MergeArgs as *mut c_void,
-        ];
-        // SAFETY: the parameters match `merge_pass_K_V`, `merge_rows_pass_K_V` and
-        // `merge_search_pass_K_V(const K *src_keys, const V *src_values, K *dst_keys, V
-        // *dst_values, const u64 *splits, MergeArgs args)`; the source and destination words
-        // are distinct buffers of `rows * n` words each (values 0 for the `none` kernels,
-        // which never read them); the kernel reads the splitters the previous launch on this
-        // stream wrote, or (`merge_search_pass`) none; `shared_bytes` is within the opt-in
-        // limit.
-        unsafe {
-            launch_kernel(
-                merge_kernel,
-                (merge.grid, merge.block, merge.shared_bytes),
-                stream,
-                &mut merge_params,
-            )
-        }
     }
 
     /// Every sort of host slices: uploads the columns through the pinned ring, sorts rows of
