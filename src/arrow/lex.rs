@@ -55,11 +55,7 @@ fn pass<K: SortKey>(
 }
 
 /// [`pass`] for a column of any type sorted here.
-fn column_pass(
-    sorter: &Sorter,
-    column: &SortColumn,
-    current: Option<&[u32]>,
-) -> Result<Vec<u32>> {
+fn column_pass(sorter: &Sorter, column: &SortColumn, current: Option<&[u32]>) -> Result<Vec<u32>> {
     let array = column.values.as_ref();
     let options = column.options.unwrap_or_default();
     for_key_type!(array.data_type(), T => {

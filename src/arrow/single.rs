@@ -197,11 +197,13 @@ pub(super) fn sort_limit(
 fn take_typed<T: ArrowPrimitiveType>(array: &PrimitiveArray<T>, indices: &[u32]) -> ArrayRef {
     let source = array.values();
     let values: Vec<T::Native> = indices.iter().map(|&i| source[i as usize]).collect();
-    let nulls = nulls_of(array).map(|nulls| {
-        NullBuffer::from_iter(indices.iter().map(|&i| nulls.is_valid(i as usize)))
-    });
+    let nulls = nulls_of(array)
+        .map(|nulls| NullBuffer::from_iter(indices.iter().map(|&i| nulls.is_valid(i as usize))));
     let nulls = nulls.filter(|n| n.null_count() > 0);
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls).with_data_type(array.data_type().clone()))
+    Arc::new(
+        PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls)
+            .with_data_type(array.data_type().clone()),
+    )
 }
 
 /// [`take_typed`] for any array of a type sorted here.
