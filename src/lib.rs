@@ -23,10 +23,14 @@
 //! backend (`cpu`, [`cuda`], [`opencl`]) translates the passes into launches and is the only
 //! place that touches its driver API; `host_transfer` moves host slices over the bus for
 //! both GPU backends.
+//!
+//! With the cargo feature `arrow`, [`arrow`] sorts arrow-rs arrays as arrow-ord's kernels do.
 
 #![warn(missing_docs)]
 
 mod argsort;
+#[cfg(feature = "arrow")]
+pub mod arrow;
 mod backend;
 // Without a GPU backend only the key encodings are used.
 #[cfg(any(feature = "cuda", feature = "opencl"))]
