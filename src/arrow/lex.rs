@@ -13,7 +13,7 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::SortOptions;
 
 use super::SortColumn;
-use super::single::{nulls_of, order_of, partition, place_nulls, sort_to_indices};
+use super::single::{gather, nulls_of, order_of, partition, place_nulls, sort_to_indices};
 use super::types::for_key_type;
 use super::types::{check_rows, check_supported, primitive, unsupported};
 use crate::error::{Error, Result};
@@ -30,13 +30,11 @@ fn pass<K: SortKey>(
     current: Option<&[u32]>,
 ) -> Result<Vec<u32>> {
     let order = order_of(options);
-    let n = values.len();
     match (nulls, current) {
         (None, None) => sorter.argsort(values, order),
         (None, Some(current)) => {
-            let keys: Vec<K> = current.iter().map(|&row| values[row as usize]).collect();
-            let by_key = sorter.argsort(&keys, order)?;
-            Ok(by_key.iter().map(|&p| current[p as usize]).collect())
+            let by_key = sorter.argsort(&gather(values, current), order)?;
+            Ok(gather(current, &by_key))
         }
         (Some(nulls), current) => {
             // The valid and the null rows, each in the current order.
@@ -46,10 +44,14 @@ fn pass<K: SortKey>(
                     .iter()
                     .partition::<Vec<u32>, _>(|&&row| nulls.is_valid(row as usize)),
             };
-            let keys: Vec<K> = valid.iter().map(|&row| values[row as usize]).collect();
-            let by_key = sorter.argsort(&keys, order)?;
-            let sorted = by_key.iter().map(|&p| valid[p as usize]);
-            Ok(place_nulls(sorted, &null, options.nulls_first, n))
+            let by_key = sorter.argsort(&gather(values, &valid), order)?;
+            Ok(place_nulls(
+                &valid,
+                &by_key,
+                &null,
+                options.nulls_first,
+                values.len(),
+            ))
         }
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray};
 use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
 use arrow_schema::SortOptions;
+use rayon::prelude::*;
 
 use super::types::for_key_type;
 use super::types::{check_rows, primitive, unsupported};
@@ -33,44 +34,46 @@ pub(super) fn nulls_of(array: &dyn Array) -> Option<&NullBuffer> {
 
 /// The positions of the valid and of the null rows, each in input order.
 pub(super) fn partition(nulls: &NullBuffer) -> (Vec<u32>, Vec<u32>) {
-    let mut valid = Vec::with_capacity(nulls.len() - nulls.null_count());
-    let mut null = Vec::with_capacity(nulls.null_count());
-    for (i, is_valid) in nulls.iter().enumerate() {
-        if is_valid {
-            valid.push(i as u32);
-        } else {
-            null.push(i as u32);
-        }
-    }
+    let valid = nulls.inner().set_indices_u32().collect();
+    let null = (!nulls.inner()).set_indices_u32().collect();
     (valid, null)
 }
 
-/// The first `limit` entries of `first` followed by `second`, gathered through `map`.
-fn concat_limited(
-    first: impl ExactSizeIterator<Item = u32>,
-    second: impl ExactSizeIterator<Item = u32>,
-    limit: usize,
-) -> Vec<u32> {
-    let len = (first.len() + second.len()).min(limit);
-    let mut out = Vec::with_capacity(len);
-    out.extend(first.take(len));
-    let rest = len - out.len();
-    out.extend(second.take(rest));
-    out
+/// Below this many rows the gathers here stay on the calling thread: waking rayon's threads
+/// costs more than the loop.
+const PARALLEL_FROM: usize = 1 << 14;
+
+/// `source[rows[0]], source[rows[1]], ...`, on rayon's threads for many rows.
+pub(super) fn gather<T: Copy + Send + Sync>(source: &[T], rows: &[u32]) -> Vec<T> {
+    if rows.len() < PARALLEL_FROM {
+        rows.iter().map(|&row| source[row as usize]).collect()
+    } else {
+        rows.par_iter().map(|&row| source[row as usize]).collect()
+    }
 }
 
-/// Places the nulls (in input order) before or after `sorted_valid`, keeping `limit` rows.
+/// The rows `valid[by_key[0]], valid[by_key[1]], ...` (the valid rows in sorted order) with
+/// the null rows `nulls` (in the order given) before or after them, the first `limit` rows
+/// kept.
 pub(super) fn place_nulls(
-    sorted_valid: impl ExactSizeIterator<Item = u32>,
+    valid: &[u32],
+    by_key: &[u32],
     nulls: &[u32],
     nulls_first: bool,
     limit: usize,
 ) -> Vec<u32> {
+    let limit = limit.min(by_key.len() + nulls.len());
+    let mut out = Vec::with_capacity(limit);
     if nulls_first {
-        concat_limited(nulls.iter().copied(), sorted_valid, limit)
+        let leading = nulls.len().min(limit);
+        out.extend_from_slice(&nulls[..leading]);
+        out.extend(gather(valid, &by_key[..limit - leading]));
     } else {
-        concat_limited(sorted_valid, nulls.iter().copied(), limit)
+        let leading = by_key.len().min(limit);
+        out.extend(gather(valid, &by_key[..leading]));
+        out.extend_from_slice(&nulls[..limit - leading]);
     }
+    out
 }
 
 /// The sort indices of the keys `values` with validity `nulls`: one stable argsort of the
@@ -93,10 +96,14 @@ fn indices_of<K: SortKey>(
     if options.nulls_first && limit <= null.len() {
         return Ok(null[..limit].to_vec());
     }
-    let keys: Vec<K> = valid.iter().map(|&i| values[i as usize]).collect();
-    let by_key = sorter.argsort(&keys, order)?;
-    let sorted = by_key.iter().map(|&p| valid[p as usize]);
-    Ok(place_nulls(sorted, &null, options.nulls_first, limit))
+    let by_key = sorter.argsort(&gather(values, &valid), order)?;
+    Ok(place_nulls(
+        &valid,
+        &by_key,
+        &null,
+        options.nulls_first,
+        limit,
+    ))
 }
 
 /// The sort indices of `array` (see [`super::sort_to_indices`]).
@@ -151,7 +158,8 @@ where
     let mut keys: Vec<T::Native> = Vec::new();
     // With nulls first and at most as many rows kept as there are nulls, no valid row is.
     if !options.nulls_first || limit > null_count {
-        keys = nulls.valid_indices().map(|i| array.values()[i]).collect();
+        let valid: Vec<u32> = nulls.inner().set_indices_u32().collect();
+        keys = gather(array.values(), &valid);
         sorter.sort(&mut keys, order)?;
     }
     let valid_count = keys.len();
@@ -195,8 +203,7 @@ pub(super) fn sort_limit(
 /// The rows `indices` of `array`, in that order, nulls included (arrow's `take` for the
 /// types sorted here). The caller guarantees every index is in bounds.
 fn take_typed<T: ArrowPrimitiveType>(array: &PrimitiveArray<T>, indices: &[u32]) -> ArrayRef {
-    let source = array.values();
-    let values: Vec<T::Native> = indices.iter().map(|&i| source[i as usize]).collect();
+    let values = gather(array.values(), indices);
     let nulls = nulls_of(array)
         .map(|nulls| NullBuffer::from_iter(indices.iter().map(|&i| nulls.is_valid(i as usize))));
     let nulls = nulls.filter(|n| n.null_count() > 0);
