@@ -65,6 +65,13 @@
 // slack.
 #define MERGE_LOCAL_KEY_BYTES(bits, key_bytes) (PADDED_WORDS(bits) * (key_bytes) + MERGE_SLACK_BYTES)
 
+// Top-k (src/schedule/top_k.rs, kernels/top_k.clh, cuda/top_k.cuh): a work-group selects the
+// best K of a tile of at most 2^TOP_K_MAX_LOG_TILE words of 8 bytes in on-chip memory (32 KiB
+// with the padding words: every GPU's shared or local memory holds it without an opt-in), so
+// K is at most half of that; a CUDA top-k block has at most TOP_K_THREADS threads.
+#define TOP_K_MAX_LOG_TILE 12
+#define TOP_K_THREADS 256
+
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in
 // src/kernel_contract.rs). The OpenCL merge kernels take the same quantities as separate

@@ -96,6 +96,14 @@ pub const MERGE_THREADS: u32 = 256;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const MERGE_BLOCKS_PER_SM: u32 = 5;
 
+/// log2 of the largest top-k tile in 8-byte words (`TOP_K_MAX_LOG_TILE`): 32 KiB with the
+/// padding words, which every GPU's shared or local memory holds without an opt-in.
+pub const TOP_K_MAX_LOG_TILE: u32 = 12;
+
+/// Threads of a CUDA top-k block at most (`TOP_K_THREADS`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const TOP_K_THREADS: u32 = 256;
+
 /// The parameter block of every CUDA merge pass and its splitter pass (`struct MergeArgs` in
 /// `kernels/contract.h`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -202,6 +210,8 @@ mod tests {
             ("MERGE_SLACK_BYTES", MERGE_SLACK_BYTES as u32),
             ("WARP_SORT_LOG", WARP_SORT_LOG),
             ("WARP_SORT_MAX_WARPS_LOG", WARP_SORT_MAX_WARPS_LOG),
+            ("TOP_K_MAX_LOG_TILE", TOP_K_MAX_LOG_TILE),
+            ("TOP_K_THREADS", TOP_K_THREADS),
         ] {
             assert_eq!(number(name), value, "{name}");
         }
