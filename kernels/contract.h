@@ -102,6 +102,17 @@ struct PassArgs {
     unsigned int tail_bits;     // GLOBAL: the previous stage's half-cleaners on column bits
                                 // tail_bits-1..0 run first
 };
+// The parameter block of every CUDA top-k launch (`TopKArgs` in src/kernel_contract.rs). The
+// OpenCL top-k kernel takes the same quantities as separate arguments (src/opencl/top_k.rs).
+struct TopKArgs {
+    unsigned long long len;   // elements of one row that the launch reads
+    unsigned long long rows;  // rows
+    unsigned long long tiles; // tiles per row, each writing one run of K
+    unsigned int log_tile;    // log2 of a tile's elements
+    unsigned int log_k;       // log2 of K
+    unsigned int encoding;    // ENCODING_* bits
+    unsigned int from_keys;   // nonzero: read raw 32-bit keys and encode them; zero: read words
+};
 #endif
 
 #endif

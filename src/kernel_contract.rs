@@ -156,6 +156,28 @@ pub struct PassArgs {
     pub tail_bits: u32,
 }
 
+/// The parameter block of every CUDA top-k launch (`struct TopKArgs` in
+/// `kernels/contract.h`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TopKArgs {
+    /// Elements of one row that the launch reads.
+    pub len: u64,
+    /// Rows.
+    pub rows: u64,
+    /// Tiles per row, each writing one run of `K`.
+    pub tiles: u64,
+    /// log2 of a tile's elements.
+    pub log_tile: u32,
+    /// log2 of `K`.
+    pub log_k: u32,
+    /// [`crate::keys::KeyEncoding::code`].
+    pub encoding: u32,
+    /// Nonzero: the launch reads raw 32-bit keys and encodes them; zero: it reads words.
+    pub from_keys: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,5 +359,18 @@ mod tests {
             ("tail_bits", offset_of!(PassArgs, tail_bits), 4),
         ];
         same_layout("PassArgs", &rust, size_of::<PassArgs>());
+    }
+    #[test]
+    fn top_k_args_match_the_header() {
+        let rust = [
+            ("len", offset_of!(TopKArgs, len), 8),
+            ("rows", offset_of!(TopKArgs, rows), 8),
+            ("tiles", offset_of!(TopKArgs, tiles), 8),
+            ("log_tile", offset_of!(TopKArgs, log_tile), 4),
+            ("log_k", offset_of!(TopKArgs, log_k), 4),
+            ("encoding", offset_of!(TopKArgs, encoding), 4),
+            ("from_keys", offset_of!(TopKArgs, from_keys), 4),
+        ];
+        same_layout("TopKArgs", &rust, size_of::<TopKArgs>());
     }
 }
