@@ -190,3 +190,6 @@ BITONIC_KERNEL(u32, u32, u64, u64, 1)
 BITONIC_KERNEL(u64, u64, none, NoValue, 1)
 BITONIC_KERNEL(u64, u64, u32, u32, 1)
 BITONIC_KERNEL(u64, u64, u64, u64, 1)
+
+// Top-k of keys of at most 32 bits (top_k_tiles).
+#include "top_k.cuh"

@@ -65,6 +65,13 @@
 // slack.
 #define MERGE_LOCAL_KEY_BYTES(bits, key_bytes) (PADDED_WORDS(bits) * (key_bytes) + MERGE_SLACK_BYTES)
 
+// Top-k (src/schedule/top_k.rs, kernels/top_k.clh, cuda/top_k.cuh): a work-group selects the
+// best K of a tile of at most 2^TOP_K_MAX_LOG_TILE words of 8 bytes in on-chip memory (32 KiB
+// with the padding words: every GPU's shared or local memory holds it without an opt-in), so
+// K is at most half of that; a CUDA top-k block has at most TOP_K_THREADS threads.
+#define TOP_K_MAX_LOG_TILE 12
+#define TOP_K_THREADS 256
+
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in
 // src/kernel_contract.rs). The OpenCL merge kernels take the same quantities as separate
@@ -94,6 +101,17 @@ struct PassArgs {
     unsigned int transform;     // ENCODE_ON_LOAD | DECODE_ON_STORE bits
     unsigned int tail_bits;     // GLOBAL: the previous stage's half-cleaners on column bits
                                 // tail_bits-1..0 run first
+};
+// The parameter block of every CUDA top-k launch (`TopKArgs` in src/kernel_contract.rs). The
+// OpenCL top-k kernel takes the same quantities as separate arguments (src/opencl/top_k.rs).
+struct TopKArgs {
+    unsigned long long len;   // elements of one row that the launch reads
+    unsigned long long rows;  // rows
+    unsigned long long tiles; // tiles per row, each writing one run of K
+    unsigned int log_tile;    // log2 of a tile's elements
+    unsigned int log_k;       // log2 of K
+    unsigned int encoding;    // ENCODING_* bits
+    unsigned int from_keys;   // nonzero: read raw 32-bit keys and encode them; zero: read words
 };
 #endif
 

@@ -1,29 +1,56 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, over the binaries that scripts/build-device.sh builds into .device/
-# on a machine with Rust: devices, the whole suite (CUDA, NVIDIA OpenCL, PoCL, CPU), compute-sanitizer
-# memcheck over the CUDA trials, 2^32+3 keys on every GPU, and `bitonic bench`. Logs go to $OUT (or ./gpu-logs).
-# Usage: scripts/gpu-check.sh [sanitizer-max-n]
+# on a machine with Rust (gzipped copies are unpacked first). Logs go to $OUT (or gpu-logs).
+#
+#   scripts/gpu-check.sh tests      every test binary, every backend required (CUDA, NVIDIA's
+#                                   OpenCL, PoCL, CPU), and the library's ignored device tests
+#   scripts/gpu-check.sh memcheck   compute-sanitizer memcheck over the suite's CUDA trials
+#   scripts/gpu-check.sh huge       2^32 + 3 keys on every GPU (64-bit indexing)
+#   scripts/gpu-check.sh bench      `bitonic bench` on every device
+#
+# With no argument: tests, memcheck and bench. Exit status 0 only if every part passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-gpu-logs}"; mkdir -p "$out"
-san_max_n="${1:-70000}"
+for f in .device/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
+chmod +x .device/* 2>/dev/null || true
 status=0
 step() { echo; echo "=== $*"; }
-step "devices";   nvidia-smi -L; .device/bitonic devices 2>&1 | tee "$out/devices.txt"
-step "unit tests"
-.device/unit --include-ignored --skip cuda_throughput > "$out/unit.txt" 2>&1 || status=1
-tail -n 3 "$out/unit.txt"
-step "suite (every backend, cuda and opencl required)"
-BITONIC_REQUIRE=cuda,opencl,cpu timeout 240 .device/suite > "$out/suite.txt" 2>&1 || status=1
-grep -E "^test result|FAILED|failed|panicked|did not run" "$out/suite.txt" | head -n 40
-step "compute-sanitizer memcheck (cuda trials, n <= $san_max_n)"
-BITONIC_TEST_BACKENDS=cuda BITONIC_TEST_MAX_N="$san_max_n" BITONIC_REQUIRE=cuda \
-    timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 .device/suite > "$out/memcheck.txt" 2>&1 || status=1
-grep -E "^test result|ERROR SUMMARY" "$out/memcheck.txt" | tail -n 3
-step "2^32 + 3 u32 keys on every GPU (64-bit indexing)"
-timeout 300 .device/huge --ignored --nocapture > "$out/huge.txt" 2>&1 || status=1
-grep -E "sorted|refused|panicked|^test result" "$out/huge.txt"
-step "bench"
-timeout 120 .device/bitonic bench --sizes 2^10,2^16,2^20,2^24 2>&1 | tee "$out/bench.txt" || status=1
+# Runs one test binary with every backend required; prints its summary lines.
+run_test() {
+    local name=$1; shift
+    [ -x ".device/$name" ] || { echo "$name: not built"; status=1; return; }
+    BITONIC_REQUIRE="${REQUIRE:-cuda,opencl,cpu}" timeout "${LIMIT:-240}" ".device/$name" "$@" \
+        > "$out/$name.txt" 2>&1 || status=1
+    echo "$name: $(grep -E '^test result' "$out/$name.txt" | tail -n 1)"
+    grep -E "FAILED|panicked|did not run" "$out/$name.txt" | head -n 10
+}
+parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(tests memcheck bench)
+for part in "${parts[@]}"; do
+    case $part in
+        tests)
+            step "devices"; nvidia-smi -L; .device/bitonic devices 2>&1 | tee "$out/devices.txt"
+            step "tests"
+            REQUIRE= run_test unit --include-ignored --skip cuda_throughput --skip profile
+            for t in suite properties threads device_buffers pinned faults arrow top_k; do
+                [ -x ".device/$t" ] && run_test "$t"
+            done ;;
+        memcheck)
+            step "compute-sanitizer memcheck (CUDA trials, n <= ${SAN_MAX_N:-70000})"
+            BITONIC_TEST_BACKENDS=cuda BITONIC_TEST_MAX_N="${SAN_MAX_N:-70000}" BITONIC_REQUIRE=cuda \
+                timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 .device/suite \
+                > "$out/memcheck.txt" 2>&1 || status=1
+            grep -E "^test result|ERROR SUMMARY" "$out/memcheck.txt" | tail -n 3 ;;
+        huge)
+            step "2^32 + 3 u32 keys on every GPU"
+            timeout 300 .device/huge --ignored --nocapture > "$out/huge.txt" 2>&1 || status=1
+            grep -E "sorted|refused|panicked|^test result" "$out/huge.txt" ;;
+        bench)
+            step "bench"
+            timeout 120 .device/bitonic bench --sizes 2^10,2^16,2^20,2^24 2>&1 \
+                | tee "$out/bench.txt" || status=1 ;;
+        *) echo "unknown part $part"; status=1 ;;
+    esac
+done
 echo; echo "gpu-check status: $status"
 exit $status

@@ -80,14 +80,14 @@ fn word_kind<K: SortKey>() -> (usize, KeyKind) {
 }
 
 /// The kind of a key type's 32-bit word (see [`u32_of_key`]); `None` for 8-byte keys.
-fn u32_kind<K: SortKey>() -> Option<KeyKind> {
+pub(crate) fn u32_kind<K: SortKey>() -> Option<KeyKind> {
     let (width, kind) = word_kind::<K>();
     (width == 4).then_some(kind)
 }
 
 /// A key's 32-bit word: its raw bits for 4-byte keys, its ordered word for narrow ones (the
 /// inverse of [`key_of_u32`]).
-fn u32_of_key<K: SortKey>(key: K) -> u32 {
+pub(crate) fn u32_of_key<K: SortKey>(key: K) -> u32 {
     if std::mem::size_of::<K>() == 4 {
         bytemuck::cast(key)
     } else {
@@ -116,7 +116,7 @@ fn u64_words<K: SortKey>(keys: &[K]) -> Option<(Vec<u64>, KeyKind)> {
 
 /// The key whose 32-bit word is `word` (the inverse of [`u32_of_key`]): its raw bits for
 /// 4-byte keys, its ordered word for narrow ones.
-fn key_of_u32<K: SortKey>(word: u32) -> K {
+pub(crate) fn key_of_u32<K: SortKey>(word: u32) -> K {
     if std::mem::size_of::<K>() == 4 {
         bytemuck::cast(word)
     } else {

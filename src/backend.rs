@@ -65,6 +65,22 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
+    /// The `k` best keys of each row of `row_len` raw 32-bit key words of `encoding.kind`
+    /// (the smallest in `encoding`'s order; narrow keys as their ordered words), best first,
+    /// equal keys to the lower position: `k` raw key words and `k` positions per row. `None`
+    /// where this backend has no top-k of this shape, for the caller to take the sort path;
+    /// the default. The caller has checked the shape and `1 <= k <= row_len`.
+    fn top_k_rows_words(
+        &self,
+        keys: &[u32],
+        encoding: KeyEncoding,
+        row_len: usize,
+        k: usize,
+    ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
+        let _ = (keys, encoding, row_len, k);
+        Ok(None)
+    }
+
     /// Chooses what a failed sort of host slices leaves in them (see
     /// [`crate::SorterBuilder::all_or_nothing`]): `true`, the slices as they were or fully
     /// sorted; `false` (the default of the GPU backends), the result is copied back chunk by

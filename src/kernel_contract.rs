@@ -96,6 +96,14 @@ pub const MERGE_THREADS: u32 = 256;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const MERGE_BLOCKS_PER_SM: u32 = 5;
 
+/// log2 of the largest top-k tile in 8-byte words (`TOP_K_MAX_LOG_TILE`): 32 KiB with the
+/// padding words, which every GPU's shared or local memory holds without an opt-in.
+pub const TOP_K_MAX_LOG_TILE: u32 = 12;
+
+/// Threads of a CUDA top-k block at most (`TOP_K_THREADS`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const TOP_K_THREADS: u32 = 256;
+
 /// The parameter block of every CUDA merge pass and its splitter pass (`struct MergeArgs` in
 /// `kernels/contract.h`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -146,6 +154,28 @@ pub struct PassArgs {
     /// Global passes: the previous stage's half-cleaners on column bits `tail_bits-1 .. 0`
     /// run first ([`crate::schedule::Pass::GlobalMerge`]); 0 for none.
     pub tail_bits: u32,
+}
+
+/// The parameter block of every CUDA top-k launch (`struct TopKArgs` in
+/// `kernels/contract.h`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TopKArgs {
+    /// Elements of one row that the launch reads.
+    pub len: u64,
+    /// Rows.
+    pub rows: u64,
+    /// Tiles per row, each writing one run of `K`.
+    pub tiles: u64,
+    /// log2 of a tile's elements.
+    pub log_tile: u32,
+    /// log2 of `K`.
+    pub log_k: u32,
+    /// [`crate::keys::KeyEncoding::code`].
+    pub encoding: u32,
+    /// Nonzero: the launch reads raw 32-bit keys and encodes them; zero: it reads words.
+    pub from_keys: u32,
 }
 
 #[cfg(test)]
@@ -202,6 +232,8 @@ mod tests {
             ("MERGE_SLACK_BYTES", MERGE_SLACK_BYTES as u32),
             ("WARP_SORT_LOG", WARP_SORT_LOG),
             ("WARP_SORT_MAX_WARPS_LOG", WARP_SORT_MAX_WARPS_LOG),
+            ("TOP_K_MAX_LOG_TILE", TOP_K_MAX_LOG_TILE),
+            ("TOP_K_THREADS", TOP_K_THREADS),
         ] {
             assert_eq!(number(name), value, "{name}");
         }
@@ -327,5 +359,18 @@ mod tests {
             ("tail_bits", offset_of!(PassArgs, tail_bits), 4),
         ];
         same_layout("PassArgs", &rust, size_of::<PassArgs>());
+    }
+    #[test]
+    fn top_k_args_match_the_header() {
+        let rust = [
+            ("len", offset_of!(TopKArgs, len), 8),
+            ("rows", offset_of!(TopKArgs, rows), 8),
+            ("tiles", offset_of!(TopKArgs, tiles), 8),
+            ("log_tile", offset_of!(TopKArgs, log_tile), 4),
+            ("log_k", offset_of!(TopKArgs, log_k), 4),
+            ("encoding", offset_of!(TopKArgs, encoding), 4),
+            ("from_keys", offset_of!(TopKArgs, from_keys), 4),
+        ];
+        same_layout("TopKArgs", &rust, size_of::<TopKArgs>());
     }
 }

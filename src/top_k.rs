@@ -5,12 +5,19 @@
 //! zeros have their places). Equal keys go to the lower position, so the result is a function
 //! of the input alone, the same on every backend.
 //!
-//! The selection is the first `k` entries of each row's stable argsort: one sort of
-//! `ordered key << 32 | position` for keys of at most 32 bits (positions break ties), which
-//! serves every `k` from 1 to the row length.
+//! On a GPU backend, keys of at most 32 bits whose `k` fits the device's on-chip tile take
+//! the bitonic top-k (`schedule::top_k`): tiles of the rows each keep their best `k`, and
+//! passes over those candidates keep the best `k` of each row. Everything else (the CPU
+//! backend, slices below the sorter's host threshold, 64-bit keys, larger `k`) takes the first
+//! `k` entries of each row's stable argsort: one sort of `ordered key << 32 | position` for
+//! keys of at most 32 bits (positions break ties), which serves every `k` from 1 to the row
+//! length. Both give the same answer: the order is total and ties go to the lower position.
 
+use std::borrow::Cow;
+
+use crate::argsort::{key_of_u32, u32_kind, u32_of_key};
 use crate::error::{Error, Result};
-use crate::keys::{Order, SortKey};
+use crate::keys::{KeyEncoding, Order, SortKey};
 use crate::sorter::{Sorter, check_rows};
 
 /// The result of [`Sorter::top_k`] and [`Sorter::top_k_rows`]: for each row, its `k` best
@@ -82,6 +89,9 @@ impl Sorter {
     ) -> Result<TopK<K>> {
         check_rows(keys.len(), row_len)?;
         check_k(k, row_len)?;
+        if let Some(top) = self.top_k_on_device(keys, row_len, k, order)? {
+            return Ok(top);
+        }
         let order_in_rows = self.argsort_rows(keys, row_len, order)?;
         let rows = keys.len() / row_len;
         let mut values = Vec::with_capacity(rows * k);
@@ -94,6 +104,39 @@ impl Sorter {
             }
         }
         Ok(TopK { values, indices, k })
+    }
+
+    /// The bitonic top-k on the backend that takes slices of this length, where it has one
+    /// for these keys and this `k`; `None` otherwise.
+    fn top_k_on_device<K: SortKey>(
+        &self,
+        keys: &[K],
+        row_len: usize,
+        k: usize,
+        order: Order,
+    ) -> Result<Option<TopK<K>>> {
+        let Some(kind) = u32_kind::<K>() else {
+            return Ok(None);
+        };
+        if row_len as u64 > u64::from(u32::MAX) + 1 {
+            return Ok(None);
+        }
+        let words: Cow<'_, [u32]> = if std::mem::size_of::<K>() == 4 {
+            Cow::Borrowed(bytemuck::cast_slice(keys))
+        } else {
+            Cow::Owned(keys.iter().map(|&key| u32_of_key(key)).collect())
+        };
+        let encoding = KeyEncoding {
+            kind,
+            descending: order.is_descending(),
+        };
+        let backend = self.backend_for(keys.len());
+        let Some((values, indices)) = backend.top_k_rows_words(&words, encoding, row_len, k)?
+        else {
+            return Ok(None);
+        };
+        let values = values.into_iter().map(key_of_u32).collect();
+        Ok(Some(TopK { values, indices, k }))
     }
 }
 

@@ -53,6 +53,7 @@ mod kernels;
 mod launch;
 mod link;
 mod plan;
+mod top_k;
 
 use crate::schedule::merge_path::{UploadChunks, upload_chunk};
 pub use driver::devices;
@@ -200,6 +201,8 @@ pub struct CudaBackend {
     oblivious: AtomicBool,
     /// The merge scratch of device-resident sorts.
     device_scratch: Mutex<DeviceScratch>,
+    /// `top_k_tiles` (`top_k.rs`).
+    top_k_kernel: Kernel,
     /// Serializes sorts of host slices: they share the stream, the device buffers and the
     /// pinned staging.
     busy: Mutex<HostState>,
@@ -282,6 +285,7 @@ impl CudaBackend {
         } else {
             Vec::new()
         };
+        let top_k_kernel = top_k::load_top_k_kernel(&module)?;
         let mut limits = limits;
         limits.clusters = !cluster_kernels.is_empty();
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
@@ -301,6 +305,7 @@ impl CudaBackend {
                 buffers: Scratch::default(),
                 done: None,
             }),
+            top_k_kernel,
             busy: Mutex::new(HostState::default()),
             cache_stats: CacheStats::default(),
             stream,
@@ -582,6 +587,16 @@ impl Backend for CudaBackend {
             KeyEncoding::narrow(descending),
             row_len,
         )
+    }
+
+    fn top_k_rows_words(
+        &self,
+        keys: &[u32],
+        encoding: KeyEncoding,
+        row_len: usize,
+        k: usize,
+    ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
+        self.top_k_host(keys, encoding, row_len, k)
     }
 
     fn set_all_or_nothing(&self, all_or_nothing: bool) {

@@ -49,3 +49,4 @@ mod kernel_model;
 mod launches;
 mod merge_path;
 mod profiles;
+mod top_k;

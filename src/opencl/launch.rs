@@ -143,7 +143,7 @@ impl OpenClBackend {
     ///
     /// # Safety
     /// Every argument of `kernel` is set, with the type the kernel declares.
-    unsafe fn enqueue_kernel(
+    pub(super) unsafe fn enqueue_kernel(
         &self,
         queue: &CommandQueue,
         kernel: &opencl3::kernel::Kernel,

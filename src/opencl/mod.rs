@@ -111,6 +111,8 @@ pub struct OpenClBackend {
     oblivious: AtomicBool,
     /// The merge scratch of device-resident sorts.
     device_scratch: Mutex<DeviceScratch>,
+    /// The top-k program, built on first use (`top_k.rs`).
+    top_k: Mutex<Option<Arc<top_k::TopKProgram>>>,
 }
 
 impl std::fmt::Debug for OpenClBackend {
@@ -129,6 +131,10 @@ impl Drop for OpenClBackend {
             .get_mut()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clear();
+        *self
+            .top_k
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
     }
 }
 
@@ -225,6 +231,7 @@ impl OpenClBackend {
             own_split_max_tiles: plan::POLICY.own_split_max_tiles,
             oblivious: AtomicBool::new(false),
             device_scratch: Mutex::new(DeviceScratch::default()),
+            top_k: Mutex::new(None),
         })
     }
 
@@ -493,6 +500,16 @@ impl Backend for OpenClBackend {
         )
     }
 
+    fn top_k_rows_words(
+        &self,
+        keys: &[u32],
+        encoding: KeyEncoding,
+        row_len: usize,
+        k: usize,
+    ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
+        self.top_k_host(keys, encoding, row_len, k)
+    }
+
     fn set_oblivious(&self, oblivious: bool) {
         self.oblivious.store(oblivious, Ordering::Relaxed);
     }
@@ -548,6 +565,7 @@ mod launch;
 mod link;
 mod plan;
 mod programs;
+mod top_k;
 
 use chunked::ChunkedSort;
 pub use driver::devices;

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::rayon_lock::lock_shared_with_rayon;
 
 /// The kernel source files, embedded: the main file first, then the files it includes.
-const SOURCE_FILES: [(&str, &str); 6] = [
+const SOURCE_FILES: [(&str, &str); 7] = [
     ("bitonic.cl", include_str!("../../kernels/bitonic.cl")),
     ("contract.h", include_str!("../../kernels/contract.h")),
     ("words.clh", include_str!("../../kernels/words.clh")),
@@ -24,6 +24,7 @@ const SOURCE_FILES: [(&str, &str); 6] = [
         "merge_path.clh",
         include_str!("../../kernels/merge_path.clh"),
     ),
+    ("top_k.clh", include_str!("../../kernels/top_k.clh")),
 ];
 
 /// The program's source as one string: `kernels/bitonic.cl` with each `#include "name"` of
@@ -37,7 +38,7 @@ pub(super) fn program_source() -> String {
 
 /// Appends `text` to `out` with its includes of embedded files inlined (`depth` guards
 /// against a file that includes itself).
-fn inline_includes(text: &str, out: &mut String, depth: usize) {
+pub(super) fn inline_includes(text: &str, out: &mut String, depth: usize) {
     for line in text.lines() {
         let included = line
             .trim()

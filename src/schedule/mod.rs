@@ -194,6 +194,7 @@ pub mod merge_path;
 pub(crate) mod plan;
 mod policy;
 mod search;
+pub(crate) mod top_k;
 
 pub use emulate::{emulate, emulate_merge_path};
 pub use index::{global_index, register_network, tile_comparator};

@@ -1,0 +1,94 @@
+//! The CUDA top-k: its kernel in every PTX, and (ignored without a device) its results
+//! against a model on the shapes of `tests/top_k.rs`.
+
+use super::*;
+use crate::keys::KeyKind;
+
+#[test]
+fn ptx_has_the_top_k_kernel() {
+    for ptx in [PTX, PTX_SM80, PTX_SM90] {
+        assert!(ptx.contains(".entry top_k_tiles("), "top_k_tiles");
+    }
+}
+
+/// The model: per row, positions by (ordered word in `encoding`, position), the first `k`.
+fn model(keys: &[u32], encoding: KeyEncoding, row_len: usize, k: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut values = Vec::new();
+    let mut indices = Vec::new();
+    for row in keys.chunks(row_len) {
+        let mut p: Vec<u32> = (0..row_len as u32).collect();
+        p.sort_by_key(|&i| (encoding.encode(row[i as usize]), i));
+        for &i in &p[..k] {
+            values.push(row[i as usize]);
+            indices.push(i);
+        }
+    }
+    (values, indices)
+}
+
+#[test]
+#[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
+fn top_k_matches_the_model() {
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    let mut next = lcg(7);
+    let mut shapes: Vec<(usize, usize, usize)> = vec![(1, 1, 1), (1, 2, 2), (1, 3, 2), (1, 3, 3)];
+    for e in 10..=17 {
+        for n in [(1usize << e) - 1, (1 << e) + 1] {
+            for k in [1, 7, 32, 100, 256, 1000] {
+                shapes.push((1, n, k));
+            }
+        }
+    }
+    shapes.extend([
+        (64, 5000, 50),
+        (3, 70_001, 2048),
+        (17, 1024, 1024),
+        (3, 300, 300),
+    ]);
+    let specials = [
+        0x7fc0_0000u32,
+        0xffc0_0001,
+        0,
+        0x8000_0000,
+        0x7f80_0000,
+        0xff80_0000,
+        0x3f80_0000,
+    ];
+    for (rows, row_len, k) in shapes {
+        for pattern in 0..4 {
+            let keys: Vec<u32> = (0..rows * row_len)
+                .map(|i| match pattern {
+                    0 => next() as u32,
+                    1 => 5,
+                    2 => (next() % 3) as u32,
+                    _ => specials[(next() as usize + i) % specials.len()],
+                })
+                .collect();
+            for kind in [KeyKind::Unsigned, KeyKind::Signed, KeyKind::Float] {
+                for descending in [false, true] {
+                    let encoding = KeyEncoding { kind, descending };
+                    let got = gpu
+                        .top_k_host(&keys, encoding, row_len, k)
+                        .expect("top-k")
+                        .expect("k within the on-chip limit");
+                    assert_eq!(
+                        got,
+                        model(&keys, encoding, row_len, k),
+                        "{rows} x {row_len}, k {k}, pattern {pattern}, {encoding:?}"
+                    );
+                }
+            }
+        }
+    }
+    // Past the limit: the sort path's turn.
+    let keys: Vec<u32> = (0..5000).map(|_| next() as u32).collect();
+    let encoding = KeyEncoding {
+        kind: KeyKind::Unsigned,
+        descending: false,
+    };
+    assert!(
+        gpu.top_k_host(&keys, encoding, 5000, 2049)
+            .unwrap()
+            .is_none()
+    );
+}
