@@ -18,6 +18,9 @@ for the caller starts with "@bitonic", anything else on stdout is ignored by the
               or:  @bitonic  error  <message>
   request:         trip-pageable | trip-pinned   (the same fields as sort)
   reply:           as for sort
+  request:         fsort | ftopk  <timing device|trip-pageable|trip-pinned>  <dtype float32|bfloat16>
+                         <n>  <cols>  <k>  <warmup>  <runs>  <input path>  <output path>
+  reply:           as for sort
   request:         quit
 
 The input file holds n keys as little-endian signed words (int32 for 32-bit keys, int64
@@ -52,6 +55,15 @@ trip-pageable and trip-pinned time the host round trip instead, with the wall cl
                  `copy_(..., non_blocking=True)` into pinned result tensors allocated
                  untimed, and a torch.cuda.synchronize().
 The output file receives the last run's result.
+
+fsort and ftopk take float keys as their own bits (float32: 4 bytes, bfloat16: 2 bytes,
+little-endian; no mapping), in n / cols rows of cols keys (cols = n: one row). fsort times
+`torch.sort(keys, dim=-1)` on a tensor of that dtype and writes the sorted keys; ftopk times
+`torch.topk(keys, k, dim=-1)` (the k largest of every row, sorted, as torch's defaults) and
+writes the k values of every row, row after row (the indices are not written: torch does
+not define which of equal keys it picks). With timing `device` they are timed as sort is
+(CUDA events, the stream held); with trip-pageable and trip-pinned as the round trips above
+(the keys uploaded, the op, its values copied back).
 
 --backend python replaces torch by Python's own sorted() on the host (timed with
 perf_counter): it exists to test the protocol and the caller without torch or a GPU.
@@ -122,6 +134,46 @@ class Job:
 
     def input_size(self):
         return self.n * (self.key_bytes + (4 if self.with_values else 0))
+
+
+FLOAT_DTYPES = {"float32": 4, "bfloat16": 2}
+FLOAT_TIMINGS = ("device", "trip-pageable", "trip-pinned")
+
+
+class FloatJob:
+    """One fsort or ftopk request."""
+
+    def __init__(self, op, fields):
+        if len(fields) != 9:
+            raise ValueError(f"{op} needs 9 fields, got {len(fields)}")
+        self.op = op
+        self.timing = fields[0]
+        self.dtype = fields[1]
+        self.n = int(fields[2])
+        self.cols = int(fields[3])
+        self.k = int(fields[4])
+        self.warmup = int(fields[5])
+        self.runs = int(fields[6])
+        self.input = fields[7]
+        self.output = fields[8]
+        if self.timing not in FLOAT_TIMINGS:
+            raise ValueError(f"timing must be one of {FLOAT_TIMINGS}, not {self.timing!r}")
+        if self.dtype not in FLOAT_DTYPES:
+            raise ValueError(f"dtype must be float32 or bfloat16, not {self.dtype!r}")
+        if self.n <= 0 or self.runs <= 0 or self.warmup < 0 or self.cols <= 0:
+            raise ValueError("n, cols and runs must be positive, warmup not negative")
+        if self.n % self.cols:
+            raise ValueError(f"n = {self.n} is not a multiple of cols = {self.cols}")
+        self.rows = self.n // self.cols
+        if op == "ftopk" and not 1 <= self.k <= self.cols:
+            raise ValueError(f"k = {self.k} must be between 1 and cols = {self.cols}")
+        self.key_bytes = FLOAT_DTYPES[self.dtype]
+
+    def input_size(self):
+        return self.n * self.key_bytes
+
+    def output_size(self):
+        return (self.rows * self.k if self.op == "ftopk" else self.n) * self.key_bytes
 
 
 class TorchBackend:
@@ -248,6 +300,73 @@ class TorchBackend:
         torch.cuda.empty_cache()
         return times, out, ""
 
+    def float_op(self, job, keys_buf):
+        """fsort or ftopk, timed as job.timing says; returns times, output bytes, note."""
+        torch = self.torch
+        dtype = torch.float32 if job.dtype == "float32" else torch.bfloat16
+        shape = (job.rows, job.cols)
+        host = torch.frombuffer(keys_buf, dtype=dtype).view(shape)
+
+        def op(keys):
+            if job.op == "ftopk":
+                return torch.topk(keys, job.k, dim=-1).values
+            return torch.sort(keys, dim=-1).values
+
+        times, unheld, result = [], 0, None
+        if job.timing == "device":
+            pristine = host.to(self.device)
+            work = torch.empty_like(pristine)
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            for run in range(job.warmup + job.runs):
+                result = None
+                work.copy_(pristine)  # untimed: ordered before `start` on the same stream
+                if self.sleep is not None:
+                    self.sleep(self.cycles)
+                start.record()
+                result = op(work)
+                end.record()
+                held = self.sleep is None or not start.query()
+                end.synchronize()
+                if not held:
+                    self.cycles = min(self.cycles * 2, MAX_SLEEP_CYCLES)
+                if run >= job.warmup:
+                    times.append(start.elapsed_time(end))
+                    unheld += 0 if held else 1
+            del pristine, work
+        else:
+            pinned = job.timing == "trip-pinned"
+            source = torch.empty(shape, dtype=dtype, pin_memory=pinned)
+            source.copy_(host)
+            out_shape = (job.rows, job.k) if job.op == "ftopk" else shape
+            landing = torch.empty(out_shape, dtype=dtype, pin_memory=True) if pinned else None
+            for run in range(job.warmup + job.runs):
+                result = None
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                on_device = source.to(self.device, non_blocking=pinned)
+                values = op(on_device)
+                if pinned:
+                    landing.copy_(values, non_blocking=True)
+                    torch.cuda.synchronize()
+                    result = landing
+                else:
+                    result = values.cpu()
+                ms = (time.perf_counter() - t0) * 1e3
+                del on_device, values
+                if run >= job.warmup:
+                    times.append(ms)
+            del source
+        out = bytearray(job.output_size())
+        count = job.output_size() // job.key_bytes
+        torch.frombuffer(out, dtype=dtype, count=count).copy_(result.reshape(-1).cpu())
+        del result, host
+        torch.cuda.empty_cache()
+        note = self.hold_note if job.timing == "device" else ""
+        if unheld:
+            note = f"{unheld} of {job.runs} timed runs not held (launch latency included)"
+        return times, out, note
+
     def release(self):
         self.torch.cuda.empty_cache()
 
@@ -292,11 +411,51 @@ class PythonBackend:
     def trip(self, job, keys_buf, values_buf, pinned):
         return self.sort(job, keys_buf, values_buf)
 
+    def float_op(self, job, keys_buf):
+        """fsort or ftopk with Python floats (bfloat16 widened to float32 bits and back)."""
+        raw = bytes(keys_buf)
+        if job.dtype == "float32":
+            keys = list(array.array("f", raw))
+        else:
+            halves = array.array("H", raw)
+            keys = list(array.array("f", array.array("I", (h << 16 for h in halves)).tobytes()))
+        times = []
+        out_keys = []
+        for run in range(job.warmup + job.runs):
+            t0 = time.perf_counter()
+            out_keys = []
+            for lo in range(0, job.n, job.cols):
+                row = keys[lo : lo + job.cols]
+                if job.op == "ftopk":
+                    out_keys.extend(sorted(row, reverse=True)[: job.k])
+                else:
+                    out_keys.extend(sorted(row))
+            ms = (time.perf_counter() - t0) * 1e3
+            if run >= job.warmup:
+                times.append(ms)
+        packed = array.array("f", out_keys)
+        if job.dtype == "bfloat16":
+            packed = array.array("H", (w >> 16 for w in array.array("I", packed.tobytes())))
+        return times, bytearray(packed.tobytes()), ""
+
     def release(self):
         pass
 
 
 REQUESTS = ("sort", "trip-pageable", "trip-pinned")
+FLOAT_REQUESTS = ("fsort", "ftopk")
+
+
+def run_float_job(backend, op, fields):
+    job = FloatJob(op, fields)
+    buf = read_exact(job.input, job.input_size())
+    times, out, note = backend.float_op(job, memoryview(buf))
+    del buf
+    if len(out) != job.output_size():
+        raise RuntimeError(f"{len(out)} output bytes, expected {job.output_size()}")
+    with open(job.output, "wb") as f:
+        f.write(out)
+    return times, note
 
 
 def run_job(backend, fields, request="sort"):
@@ -333,12 +492,15 @@ def serve(backend_name, ordinal, hold):
         fields = line.rstrip("\n").split("\t")
         if fields == ["quit"] or fields == [""]:
             break
-        if fields[0] not in REQUESTS:
+        if fields[0] not in REQUESTS + FLOAT_REQUESTS:
             reply("error", f"unknown request {fields[0]!r}")
             continue
         failure = None
         try:
-            times, note = run_job(backend, fields[1:], fields[0])
+            if fields[0] in FLOAT_REQUESTS:
+                times, note = run_float_job(backend, fields[0], fields[1:])
+            else:
+                times, note = run_job(backend, fields[1:], fields[0])
         except Exception as e:  # noqa: BLE001  (reported to the caller, which goes on)
             traceback.print_exc(file=sys.stderr)
             failure = f"{type(e).__name__}: {e}"
@@ -388,6 +550,34 @@ def cpu_selftest():
                 assert sorted(got_values) == list(range(n)), "values are not a permutation"
                 assert all(keys[v] == k for k, v in zip(out, got_values)), "values misplaced"
             print(f"ok: bits={bits} values={with_values} n={n} cols={cols}")
+        for op, dtype, n, cols, k in [("fsort", "float32", 600, 60, 0), ("ftopk", "bfloat16", 640, 64, 5)]:
+            floats = [rng.uniform(-8.0, 8.0) for _ in range(n)]
+            bits32 = array.array("I", array.array("f", floats).tobytes())
+            if dtype == "bfloat16":
+                raw = array.array("H", (w >> 16 for w in bits32)).tobytes()
+                floats = list(array.array("f", array.array("I", ((w >> 16) << 16 for w in bits32)).tobytes()))
+            else:
+                raw = bits32.tobytes()
+                floats = list(array.array("f", raw))
+            src, dst = os.path.join(tmp, "in.bin"), os.path.join(tmp, "out.bin")
+            with open(src, "wb") as f:
+                f.write(raw)
+            fields = ["device", dtype, str(n), str(cols), str(k), "0", "1", src, dst]
+            times, _ = run_float_job(backend, op, fields)
+            assert len(times) == 1
+            width = FLOAT_DTYPES[dtype]
+            out_len = (n // cols) * k if op == "ftopk" else n
+            got = read_exact(dst, out_len * width)
+            if dtype == "bfloat16":
+                got = array.array("f", array.array("I", (h << 16 for h in array.array("H", bytes(got)))).tobytes())
+            else:
+                got = array.array("f", bytes(got))
+            want = []
+            for r in range(0, n, cols):
+                row = floats[r : r + cols]
+                want.extend(sorted(row, reverse=True)[:k] if op == "ftopk" else sorted(row))
+            assert list(got) == want, f"{op} {dtype} wrong"
+            print(f"ok: {op} {dtype} n={n} cols={cols} k={k}")
     return 0
 
 

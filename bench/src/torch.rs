@@ -441,15 +441,28 @@ impl TorchPeer {
         warmup: usize,
         runs: usize,
     ) -> Result<(TorchTimes<W>, String), String> {
-        let path_text = |p: &Path| {
-            p.to_str()
-                .filter(|s| !s.contains(['\t', '\n', '\r']))
-                .map(str::to_string)
-                .ok_or_else(|| format!("temporary path {} cannot be passed on", p.display()))
-        };
         let (input_text, output_text) = (path_text(input)?, path_text(output)?);
         write_input(input, keys, values).map_err(|e| format!("writing {input_text}: {e}"))?;
 
+        let bits = 8 * std::mem::size_of::<W>();
+        let request = format!(
+            "{}\t{bits}\t{}\t{}\t{row_len}\t{warmup}\t{runs}\t{input_text}\t{output_text}",
+            timing.request(),
+            u8::from(values.is_some()),
+            keys.len(),
+        );
+        let (ms, note) = self.exchange(&request, runs)?;
+        let (sorted_keys, sorted_values) = read_output::<W>(output, keys.len(), values.is_some())
+            .map_err(|e| format!("reading {output_text}: {e}"))?;
+        Ok(((ms, sorted_keys, sorted_values), note))
+    }
+}
+
+impl TorchPeer {
+    /// Sends one request line and waits for its reply: the times of `runs` timed runs and
+    /// the script's note. Starts the script again if an earlier request ended it; ends it
+    /// when it does not answer in time.
+    fn exchange(&self, request: &str, runs: usize) -> Result<(Vec<f64>, String), String> {
         let mut slot = self
             .process
             .try_borrow_mut()
@@ -466,13 +479,6 @@ impl TorchPeer {
         let Some(process) = slot.as_mut() else {
             return Err("no torch process".into());
         };
-        let bits = 8 * std::mem::size_of::<W>();
-        let request = format!(
-            "{}\t{bits}\t{}\t{}\t{row_len}\t{warmup}\t{runs}\t{input_text}\t{output_text}",
-            timing.request(),
-            u8::from(values.is_some()),
-            keys.len(),
-        );
         let sent = writeln!(process.stdin, "{request}").and_then(|()| process.stdin.flush());
         if let Err(e) = sent {
             *slot = None;
@@ -493,14 +499,19 @@ impl TorchPeer {
                 return Err(format!("unexpected reply {other:?}"));
             }
         };
-        drop(slot);
         if ms.len() != runs {
             return Err(format!("{} times came back for {runs} runs", ms.len()));
         }
-        let (sorted_keys, sorted_values) = read_output::<W>(output, keys.len(), values.is_some())
-            .map_err(|e| format!("reading {output_text}: {e}"))?;
-        Ok(((ms, sorted_keys, sorted_values), note))
+        Ok((ms, note))
     }
+}
+
+/// A temporary path as the script's request line carries it (no tabs or line breaks).
+fn path_text(p: &Path) -> Result<String, String> {
+    p.to_str()
+        .filter(|s| !s.contains(['\t', '\n', '\r']))
+        .map(str::to_string)
+        .ok_or_else(|| format!("temporary path {} cannot be passed on", p.display()))
 }
 
 /// Writes `keys` in signed order ([`to_signed_order`]), then `values` as they are, as raw
@@ -564,5 +575,8 @@ fn read_output<W: Word>(
     Ok((keys, values))
 }
 
+mod float;
 #[cfg(test)]
 mod tests;
+
+pub use float::{FloatDtype, FloatOp, FloatTiming};

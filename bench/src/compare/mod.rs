@@ -23,8 +23,12 @@ use crate::device_timing::{self, CudaOptions};
 use crate::plot::{self, Panel, Series};
 use crate::torch::{self, Launch, TorchPeer};
 
+mod arrow;
+mod bf16;
+mod floats;
 mod measure;
 mod report;
+mod top_k;
 #[cfg(test)]
 mod tests;
 
@@ -47,6 +51,13 @@ pub enum Case {
         /// Keys per row.
         cols: usize,
     },
+    /// Top-k of f32 and bf16 rows: one shape, or every shape of [`top_k::TOP_K_SHAPES`].
+    TopK(Option<top_k::TopKShape>),
+    /// bf16 keys beside u32 keys and torch's bfloat16 sort.
+    Bf16,
+    /// Arrow arrays: `sort_to_indices` of Float64 with nulls, `lexsort_to_indices` of
+    /// (Int32, Float64), beside arrow-ord.
+    Arrow,
 }
 
 impl Case {
@@ -57,6 +68,10 @@ impl Case {
             Case::Kv => "u32+u32".into(),
             Case::U64 => "u64".into(),
             Case::Rows { rows, cols } => format!("rows{rows}x{cols}"),
+            Case::TopK(None) => "topk".into(),
+            Case::TopK(Some(shape)) => format!("topk{}", shape.label()),
+            Case::Bf16 => "bf16".into(),
+            Case::Arrow => "arrow".into(),
         }
     }
 
@@ -68,6 +83,17 @@ impl Case {
             Case::U64 => "u64 keys".into(),
             Case::Rows { rows, cols } => {
                 format!("{rows} rows x {cols} u32 keys, each row sorted independently")
+            }
+            Case::TopK(None) => "top-k of f32 and bf16 rows, largest first, every shape".into(),
+            Case::TopK(Some(s)) => format!(
+                "top-k of f32 and bf16 rows, largest first: {} rows x {} keys, k = {}",
+                s.rows, s.cols, s.k
+            ),
+            Case::Bf16 => "bf16 keys".into(),
+            Case::Arrow => {
+                "Arrow arrays: sort_to_indices of Float64 with 10% nulls, lexsort_to_indices \
+                 of (Int32, Float64)"
+                    .into()
             }
         }
     }
@@ -104,6 +130,10 @@ pub struct CompareConfig {
     pub plot: PathBuf,
     /// How our CUDA sorts are timed (and whether CUB's stream is held too).
     pub cuda: CudaOptions,
+    /// Row counts of the arrow case's `sort_to_indices`.
+    pub arrow_sizes: Vec<usize>,
+    /// Row counts of the arrow case's `lexsort_to_indices`.
+    pub lex_sizes: Vec<usize>,
 }
 
 /// Inputs of at most this many bytes (keys and values) time their host round trips as the
@@ -149,6 +179,8 @@ pub fn config(a: &BenchArgs) -> Result<CompareConfig, String> {
             hold: !a.no_hold,
             graph: !a.no_graph,
         },
+        arrow_sizes: Vec::new(),
+        lex_sizes: Vec::new(),
     };
     if a.sizes.is_empty() {
         let top = a.max_log.unwrap_or(28).min(40);
@@ -162,6 +194,16 @@ pub fn config(a: &BenchArgs) -> Result<CompareConfig, String> {
     cfg.sizes.retain(|&n| n > 0);
     cfg.sizes.sort_unstable();
     cfg.sizes.dedup();
+    // The arrow case's own sizes, unless --sizes gives them all: sort_to_indices from 2^20 to
+    // 2^26, lexsort_to_indices at 2^24, cut at --max-log.
+    if a.sizes.is_empty() {
+        let top = a.max_log.unwrap_or(26).min(26);
+        cfg.arrow_sizes = (20..=top).step_by(2).map(|k| 1usize << k).collect();
+        cfg.lex_sizes = vec![1 << 24.min(a.max_log.unwrap_or(24))];
+    } else {
+        cfg.arrow_sizes = cfg.sizes.clone();
+        cfg.lex_sizes = cfg.sizes.clone();
+    }
     cfg.cases = if a.cases.is_empty() {
         let mut cases = vec![Case::U32];
         if a.kv {
@@ -195,6 +237,12 @@ fn parse_case(c: &str) -> Result<Case, String> {
             rows: 16384,
             cols: 1024,
         },
+        "topk" => Case::TopK(None),
+        "bf16" => Case::Bf16,
+        "arrow" => Case::Arrow,
+        other if other.starts_with("topk") => {
+            Case::TopK(Some(top_k::parse_shape(other.trim_start_matches("topk"))?))
+        }
         other if other.starts_with("rows") => {
             let (rows, cols) =
                 args::parse_rows(other.trim_start_matches("rows").trim_start_matches(':'))?;
@@ -202,7 +250,8 @@ fn parse_case(c: &str) -> Result<Case, String> {
         }
         other => {
             return Err(format!(
-                "--cases: unknown case {other:?} (u32, kv, u64, rows, rowsRxC)"
+                "--cases: unknown case {other:?} (u32, kv, u64, rows, rowsRxC, topk, \
+                 topkRxC:K, bf16, arrow)"
             ));
         }
     })
@@ -344,10 +393,19 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
     let mut failures = Failures::default();
     let mut rows: Vec<Row> = Vec::new();
     for &case in &cfg.cases {
-        let reference = reference(&entries);
         println!();
         println!("== case {}: {}", case.name(), case.title());
-        match reference {
+        let new_rows = match case {
+            Case::TopK(shape) => Some(top_k::run(cfg, shape, &entries, &mut failures)),
+            Case::Bf16 => Some(bf16::run(cfg, &entries, &mut failures)),
+            Case::Arrow => Some(arrow::run(cfg, &entries, &mut failures)),
+            _ => None,
+        };
+        if let Some(new_rows) = new_rows {
+            rows.extend(new_rows);
+            continue;
+        }
+        match reference(&entries) {
             Some(r) => println!(
                 "   ratio = this sorter's device ms / {}'s device ms at the same n \
                  (above 1: {} is faster; below 1: this sorter is faster)",
@@ -356,18 +414,7 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
             ),
             None => println!("   ratio: none (no bitonic device to compare with)"),
         }
-        println!(
-            "{:>6}  {:<14} {:<34} {:>11} {:>11} {:>9} {:>7} {:>13} {:>10}  note",
-            "n",
-            "sorter",
-            "device",
-            "dev ms med",
-            "dev ms min",
-            "Gkeys/s",
-            "ratio",
-            "roundtrip ms",
-            "pinned ms"
-        );
+        print_columns();
         let sizes: Vec<usize> = match case {
             Case::Rows { rows, cols } => vec![rows * cols],
             _ => cfg.sizes.clone(),
@@ -381,6 +428,7 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
                 Case::Rows { cols, .. } => {
                     measure::<u32>(cfg, case, n, false, cols, seed, &entries, &mut failures)
                 }
+                Case::TopK(_) | Case::Bf16 | Case::Arrow => Vec::new(), // measured above
             };
             rows.extend(new_rows);
         }
@@ -429,6 +477,9 @@ fn case_id(case: Case) -> u64 {
         Case::Kv => 2,
         Case::U64 => 3,
         Case::Rows { .. } => 4,
+        Case::TopK(_) => 5,
+        Case::Bf16 => 6,
+        Case::Arrow => 7,
     }
 }
 

@@ -63,14 +63,40 @@ pub(super) fn time<K: WordKey + DeviceCopy>(
         keys: work_keys,
         values: work_values,
     };
-    // One plain sort first: whatever the backend does once per shape happens outside the
-    // capture and the timing.
-    work.sort(cuda, shape.row_len, &stream)?;
+    let restore_all = |work: &Work<K>, stream: &Stream| -> Result<(), String> {
+        restore(&pristine_keys, &work.keys, stream)?;
+        if let (Some(p), Some(w)) = (&pristine_values, &work.values) {
+            restore(p, w, stream)?;
+        }
+        Ok(())
+    };
+    let times = time_enqueued(&stream, shape, options, &mut work, &restore_all, &mut |w, s| {
+        w.sort(cuda, shape.row_len, s)
+    })?;
+    work.keys.copy_to(keys).map_err(on("cuMemcpyDtoH"))?;
+    if let (Some(w), Some(v)) = (&work.values, values) {
+        w.copy_to(v).map_err(on("cuMemcpyDtoH"))?;
+    }
+    Ok(times)
+}
+
+/// Times what `enqueue` puts on `stream` (working on `work`): once plainly (whatever is
+/// done once per shape happens outside the capture and the timing), then captured in a
+/// graph unless `options` says otherwise, then `warmup + runs` times, each after `restore`
+/// (untimed) and with the stream held unless `options` says otherwise. The current context
+/// must be the one `stream` belongs to.
+fn time_enqueued<T>(
+    stream: &Stream,
+    shape: Shape,
+    options: CudaOptions,
+    work: &mut T,
+    restore: &dyn Fn(&T, &Stream) -> Result<(), String>,
+    enqueue: &mut dyn FnMut(&mut T, &Stream) -> Result<(), String>,
+) -> Result<Vec<f64>, String> {
+    enqueue(work, stream)?;
     stream.synchronize().map_err(on("cuStreamSynchronize"))?;
     let graph = if options.graph {
-        Some(Graph::capture(&stream, &mut |s| {
-            work.sort(cuda, shape.row_len, s)
-        })?)
+        Some(Graph::capture(stream, &mut |s| enqueue(work, s))?)
     } else {
         None
     };
@@ -83,20 +109,17 @@ pub(super) fn time<K: WordKey + DeviceCopy>(
     let stop = Event::new(EventFlags::DEFAULT).map_err(on("cuEventCreate"))?;
     let mut times = Vec::with_capacity(shape.runs);
     for run in 0..shape.warmup + shape.runs {
-        restore(&pristine_keys, &work.keys, &stream)?;
-        if let (Some(p), Some(w)) = (&pristine_values, &work.values) {
-            restore(p, w, &stream)?;
-        }
+        restore(work, stream)?;
         if let Some(h) = &hold {
-            h.hold(&stream)?;
+            h.hold(stream)?;
         }
         let queued = (|| -> Result<(), String> {
-            start.record(&stream).map_err(on("cuEventRecord"))?;
+            start.record(stream).map_err(on("cuEventRecord"))?;
             match &graph {
-                Some(g) => g.launch(&stream)?,
-                None => work.sort(cuda, shape.row_len, &stream)?,
+                Some(g) => g.launch(stream)?,
+                None => enqueue(work, stream)?,
             }
-            stop.record(&stream).map_err(on("cuEventRecord"))
+            stop.record(stream).map_err(on("cuEventRecord"))
         })();
         // Released on every path, so that nothing queued stays held.
         if let Some(h) = &hold {
@@ -119,10 +142,6 @@ pub(super) fn time<K: WordKey + DeviceCopy>(
         }
     }
     drop(graph);
-    work.keys.copy_to(keys).map_err(on("cuMemcpyDtoH"))?;
-    if let (Some(w), Some(v)) = (&work.values, values) {
-        w.copy_to(v).map_err(on("cuMemcpyDtoH"))?;
-    }
     Ok(times)
 }
 
@@ -313,4 +332,56 @@ impl Drop for Hold {
         // on the type) and is freed once; nothing useful can be done about a failure.
         unsafe { cu::cuMemFreeHost(self.host.cast()) };
     }
+}
+
+/// The buffers of a timed top-k: the keys (read only) and the selected values and indices.
+#[cfg(bitonic_device_top_k)]
+struct TopKWork<K: DeviceCopy> {
+    keys: DeviceBuffer<K>,
+    values: DeviceBuffer<K>,
+    indices: DeviceBuffer<u32>,
+}
+
+/// Times `CudaBackend::top_k_device_rows` on `keys` (rows of `row_len`, the `k` best of each
+/// in `order`); see [`super::time_top_k`]. The keys are only read, so nothing is restored
+/// between runs.
+#[cfg(bitonic_device_top_k)]
+pub(super) fn time_top_k<K: WordKey + DeviceCopy>(
+    cuda: &CudaBackend,
+    keys: &[K],
+    (row_len, k, order): (usize, usize, Order),
+    shape: Shape,
+    options: CudaOptions,
+) -> Result<(Vec<f64>, Vec<K>, Vec<u32>), String> {
+    let ordinal = cuda.device().index as u32;
+    let device = Device::get_device(ordinal).map_err(on("cuDeviceGet"))?;
+    // The device's primary context, the one the backend works in; current from here on.
+    let _context = Context::new(device).map_err(on("cuDevicePrimaryCtxRetain"))?;
+    let selected = keys.len() / row_len * k;
+    let mut work = TopKWork {
+        keys: DeviceBuffer::from_slice(keys).map_err(on("cuMemAlloc/cuMemcpyHtoD"))?,
+        values: DeviceBuffer::from_slice(&vec![K::zeroed(); selected])
+            .map_err(on("cuMemAlloc/cuMemcpyHtoD"))?,
+        indices: DeviceBuffer::from_slice(&vec![0u32; selected])
+            .map_err(on("cuMemAlloc/cuMemcpyHtoD"))?,
+    };
+    // The uploads above may still be in flight on the legacy stream.
+    CurrentContext::synchronize().map_err(on("cuCtxSynchronize"))?;
+    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
+    let times = time_enqueued(
+        &stream,
+        shape,
+        options,
+        &mut work,
+        &|_, _| Ok(()),
+        &mut |w, s| {
+            cuda.top_k_device_rows(&w.keys, row_len, k, order, &mut w.values, &mut w.indices, s)
+                .map_err(|e| format!("top-k: {e}"))
+        },
+    )?;
+    let mut values = vec![K::zeroed(); selected];
+    let mut indices = vec![0u32; selected];
+    work.values.copy_to(&mut values[..]).map_err(on("cuMemcpyDtoH"))?;
+    work.indices.copy_to(&mut indices[..]).map_err(on("cuMemcpyDtoH"))?;
+    Ok((times, values, indices))
 }

@@ -11,8 +11,22 @@ mod cuda;
 #[cfg(feature = "opencl")]
 mod opencl;
 
-use bitonic::Sorter;
 use bitonic::internals::WordsMut;
+use bitonic::{Sorter, WordKey};
+
+/// Keys whose device-resident sorts the timing here can run: the library's device-buffer
+/// calls take `WordKey`s, and with CUDA also `cust`'s `DeviceCopy` ones.
+#[cfg(feature = "cuda")]
+pub trait DeviceKey: WordKey + cust::memory::DeviceCopy {}
+#[cfg(feature = "cuda")]
+impl<K: WordKey + cust::memory::DeviceCopy> DeviceKey for K {}
+/// Keys whose device-resident sorts the timing here can run: the library's device-buffer
+/// calls take `WordKey`s.
+#[cfg(not(feature = "cuda"))]
+pub trait DeviceKey: WordKey {}
+#[cfg(not(feature = "cuda"))]
+impl<K: WordKey> DeviceKey for K {}
+
 
 /// How CUDA sorts are timed.
 #[derive(Clone, Copy, Debug)]
@@ -79,6 +93,74 @@ pub fn time_sort(
         "no device events on {} (device-resident timing needs CUDA or OpenCL)",
         sorter.device().backend
     ))
+}
+
+/// [`time_sort`] of keys of any type the device-buffer calls take (`f32`, say), without
+/// values: the keys sort in their own order, not as unsigned words.
+pub fn time_sort_keys<K: DeviceKey>(
+    sorter: &Sorter,
+    keys: &mut [K],
+    row_len: usize,
+    warmup: usize,
+    runs: usize,
+    cuda_options: CudaOptions,
+) -> Result<Vec<f64>, String> {
+    if keys.is_empty() || runs == 0 {
+        return Err("device-resident timing needs at least one key and one run".into());
+    }
+    if row_len > 0 && !keys.len().is_multiple_of(row_len) {
+        return Err(format!("{} keys are not rows of {row_len}", keys.len()));
+    }
+    let shape = Shape {
+        row_len,
+        warmup,
+        runs,
+    };
+    #[cfg(feature = "cuda")]
+    if let Some(cuda) = sorter.cuda() {
+        return cuda::time(cuda, keys, None, shape, cuda_options);
+    }
+    let _ = (cuda_options, shape);
+    #[cfg(feature = "opencl")]
+    if let Some(cl) = sorter.opencl() {
+        return opencl::time(cl, keys, None, shape);
+    }
+    Err(format!(
+        "no device events on {} (device-resident timing needs CUDA or OpenCL)",
+        sorter.device().backend
+    ))
+}
+
+/// Milliseconds of each of `runs` timed top-k selections (`k` best of every row of
+/// `row_len` in `order`) of `keys` on `sorter`'s CUDA device, after `warmup` untimed ones,
+/// and the last one's values and indices; `None` where this build or the device has no
+/// device-resident top-k (`CudaBackend::top_k_device_rows`, which the cfg
+/// `bitonic_device_top_k` says the library has; the CUDA backend only).
+#[allow(clippy::too_many_arguments)]
+pub fn time_top_k<K: DeviceKey>(
+    sorter: &Sorter,
+    keys: &[K],
+    row_len: usize,
+    k: usize,
+    order: bitonic::Order,
+    warmup: usize,
+    runs: usize,
+    cuda_options: CudaOptions,
+) -> Option<Result<(Vec<f64>, Vec<K>, Vec<u32>), String>> {
+    let shape = Shape {
+        row_len,
+        warmup,
+        runs,
+    };
+    #[cfg(all(feature = "cuda", bitonic_device_top_k))]
+    if let Some(cuda) = sorter.cuda() {
+        if keys.is_empty() || runs == 0 || row_len == 0 || !keys.len().is_multiple_of(row_len) {
+            return Some(Err(format!("{} keys, rows of {row_len}, {runs} runs", keys.len())));
+        }
+        return Some(cuda::time_top_k(cuda, keys, (row_len, k, order), shape, cuda_options));
+    }
+    let _ = (sorter, keys, k, order, shape, cuda_options);
+    None
 }
 
 /// Turns a driver error into the message of a failed `call`.

@@ -1,0 +1,313 @@
+//! What the float-key cases (`topk`, `bf16`) share: the key types with their device calls,
+//! the input, the CPU models the results are checked against, and wall-clock timing.
+
+use std::cmp::Ordering;
+
+use half::bf16;
+
+use super::*;
+use crate::torch::FloatDtype;
+
+/// A float key type of the float cases: `f32` or `bf16`.
+pub(super) trait FloatKey: SortKey + std::fmt::Debug {
+    /// The dtype torch gets.
+    const DTYPE: FloatDtype;
+    /// The type's name in tables and the CSV.
+    const NAME: &'static str;
+
+    /// The nearest key to `x`.
+    fn of_f32(x: f32) -> Self;
+
+    /// The crate's order: IEEE 754 `totalOrder`.
+    fn total_order(&self, other: &Self) -> Ordering;
+
+    /// Times our device-resident sort of `keys` in rows of `row_len` (ascending), leaving
+    /// them sorted; `None` where the library has no device-resident sort of this type.
+    fn device_sort(
+        sorter: &Sorter,
+        keys: &mut [Self],
+        row_len: usize,
+        cfg: &CompareConfig,
+    ) -> Option<Result<Vec<f64>, String>>;
+
+    /// Times our device-resident top-k (largest first) of every row; `None` where this
+    /// build or the device has none for this type.
+    fn device_top_k(
+        sorter: &Sorter,
+        keys: &[Self],
+        row_len: usize,
+        k: usize,
+        cfg: &CompareConfig,
+    ) -> Option<Result<TopKTimed<Self>, String>>;
+}
+
+/// Milliseconds of each timed run, and the last run's values and indices.
+pub(super) type TopKTimed<K> = (Vec<f64>, Vec<K>, Vec<u32>);
+
+impl FloatKey for f32 {
+    const DTYPE: FloatDtype = FloatDtype::F32;
+    const NAME: &'static str = "f32";
+
+    fn of_f32(x: f32) -> Self {
+        x
+    }
+
+    fn total_order(&self, other: &Self) -> Ordering {
+        self.total_cmp(other)
+    }
+
+    fn device_sort(
+        sorter: &Sorter,
+        keys: &mut [Self],
+        row_len: usize,
+        cfg: &CompareConfig,
+    ) -> Option<Result<Vec<f64>, String>> {
+        Some(device_timing::time_sort_keys(
+            sorter,
+            keys,
+            row_len,
+            cfg.warmup,
+            cfg.runs,
+            cfg.cuda,
+        ))
+    }
+
+    fn device_top_k(
+        sorter: &Sorter,
+        keys: &[Self],
+        row_len: usize,
+        k: usize,
+        cfg: &CompareConfig,
+    ) -> Option<Result<TopKTimed<Self>, String>> {
+        device_timing::time_top_k(
+            sorter,
+            keys,
+            row_len,
+            k,
+            bitonic::Order::Descending,
+            cfg.warmup,
+            cfg.runs,
+            cfg.cuda,
+        )
+    }
+}
+
+impl FloatKey for bf16 {
+    const DTYPE: FloatDtype = FloatDtype::Bf16;
+    const NAME: &'static str = "bf16";
+
+    fn of_f32(x: f32) -> Self {
+        bf16::from_f32(x)
+    }
+
+    fn total_order(&self, other: &Self) -> Ordering {
+        self.total_cmp(other)
+    }
+
+    #[allow(unused_variables)]
+    fn device_sort(
+        sorter: &Sorter,
+        keys: &mut [Self],
+        row_len: usize,
+        cfg: &CompareConfig,
+    ) -> Option<Result<Vec<f64>, String>> {
+        #[cfg(bitonic_device_half)]
+        return Some(device_timing::time_sort_keys(
+            sorter,
+            keys,
+            row_len,
+            cfg.warmup,
+            cfg.runs,
+            cfg.cuda,
+        ));
+        #[cfg(not(bitonic_device_half))]
+        None
+    }
+
+    #[allow(unused_variables)]
+    fn device_top_k(
+        sorter: &Sorter,
+        keys: &[Self],
+        row_len: usize,
+        k: usize,
+        cfg: &CompareConfig,
+    ) -> Option<Result<TopKTimed<Self>, String>> {
+        #[cfg(bitonic_device_half)]
+        return device_timing::time_top_k(
+            sorter,
+            keys,
+            row_len,
+            k,
+            bitonic::Order::Descending,
+            cfg.warmup,
+            cfg.runs,
+            cfg.cuda,
+        );
+        #[cfg(not(bitonic_device_half))]
+        None
+    }
+}
+
+/// `n` keys spread evenly over [-8, 8) from the seeded generator: values such as logits,
+/// with no NaN and no negative zero (torch orders -0.0 and +0.0 as equal, the crate does not,
+/// so their relative order would be a difference of definitions, not an error). `bf16`
+/// rounds them to 8 significant bits: many ties.
+pub(super) fn float_keys<K: FloatKey>(n: usize, seed: u64) -> Vec<K> {
+    random_words::<u32>(n, seed)
+        .into_par_iter()
+        .map(|w| K::of_f32((w >> 8) as f32 * (1.0 / (1u32 << 20) as f32) - 8.0))
+        .collect()
+}
+
+/// Every row of `row_len` keys sorted ascending in the crate's order (the CPU's model of a
+/// rows sort).
+pub(super) fn sorted_rows<K: FloatKey>(keys: &[K], row_len: usize) -> Vec<K> {
+    let mut out = keys.to_vec();
+    out.par_chunks_mut(row_len)
+        .for_each(|row| row.sort_unstable_by(K::total_order));
+    out
+}
+
+/// The CPU's top-k: for every row, the `k` largest keys, largest first, equal keys by lower
+/// position first, and their positions within the row.
+pub(super) fn top_k_model<K: FloatKey>(keys: &[K], row_len: usize, k: usize) -> (Vec<K>, Vec<u32>) {
+    let rows: Vec<Vec<u32>> = keys
+        .par_chunks(row_len)
+        .map(|row| {
+            let better =
+                |a: &u32, b: &u32| row[*b as usize].total_order(&row[*a as usize]).then(a.cmp(b));
+            let mut positions: Vec<u32> = (0..row.len() as u32).collect();
+            if k < positions.len() {
+                positions.select_nth_unstable_by(k - 1, better);
+                positions.truncate(k);
+            }
+            positions.sort_unstable_by(better);
+            positions
+        })
+        .collect();
+    let values = keys
+        .par_chunks(row_len)
+        .zip(&rows)
+        .flat_map_iter(|(row, positions)| positions.iter().map(|&p| row[p as usize]))
+        .collect();
+    (values, rows.concat())
+}
+
+/// The first position where two key slices differ bit for bit, described; `what` names
+/// the compared slices.
+pub(super) fn same_keys<K: FloatKey>(got: &[K], want: &[K], what: &str) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{} {what} came back, {} expected", got.len(), want.len()));
+    }
+    let bytes = std::mem::size_of::<K>();
+    let (g, w): (&[u8], &[u8]) = (bytemuck::cast_slice(got), bytemuck::cast_slice(want));
+    match g
+        .par_chunks(bytes)
+        .zip(w.par_chunks(bytes))
+        .position_first(|(a, b)| a != b)
+    {
+        Some(i) => Err(format!(
+            "{what}[{i}] is {:?}, the CPU's model has {:?}",
+            got[i], want[i]
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks a top-k whose tie order is not defined (torch's): every row's values, as a
+/// multiset, must be the model's.
+pub(super) fn same_values_per_row<K: FloatKey>(
+    got: &[K],
+    want: &[K],
+    k: usize,
+) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{} values came back, {} expected", got.len(), want.len()));
+    }
+    let bad = got
+        .par_chunks(k)
+        .zip(want.par_chunks(k))
+        .position_first(|(g, w)| {
+            let mut g = g.to_vec();
+            let mut w = w.to_vec();
+            g.sort_unstable_by(K::total_order);
+            w.sort_unstable_by(K::total_order);
+            bytemuck::cast_slice::<K, u8>(&g) != bytemuck::cast_slice::<K, u8>(&w)
+        });
+    match bad {
+        Some(r) => Err(format!(
+            "row {r}: other values than the CPU's top {k} (first {:?}, expected {:?})",
+            got[r * k],
+            want[r * k]
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Wall-clock times of `run` on `state`: `warmup` untimed runs, then `runs` timed ones, each
+/// after `prepare` (untimed); the last run's result.
+pub(super) fn time_wall<S, T>(
+    (warmup, runs): (usize, usize),
+    state: &mut S,
+    prepare: impl Fn(&mut S),
+    mut run: impl FnMut(&mut S) -> Result<T, String>,
+) -> Result<(Vec<f64>, T), String> {
+    let mut ms = Vec::with_capacity(runs);
+    let mut last = None;
+    for i in 0..warmup + runs.max(1) {
+        prepare(state);
+        drop(last.take()); // the previous result goes before the next run allocates its own
+        let start = Instant::now();
+        let out = run(state)?;
+        let elapsed = start.elapsed().as_secs_f64() * 1e3;
+        last = Some(out);
+        if i >= warmup {
+            ms.push(elapsed);
+        }
+    }
+    let last = last.ok_or("no run")?;
+    Ok((ms, last))
+}
+
+/// A row of `sorter` on `device` for `case` and `n`, nothing measured yet.
+pub(super) fn new_row(case: &str, sorter: &str, device: &str, n: usize) -> Row {
+    Row {
+        case: case.to_string(),
+        sorter: sorter.to_string(),
+        device: device.to_string(),
+        label: format!("{sorter} {device}"),
+        n,
+        device_ms: Vec::new(),
+        roundtrip_ms: Vec::new(),
+        pinned_ms: Vec::new(),
+    }
+}
+
+/// The times of a measurement whose output passed `check`; none when it failed to run (an
+/// error, counted, with its note) or its check failed (recorded loudly).
+pub(super) fn timed_and_checked<T>(
+    got: Result<(Vec<f64>, T), String>,
+    check: impl FnOnce(&T) -> Result<(), String>,
+    what: &str,
+    stage: &str,
+    failures: &mut Failures,
+    notes: &mut Vec<String>,
+) -> Option<Vec<f64>> {
+    match got {
+        Ok((ms, out)) => record_check(check(&out), what, stage, failures, notes).then_some(ms),
+        Err(e) => {
+            failures.errors += 1;
+            notes.push(error_note(what, &format!("{stage} error"), &e));
+            None
+        }
+    }
+}
+
+/// Our device entries of a case that is not about the sorting network: the default mode
+/// of each device (the oblivious mode sorts; it selects no differently).
+pub(super) fn our_sorters(entries: &[Entry]) -> impl Iterator<Item = (&Entry, &Sorter)> {
+    entries.iter().filter_map(|e| match &e.runner {
+        Runner::Ours(s) if e.sorter == "bitonic" => Some((e, s)),
+        _ => None,
+    })
+}

@@ -1,0 +1,342 @@
+//! The `topk` case: the `k` largest keys of every row, f32 and bf16, ours beside
+//! `torch.topk`, beside a full sort of the rows (ours and `torch.sort`) and beside the CPU's
+//! selection, which is also the model every result is checked against.
+
+use half::bf16;
+
+use super::floats::*;
+use super::*;
+use crate::torch::{FloatOp, FloatTiming};
+
+/// One shape of the case: `rows` rows of `cols` keys, the `k` largest of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopKShape {
+    /// Rows.
+    pub rows: usize,
+    /// Keys per row.
+    pub cols: usize,
+    /// Keys selected per row.
+    pub k: usize,
+}
+
+impl TopKShape {
+    const fn new(rows: usize, cols: usize, k: usize) -> Self {
+        TopKShape { rows, cols, k }
+    }
+
+    /// `RxC:k`, as `--cases topkRxC:k` takes it.
+    pub fn label(self) -> String {
+        format!("{}x{}:{}", self.rows, size_label(self.cols), self.k)
+    }
+}
+
+/// The shapes `--cases topk` runs: one long row, many short rows, and `k` from 32 to 16384
+/// (the largest past what a GPU keeps on chip).
+pub const TOP_K_SHAPES: [TopKShape; 7] = [
+    TopKShape::new(1, 1 << 24, 100),
+    TopKShape::new(64, 131072, 50),
+    TopKShape::new(4, 131072, 2048),
+    TopKShape::new(256, 262144, 256),
+    TopKShape::new(2048, 131072, 1024),
+    TopKShape::new(16384, 1024, 32),
+    TopKShape::new(8, 1 << 20, 16384),
+];
+
+/// Parses the part of `topkRxC:K` after `topk` (`64x131072:50`).
+pub fn parse_shape(s: &str) -> Result<TopKShape, String> {
+    let (rows_cols, k) = s
+        .split_once(':')
+        .ok_or_else(|| format!("topk{s}: use topkROWSxCOLS:K, e.g. topk64x131072:50"))?;
+    let (rows, cols) = args::parse_rows(rows_cols)?;
+    let k = args::parse_size(k)?;
+    if k == 0 || k > cols {
+        return Err(format!("topk{s}: k must be between 1 and the row length"));
+    }
+    Ok(TopKShape { rows, cols, k })
+}
+
+/// Runs the case on `shape`, or on every shape of [`TOP_K_SHAPES`], f32 then bf16.
+pub(super) fn run(
+    cfg: &CompareConfig,
+    shape: Option<TopKShape>,
+    entries: &[Entry],
+    failures: &mut Failures,
+) -> Vec<Row> {
+    println!(
+        "   bitonic-topk: Sorter::top_k_rows (round trips) and CudaBackend::top_k_device_rows \
+         (device-resident), largest first; bitonic-sort-rows: the full sort of every row; \
+         torch-topk: torch.topk(keys, k, dim=-1); torch-sort-rows: torch.sort(keys, dim=-1); \
+         rust-cpu: select_nth_unstable_by per row on rayon's threads, the model every result \
+         is checked against (torch's top-k by each row's values only)"
+    );
+    println!(
+        "   ratio = this row's device ms / our CUDA top-k's device ms for the same shape and \
+         type (above 1: our top-k is faster)"
+    );
+    print_columns();
+    let shapes = shape.map_or_else(|| TOP_K_SHAPES.to_vec(), |s| vec![s]);
+    let mut out = Vec::new();
+    for (i, &shape) in shapes.iter().enumerate() {
+        let seed = cfg.seed ^ ((i as u64 + 1) << 32) ^ (case_id(Case::TopK(None)) << 56);
+        out.extend(measure_shape::<f32>(cfg, shape, seed, entries, failures));
+        out.extend(measure_shape::<bf16>(cfg, shape, seed, entries, failures));
+    }
+    out
+}
+
+/// The case's name of one shape and type in the CSV: `topk-f32-64x131072-k50`.
+fn case_name<K: FloatKey>(shape: TopKShape) -> String {
+    format!(
+        "topk-{}-{}x{}-k{}",
+        K::NAME,
+        shape.rows,
+        shape.cols,
+        shape.k
+    )
+}
+
+/// Checks our top-k: values bit for bit and indices exactly as the model's.
+fn check_ours<K: FloatKey>(got: (&[K], &[u32]), want: (&[K], &[u32])) -> Result<(), String> {
+    same_keys(got.0, want.0, "values")?;
+    if got.1.len() != want.1.len() {
+        return Err(format!("{} indices, {} expected", got.1.len(), want.1.len()));
+    }
+    match got.1.iter().zip(want.1).position(|(a, b)| a != b) {
+        Some(i) => Err(format!(
+            "indices[{i}] is {}, the model's is {} (ties go to the lower position)",
+            got.1[i], want.1[i]
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Measures every sorter on one shape and key type.
+fn measure_shape<K: FloatKey>(
+    cfg: &CompareConfig,
+    shape: TopKShape,
+    seed: u64,
+    entries: &[Entry],
+    failures: &mut Failures,
+) -> Vec<Row> {
+    let TopKShape { rows, cols, k } = shape;
+    let case = case_name::<K>(shape);
+    let Some(n) = rows.checked_mul(cols) else {
+        println!("-- {case}: skipped, too many keys");
+        return Vec::new();
+    };
+    println!("-- {} keys, {rows} x {cols}, k = {k}", K::NAME);
+    let keys: Vec<K> = float_keys(n, seed);
+    let cpu = entries
+        .iter()
+        .find(|e| matches!(e.runner, Runner::Cpu))
+        .filter(|e| e.skip_reason(cfg, n, size_of::<K>()).is_none());
+    // The model, timed as the CPU's row where that runs at this size.
+    let (cpu_ms, (want_values, want_indices)) = if cpu.is_some() {
+        let timed = time_wall((cfg.warmup, cfg.runs), &mut (), |_| {}, |_| {
+            Ok(top_k_model(&keys, cols, k))
+        });
+        timed.unwrap_or_else(|_| (Vec::new(), top_k_model(&keys, cols, k)))
+    } else {
+        (Vec::new(), top_k_model(&keys, cols, k))
+    };
+    let want = (&want_values[..], &want_indices[..]);
+    let want_sorted = sorted_rows(&keys, cols);
+    let trips = cfg.trip_runs(n * size_of::<K>());
+    let mut reference_ms: Option<f64> = None;
+    let mut out = Vec::new();
+
+    for (entry, sorter) in our_sorters(entries) {
+        let mut row = new_row(&case, "bitonic-topk", &entry.device, n);
+        if let Some(why) = entry.skip_reason(cfg, n, size_of::<K>()) {
+            print_row(&row, None, &why);
+            continue;
+        }
+        let what = format!("bitonic-topk {} on {case}", entry.device);
+        let mut notes = Vec::new();
+        match K::device_top_k(sorter, &keys, cols, k, cfg) {
+            Some(got) => {
+                let got = got.map(|(ms, v, i)| (ms, (v, i)));
+                let check = |(v, i): &(Vec<K>, Vec<u32>)| check_ours((v, i), want);
+                if let Some(ms) =
+                    timed_and_checked(got, check, &what, "device", failures, &mut notes)
+                {
+                    row.device_ms = ms;
+                }
+            }
+            None => notes.push("no device-resident top-k in this build".into()),
+        }
+        for pinned in [false, true] {
+            let got = if pinned {
+                sorter
+                    .pinned_buffer::<K>(n)
+                    .map_err(|e| e.to_string())
+                    .and_then(|mut buf| {
+                        buf.copy_from_slice(&keys);
+                        time_wall(trips, &mut (), |_| {}, |_| {
+                            sorter
+                                .top_k_rows(&buf, cols, k, bitonic::Order::Descending)
+                                .map_err(|e| e.to_string())
+                        })
+                    })
+            } else {
+                time_wall(trips, &mut (), |_| {}, |_| {
+                    sorter
+                        .top_k_rows(&keys, cols, k, bitonic::Order::Descending)
+                        .map_err(|e| e.to_string())
+                })
+            };
+            let check = |t: &bitonic::TopK<K>| check_ours((&t.values, &t.indices), want);
+            let stage = if pinned { "pinned round trip" } else { "round trip" };
+            if let Some(ms) = timed_and_checked(got, check, &what, stage, failures, &mut notes) {
+                *row.trip_ms(pinned) = ms;
+            }
+        }
+        if reference_ms.is_none() && !row.device_ms.is_empty() {
+            reference_ms = Some(median(&row.device_ms));
+        }
+        print_row(&row, reference_ms, &notes.join("; "));
+        out.push(row);
+    }
+
+    for (entry, sorter) in our_sorters(entries) {
+        let mut row = new_row(&case, "bitonic-sort-rows", &entry.device, n);
+        if let Some(why) = entry.skip_reason(cfg, n, size_of::<K>()) {
+            print_row(&row, None, &why);
+            continue;
+        }
+        let what = format!("bitonic-sort-rows {} on {case}", entry.device);
+        let mut notes = Vec::new();
+        let mut work = keys.clone();
+        match K::device_sort(sorter, &mut work, cols, cfg) {
+            Some(got) => {
+                let got = got.map(|ms| (ms, ()));
+                let check = |_: &()| same_keys(&work, &want_sorted, "keys");
+                if let Some(ms) =
+                    timed_and_checked(got, check, &what, "device", failures, &mut notes)
+                {
+                    row.device_ms = ms;
+                }
+            }
+            None => notes.push(format!("no device-resident {} sort in this build", K::NAME)),
+        }
+        let got = time_wall(
+            trips,
+            &mut work,
+            |w| w.copy_from_slice(&keys),
+            |w| {
+                sorter
+                    .sort_rows(w, cols, bitonic::Order::Ascending)
+                    .map_err(|e| e.to_string())
+            },
+        );
+        let check = |_: &()| same_keys(&work, &want_sorted, "keys");
+        if let Some(ms) = timed_and_checked(got, check, &what, "round trip", failures, &mut notes)
+        {
+            row.roundtrip_ms = ms;
+        }
+        print_row(&row, reference_ms, &notes.join("; "));
+        out.push(row);
+    }
+
+    for entry in entries {
+        match &entry.runner {
+            Runner::Torch(peer) => {
+                let what = |sorter: &str| format!("{sorter} {} on {case}", entry.device);
+                let mut row = new_row(&case, "torch-topk", &entry.device, n);
+                if let Some(why) = entry.skip_reason(cfg, n, size_of::<K>()) {
+                    print_row(&row, None, &why);
+                    continue;
+                }
+                let mut notes = Vec::new();
+                let timings = [
+                    (FloatTiming::Device, "device"),
+                    (FloatTiming::PageableTrip, "round trip"),
+                    (FloatTiming::PinnedTrip, "pinned round trip"),
+                ];
+                for (timing, stage) in timings {
+                    let (warmup, runs) = match timing {
+                        FloatTiming::Device => (cfg.warmup, cfg.runs),
+                        _ => trips,
+                    };
+                    let got = peer.time_float(
+                        FloatOp::TopK(k),
+                        timing,
+                        K::DTYPE,
+                        &keys,
+                        cols,
+                        warmup,
+                        runs,
+                    );
+                    let got = got.map(|(ms, values, note)| {
+                        if !note.is_empty() {
+                            notes.push(truncate(&note, 120));
+                        }
+                        (ms, values)
+                    });
+                    let check = |v: &Vec<K>| same_values_per_row(v, &want_values, k);
+                    let ms = timed_and_checked(
+                        got,
+                        check,
+                        &what("torch-topk"),
+                        stage,
+                        failures,
+                        &mut notes,
+                    );
+                    match (timing, ms) {
+                        (FloatTiming::Device, Some(ms)) => row.device_ms = ms,
+                        (FloatTiming::PageableTrip, Some(ms)) => row.roundtrip_ms = ms,
+                        (FloatTiming::PinnedTrip, Some(ms)) => row.pinned_ms = ms,
+                        (_, None) => {}
+                    }
+                }
+                print_row(&row, reference_ms, &notes.join("; "));
+                out.push(row);
+
+                let mut row = new_row(&case, "torch-sort-rows", &entry.device, n);
+                let mut notes = Vec::new();
+                let got = peer.time_float(
+                    FloatOp::Sort,
+                    FloatTiming::Device,
+                    K::DTYPE,
+                    &keys,
+                    cols,
+                    cfg.warmup,
+                    cfg.runs,
+                );
+                let got = got.map(|(ms, sorted, note)| {
+                    if !note.is_empty() {
+                        notes.push(truncate(&note, 120));
+                    }
+                    (ms, sorted)
+                });
+                let check = |s: &Vec<K>| same_keys(s, &want_sorted, "keys");
+                let what = what("torch-sort-rows");
+                if let Some(ms) =
+                    timed_and_checked(got, check, &what, "device", failures, &mut notes)
+                {
+                    row.device_ms = ms;
+                }
+                print_row(&row, reference_ms, &notes.join("; "));
+                out.push(row);
+            }
+            Runner::TorchUnavailable(why) => {
+                let row = new_row(&case, "torch-topk", &entry.device, n);
+                print_row(&row, None, &format!("unavailable: {why}"));
+            }
+            Runner::Cpu => {
+                let mut row = new_row(&case, "rust-cpu", &entry.device, n);
+                match entry.skip_reason(cfg, n, size_of::<K>()) {
+                    Some(why) => print_row(&row, None, &why),
+                    None => {
+                        row.device_ms = cpu_ms.clone();
+                        row.roundtrip_ms = cpu_ms.clone();
+                        print_row(&row, reference_ms, "");
+                        out.push(row);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
