@@ -141,9 +141,12 @@ fn measure_single(
 
     // arrow-ord first: its result is the oracle (tie runs normalized).
     let mut row = new_row(case, "arrow-ord", "host CPU (1 thread)", n);
-    let got = time_wall(trips, &mut (), |_| {}, |_| {
-        arrow_ord::sort::sort_to_indices(&array, None, None).map_err(|e| e.to_string())
-    });
+    let got = time_wall(
+        trips,
+        &mut (),
+        |_| {},
+        |_| arrow_ord::sort::sort_to_indices(&array, None, None).map_err(|e| e.to_string()),
+    );
     let want = match got {
         Ok((ms, indices)) => {
             row.roundtrip_ms = ms;
@@ -170,15 +173,20 @@ fn measure_single(
             }
             let what = format!("{sorter_name} {} on {case}, n = {n}", entry.device);
             let mut notes = Vec::new();
-            let got = time_wall(trips, &mut (), |_| {}, |_| {
-                if sorter_name == "bitonic-arrow" {
-                    bitonic::arrow::sort_to_indices(sorter, &array, None, None)
-                        .map(|a| indices_of(&a))
-                } else {
-                    sorter.argsort(&valid, bitonic::Order::Ascending)
-                }
-                .map_err(|e| e.to_string())
-            });
+            let got = time_wall(
+                trips,
+                &mut (),
+                |_| {},
+                |_| {
+                    if sorter_name == "bitonic-arrow" {
+                        bitonic::arrow::sort_to_indices(sorter, &array, None, None)
+                            .map(|a| indices_of(&a))
+                    } else {
+                        sorter.argsort(&valid, bitonic::Order::Ascending)
+                    }
+                    .map_err(|e| e.to_string())
+                },
+            );
             let check = |got: &Vec<u32>| {
                 if sorter_name == "bitonic-arrow" {
                     same_indices(got, &want, key)
@@ -198,7 +206,11 @@ fn measure_single(
             out.push(row);
         }
     }
-    print_trip_row(&arrow_ord_row, reference, "the oracle (tie runs put in input order)");
+    print_trip_row(
+        &arrow_ord_row,
+        reference,
+        "the oracle (tie runs put in input order)",
+    );
     out.push(arrow_ord_row);
 
     if let Some(entry) = entries.iter().find(|e| matches!(e.runner, Runner::Cpu)) {
@@ -272,9 +284,12 @@ fn measure_lex(
     let mut out = Vec::new();
 
     let mut row = new_row(case, "arrow-ord", "host CPU (1 thread)", n);
-    let got = time_wall(trips, &mut (), |_| {}, |_| {
-        arrow_ord::sort::lexsort_to_indices(&columns, None).map_err(|e| e.to_string())
-    });
+    let got = time_wall(
+        trips,
+        &mut (),
+        |_| {},
+        |_| arrow_ord::sort::lexsort_to_indices(&columns, None).map_err(|e| e.to_string()),
+    );
     let want = match got {
         Ok((ms, indices)) => {
             row.roundtrip_ms = ms;
@@ -296,14 +311,18 @@ fn measure_lex(
         }
         let what = format!("bitonic-arrow {} on {case}, n = {n}", entry.device);
         let mut notes = Vec::new();
-        let got = time_wall(trips, &mut (), |_| {}, |_| {
-            bitonic::arrow::lexsort_to_indices(sorter, &columns, None)
-                .map(|a| indices_of(&a))
-                .map_err(|e| e.to_string())
-        });
+        let got = time_wall(
+            trips,
+            &mut (),
+            |_| {},
+            |_| {
+                bitonic::arrow::lexsort_to_indices(sorter, &columns, None)
+                    .map(|a| indices_of(&a))
+                    .map_err(|e| e.to_string())
+            },
+        );
         let check = |got: &Vec<u32>| same_indices(got, &want, key);
-        if let Some(ms) = timed_and_checked(got, check, &what, "round trip", failures, &mut notes)
-        {
+        if let Some(ms) = timed_and_checked(got, check, &what, "round trip", failures, &mut notes) {
             row.roundtrip_ms = ms;
         }
         if reference.is_none() && !row.roundtrip_ms.is_empty() {
@@ -312,7 +331,11 @@ fn measure_lex(
         print_trip_row(&row, reference, &notes.join("; "));
         out.push(row);
     }
-    print_trip_row(&arrow_ord_row, reference, "the oracle (tie runs put in input order)");
+    print_trip_row(
+        &arrow_ord_row,
+        reference,
+        "the oracle (tie runs put in input order)",
+    );
     out.push(arrow_ord_row);
     out
 }

@@ -42,7 +42,7 @@ pub(super) trait FloatKey: SortKey + std::fmt::Debug {
 }
 
 /// Milliseconds of each timed run, and the last run's values and indices.
-pub(super) type TopKTimed<K> = (Vec<f64>, Vec<K>, Vec<u32>);
+pub(super) type TopKTimed<K> = device_timing::TopKTimes<K>;
 
 impl FloatKey for f32 {
     const DTYPE: FloatDtype = FloatDtype::F32;
@@ -63,12 +63,7 @@ impl FloatKey for f32 {
         cfg: &CompareConfig,
     ) -> Option<Result<Vec<f64>, String>> {
         Some(device_timing::time_sort_keys(
-            sorter,
-            keys,
-            row_len,
-            cfg.warmup,
-            cfg.runs,
-            cfg.cuda,
+            sorter, keys, row_len, cfg.warmup, cfg.runs, cfg.cuda,
         ))
     }
 
@@ -113,12 +108,7 @@ impl FloatKey for bf16 {
     ) -> Option<Result<Vec<f64>, String>> {
         #[cfg(bitonic_device_half)]
         return Some(device_timing::time_sort_keys(
-            sorter,
-            keys,
-            row_len,
-            cfg.warmup,
-            cfg.runs,
-            cfg.cuda,
+            sorter, keys, row_len, cfg.warmup, cfg.runs, cfg.cuda,
         ));
         #[cfg(not(bitonic_device_half))]
         None
@@ -174,8 +164,11 @@ pub(super) fn top_k_model<K: FloatKey>(keys: &[K], row_len: usize, k: usize) -> 
     let rows: Vec<Vec<u32>> = keys
         .par_chunks(row_len)
         .map(|row| {
-            let better =
-                |a: &u32, b: &u32| row[*b as usize].total_order(&row[*a as usize]).then(a.cmp(b));
+            let better = |a: &u32, b: &u32| {
+                row[*b as usize]
+                    .total_order(&row[*a as usize])
+                    .then(a.cmp(b))
+            };
             let mut positions: Vec<u32> = (0..row.len() as u32).collect();
             if k < positions.len() {
                 positions.select_nth_unstable_by(k - 1, better);
@@ -197,7 +190,11 @@ pub(super) fn top_k_model<K: FloatKey>(keys: &[K], row_len: usize, k: usize) -> 
 /// the compared slices.
 pub(super) fn same_keys<K: FloatKey>(got: &[K], want: &[K], what: &str) -> Result<(), String> {
     if got.len() != want.len() {
-        return Err(format!("{} {what} came back, {} expected", got.len(), want.len()));
+        return Err(format!(
+            "{} {what} came back, {} expected",
+            got.len(),
+            want.len()
+        ));
     }
     let bytes = std::mem::size_of::<K>();
     let (g, w): (&[u8], &[u8]) = (bytemuck::cast_slice(got), bytemuck::cast_slice(want));
@@ -222,7 +219,11 @@ pub(super) fn same_values_per_row<K: FloatKey>(
     k: usize,
 ) -> Result<(), String> {
     if got.len() != want.len() {
-        return Err(format!("{} values came back, {} expected", got.len(), want.len()));
+        return Err(format!(
+            "{} values came back, {} expected",
+            got.len(),
+            want.len()
+        ));
     }
     let bad = got
         .par_chunks(k)
@@ -301,6 +302,12 @@ pub(super) fn timed_and_checked<T>(
             None
         }
     }
+}
+
+/// Whether `sorter` has device events to time with (not the CPU backend, which the tests
+/// use for round trips).
+pub(super) fn on_device(sorter: &Sorter) -> bool {
+    sorter.device().backend != BackendKind::Cpu
 }
 
 /// Our device entries of a case that is not about the sorting network: the default mode

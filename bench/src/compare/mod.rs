@@ -24,13 +24,15 @@ use crate::plot::{self, Panel, Series};
 use crate::torch::{self, Launch, TorchPeer};
 
 mod arrow;
-mod bf16;
+mod bf16_keys;
+#[cfg(test)]
+mod case_tests;
 mod floats;
 mod measure;
 mod report;
-mod top_k;
 #[cfg(test)]
 mod tests;
+mod top_k;
 
 use measure::*;
 use report::*;
@@ -397,7 +399,7 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
         println!("== case {}: {}", case.name(), case.title());
         let new_rows = match case {
             Case::TopK(shape) => Some(top_k::run(cfg, shape, &entries, &mut failures)),
-            Case::Bf16 => Some(bf16::run(cfg, &entries, &mut failures)),
+            Case::Bf16 => Some(bf16_keys::run(cfg, &entries, &mut failures)),
             Case::Arrow => Some(arrow::run(cfg, &entries, &mut failures)),
             _ => None,
         };

@@ -99,7 +99,11 @@ fn case_name<K: FloatKey>(shape: TopKShape) -> String {
 fn check_ours<K: FloatKey>(got: (&[K], &[u32]), want: (&[K], &[u32])) -> Result<(), String> {
     same_keys(got.0, want.0, "values")?;
     if got.1.len() != want.1.len() {
-        return Err(format!("{} indices, {} expected", got.1.len(), want.1.len()));
+        return Err(format!(
+            "{} indices, {} expected",
+            got.1.len(),
+            want.1.len()
+        ));
     }
     match got.1.iter().zip(want.1).position(|(a, b)| a != b) {
         Some(i) => Err(format!(
@@ -132,9 +136,12 @@ fn measure_shape<K: FloatKey>(
         .filter(|e| e.skip_reason(cfg, n, size_of::<K>()).is_none());
     // The model, timed as the CPU's row where that runs at this size.
     let (cpu_ms, (want_values, want_indices)) = if cpu.is_some() {
-        let timed = time_wall((cfg.warmup, cfg.runs), &mut (), |_| {}, |_| {
-            Ok(top_k_model(&keys, cols, k))
-        });
+        let timed = time_wall(
+            (cfg.warmup, cfg.runs),
+            &mut (),
+            |_| {},
+            |_| Ok(top_k_model(&keys, cols, k)),
+        );
         timed.unwrap_or_else(|_| (Vec::new(), top_k_model(&keys, cols, k)))
     } else {
         (Vec::new(), top_k_model(&keys, cols, k))
@@ -153,7 +160,10 @@ fn measure_shape<K: FloatKey>(
         }
         let what = format!("bitonic-topk {} on {case}", entry.device);
         let mut notes = Vec::new();
-        match K::device_top_k(sorter, &keys, cols, k, cfg) {
+        match on_device(sorter)
+            .then(|| K::device_top_k(sorter, &keys, cols, k, cfg))
+            .flatten()
+        {
             Some(got) => {
                 let got = got.map(|(ms, v, i)| (ms, (v, i)));
                 let check = |(v, i): &(Vec<K>, Vec<u32>)| check_ours((v, i), want);
@@ -172,21 +182,35 @@ fn measure_shape<K: FloatKey>(
                     .map_err(|e| e.to_string())
                     .and_then(|mut buf| {
                         buf.copy_from_slice(&keys);
-                        time_wall(trips, &mut (), |_| {}, |_| {
-                            sorter
-                                .top_k_rows(&buf, cols, k, bitonic::Order::Descending)
-                                .map_err(|e| e.to_string())
-                        })
+                        time_wall(
+                            trips,
+                            &mut (),
+                            |_| {},
+                            |_| {
+                                sorter
+                                    .top_k_rows(&buf, cols, k, bitonic::Order::Descending)
+                                    .map_err(|e| e.to_string())
+                            },
+                        )
                     })
             } else {
-                time_wall(trips, &mut (), |_| {}, |_| {
-                    sorter
-                        .top_k_rows(&keys, cols, k, bitonic::Order::Descending)
-                        .map_err(|e| e.to_string())
-                })
+                time_wall(
+                    trips,
+                    &mut (),
+                    |_| {},
+                    |_| {
+                        sorter
+                            .top_k_rows(&keys, cols, k, bitonic::Order::Descending)
+                            .map_err(|e| e.to_string())
+                    },
+                )
             };
             let check = |t: &bitonic::TopK<K>| check_ours((&t.values, &t.indices), want);
-            let stage = if pinned { "pinned round trip" } else { "round trip" };
+            let stage = if pinned {
+                "pinned round trip"
+            } else {
+                "round trip"
+            };
             if let Some(ms) = timed_and_checked(got, check, &what, stage, failures, &mut notes) {
                 *row.trip_ms(pinned) = ms;
             }
@@ -207,7 +231,10 @@ fn measure_shape<K: FloatKey>(
         let what = format!("bitonic-sort-rows {} on {case}", entry.device);
         let mut notes = Vec::new();
         let mut work = keys.clone();
-        match K::device_sort(sorter, &mut work, cols, cfg) {
+        match on_device(sorter)
+            .then(|| K::device_sort(sorter, &mut work, cols, cfg))
+            .flatten()
+        {
             Some(got) => {
                 let got = got.map(|ms| (ms, ()));
                 let check = |_: &()| same_keys(&work, &want_sorted, "keys");
@@ -230,8 +257,7 @@ fn measure_shape<K: FloatKey>(
             },
         );
         let check = |_: &()| same_keys(&work, &want_sorted, "keys");
-        if let Some(ms) = timed_and_checked(got, check, &what, "round trip", failures, &mut notes)
-        {
+        if let Some(ms) = timed_and_checked(got, check, &what, "round trip", failures, &mut notes) {
             row.roundtrip_ms = ms;
         }
         print_row(&row, reference_ms, &notes.join("; "));

@@ -70,9 +70,14 @@ pub(super) fn time<K: WordKey + DeviceCopy>(
         }
         Ok(())
     };
-    let times = time_enqueued(&stream, shape, options, &mut work, &restore_all, &mut |w, s| {
-        w.sort(cuda, shape.row_len, s)
-    })?;
+    let times = time_enqueued(
+        &stream,
+        shape,
+        options,
+        &mut work,
+        &restore_all,
+        &mut |w, s| w.sort(cuda, shape.row_len, s),
+    )?;
     work.keys.copy_to(keys).map_err(on("cuMemcpyDtoH"))?;
     if let (Some(w), Some(v)) = (&work.values, values) {
         w.copy_to(v).map_err(on("cuMemcpyDtoH"))?;
@@ -381,7 +386,11 @@ pub(super) fn time_top_k<K: WordKey + DeviceCopy>(
     )?;
     let mut values = vec![K::zeroed(); selected];
     let mut indices = vec![0u32; selected];
-    work.values.copy_to(&mut values[..]).map_err(on("cuMemcpyDtoH"))?;
-    work.indices.copy_to(&mut indices[..]).map_err(on("cuMemcpyDtoH"))?;
+    work.values
+        .copy_to(&mut values[..])
+        .map_err(on("cuMemcpyDtoH"))?;
+    work.indices
+        .copy_to(&mut indices[..])
+        .map_err(on("cuMemcpyDtoH"))?;
     Ok((times, values, indices))
 }

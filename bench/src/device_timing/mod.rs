@@ -27,7 +27,6 @@ pub trait DeviceKey: WordKey {}
 #[cfg(not(feature = "cuda"))]
 impl<K: WordKey> DeviceKey for K {}
 
-
 /// How CUDA sorts are timed.
 #[derive(Clone, Copy, Debug)]
 pub struct CudaOptions {
@@ -131,6 +130,9 @@ pub fn time_sort_keys<K: DeviceKey>(
     ))
 }
 
+/// Milliseconds of each timed top-k, and the last one's values and their indices.
+pub type TopKTimes<K> = (Vec<f64>, Vec<K>, Vec<u32>);
+
 /// Milliseconds of each of `runs` timed top-k selections (`k` best of every row of
 /// `row_len` in `order`) of `keys` on `sorter`'s CUDA device, after `warmup` untimed ones,
 /// and the last one's values and indices; `None` where this build or the device has no
@@ -146,7 +148,7 @@ pub fn time_top_k<K: DeviceKey>(
     warmup: usize,
     runs: usize,
     cuda_options: CudaOptions,
-) -> Option<Result<(Vec<f64>, Vec<K>, Vec<u32>), String>> {
+) -> Option<Result<TopKTimes<K>, String>> {
     let shape = Shape {
         row_len,
         warmup,
@@ -155,9 +157,18 @@ pub fn time_top_k<K: DeviceKey>(
     #[cfg(all(feature = "cuda", bitonic_device_top_k))]
     if let Some(cuda) = sorter.cuda() {
         if keys.is_empty() || runs == 0 || row_len == 0 || !keys.len().is_multiple_of(row_len) {
-            return Some(Err(format!("{} keys, rows of {row_len}, {runs} runs", keys.len())));
+            return Some(Err(format!(
+                "{} keys, rows of {row_len}, {runs} runs",
+                keys.len()
+            )));
         }
-        return Some(cuda::time_top_k(cuda, keys, (row_len, k, order), shape, cuda_options));
+        return Some(cuda::time_top_k(
+            cuda,
+            keys,
+            (row_len, k, order),
+            shape,
+            cuda_options,
+        ));
     }
     let _ = (sorter, keys, k, order, shape, cuda_options);
     None

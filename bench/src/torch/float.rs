@@ -84,10 +84,16 @@ impl TorchPeer {
     ) -> Result<FloatTimes<K>, String> {
         let n = keys.len();
         if std::mem::size_of::<K>() != dtype.bytes() {
-            return Err(format!("keys of {} bytes are not {}", size_of::<K>(), dtype.name()));
+            return Err(format!(
+                "keys of {} bytes are not {}",
+                size_of::<K>(),
+                dtype.name()
+            ));
         }
         if n == 0 || runs == 0 || row_len == 0 || !n.is_multiple_of(row_len) {
-            return Err(format!("nothing to time: {n} keys in rows of {row_len}, {runs} runs"));
+            return Err(format!(
+                "nothing to time: {n} keys in rows of {row_len}, {runs} runs"
+            ));
         }
         let (name, k, out_len) = match op {
             FloatOp::Sort => ("fsort", 0, n),
@@ -122,7 +128,9 @@ fn read_keys<K: bytemuck::Pod>(path: &std::path::Path, len: usize) -> std::io::R
     let want = (len * size_of::<K>()) as u64;
     let have = file.metadata()?.len();
     if have != want {
-        return Err(std::io::Error::other(format!("{have} bytes, expected {want}")));
+        return Err(std::io::Error::other(format!(
+            "{have} bytes, expected {want}"
+        )));
     }
     let mut out = vec![K::zeroed(); len];
     file.read_exact(bytemuck::cast_slice_mut(&mut out))?;

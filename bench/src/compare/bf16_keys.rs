@@ -62,7 +62,10 @@ fn measure_size(
         let what = format!("bitonic {} on bf16, n = {n}", entry.device);
         let mut notes = Vec::new();
         let mut work = keys.clone();
-        match bf16::device_sort(sorter, &mut work, 0, cfg) {
+        match on_device(sorter)
+            .then(|| bf16::device_sort(sorter, &mut work, 0, cfg))
+            .flatten()
+        {
             Some(got) => {
                 let got = got.map(|ms| (ms, ()));
                 let check = |_: &()| same_keys(&work, &want, "keys");
@@ -85,8 +88,7 @@ fn measure_size(
             },
         );
         let check = |_: &()| same_keys(&work, &want, "keys");
-        if let Some(ms) = timed_and_checked(got, check, &what, "round trip", failures, &mut notes)
-        {
+        if let Some(ms) = timed_and_checked(got, check, &what, "round trip", failures, &mut notes) {
             row.roundtrip_ms = ms;
         }
         let got = sorter
@@ -125,10 +127,12 @@ fn measure_size(
         }
         let what = format!("bitonic-u32 {} on bf16, n = {n}", entry.device);
         let mut notes = Vec::new();
-        let got = time_ours(sorter, &words, cfg.warmup, cfg.runs, cfg.cuda);
-        let kind = "device timing error";
-        if let Some(ms) = measured(&words, got, "device", kind, &what, failures, &mut notes) {
-            row.device_ms = ms;
+        if on_device(sorter) {
+            let got = time_ours(sorter, &words, cfg.warmup, cfg.runs, cfg.cuda);
+            let kind = "device timing error";
+            if let Some(ms) = measured(&words, got, "device", kind, &what, failures, &mut notes) {
+                row.device_ms = ms;
+            }
         }
         for pinned in [false, true] {
             let got = if pinned {
@@ -136,7 +140,11 @@ fn measure_size(
             } else {
                 roundtrip_ours(sorter, &words, trips)
             };
-            let stage = if pinned { "pinned round trip" } else { "round trip" };
+            let stage = if pinned {
+                "pinned round trip"
+            } else {
+                "round trip"
+            };
             let got = got.map_err(|e| e.to_string());
             let kind = format!("{stage} error");
             if let Some(ms) = measured(&words, got, stage, &kind, &what, failures, &mut notes) {
