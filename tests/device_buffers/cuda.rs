@@ -118,6 +118,19 @@ impl DeviceApi for CuDev {
         self.cuda()
             .sort_device_rows_by_key(keys, values, row_len, order, &self.stream)
     }
+
+    fn top_k_rows<K: DevKey>(
+        &self,
+        keys: &DeviceBuffer<K>,
+        row_len: usize,
+        k: usize,
+        order: Order,
+        values: &mut DeviceBuffer<K>,
+        indices: &mut DeviceBuffer<u32>,
+    ) -> bitonic::Result<()> {
+        self.cuda()
+            .top_k_device_rows(keys, row_len, k, order, values, indices, &self.stream)
+    }
 }
 
 /// A stream and memory of a second, non-primary context on the same device.
