@@ -11,7 +11,7 @@ use cust::stream::Stream;
 use cust::sys as cu;
 
 use super::CudaBackend;
-use super::device_slices::DeviceWords;
+use super::device_slices::{DeviceWords, check_key_width};
 use super::driver::{driver_error, on};
 use super::kernels::{Kernel, launch_kernel, load_kernel};
 use crate::backend::BackendKind;
@@ -142,6 +142,7 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         let rows = check_top_k_device(keys.len(), row_len, k, values.len(), indices.len())?;
+        check_key_width(K::WORD_BYTES)?;
         self.check_stream(stream)?;
         let slices = [
             ("keys", DeviceWords::of(keys)),

@@ -191,7 +191,9 @@ impl OpenClBackend {
         let operands = Operands {
             keys: keys.mem,
             values: values.map(|v| v.mem),
-            key_bytes: keys.word_bytes as u64,
+            // 16-bit keys sort in 32-bit registers and on-chip words: the plans and the
+            // scratch count those.
+            key_bytes: variant.key_bytes,
             value_bytes: value_bytes.unwrap_or(0) as u64,
         };
         let on_cpu = self.info.device_type == DeviceType::Cpu;

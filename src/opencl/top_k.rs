@@ -32,8 +32,13 @@ const MAX_GROUP: usize = 256;
 /// the launch.
 const MAX_ELEMENT_GROUPS: u64 = 1 << 16;
 
-/// The key widths with a top-k program, and the OpenCL C type of each.
-const KEY_TYPES: [(usize, &str); 2] = [(4, "uint"), (8, "ulong")];
+/// The key widths with a top-k program, the register word of each and how it is stored
+/// (`kernels/words.clh`).
+const KEY_TYPES: [(usize, &str, &str); 3] = [
+    (2, "uint", "-D KEY_STORE_T=ushort -D KEY_STORE_BITS=16"),
+    (4, "uint", ""),
+    (8, "ulong", ""),
+];
 
 /// The kernels of one key width's program. Their arguments are per-object state: a launch
 /// holds the lock from its first argument to its enqueue.
@@ -95,7 +100,10 @@ struct TopKJob {
 impl OpenClBackend {
     /// The top-k program of keys of `key_bytes`, built on first use.
     fn top_k_program(&self, key_bytes: usize) -> Result<Arc<TopKProgram>> {
-        let Some(slot) = KEY_TYPES.iter().position(|&(bytes, _)| bytes == key_bytes) else {
+        let Some(slot) = KEY_TYPES
+            .iter()
+            .position(|&(bytes, _, _)| bytes == key_bytes)
+        else {
             return Err(Error::Unsupported(format!(
                 "top-k of {key_bytes}-byte keys on the device"
             )));
@@ -108,7 +116,8 @@ impl OpenClBackend {
             let _lifecycle = lifecycle_lock();
             let mut source = String::new();
             super::programs::inline_includes(MAIN, &mut source, 0);
-            let options = format!("-D KEY_T={} -D KEY_BYTES={key_bytes}", KEY_TYPES[slot].1);
+            let (_, key_type, stored) = KEY_TYPES[slot];
+            let options = format!("-D KEY_T={key_type} -D KEY_BYTES={key_bytes} {stored}");
             let program = self.compile(&source, &options)?;
             let kernel =
                 |name: &str| Kernel::create(&program, name).map_err(driver("clCreateKernel"));

@@ -417,6 +417,7 @@ fn out_of_order_queue(t: &Target) -> Result<(), Failed> {
 
 pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
     register_device::<ClDev>(slot, trials);
+    crate::sixteen::register(slot, trials);
     trials.push(slot.trial("device::errors::foreign", foreign));
     trials.push(slot.trial("device::sub_range", sub_range));
     trials.push(slot.trial("device::queue_order", queue_order));
