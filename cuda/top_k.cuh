@@ -29,9 +29,11 @@ __device__ __forceinline__ void tk_cmpx(u64 *t, u32 a, u32 b) {
 
 extern __shared__ __align__(16) unsigned char top_k_smem[];
 
-extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)
-    top_k_tiles(const u32 *__restrict__ keys, const u64 *__restrict__ words, u64 *__restrict__ out,
-                TopKArgs a) {
+// keys: raw keys of at most 32 bits (K), rows of `len` (from_keys != 0); words: the previous
+// pass's runs (from_keys == 0). out: `rows * tiles` runs of K words.
+template <typename K>
+__device__ __forceinline__ void top_k_tiles(const K *__restrict__ keys, const u64 *__restrict__ words,
+                                            u64 *__restrict__ out, const TopKArgs &a) {
     u64 *t = reinterpret_cast<u64 *>(top_k_smem);
     const u32 size = 1u << a.log_tile;
     const u32 pairs = size >> 1;
@@ -46,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)
             u64 w = ~0ull;
             if (col < a.len) {
                 if (a.from_keys) {
-                    w = ((u64)encode_key<u32>(keys[row * a.len + col], a.encoding) << 32) | col;
+                    w = ((u64)encode_key<K>(keys[row * a.len + col], a.encoding) << 32) | col;
                 } else {
                     w = words[row * a.len + col];
                 }
@@ -99,3 +101,86 @@ extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)
         __syncthreads();
     }
 }
+
+extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)
+    top_k_tiles_u32(const u32 *__restrict__ keys, const u64 *__restrict__ words, u64 *__restrict__ out,
+                    TopKArgs a) {
+    top_k_tiles<u32>(keys, words, out, a);
+}
+
+// The sort path (k past the on-chip tile), as in kernels/top_k.clh, which describes it: each
+// row's elements become words that sort in the wanted order, the rows are sorted on the
+// device, and top_k_take keeps each row's first k. Every kernel visits its elements in a
+// loop over the whole grid.
+
+// words[i] = ordered key << 32 | position in its row (keys of at most 32 bits).
+template <typename K>
+__device__ __forceinline__ void top_k_compose(const K *__restrict__ keys, u64 *__restrict__ words, u64 n,
+                                              u64 row_len, u32 encoding) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        words[i] = ((u64)encode_key<K>(keys[i], encoding) << 32) | (i % row_len);
+    }
+}
+
+// Wider keys: a copy of the keys, to sort with their positions as values.
+extern "C" __global__ void top_k_positions_u64(const u64 *__restrict__ keys, u64 *__restrict__ copy,
+                                               u32 *__restrict__ positions, u64 n, u64 row_len) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        copy[i] = keys[i];
+        positions[i] = (u32)(i % row_len);
+    }
+}
+
+// After that sort: (elements of the row ordered before the key) << 32 | position, by a
+// binary search of the sorted row; a second sort of these words puts equal keys in position
+// order.
+extern "C" __global__ void top_k_rank_u64(const u64 *__restrict__ sorted, const u32 *__restrict__ positions,
+                                          u64 *__restrict__ words, u64 n, u64 row_len, u32 encoding) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const u64 base = i - i % row_len;
+        const u64 key = encode_key<u64>(sorted[i], encoding);
+        u64 lo = 0;
+        u64 hi = i - base;
+        while (lo < hi) {
+            const u64 mid = lo + ((hi - lo) >> 1);
+            if (encode_key<u64>(sorted[base + mid], encoding) < key) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        words[i] = (lo << 32) | positions[i];
+    }
+}
+
+// The answer: each of `rows` rows of sorted words (`stride` apart) gives its first k
+// positions (the low halves) and the keys at those positions of its row of `row_len` keys.
+template <typename K>
+__device__ __forceinline__ void top_k_take(const u64 *__restrict__ words, const K *__restrict__ keys,
+                                           K *__restrict__ values, u32 *__restrict__ indices, u64 rows,
+                                           u64 stride, u64 row_len, u32 k) {
+    const u64 n = rows * k;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const u64 row = i / k;
+        const u32 position = (u32)words[row * stride + (i - row * k)];
+        indices[i] = position;
+        values[i] = keys[row * row_len + position];
+    }
+}
+
+#define TOP_K_COMPOSE_KERNEL(KNAME, K)                                                            \
+    extern "C" __global__ void top_k_compose_##KNAME(const K *keys, u64 *words, u64 n, u64 row_len, \
+                                                     u32 encoding) {                             \
+        top_k_compose<K>(keys, words, n, row_len, encoding);                                     \
+    }
+
+#define TOP_K_TAKE_KERNEL(KNAME, K)                                                              \
+    extern "C" __global__ void top_k_take_##KNAME(const u64 *words, const K *keys, K *values,    \
+                                                  u32 *indices, u64 rows, u64 stride,            \
+                                                  u64 row_len, u32 k) {                          \
+        top_k_take<K>(words, keys, values, indices, rows, stride, row_len, k);                   \
+    }
+
+TOP_K_COMPOSE_KERNEL(u32, u32)
+TOP_K_TAKE_KERNEL(u32, u32)
+TOP_K_TAKE_KERNEL(u64, u64)

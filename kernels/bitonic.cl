@@ -3,6 +3,7 @@
 // These kernels execute exactly the comparator network of src/schedule/; read its module
 // documentation first. The host builds one program per word variant with -D options:
 //   KEY_T      the key word: uint or ulong
+//   KEY_STORE_T, KEY_STORE_BITS  16-bit keys only: ushort and 16 (KEY_T is uint)
 //   HAS_VALUES 1 when values move with the keys (absent or 0: keys only)
 //   VAL_T      the value word when HAS_VALUES: uint or ulong
 //   LOG_E      log2 of the elements a work item holds in registers in one round (1..MAX_LOG_E)
@@ -111,7 +112,7 @@
 //               local bits tail-1..0: in a mirrored row, whose columns are reversed, with
 //               the minimum in the higher slot (run_levels' `reverse`).
 // lkeys (and lvals) hold PAD(2^log_local) words, sized by the host.
-__kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
+__kernel void bitonic_tile(__global KEY_STORE_T *restrict keys VALUES_ARG,
                            const ulong row_len,
                            const ulong rows,
                            const uint log_p,
@@ -139,7 +140,7 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
     const ulong end = rows == 1ul ? row_len : rows << log_p;
     // Whole tiles' quads start at multiples of 4 elements: vector accesses when the buffers'
     // starts allow them (a sub-buffer may start anywhere the device allows).
-    const bool keys_aligned = QUAD_ALIGNED(keys, KEY4);
+    const bool keys_aligned = QUAD_ALIGNED(keys, KEY_STORE4);
 #if WITH_VALUES
     const bool values_aligned = QUAD_ALIGNED(values, VAL4);
 #else
@@ -220,7 +221,7 @@ __kernel void bitonic_tile(__global KEY_T *restrict keys VALUES_ARG,
 // virtual index block_base + (r << lo_g) + column (the column reversed in the upper half
 // when `flip`).
 #define GLOBAL_GROUP_FN(L)                                                                     \
-    inline void global_group_##L(__global KEY_T *restrict keys VALUES_ARG, const ulong q,      \
+    inline void global_group_##L(__global KEY_STORE_T *restrict keys VALUES_ARG, const ulong q,      \
                                  const ulong row_len, const ulong rows, const uint log_p,      \
                                  const uint lo_g, const bool flip, const uint encoding,        \
                                  const uint transform) {                                       \
@@ -283,7 +284,7 @@ GLOBAL_GROUP_FN(4)
 
 // Pass::GlobalMerge with m <= LOG_E levels on the global bits lo_g + m - 1 .. lo_g, the first
 // the stage's flip when `flip`, over groups 0 .. groups; work items loop by the global size.
-__kernel void bitonic_global(__global KEY_T *restrict keys VALUES_ARG,
+__kernel void bitonic_global(__global KEY_STORE_T *restrict keys VALUES_ARG,
                              const ulong row_len,
                              const ulong rows,
                              const uint log_p,

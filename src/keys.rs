@@ -9,7 +9,9 @@
 //! The GPU kernels apply the same mapping to 32- and 64-bit words on their first load and
 //! last store (`encode_key` and `decode_key` in `cuda/words.cuh` and `kernels/words.clh`
 //! mirror [`KeyEncoding::encode`] and [`KeyEncoding::decode`], with the codes of
-//! `kernels/contract.h`); narrower keys are widened to 32-bit ordered words on the host.
+//! `kernels/contract.h`). Narrower keys of host slices are widened to 32-bit ordered words on
+//! the host; 16-bit keys in device memory ([`WordKey`]) are encoded at 16 bits by the OpenCL
+//! kernels as they load them, the same rule as `ordered_half` for floats.
 
 use crate::kernel_contract;
 
@@ -298,11 +300,12 @@ impl<K: SortKey> NarrowKeys for &mut [K] {
     }
 }
 
-/// A key type that the GPU kernels read directly as one 32- or 64-bit word: `u32`, `i32`,
-/// `f32`, `u64`, `i64`, `f64`. Device-resident sorts take only these: narrower keys are
-/// widened on the host, which keys already in device memory cannot be.
+/// A key type that the GPU kernels read directly from device memory: `u32`, `i32`, `f32`,
+/// `u64`, `i64`, `f64` as one word, and the 16-bit keys `u16`, `i16` (and `half::f16`,
+/// `half::bf16` with the `half` feature), which the OpenCL kernels load as 16 bits and turn
+/// into ordered 32-bit words in registers. Device-resident sorts and top-k take these.
 pub trait WordKey: SortKey {
-    /// Bytes per key: 4 or 8.
+    /// Bytes per key: 2, 4 or 8.
     const WORD_BYTES: usize;
     /// How the kernels turn its bits into ordered bits.
     const KIND: KeyKind;
@@ -390,6 +393,24 @@ fn half_bits(word: u32) -> u16 {
         !ordered
     }
 }
+
+/// 16-bit keys that device-resident calls read in place: the kernels encode them at 16 bits
+/// with the same rules as wider words.
+macro_rules! half_word_key {
+    ($t:ty, $kind:expr) => {
+        impl WordKey for $t {
+            const WORD_BYTES: usize = 2;
+            const KIND: KeyKind = $kind;
+        }
+    };
+}
+
+half_word_key!(u16, KeyKind::Unsigned);
+half_word_key!(i16, KeyKind::Signed);
+#[cfg(feature = "half")]
+half_word_key!(half::f16, KeyKind::Float);
+#[cfg(feature = "half")]
+half_word_key!(half::bf16, KeyKind::Float);
 
 #[cfg(feature = "half")]
 narrow_key!(

@@ -49,6 +49,39 @@ fn check_k(k: usize, row_len: usize) -> Result<()> {
     Ok(())
 }
 
+/// Checks a top-k of device-resident keys before anything is enqueued: `keys_len` keys in
+/// rows of `row_len`, `1 <= k <= row_len`, positions that fit 32 bits, and outputs of exactly
+/// `k` per row. Returns the number of rows.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) fn check_top_k_device(
+    keys_len: usize,
+    row_len: usize,
+    k: usize,
+    values_len: usize,
+    indices_len: usize,
+) -> Result<usize> {
+    if row_len == 0 || !keys_len.is_multiple_of(row_len) {
+        return Err(Error::InvalidConfig(format!(
+            "{keys_len} keys do not form rows of {row_len}"
+        )));
+    }
+    check_k(k, row_len)?;
+    if row_len as u64 > u64::from(u32::MAX) + 1 {
+        return Err(Error::Unsupported(format!(
+            "top-k of rows of {row_len}: positions are 32-bit, at most 2^32 keys a row"
+        )));
+    }
+    let rows = keys_len / row_len;
+    let want = rows * k;
+    if values_len != want || indices_len != want {
+        return Err(Error::InvalidConfig(format!(
+            "top-k of {rows} rows with k = {k} writes {want} values and {want} indices; \
+             the outputs hold {values_len} and {indices_len}"
+        )));
+    }
+    Ok(rows)
+}
+
 impl Sorter {
     /// The `k` best keys of `keys` (the smallest for [`Order::Ascending`], the largest for
     /// [`Order::Descending`]), best first, with their positions. Equal keys go to the lower
@@ -216,6 +249,28 @@ mod tests {
         ));
         let empty: [u32; 0] = [];
         assert!(sorter.top_k(&empty, 1, Order::Ascending).is_err());
+    }
+
+    #[test]
+    fn device_shapes_are_checked() {
+        assert_eq!(check_top_k_device(12, 4, 2, 6, 6).unwrap(), 3);
+        assert_eq!(check_top_k_device(0, 4, 2, 0, 0).unwrap(), 0);
+        for (keys, row_len, k, values, indices) in [
+            (12, 0, 1, 0, 0),
+            (12, 5, 1, 2, 2),
+            (12, 4, 0, 0, 0),
+            (12, 4, 5, 15, 15),
+            (12, 4, 2, 5, 6),
+            (12, 4, 2, 6, 7),
+        ] {
+            assert!(
+                matches!(
+                    check_top_k_device(keys, row_len, k, values, indices),
+                    Err(Error::InvalidConfig(_))
+                ),
+                "{keys} {row_len} {k} {values} {indices}"
+            );
+        }
     }
 
     #[test]

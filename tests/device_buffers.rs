@@ -19,6 +19,16 @@
 //! - `device::rows::<key>::<order>`, `device::rows_by_key::<key>_<value>::<order>`: rows of
 //!   1, 2, 3, 5 (20_000 rows), 1000, 8193 and 70_000 keys (longer than any tile); every row
 //!   checked, and the key-value result equal to the host-slice `sort_rows_by_key`.
+//! - `device::top_k::<key>::<order>`: `top_k_device_rows` on rows of 1 to 70_001 keys
+//!   (around the top-k tile of 2^12 words), k = 1, k = the row, k past the on-chip 2048,
+//!   special, few-valued, edge (NaNs, ±0.0), random and all-equal keys; positions and
+//!   values bit for bit against a CPU model (key order, then position), keys unchanged. On
+//!   GPUs also 8 rows of 2^20 with k = 16384. `device::top_k::errors`: bad shapes and output
+//!   lengths are `InvalidConfig` and write nothing.
+//! - OpenCL only, `device::sixteen::<key>::*` (`u16`, `i16`; `f16`, `bf16` with `half`):
+//!   16-bit keys sorted in place: all 65,536 bit patterns bit for bit against `total_cmp`
+//!   (one array, rows), lengths around tiles and merges, pairs, top-k
+//!   (`device_buffers/sixteen.rs`).
 //! - `device::sub_range`: a sort of part of a larger allocation (a cust sub-slice, an OpenCL
 //!   sub-buffer) touches nothing outside it.
 //! - `device::queue_order`: the sort runs after an asynchronous upload enqueued on the same
@@ -217,6 +227,10 @@ mod device;
 #[cfg(feature = "opencl")]
 #[path = "device_buffers/opencl.rs"]
 mod opencl;
+
+#[cfg(feature = "opencl")]
+#[path = "device_buffers/sixteen.rs"]
+mod sixteen;
 
 #[cfg(not(feature = "opencl"))]
 mod opencl {

@@ -23,14 +23,14 @@ use crate::keys::{KeyEncoding, Order, WordKey};
 
 /// A caller's device slice as words: its address, length and word width.
 #[derive(Clone, Copy)]
-struct DeviceWords {
-    ptr: cu::CUdeviceptr,
-    len: usize,
-    word_bytes: usize,
+pub(super) struct DeviceWords {
+    pub(super) ptr: cu::CUdeviceptr,
+    pub(super) len: usize,
+    pub(super) word_bytes: usize,
 }
 
 impl DeviceWords {
-    fn of<T: DeviceCopy>(slice: &DeviceSlice<T>) -> DeviceWords {
+    pub(super) fn of<T: DeviceCopy>(slice: &DeviceSlice<T>) -> DeviceWords {
         DeviceWords {
             ptr: slice.as_device_ptr().as_raw(),
             len: slice.len(),
@@ -136,7 +136,7 @@ impl CudaBackend {
 
     /// Every device-resident sort: checks the shapes and that the slices and the stream are
     /// this backend's, then enqueues the planned launches on the caller's stream.
-    fn sort_device_words(
+    pub(super) fn sort_device_words(
         &self,
         keys: DeviceWords,
         values: Option<DeviceWords>,
@@ -145,24 +145,12 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         check_rows_words(keys.len, values.map(|v| v.len), row_len)?;
+        check_key_width(keys.word_bytes)?;
         let value_bytes = values.map_or(0, |v| v.word_bytes);
         if values.is_some() && value_bytes != 4 && value_bytes != 8 {
             return Err(Error::UnsupportedValueSize { bytes: value_bytes });
         }
-        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
-        let ours = self.context.as_raw();
-        let mut context: cu::CUcontext = ptr::null_mut();
-        // SAFETY: the stream handle is live (borrowed from the caller's `Stream`) and
-        // `context` is a valid out-pointer.
-        check("cuStreamGetCtx", unsafe {
-            cu::cuStreamGetCtx(stream.as_inner(), &mut context)
-        })?;
-        if context != ours {
-            return Err(Error::ForeignBuffer(format!(
-                "the stream belongs to another CUDA context than {}'s primary context",
-                self.info.name
-            )));
-        }
+        self.check_stream(stream)?;
         for (what, words) in [("keys", Some(keys)), ("values", values)] {
             match words {
                 Some(w) if w.len > 0 => self.check_owner(what, w.ptr)?,
@@ -227,10 +215,29 @@ impl CudaBackend {
         enqueued
     }
 
+    /// Makes this backend's context current and checks that `stream` belongs to it.
+    pub(super) fn check_stream(&self, stream: &Stream) -> Result<()> {
+        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
+        let ours = self.context.as_raw();
+        let mut context: cu::CUcontext = ptr::null_mut();
+        // SAFETY: the stream handle is live (borrowed from the caller's `Stream`) and
+        // `context` is a valid out-pointer.
+        check("cuStreamGetCtx", unsafe {
+            cu::cuStreamGetCtx(stream.as_inner(), &mut context)
+        })?;
+        if context != ours {
+            return Err(Error::ForeignBuffer(format!(
+                "the stream belongs to another CUDA context than {}'s primary context",
+                self.info.name
+            )));
+        }
+        Ok(())
+    }
+
     /// Checks that device memory at `ptr` belongs to this backend's context, or, for memory
     /// that belongs to no context (stream-ordered allocations from a memory pool), to its
     /// device.
-    fn check_owner(&self, what: &str, ptr: cu::CUdeviceptr) -> Result<()> {
+    pub(super) fn check_owner(&self, what: &str, ptr: cu::CUdeviceptr) -> Result<()> {
         let mut context: cu::CUcontext = ptr::null_mut();
         // SAFETY: `context` is a valid out-pointer of the size the CONTEXT attribute writes.
         let status = unsafe {
@@ -264,4 +271,16 @@ impl CudaBackend {
         }
         Ok(())
     }
+}
+
+/// The CUDA kernels read keys of 4 and 8 bytes; 16-bit keys in device memory are refused
+/// before anything is enqueued (the OpenCL backend sorts them in place).
+pub(super) fn check_key_width(key_bytes: usize) -> Result<()> {
+    if key_bytes == 4 || key_bytes == 8 {
+        return Ok(());
+    }
+    Err(Error::Unsupported(format!(
+        "{key_bytes}-byte keys in CUDA device memory: the CUDA kernels read 4- and 8-byte \
+         keys; the OpenCL backend sorts 16-bit keys in place"
+    )))
 }

@@ -201,8 +201,8 @@ pub struct CudaBackend {
     oblivious: AtomicBool,
     /// The merge scratch of device-resident sorts.
     device_scratch: Mutex<DeviceScratch>,
-    /// `top_k_tiles` (`top_k.rs`).
-    top_k_kernel: Kernel,
+    /// The top-k kernels (`top_k.rs`).
+    top_k_kernels: top_k::TopKKernels,
     /// Serializes sorts of host slices: they share the stream, the device buffers and the
     /// pinned staging.
     busy: Mutex<HostState>,
@@ -285,7 +285,7 @@ impl CudaBackend {
         } else {
             Vec::new()
         };
-        let top_k_kernel = top_k::load_top_k_kernel(&module)?;
+        let top_k_kernels = top_k::load_top_k_kernels(&module)?;
         let mut limits = limits;
         limits.clusters = !cluster_kernels.is_empty();
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
@@ -305,7 +305,7 @@ impl CudaBackend {
                 buffers: Scratch::default(),
                 done: None,
             }),
-            top_k_kernel,
+            top_k_kernels,
             busy: Mutex::new(HostState::default()),
             cache_stats: CacheStats::default(),
             stream,

@@ -1,44 +1,389 @@
-//! Top-k of host slices on the CUDA device: the launches of [`TopKPlan`] with `top_k_tiles`
-//! (`cuda/top_k.cuh`, in the module's PTX).
+//! Top-k on the CUDA device: [`CudaBackend::top_k_device_rows`] for keys in device memory,
+//! and the top-k of host slices as an upload, that same device top-k and a download. The
+//! routes are [`TopKRoute`]'s; the kernels are `cuda/top_k.cuh`'s, in the module's PTX.
 
 use std::ffi::c_void;
 
 use cust::context::CurrentContext;
-use cust::memory::{AsyncCopyDestination, DeviceBuffer};
+use cust::memory::{AsyncCopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::module::Module;
+use cust::stream::Stream;
+use cust::sys as cu;
 
 use super::CudaBackend;
-use super::driver::on;
+use super::device_slices::{DeviceWords, check_key_width};
+use super::driver::{driver_error, on};
 use super::kernels::{Kernel, launch_kernel, load_kernel};
 use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::kernel_contract::{TOP_K_THREADS, TopKArgs, padded_words};
-use crate::keys::KeyEncoding;
+use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
-use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKPlan, decode_runs};
+use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKPlan, TopKRoute};
+use crate::top_k::check_top_k_device;
 
-/// Blocks of one launch at most; each block loops over the tiles past the grid.
+/// Blocks of one launch at most; each block loops over the tiles (or elements) past the grid.
 const MAX_GRID: u64 = 1 << 20;
 
-/// Looks up `top_k_tiles` and lets it use the shared memory of the largest tile.
-pub(super) fn load_top_k_kernel(module: &Module) -> Result<Kernel> {
-    load_kernel(
-        module,
-        "top_k_tiles",
-        (padded_words(TOP_K_MAX_LOG_TILE) * 8) as u32,
-    )
+/// Threads of a block of the element-wise kernels (compose, positions, rank, take).
+const ELEMENT_THREADS: u32 = 256;
+
+/// The top-k kernels of the loaded module.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TopKKernels {
+    /// `top_k_tiles_u32`.
+    tiles: Kernel,
+    /// `top_k_compose_u32`.
+    compose: Kernel,
+    /// `top_k_positions_u64` and `top_k_rank_u64`.
+    ranked: [Kernel; 2],
+    /// `top_k_take_u32` and `top_k_take_u64`.
+    take: [Kernel; 2],
 }
 
-/// The device address of a buffer, as the kernels take it.
-fn address(buffer: &DeviceBuffer<u8>) -> u64 {
-    buffer.as_device_ptr().as_raw()
+/// Looks up the top-k kernels; `top_k_tiles_u32` may use the shared memory of the largest
+/// tile.
+pub(super) fn load_top_k_kernels(module: &Module) -> Result<TopKKernels> {
+    Ok(TopKKernels {
+        tiles: load_kernel(
+            module,
+            "top_k_tiles_u32",
+            (padded_words(TOP_K_MAX_LOG_TILE) * 8) as u32,
+        )?,
+        compose: load_kernel(module, "top_k_compose_u32", 0)?,
+        ranked: [
+            load_kernel(module, "top_k_positions_u64", 0)?,
+            load_kernel(module, "top_k_rank_u64", 0)?,
+        ],
+        take: [
+            load_kernel(module, "top_k_take_u32", 0)?,
+            load_kernel(module, "top_k_take_u64", 0)?,
+        ],
+    })
+}
+
+/// A top-k of device-resident words, checked: `rows` rows of `row_len` keys of `key_bytes`
+/// at `keys`, `k` values (the keys' width) and `k` positions per row to write.
+#[derive(Clone, Copy)]
+struct TopKJob {
+    keys: cu::CUdeviceptr,
+    key_bytes: usize,
+    encoding: KeyEncoding,
+    row_len: u64,
+    rows: u64,
+    k: u64,
+    values: cu::CUdeviceptr,
+    indices: cu::CUdeviceptr,
+}
+
+impl TopKJob {
+    fn n(&self) -> u64 {
+        self.rows * self.row_len
+    }
+}
+
+/// Temporary device buffers of one top-k, allocated and freed in the order of its stream.
+struct StreamBuffers<'s> {
+    stream: &'s Stream,
+    buffers: Vec<DeviceBuffer<u8>>,
+}
+
+impl StreamBuffers<'_> {
+    /// The address of a new buffer of `bytes`, usable by work enqueued after this call.
+    fn alloc(&mut self, backend: &CudaBackend, bytes: u64) -> Result<cu::CUdeviceptr> {
+        crate::fault::point(BackendKind::Cuda, "cuMemAllocAsync")?;
+        // SAFETY: the buffer is written by the launches enqueued after the allocation on the
+        // same stream before anything reads it, and freed in stream order (`free`).
+        let buffer =
+            unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes.max(1) as usize, self.stream) }
+                .map_err(|e| match e {
+                    cust::error::CudaError::OutOfMemory => backend.out_of_memory(bytes),
+                    e => driver_error("cuMemAllocAsync", e),
+                })?;
+        let address = buffer.as_device_ptr().as_raw();
+        self.buffers.push(buffer);
+        Ok(address)
+    }
+
+    /// Frees every buffer once the stream reaches this point; the first failure is returned.
+    fn free(self) -> Result<()> {
+        let mut result = Ok(());
+        for buffer in self.buffers {
+            let freed = buffer.drop_async(self.stream).map_err(on("cuMemFreeAsync"));
+            if result.is_ok() {
+                result = freed;
+            }
+        }
+        result
+    }
 }
 
 impl CudaBackend {
+    /// The `k` best keys of each row of `row_len` keys in `keys` (the smallest for
+    /// [`Order::Ascending`], the largest for [`Order::Descending`], floats in `total_cmp`
+    /// order), best first, into `values`, and their positions within the row into `indices`;
+    /// equal keys go to the lower position. `values` and `indices` hold `k` per row;
+    /// `keys` is not changed.
+    ///
+    /// Any `k` from 1 to `row_len`: keys of at most 32 bits with a `k` that fits the on-chip
+    /// tile take the bitonic top-k, every other case sorts `(key, position)` words of the
+    /// rows on the device. Temporary buffers come from the device's stream-ordered memory
+    /// pool. The work is enqueued on `stream`, as for [`CudaBackend::sort_device`]; a bad
+    /// shape or a foreign slice or stream is an error before anything is enqueued.
+    #[allow(clippy::too_many_arguments)]
+    pub fn top_k_device_rows<K: WordKey + DeviceCopy>(
+        &self,
+        keys: &DeviceSlice<K>,
+        row_len: usize,
+        k: usize,
+        order: Order,
+        values: &mut DeviceSlice<K>,
+        indices: &mut DeviceSlice<u32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let rows = check_top_k_device(keys.len(), row_len, k, values.len(), indices.len())?;
+        check_key_width(K::WORD_BYTES)?;
+        self.check_stream(stream)?;
+        let slices = [
+            ("keys", DeviceWords::of(keys)),
+            ("values", DeviceWords::of(values)),
+            ("indices", DeviceWords::of(indices)),
+        ];
+        for (what, words) in slices {
+            if words.len > 0 {
+                self.check_owner(what, words.ptr)?;
+            }
+        }
+        let job = TopKJob {
+            keys: slices[0].1.ptr,
+            key_bytes: K::WORD_BYTES,
+            encoding: KeyEncoding::of::<K>(order),
+            row_len: row_len as u64,
+            rows: rows as u64,
+            k: k as u64,
+            values: slices[1].1.ptr,
+            indices: slices[2].1.ptr,
+        };
+        self.enqueue_top_k(&job, stream)
+    }
+
+    /// Enqueues a checked top-k on `stream` by its [`TopKRoute`].
+    fn enqueue_top_k(&self, job: &TopKJob, stream: &Stream) -> Result<()> {
+        if job.rows == 0 {
+            return Ok(());
+        }
+        let mut scratch = StreamBuffers {
+            stream,
+            buffers: Vec::new(),
+        };
+        let route = TopKRoute::new(job.key_bytes, job.row_len, job.k, TOP_K_MAX_LOG_TILE);
+        let enqueued = self.enqueue_route(job, &route, &mut scratch, stream);
+        // The buffers are freed in stream order after the launches that use them, whatever
+        // failed; the first error is the one to report.
+        let freed = scratch.free();
+        enqueued?;
+        freed
+    }
+
+    fn enqueue_route(
+        &self,
+        job: &TopKJob,
+        route: &TopKRoute,
+        scratch: &mut StreamBuffers<'_>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let n = job.n();
+        let sorted_words = |scratch: &mut StreamBuffers<'_>| scratch.alloc(self, n * 8);
+        let unsigned = KeyEncoding {
+            kind: KeyKind::Unsigned,
+            descending: false,
+        };
+        let (words, stride) = match route {
+            TopKRoute::Tiles(plan) => (self.enqueue_tiles(job, plan, scratch, stream)?, plan.run()),
+            TopKRoute::SortWords => {
+                let words = sorted_words(scratch)?;
+                let mut params = (job.keys, words, n, job.row_len, job.encoding.code());
+                // SAFETY: `top_k_compose_u32(const u32 *keys, u64 *words, u64 n, u64
+                // row_len, u32 encoding)` reads the `n` keys and writes `n` words, which the
+                // buffer holds.
+                unsafe {
+                    self.launch_elements(self.top_k_kernels.compose, n, &mut params, stream)
+                }?;
+                self.sort_words(words, 8, None, unsigned, job.row_len, n, stream)?;
+                (words, job.row_len)
+            }
+            TopKRoute::SortRanked => {
+                let copy = scratch.alloc(self, n * 8)?;
+                let positions = scratch.alloc(self, n * 4)?;
+                let words = sorted_words(scratch)?;
+                let mut params = (job.keys, copy, positions, n, job.row_len);
+                // SAFETY: `top_k_positions_u64(const u64 *keys, u64 *copy, u32 *positions,
+                // u64 n, u64 row_len)` reads `n` keys and writes `n` of each output, which the
+                // buffers hold.
+                unsafe {
+                    self.launch_elements(self.top_k_kernels.ranked[0], n, &mut params, stream)
+                }?;
+                self.sort_words(
+                    copy,
+                    8,
+                    Some(positions),
+                    job.encoding,
+                    job.row_len,
+                    n,
+                    stream,
+                )?;
+                let mut params = (copy, positions, words, n, job.row_len, job.encoding.code());
+                // SAFETY: `top_k_rank_u64(const u64 *sorted, const u32 *positions, u64 *words,
+                // u64 n, u64 row_len, u32 encoding)` reads `n` of each input and writes `n`
+                // words, within each row.
+                unsafe {
+                    self.launch_elements(self.top_k_kernels.ranked[1], n, &mut params, stream)
+                }?;
+                self.sort_words(words, 8, None, unsigned, job.row_len, n, stream)?;
+                (words, job.row_len)
+            }
+        };
+        let take = self.top_k_kernels.take[usize::from(job.key_bytes == 8)];
+        let mut params = (
+            words,
+            job.keys,
+            job.values,
+            job.indices,
+            job.rows,
+            stride,
+            job.row_len,
+            job.k as u32,
+        );
+        // SAFETY: `top_k_take_<key>(const u64 *words, const K *keys, K *values, u32 *indices,
+        // u64 rows, u64 stride, u64 row_len, u32 k)`: each row's first `k` words lie within its
+        // `stride` words, their positions within its `row_len` keys, and the outputs hold
+        // `rows * k` elements (checked).
+        unsafe { self.launch_elements(take, job.rows * job.k, &mut params, stream) }
+    }
+
+    /// Sorts `n` device words at `keys` (with `values`) in rows of `row_len` on `stream`.
+    #[allow(clippy::too_many_arguments)]
+    fn sort_words(
+        &self,
+        keys: cu::CUdeviceptr,
+        word_bytes: usize,
+        values: Option<cu::CUdeviceptr>,
+        encoding: KeyEncoding,
+        row_len: u64,
+        n: u64,
+        stream: &Stream,
+    ) -> Result<()> {
+        let len = n as usize;
+        self.sort_device_words(
+            DeviceWords {
+                ptr: keys,
+                len,
+                word_bytes,
+            },
+            values.map(|ptr| DeviceWords {
+                ptr,
+                len,
+                word_bytes: 4,
+            }),
+            encoding,
+            row_len as usize,
+            stream,
+        )
+    }
+
+    /// The bitonic top-k's passes; returns the address of the last pass's runs.
+    fn enqueue_tiles(
+        &self,
+        job: &TopKJob,
+        plan: &TopKPlan,
+        scratch: &mut StreamBuffers<'_>,
+        stream: &Stream,
+    ) -> Result<cu::CUdeviceptr> {
+        let rows = job.rows;
+        let run = plan.run();
+        let buffers = [
+            scratch.alloc(self, plan.scratch_words(rows) * 8)?,
+            scratch.alloc(
+                self,
+                plan.passes.get(1).map_or(1, |p| rows * p.tiles * run * 8),
+            )?,
+        ];
+        for (i, pass) in plan.passes.iter().enumerate() {
+            let mut keys_at = job.keys;
+            let mut words_at = buffers[(i + 1) % 2];
+            let mut out_at = buffers[i % 2];
+            let mut args = TopKArgs {
+                len: pass.len,
+                rows,
+                tiles: pass.tiles,
+                log_tile: pass.log_tile,
+                log_k: plan.log_k,
+                encoding: job.encoding.code(),
+                from_keys: u32::from(pass.from_keys),
+            };
+            let mut params = [
+                &mut keys_at as *mut u64 as *mut c_void,
+                &mut words_at as *mut u64 as *mut c_void,
+                &mut out_at as *mut u64 as *mut c_void,
+                &mut args as *mut TopKArgs as *mut c_void,
+            ];
+            let grid = (rows * pass.tiles)
+                .min(MAX_GRID)
+                .min(u64::from(self.limits.max_grid_x)) as u32;
+            let block = TOP_K_THREADS.min(1 << (pass.log_tile - 1));
+            let shared = (padded_words(pass.log_tile) * 8) as u32;
+            // SAFETY: the parameters match `top_k_tiles_u32(const u32 *keys, const u64 *words,
+            // u64 *out, TopKArgs a)` (repr(C) with the kernel's layout); the first pass reads
+            // `rows * len` keys, a later one `rows * len` words of the previous pass's output,
+            // and each writes `rows * tiles * K` words, which its buffer holds (the first
+            // buffer the first pass's, the largest); the shared memory is within what the
+            // kernel was loaded with.
+            unsafe {
+                launch_kernel(
+                    self.top_k_kernels.tiles,
+                    (grid, block, shared),
+                    stream.as_inner(),
+                    &mut params,
+                )
+            }?;
+        }
+        Ok(buffers[(plan.passes.len() - 1) % 2])
+    }
+
+    /// Launches an element-wise kernel over `n` elements on `stream`; nothing for none.
+    ///
+    /// # Safety
+    /// `params` must be the kernel's parameters, in order and of its types, and keep its
+    /// accesses of `n` elements inside the buffers they name.
+    unsafe fn launch_elements<P: KernelParams>(
+        &self,
+        kernel: Kernel,
+        n: u64,
+        params: &mut P,
+        stream: &Stream,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let grid = n
+            .div_ceil(u64::from(ELEMENT_THREADS))
+            .min(MAX_GRID)
+            .min(u64::from(self.limits.max_grid_x)) as u32;
+        let mut pointers = params.pointers();
+        // SAFETY: the caller vouches for the parameters and their extents.
+        unsafe {
+            launch_kernel(
+                kernel,
+                (grid, ELEMENT_THREADS, 0),
+                stream.as_inner(),
+                &mut pointers,
+            )
+        }
+    }
+
     /// [`crate::backend::Backend::top_k_rows_words`] on this device: uploads the keys on the
-    /// backend's stream, runs the plan's launches there and reads the last pass's runs back.
-    /// The largest tile (2^[`TOP_K_MAX_LOG_TILE`] words, 32 KiB of shared memory with the
-    /// padding) fits every CUDA device without an opt-in.
+    /// backend's stream, runs [`CudaBackend::top_k_device_rows`]'s launches there and reads
+    /// the values and positions back.
     pub(super) fn top_k_host(
         &self,
         keys: &[u32],
@@ -46,15 +391,10 @@ impl CudaBackend {
         row_len: usize,
         k: usize,
     ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
-        let Some(plan) = TopKPlan::new(row_len as u64, k as u64, TOP_K_MAX_LOG_TILE) else {
-            return Ok(None);
-        };
-        let rows = (keys.len() / row_len) as u64;
-        let run = plan.run();
-        let scratch = plan.scratch_words(rows) * 8;
-        let second = plan.passes.get(1).map_or(1, |p| rows * p.tiles * run * 8);
+        let rows = keys.len() / row_len;
+        let out = rows * k;
         let key_bytes = keys.len() as u64 * 4;
-        let requested = key_bytes + scratch + second;
+        let requested = key_bytes + out as u64 * 8;
         if requested > self.info.memory_bytes {
             return Err(self.out_of_memory(requested));
         }
@@ -62,63 +402,41 @@ impl CudaBackend {
         let _host = lock_shared_with_rayon(&self.busy);
         crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
-        let mut device_keys = self.alloc(key_bytes as usize, requested)?;
-        let buffers = [
-            self.alloc(scratch as usize, requested)?,
-            self.alloc(second as usize, requested)?,
-        ];
-        let mut runs = vec![0u64; (rows * run) as usize];
-        let stream = self.stream.as_inner();
+        let device_keys = self.alloc(key_bytes as usize, requested)?;
+        let device_values = self.alloc(out * 4, requested)?;
+        let device_indices = self.alloc(out * 4, requested)?;
+        let mut values = vec![0u32; out];
+        let mut indices = vec![0u32; out];
         let done = (|| -> Result<()> {
             // SAFETY: the buffer holds exactly the keys' bytes; the host slice outlives the
             // stream synchronization below.
-            unsafe { device_keys.async_copy_from(bytemuck::cast_slice(keys), &self.stream) }
-                .map_err(on("cuMemcpyHtoDAsync"))?;
-            for (i, pass) in plan.passes.iter().enumerate() {
-                let mut keys_at = address(&device_keys);
-                let mut words_at = address(&buffers[(i + 1) % 2]);
-                let mut out_at = address(&buffers[i % 2]);
-                let mut args = TopKArgs {
-                    len: pass.len,
-                    rows,
-                    tiles: pass.tiles,
-                    log_tile: pass.log_tile,
-                    log_k: plan.log_k,
-                    encoding: encoding.code(),
-                    from_keys: u32::from(pass.from_keys),
-                };
-                let mut params = [
-                    &mut keys_at as *mut u64 as *mut c_void,
-                    &mut words_at as *mut u64 as *mut c_void,
-                    &mut out_at as *mut u64 as *mut c_void,
-                    &mut args as *mut TopKArgs as *mut c_void,
-                ];
-                let grid = (rows * pass.tiles)
-                    .min(MAX_GRID)
-                    .min(u64::from(self.limits.max_grid_x)) as u32;
-                let block = TOP_K_THREADS.min(1 << (pass.log_tile - 1));
-                let shared = (padded_words(pass.log_tile) * 8) as u32;
-                // SAFETY: the parameters match `top_k_tiles(const u32 *keys, const u64 *words,
-                // u64 *out, TopKArgs a)` (repr(C) with the kernel's layout); the first pass
-                // reads `rows * len` keys, a later one `rows * len` words of the previous
-                // pass's output, and each writes `rows * tiles * K` words, which its buffer
-                // holds (the first buffer the first pass's, the largest); the shared memory
-                // is within what the kernel was loaded with.
-                unsafe {
-                    launch_kernel(
-                        self.top_k_kernel,
-                        (grid, block, shared),
-                        stream,
-                        &mut params,
-                    )
-                }?;
+            unsafe {
+                device_keys
+                    .index(..key_bytes as usize)
+                    .async_copy_from(bytemuck::cast_slice::<u32, u8>(keys), &self.stream)
             }
-            let last = &buffers[(plan.passes.len() - 1) % 2];
-            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut runs);
-            // SAFETY: `bytes` is `rows * K` words, the front of the last pass's output; it
-            // outlives the synchronization below.
-            unsafe { last.index(..bytes.len()).async_copy_to(bytes, &self.stream) }
-                .map_err(on("cuMemcpyDtoHAsync"))?;
+            .map_err(on("cuMemcpyHtoDAsync"))?;
+            let job = TopKJob {
+                keys: device_keys.as_device_ptr().as_raw(),
+                key_bytes: 4,
+                encoding,
+                row_len: row_len as u64,
+                rows: rows as u64,
+                k: k as u64,
+                values: device_values.as_device_ptr().as_raw(),
+                indices: device_indices.as_device_ptr().as_raw(),
+            };
+            self.enqueue_top_k(&job, &self.stream)?;
+            for (from, to) in [
+                (&device_values, &mut values),
+                (&device_indices, &mut indices),
+            ] {
+                let bytes: &mut [u8] = bytemuck::cast_slice_mut(to.as_mut_slice());
+                // SAFETY: `bytes` is `rows * k` words, the front of the buffer; it outlives
+                // the synchronization below.
+                unsafe { from.index(..bytes.len()).async_copy_to(bytes, &self.stream) }
+                    .map_err(on("cuMemcpyDtoHAsync"))?;
+            }
             Ok(())
         })();
         // Whatever was enqueued finishes before the buffers are freed; the first error is
@@ -126,6 +444,26 @@ impl CudaBackend {
         let synced = self.stream.synchronize().map_err(on("cuStreamSynchronize"));
         done?;
         synced?;
-        Ok(Some(decode_runs(&runs, run as usize, k, encoding)))
+        Ok(Some((values, indices)))
     }
 }
+
+/// A tuple of kernel parameters (device addresses and scalars) as the pointers
+/// `cuLaunchKernel` takes.
+trait KernelParams {
+    fn pointers(&mut self) -> Vec<*mut c_void>;
+}
+
+macro_rules! kernel_params {
+    ($($t:ident $i:tt),+) => {
+        impl<$($t: Copy),+> KernelParams for ($($t,)+) {
+            fn pointers(&mut self) -> Vec<*mut c_void> {
+                vec![$(&mut self.$i as *mut $t as *mut c_void),+]
+            }
+        }
+    };
+}
+
+kernel_params!(A 0, B 1, C 2, D 3, E 4);
+kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5);
+kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);

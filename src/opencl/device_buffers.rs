@@ -24,15 +24,15 @@ use crate::keys::{KeyEncoding, Order, WordKey};
 
 /// A caller's buffer: its handle, its length in elements and the element width.
 #[derive(Clone, Copy)]
-struct DeviceWords {
-    mem: cl_mem,
-    len: usize,
-    word_bytes: usize,
+pub(super) struct DeviceWords {
+    pub(super) mem: cl_mem,
+    pub(super) len: usize,
+    pub(super) word_bytes: usize,
 }
 
 impl DeviceWords {
     /// Reads the buffer's size; a size that is not a whole number of elements is an error.
-    fn of<T>(what: &str, buffer: &Buffer<T>) -> Result<DeviceWords> {
+    pub(super) fn of<T>(what: &str, buffer: &Buffer<T>) -> Result<DeviceWords> {
         let word_bytes = std::mem::size_of::<T>();
         let bytes = buffer.size().map_err(driver("clGetMemObjectInfo"))?;
         if word_bytes == 0 || !bytes.is_multiple_of(word_bytes) {
@@ -165,7 +165,7 @@ impl OpenClBackend {
 
     /// Every device-resident sort: checks the shapes and that the buffers and the queue are
     /// this backend's, then enqueues the planned launches on the caller's queue.
-    fn sort_device_words(
+    pub(super) fn sort_device_words(
         &self,
         keys: DeviceWords,
         values: Option<DeviceWords>,
@@ -176,35 +176,10 @@ impl OpenClBackend {
         check_rows_words(keys.len, values.map(|v| v.len), row_len)?;
         let value_bytes = values.map(|v| v.word_bytes);
         let variant = self.variant_of_widths(keys.word_bytes, value_bytes)?;
-        let ours = self.context.get();
-        if queue.context().map_err(driver("clGetCommandQueueInfo"))? != ours
-            || queue.device().map_err(driver("clGetCommandQueueInfo"))? != self.device.id()
-        {
-            return Err(Error::ForeignBuffer(format!(
-                "the command queue is not on this backend's context and device ({})",
-                self.info.name
-            )));
-        }
-        let properties = queue
-            .properties()
-            .map_err(driver("clGetCommandQueueInfo"))?;
-        if properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0 {
-            // The passes depend on each other and are enqueued without events between them.
-            return Err(Error::Unsupported(
-                "an out-of-order command queue: sort on an in-order queue".to_string(),
-            ));
-        }
+        self.check_queue(queue)?;
         for (what, words) in [("keys", Some(keys)), ("values", values)] {
-            let Some(words) = words else { continue };
-            let context =
-                opencl3::memory::get_mem_object_info(words.mem, opencl3::memory::CL_MEM_CONTEXT)
-                    .map_err(|code| driver("clGetMemObjectInfo")(ClError(code)))?;
-            if isize::from(context) as opencl3::types::cl_context != ours {
-                return Err(Error::ForeignBuffer(format!(
-                    "the {what} buffer belongs to another OpenCL context than this \
-                     backend's ({})",
-                    self.info.name
-                )));
+            if let Some(words) = words {
+                self.check_buffer(what, words)?;
             }
         }
         if row_len <= 1 {
@@ -216,7 +191,9 @@ impl OpenClBackend {
         let operands = Operands {
             keys: keys.mem,
             values: values.map(|v| v.mem),
-            key_bytes: keys.word_bytes as u64,
+            // 16-bit keys sort in 32-bit registers and on-chip words: the plans and the
+            // scratch count those.
+            key_bytes: variant.key_bytes,
             value_bytes: value_bytes.unwrap_or(0) as u64,
         };
         let on_cpu = self.info.device_type == DeviceType::Cpu;
@@ -263,6 +240,42 @@ impl OpenClBackend {
         }
         if on_cpu {
             queue.finish().map_err(driver("clFinish"))?;
+        }
+        Ok(())
+    }
+
+    /// Checks that `queue` is an in-order queue of this backend's context and device.
+    pub(super) fn check_queue(&self, queue: &CommandQueue) -> Result<()> {
+        if queue.context().map_err(driver("clGetCommandQueueInfo"))? != self.context.get()
+            || queue.device().map_err(driver("clGetCommandQueueInfo"))? != self.device.id()
+        {
+            return Err(Error::ForeignBuffer(format!(
+                "the command queue is not on this backend's context and device ({})",
+                self.info.name
+            )));
+        }
+        let properties = queue
+            .properties()
+            .map_err(driver("clGetCommandQueueInfo"))?;
+        if properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0 {
+            // The passes depend on each other and are enqueued without events between them.
+            return Err(Error::Unsupported(
+                "an out-of-order command queue: sort on an in-order queue".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that a caller's buffer belongs to this backend's context.
+    pub(super) fn check_buffer(&self, what: &str, words: DeviceWords) -> Result<()> {
+        let context =
+            opencl3::memory::get_mem_object_info(words.mem, opencl3::memory::CL_MEM_CONTEXT)
+                .map_err(|code| driver("clGetMemObjectInfo")(ClError(code)))?;
+        if isize::from(context) as opencl3::types::cl_context != self.context.get() {
+            return Err(Error::ForeignBuffer(format!(
+                "the {what} buffer belongs to another OpenCL context than this backend's ({})",
+                self.info.name
+            )));
         }
         Ok(())
     }

@@ -112,7 +112,8 @@ pub struct OpenClBackend {
     /// The merge scratch of device-resident sorts.
     device_scratch: Mutex<DeviceScratch>,
     /// The top-k program, built on first use (`top_k.rs`).
-    top_k: Mutex<Option<Arc<top_k::TopKProgram>>>,
+    /// One slot per key width of `top_k::KEY_TYPES`.
+    top_k: Mutex<[Option<Arc<top_k::TopKProgram>>; 3]>,
 }
 
 impl std::fmt::Debug for OpenClBackend {
@@ -134,7 +135,7 @@ impl Drop for OpenClBackend {
         *self
             .top_k
             .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = [None, None, None];
     }
 }
 
@@ -231,7 +232,7 @@ impl OpenClBackend {
             own_split_max_tiles: plan::POLICY.own_split_max_tiles,
             oblivious: AtomicBool::new(false),
             device_scratch: Mutex::new(DeviceScratch::default()),
-            top_k: Mutex::new(None),
+            top_k: Mutex::new([None, None, None]),
         })
     }
 

@@ -76,21 +76,25 @@ pub(super) const MERGE_PASS_OWN_SPLITS_KERNELS: [&str; 2] =
 /// A machine word as the kernels see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Width {
+    /// 16-bit keys: stored as `ushort`, sorted in 32-bit registers (`KEY_STORE_T` in
+    /// `kernels/words.clh`). Keys only.
+    W16,
     W32,
     W64,
 }
 
 impl Width {
+    /// Bytes of the register word: 4 for 16-bit keys, whose on-chip arrays hold 32-bit words.
     pub(super) fn bytes(self) -> u64 {
         match self {
-            Width::W32 => 4,
+            Width::W16 | Width::W32 => 4,
             Width::W64 => 8,
         }
     }
 
     pub(super) fn cl_type(self) -> &'static str {
         match self {
-            Width::W32 => "uint",
+            Width::W16 | Width::W32 => "uint",
             Width::W64 => "ulong",
         }
     }
@@ -114,8 +118,13 @@ impl VariantKey {
             None => "-D HAS_VALUES=0".to_string(),
             Some(v) => format!("-D HAS_VALUES=1 -D VAL_T={}", v.cl_type()),
         };
+        let stored = if self.key == Width::W16 {
+            " -D KEY_STORE_T=ushort -D KEY_STORE_BITS=16"
+        } else {
+            ""
+        };
         format!(
-            "-D KEY_T={} {values} -D LOG_E={}",
+            "-D KEY_T={}{stored} {values} -D LOG_E={}",
             self.key.cl_type(),
             self.log_e
         )
@@ -130,6 +139,8 @@ pub(super) struct Variant {
     pub(super) kernels: Mutex<Kernels>,
     pub(super) limits: Limits,
     pub(super) element_bytes: u64,
+    /// Bytes of a key in registers and on-chip arrays (4 for 16-bit keys).
+    pub(super) key_bytes: u64,
 }
 
 impl Variant {
@@ -160,7 +171,8 @@ pub(super) struct MergeKernels {
 }
 
 impl OpenClBackend {
-    /// The program for keys and values (when given) of these byte widths, each 4 or 8.
+    /// The program for keys (2, 4 or 8 bytes) and values (when given; 4 or 8 bytes) of
+    /// these byte widths.
     pub(super) fn variant_of_widths(
         &self,
         key_bytes: usize,
@@ -171,8 +183,12 @@ impl OpenClBackend {
             8 => Ok(Width::W64),
             bytes => Err(Error::UnsupportedValueSize { bytes }),
         };
+        let key = match key_bytes {
+            2 => Width::W16,
+            bytes => width(bytes)?,
+        };
         self.variant(VariantKey {
-            key: width(key_bytes)?,
+            key,
             value: value_bytes.map(width).transpose()?,
             log_e: self.round_log_e(),
         })
@@ -289,6 +305,7 @@ impl OpenClBackend {
             kernels: Mutex::new(kernels),
             limits,
             element_bytes: key.element_bytes(),
+            key_bytes: key.key.bytes(),
         })
     }
 }

@@ -1,80 +1,445 @@
-//! Top-k of host slices on the OpenCL device: the launches of [`TopKPlan`] with the kernel of
-//! `kernels/top_k.clh`, built once per backend as a program of its own.
+//! Top-k on the OpenCL device: [`OpenClBackend::top_k_device_rows`] for keys in device
+//! buffers, and the top-k of host slices as an upload, that same device top-k and a
+//! download. The routes are [`TopKRoute`]'s; the kernels are `kernels/top_k.clh`'s, built
+//! once per key width as a program of their own.
 
 use std::sync::{Arc, Mutex};
 
+use opencl3::command_queue::CommandQueue;
 use opencl3::kernel::Kernel;
-use opencl3::memory::ClMem;
+use opencl3::memory::{Buffer, ClMem};
 use opencl3::types::{CL_BLOCKING, cl_mem};
 
+use super::device_buffers::DeviceWords;
 use super::driver::driver;
 use super::launch::Args;
 use super::{CPU_DEVICE_RUNS, DeviceType, OpenClBackend, hold, lifecycle_lock};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernel_contract::padded_words;
-use crate::keys::KeyEncoding;
+use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
-use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKPlan, decode_runs};
+use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKPlan, TopKRoute};
+use crate::top_k::check_top_k_device;
 
-/// The program's main file: the contract, the key encoding for 32-bit keys, the kernel.
+/// The program's main file: the contract, the key words and their encoding, the kernels.
 const MAIN: &str = "#include \"contract.h\"\n#include \"words.clh\"\n#include \"top_k.clh\"\n";
 
-/// Work-items of a top-k work-group at most: each handles `2^log_tile / 2 / items`
-/// comparators per level.
+/// Work-items of a work-group at most: a top-k tile's each handle
+/// `2^log_tile / 2 / items` comparators per level.
 const MAX_GROUP: usize = 256;
 
-/// The built top-k kernel and the limits of its launches.
+/// Work-groups of an element-wise launch at most; each item loops over the elements past
+/// the launch.
+const MAX_ELEMENT_GROUPS: u64 = 1 << 16;
+
+/// The key widths with a top-k program, the register word of each and how it is stored
+/// (`kernels/words.clh`).
+const KEY_TYPES: [(usize, &str, &str); 3] = [
+    (2, "uint", "-D KEY_STORE_T=ushort -D KEY_STORE_BITS=16"),
+    (4, "uint", ""),
+    (8, "ulong", ""),
+];
+
+/// The kernels of one key width's program. Their arguments are per-object state: a launch
+/// holds the lock from its first argument to its enqueue.
+struct TopKKernels {
+    /// `top_k_tiles` and `top_k_compose` (keys of at most 32 bits).
+    tiles: Option<[Kernel; 2]>,
+    /// `top_k_positions` and `top_k_rank` (wider keys).
+    ranked: Option<[Kernel; 2]>,
+    /// `top_k_take`.
+    take: Kernel,
+}
+
+impl TopKKernels {
+    /// `top_k_tiles` and `top_k_compose`, which only the programs of narrow keys have.
+    fn narrow(&self) -> Result<&[Kernel; 2]> {
+        self.tiles
+            .as_ref()
+            .ok_or_else(|| wrong_program("keys of at most 32 bits"))
+    }
+
+    /// `top_k_positions` and `top_k_rank`, which only the program of 64-bit keys has.
+    fn wide(&self) -> Result<&[Kernel; 2]> {
+        self.ranked
+            .as_ref()
+            .ok_or_else(|| wrong_program("64-bit keys"))
+    }
+}
+
+/// A route asked a program for kernels of another key width: a bug, reported as an error.
+fn wrong_program(kernels_of: &str) -> Error {
+    Error::Unsupported(format!(
+        "the top-k route needs the kernels of {kernels_of}, which this key width's program lacks"
+    ))
+}
+
+/// The built top-k program of one key width and the limits of its launches.
 pub(super) struct TopKProgram {
-    /// Its arguments are per-object state: a top-k holds the lock from its first argument to
-    /// its last enqueue.
-    kernel: Mutex<Kernel>,
+    kernels: Mutex<TopKKernels>,
     /// Work-items of a work-group at most.
     group: usize,
     /// log2 of the largest tile whose padded words fit local memory.
     max_log_tile: u32,
 }
 
+/// A checked top-k of buffers: `rows` rows of `row_len` keys of `key_bytes`, `k` values and
+/// positions per row to write.
+#[derive(Clone, Copy)]
+struct TopKJob {
+    keys: cl_mem,
+    key_bytes: usize,
+    encoding: KeyEncoding,
+    row_len: u64,
+    rows: u64,
+    k: u64,
+    values: cl_mem,
+    indices: cl_mem,
+}
+
 impl OpenClBackend {
-    /// The top-k program, built on first use.
-    fn top_k_program(&self) -> Result<Arc<TopKProgram>> {
+    /// The top-k program of keys of `key_bytes`, built on first use.
+    fn top_k_program(&self, key_bytes: usize) -> Result<Arc<TopKProgram>> {
+        let Some(slot) = KEY_TYPES
+            .iter()
+            .position(|&(bytes, _, _)| bytes == key_bytes)
+        else {
+            return Err(Error::Unsupported(format!(
+                "top-k of {key_bytes}-byte keys on the device"
+            )));
+        };
         let mut cached = lock_shared_with_rayon(&self.top_k);
-        if let Some(p) = cached.as_ref() {
+        if let Some(p) = &cached[slot] {
             return Ok(Arc::clone(p));
         }
         let built = {
             let _lifecycle = lifecycle_lock();
             let mut source = String::new();
             super::programs::inline_includes(MAIN, &mut source, 0);
-            let program = self.compile(&source, "-D KEY_T=uint")?;
+            let (_, key_type, stored) = KEY_TYPES[slot];
+            let options = format!("-D KEY_T={key_type} -D KEY_BYTES={key_bytes} {stored}");
+            let program = self.compile(&source, &options)?;
             let kernel =
-                Kernel::create(&program, "top_k_tiles").map_err(driver("clCreateKernel"))?;
-            let group = kernel
+                |name: &str| Kernel::create(&program, name).map_err(driver("clCreateKernel"));
+            let narrow = key_bytes <= 4;
+            let tiles = if narrow {
+                Some([kernel("top_k_tiles")?, kernel("top_k_compose")?])
+            } else {
+                None
+            };
+            let ranked = if narrow {
+                None
+            } else {
+                Some([kernel("top_k_positions")?, kernel("top_k_rank")?])
+            };
+            let take = kernel("top_k_take")?;
+            let mut group = take
                 .get_work_group_size(self.device.id())
-                .map_err(driver("clGetKernelWorkGroupInfo"))?
-                .min(self.limits.max_group)
-                .clamp(1, MAX_GROUP);
+                .map_err(driver("clGetKernelWorkGroupInfo"))?;
+            for k in tiles.iter().chain(&ranked).flatten() {
+                group = group.min(
+                    k.get_work_group_size(self.device.id())
+                        .map_err(driver("clGetKernelWorkGroupInfo"))?,
+                );
+            }
+            let group = group.min(self.limits.max_group).clamp(1, MAX_GROUP);
             let max_log_tile = (1..=TOP_K_MAX_LOG_TILE)
                 .rev()
                 .find(|&t| padded_words(t) * 8 <= self.limits.local_mem)
                 .unwrap_or(0);
             Arc::new(TopKProgram {
-                kernel: Mutex::new(kernel),
+                kernels: Mutex::new(TopKKernels {
+                    tiles,
+                    ranked,
+                    take,
+                }),
                 group,
                 max_log_tile,
             })
         };
-        *cached = Some(Arc::clone(&built));
+        cached[slot] = Some(Arc::clone(&built));
         Ok(built)
     }
 
-    /// The plan of a top-k on this device, `None` when `k` is past the on-chip limit.
-    fn top_k_plan(&self, row_len: usize, k: usize) -> Result<Option<(Arc<TopKProgram>, TopKPlan)>> {
-        let program = self.top_k_program()?;
-        Ok(TopKPlan::new(row_len as u64, k as u64, program.max_log_tile).map(|p| (program, p)))
+    /// The `k` best keys of each row of `row_len` keys in `keys` (the smallest for
+    /// [`Order::Ascending`], the largest for [`Order::Descending`], floats in `total_cmp`
+    /// order), best first, into `values`, and their positions within the row into
+    /// `indices`; equal keys go to the lower position. `values` and `indices` hold `k` per
+    /// row; `keys` is not changed.
+    ///
+    /// Any `k` from 1 to `row_len`: keys of at most 32 bits with a `k` that fits the on-chip
+    /// tile take the bitonic top-k, every other case sorts `(key, position)` words of the
+    /// rows on the device, in temporary buffers of the backend's context. The work is
+    /// enqueued on `queue`, as for [`OpenClBackend::sort_device`] (which also says what CPU
+    /// devices do); a bad shape, a foreign buffer or queue is an error before anything is
+    /// enqueued.
+    #[allow(clippy::too_many_arguments)]
+    pub fn top_k_device_rows<K: WordKey>(
+        &self,
+        keys: &Buffer<K>,
+        row_len: usize,
+        k: usize,
+        order: Order,
+        values: &mut Buffer<K>,
+        indices: &mut Buffer<u32>,
+        queue: &CommandQueue,
+    ) -> Result<()> {
+        let buffers = [
+            ("keys", DeviceWords::of("keys", keys)?),
+            ("values", DeviceWords::of("values", values)?),
+            ("indices", DeviceWords::of("indices", indices)?),
+        ];
+        let rows = check_top_k_device(
+            buffers[0].1.len,
+            row_len,
+            k,
+            buffers[1].1.len,
+            buffers[2].1.len,
+        )?;
+        self.check_queue(queue)?;
+        for (what, words) in buffers {
+            self.check_buffer(what, words)?;
+        }
+        let job = TopKJob {
+            keys: buffers[0].1.mem,
+            key_bytes: K::WORD_BYTES,
+            encoding: KeyEncoding::of::<K>(order),
+            row_len: row_len as u64,
+            rows: rows as u64,
+            k: k as u64,
+            values: buffers[1].1.mem,
+            indices: buffers[2].1.mem,
+        };
+        self.enqueue_top_k(&job, queue)
+    }
+
+    /// Enqueues a checked top-k on `queue` by its [`TopKRoute`].
+    fn enqueue_top_k(&self, job: &TopKJob, queue: &CommandQueue) -> Result<()> {
+        if job.rows == 0 {
+            return Ok(());
+        }
+        let program = self.top_k_program(job.key_bytes)?;
+        let route = TopKRoute::new(job.key_bytes, job.row_len, job.k, program.max_log_tile);
+        let n = job.rows * job.row_len;
+        let requested = match &route {
+            TopKRoute::Tiles(plan) => {
+                let second = plan
+                    .passes
+                    .get(1)
+                    .map_or(1, |p| job.rows * p.tiles * plan.run());
+                (plan.scratch_words(job.rows) + second) * 8
+            }
+            TopKRoute::SortWords => n * 8,
+            TopKRoute::SortRanked => n * 20,
+        };
+        self.check_memory(requested)?;
+        let alloc = |bytes: u64| self.alloc(bytes.max(1) as usize, requested);
+        let unsigned = KeyEncoding {
+            kind: KeyKind::Unsigned,
+            descending: false,
+        };
+        // The temporary buffers are released when this returns: OpenCL keeps a memory
+        // object alive until the commands enqueued on it have finished.
+        let mut temporaries: Vec<Buffer<u8>> = Vec::new();
+        let (words, stride) = match &route {
+            TopKRoute::Tiles(plan) => {
+                let second = plan
+                    .passes
+                    .get(1)
+                    .map_or(1, |p| job.rows * p.tiles * plan.run());
+                temporaries.push(alloc(plan.scratch_words(job.rows) * 8)?);
+                temporaries.push(alloc(second * 8)?);
+                let scratch = [temporaries[0].get(), temporaries[1].get()];
+                let last = self.enqueue_tiles(&program, plan, job, scratch, queue, requested)?;
+                (scratch[last], plan.run())
+            }
+            TopKRoute::SortWords => {
+                temporaries.push(alloc(n * 8)?);
+                let words = temporaries[0].get();
+                self.launch_elements(&program, queue, n, requested, |kernels, args| {
+                    args.kernel = &kernels.narrow()?[1];
+                    args.buffer(job.keys)?;
+                    args.buffer(words)?;
+                    args.u64(n)?;
+                    args.u64(job.row_len)?;
+                    args.u32(job.encoding.code())
+                })?;
+                self.sort_words(words, 8, None, unsigned, job.row_len, n, queue)?;
+                (words, job.row_len)
+            }
+            TopKRoute::SortRanked => {
+                for bytes in [n * 8, n * 4, n * 8] {
+                    temporaries.push(alloc(bytes)?);
+                }
+                let [copy, positions, words] = [0, 1, 2].map(|i| temporaries[i].get());
+                self.launch_elements(&program, queue, n, requested, |kernels, args| {
+                    args.kernel = &kernels.wide()?[0];
+                    args.buffer(job.keys)?;
+                    args.buffer(copy)?;
+                    args.buffer(positions)?;
+                    args.u64(n)?;
+                    args.u64(job.row_len)
+                })?;
+                self.sort_words(
+                    copy,
+                    8,
+                    Some(positions),
+                    job.encoding,
+                    job.row_len,
+                    n,
+                    queue,
+                )?;
+                self.launch_elements(&program, queue, n, requested, |kernels, args| {
+                    args.kernel = &kernels.wide()?[1];
+                    args.buffer(copy)?;
+                    args.buffer(positions)?;
+                    args.buffer(words)?;
+                    args.u64(n)?;
+                    args.u64(job.row_len)?;
+                    args.u32(job.encoding.code())
+                })?;
+                self.sort_words(words, 8, None, unsigned, job.row_len, n, queue)?;
+                (words, job.row_len)
+            }
+        };
+        self.launch_elements(
+            &program,
+            queue,
+            job.rows * job.k,
+            requested,
+            |kernels, args| {
+                args.kernel = &kernels.take;
+                args.buffer(words)?;
+                args.buffer(job.keys)?;
+                args.buffer(job.values)?;
+                args.buffer(job.indices)?;
+                args.u64(job.rows)?;
+                args.u64(stride)?;
+                args.u64(job.row_len)?;
+                args.u32(job.k as u32)
+            },
+        )
+    }
+
+    /// Sorts `n` words of a temporary buffer (with `values` of 4 bytes) in rows of
+    /// `row_len` on `queue`.
+    #[allow(clippy::too_many_arguments)]
+    fn sort_words(
+        &self,
+        keys: cl_mem,
+        word_bytes: usize,
+        values: Option<cl_mem>,
+        encoding: KeyEncoding,
+        row_len: u64,
+        n: u64,
+        queue: &CommandQueue,
+    ) -> Result<()> {
+        let len = n as usize;
+        self.sort_device_words(
+            DeviceWords {
+                mem: keys,
+                len,
+                word_bytes,
+            },
+            values.map(|mem| DeviceWords {
+                mem,
+                len,
+                word_bytes: 4,
+            }),
+            encoding,
+            row_len as usize,
+            queue,
+        )
+    }
+
+    /// Sets one element-wise kernel's arguments with `set` (which picks the kernel) and
+    /// enqueues it over `n` elements; nothing for none. On a CPU device it runs alone and
+    /// is waited for, as the sorts do (see `CPU_DEVICE_RUNS`).
+    fn launch_elements(
+        &self,
+        program: &TopKProgram,
+        queue: &CommandQueue,
+        n: u64,
+        requested: u64,
+        set: impl for<'k> FnOnce(&'k TopKKernels, &mut Args<'k>) -> Result<()>,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let on_cpu = self.info.device_type == DeviceType::Cpu;
+        let _one_at_a_time = on_cpu.then(|| hold(&CPU_DEVICE_RUNS));
+        let kernels = program
+            .kernels
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut args = Args {
+            kernel: &kernels.take,
+            index: 0,
+        };
+        set(&kernels, &mut args)?;
+        let local = program.group;
+        let groups = n.div_ceil(local as u64).min(MAX_ELEMENT_GROUPS) as usize;
+        // SAFETY: `set` set every argument of the kernel it chose, with the types it declares
+        // and buffers that hold the elements it visits (each caller's comment on its kernel).
+        unsafe { self.enqueue_kernel(queue, args.kernel, groups, local, requested) }?;
+        if on_cpu {
+            queue.finish().map_err(driver("clFinish"))?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues the bitonic top-k's passes on `queue`: the first reads the keys, pass `i`
+    /// writes `scratch[i % 2]` (the first is the larger) and each later one reads the other.
+    /// Returns the index of the buffer that holds the result.
+    fn enqueue_tiles(
+        &self,
+        program: &TopKProgram,
+        plan: &TopKPlan,
+        job: &TopKJob,
+        scratch: [cl_mem; 2],
+        queue: &CommandQueue,
+        requested: u64,
+    ) -> Result<usize> {
+        let on_cpu = self.info.device_type == DeviceType::Cpu;
+        let _one_at_a_time = on_cpu.then(|| hold(&CPU_DEVICE_RUNS));
+        let kernels = program
+            .kernels
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let tiles = &kernels.narrow()?[0];
+        let rows = job.rows;
+        for (i, pass) in plan.passes.iter().enumerate() {
+            let mut args = Args {
+                kernel: tiles,
+                index: 0,
+            };
+            args.buffer(job.keys)?;
+            args.buffer(scratch[(i + 1) % 2])?;
+            args.buffer(scratch[i % 2])?;
+            args.u64(pass.len)?;
+            args.u64(rows)?;
+            args.u64(pass.tiles)?;
+            args.u32(pass.log_tile)?;
+            args.u32(plan.log_k)?;
+            args.u32(job.encoding.code())?;
+            args.u32(u32::from(pass.from_keys))?;
+            args.local(padded_words(pass.log_tile) * 8)?;
+            let local = program.group.min(1 << (pass.log_tile - 1));
+            let groups = (rows * pass.tiles).min(1 << 20) as usize;
+            // SAFETY: every argument was set above with the type the kernel declares; each
+            // work-group reads its row's `len` elements and writes its run of K inside the
+            // output buffer, which holds `rows * tiles * K` words.
+            unsafe { self.enqueue_kernel(queue, tiles, groups, local, requested) }?;
+        }
+        if on_cpu {
+            queue.finish().map_err(driver("clFinish"))?;
+        }
+        Ok((plan.passes.len() - 1) % 2)
     }
 
     /// [`crate::backend::Backend::top_k_rows_words`] on this device: uploads the keys, runs
-    /// the plan's launches and reads the last pass's runs back.
+    /// [`OpenClBackend::top_k_device_rows`]'s launches on the backend's queue and reads the
+    /// values and positions back.
     pub(super) fn top_k_host(
         &self,
         keys: &[u32],
@@ -82,23 +447,14 @@ impl OpenClBackend {
         row_len: usize,
         k: usize,
     ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
-        let Some((program, plan)) = self.top_k_plan(row_len, k)? else {
-            return Ok(None);
-        };
-        let _one_at_a_time =
-            (self.info.device_type == DeviceType::Cpu).then(|| hold(&CPU_DEVICE_RUNS));
-        let rows = (keys.len() / row_len) as u64;
-        let run = plan.run();
-        let scratch = plan.scratch_words(rows) * 8;
-        let second = plan.passes.get(1).map_or(1, |p| rows * p.tiles * run * 8);
-        let key_bytes = keys.len() as u64 * 4;
-        let requested = key_bytes + scratch + second;
+        let rows = keys.len() / row_len;
+        let out = rows * k;
+        let key_bytes = keys.len() * 4;
+        let requested = (key_bytes + out * 8) as u64;
         self.check_memory(requested)?;
-        let mut device_keys = self.alloc(key_bytes as usize, requested)?;
-        let buffers = [
-            self.alloc(scratch as usize, requested)?,
-            self.alloc(second as usize, requested)?,
-        ];
+        let mut device_keys = self.alloc(key_bytes, requested)?;
+        let device_values = self.alloc(out * 4, requested)?;
+        let device_indices = self.alloc(out * 4, requested)?;
         // SAFETY: a blocking write of the keys' bytes into a buffer of exactly that size.
         unsafe {
             self.queue.enqueue_write_buffer(
@@ -110,71 +466,35 @@ impl OpenClBackend {
             )
         }
         .map_err(self.memory_error("clEnqueueWriteBuffer", requested))?;
-        let last = self.enqueue_top_k(
-            &program,
-            &plan,
-            device_keys.get(),
-            [buffers[0].get(), buffers[1].get()],
-            rows,
+        let job = TopKJob {
+            keys: device_keys.get(),
+            key_bytes: 4,
             encoding,
-            requested,
-        )?;
-        let mut runs = vec![0u64; (rows * run) as usize];
-        // SAFETY: a blocking read of the last pass's `rows * K` words, which its buffer holds.
-        unsafe {
-            self.queue.enqueue_read_buffer(
-                &buffers[last],
-                CL_BLOCKING,
-                0,
-                bytemuck::cast_slice_mut(&mut runs),
-                &[],
-            )
+            row_len: row_len as u64,
+            rows: rows as u64,
+            k: k as u64,
+            values: device_values.get(),
+            indices: device_indices.get(),
+        };
+        self.enqueue_top_k(&job, &self.queue)?;
+        let mut values = vec![0u32; out];
+        let mut indices = vec![0u32; out];
+        for (from, to) in [
+            (&device_values, &mut values),
+            (&device_indices, &mut indices),
+        ] {
+            // SAFETY: a blocking read of `rows * k` words, which the buffer holds.
+            unsafe {
+                self.queue.enqueue_read_buffer(
+                    from,
+                    CL_BLOCKING,
+                    0,
+                    bytemuck::cast_slice_mut(to.as_mut_slice()),
+                    &[],
+                )
+            }
+            .map_err(self.memory_error("clEnqueueReadBuffer", requested))?;
         }
-        .map_err(self.memory_error("clEnqueueReadBuffer", requested))?;
-        Ok(Some(decode_runs(&runs, run as usize, k, encoding)))
-    }
-
-    /// Enqueues the plan's launches on the backend's queue: the first reads `keys`, pass `i`
-    /// writes `scratch[i % 2]` (the first is the larger) and each later one reads the other.
-    /// Returns the index of the buffer that holds the result.
-    #[allow(clippy::too_many_arguments)]
-    fn enqueue_top_k(
-        &self,
-        program: &TopKProgram,
-        plan: &TopKPlan,
-        keys: cl_mem,
-        scratch: [cl_mem; 2],
-        rows: u64,
-        encoding: KeyEncoding,
-        requested: u64,
-    ) -> Result<usize> {
-        let kernel = program
-            .kernel
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        for (i, pass) in plan.passes.iter().enumerate() {
-            let mut args = Args {
-                kernel: &kernel,
-                index: 0,
-            };
-            args.buffer(keys)?;
-            args.buffer(scratch[(i + 1) % 2])?;
-            args.buffer(scratch[i % 2])?;
-            args.u64(pass.len)?;
-            args.u64(rows)?;
-            args.u64(pass.tiles)?;
-            args.u32(pass.log_tile)?;
-            args.u32(plan.log_k)?;
-            args.u32(encoding.code())?;
-            args.u32(u32::from(pass.from_keys))?;
-            args.local(padded_words(pass.log_tile) * 8)?;
-            let local = program.group.min(1 << (pass.log_tile - 1));
-            let groups = (rows * pass.tiles).min(1 << 20) as usize;
-            // SAFETY: every argument was set above with the type the kernel declares; each
-            // work-group reads its row's `len` elements and writes its run of K inside the
-            // output buffer, which holds `rows * tiles * K` words.
-            unsafe { self.enqueue_kernel(&self.queue, &kernel, groups, local, requested) }?;
-        }
-        Ok((plan.passes.len() - 1) % 2)
+        Ok(Some((values, indices)))
     }
 }

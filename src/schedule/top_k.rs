@@ -89,25 +89,35 @@ impl TopKPlan {
     }
 }
 
-/// The answer from the last pass's runs (`rows` runs of `K` words): each row's first `k`
-/// words as raw key words of `encoding` and positions.
+/// How a top-k of device-resident keys runs: every route ends with each row's first `k`
+/// words of sorted composite words, whose low halves are positions.
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
-pub(crate) fn decode_runs(
-    runs: &[u64],
-    run: usize,
-    k: usize,
-    encoding: crate::keys::KeyEncoding,
-) -> (Vec<u32>, Vec<u32>) {
-    let rows = runs.len() / run;
-    let mut values = Vec::with_capacity(rows * k);
-    let mut indices = Vec::with_capacity(rows * k);
-    for row in runs.chunks_exact(run) {
-        for &w in &row[..k] {
-            values.push(encoding.decode((w >> 32) as u32));
-            indices.push(w as u32);
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TopKRoute {
+    /// Keys of at most 32 bits whose `2K` fits the on-chip tile: the bitonic top-k.
+    Tiles(TopKPlan),
+    /// Other keys of at most 32 bits: the rows of `ordered key << 32 | position` words are
+    /// sorted on the device.
+    SortWords,
+    /// Wider keys: a copy of the keys sorts with their positions as values; each element's
+    /// word becomes `rank of its key in the row << 32 | position`, and a sort of those words
+    /// puts equal keys in position order.
+    SortRanked,
+}
+
+impl TopKRoute {
+    /// The route for keys of `key_bytes` in rows of `row_len` (`1 <= k <= row_len`) on a
+    /// device whose top-k tiles hold at most `2^max_log_tile` words.
+    #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+    pub(crate) fn new(key_bytes: usize, row_len: u64, k: u64, max_log_tile: u32) -> TopKRoute {
+        if key_bytes > 4 {
+            return TopKRoute::SortRanked;
+        }
+        match TopKPlan::new(row_len, k, max_log_tile) {
+            Some(plan) => TopKRoute::Tiles(plan),
+            None => TopKRoute::SortWords,
         }
     }
-    (values, indices)
 }
 
 /// The on-chip tile algorithm on the host, as the kernels run it: loads `size` words from
@@ -217,6 +227,21 @@ mod tests {
                 assert_eq!(plan.scratch_words(3), 3 * first.tiles * plan.run());
             }
         }
+    }
+
+    #[test]
+    fn routes_by_key_width_and_k() {
+        assert!(matches!(
+            TopKRoute::new(4, 5000, 2048, 12),
+            TopKRoute::Tiles(_)
+        ));
+        assert!(matches!(
+            TopKRoute::new(2, 5000, 7, 12),
+            TopKRoute::Tiles(_)
+        ));
+        assert_eq!(TopKRoute::new(4, 5000, 2049, 12), TopKRoute::SortWords);
+        assert_eq!(TopKRoute::new(4, 1 << 20, 16384, 12), TopKRoute::SortWords);
+        assert_eq!(TopKRoute::new(8, 5000, 1, 12), TopKRoute::SortRanked);
     }
 
     #[test]

@@ -23,12 +23,15 @@ mod keys;
 mod pairs;
 #[path = "device/rows.rs"]
 mod rows;
+#[path = "device/top_k.rs"]
+mod top_k;
 
 pub use errors::foreign_result;
 use errors::shape_errors;
 use keys::keys_trial;
 use pairs::{check_pairs, pairs_trial};
 use rows::{rows_by_key_trial, rows_trial};
+use top_k::{top_k_errors, top_k_trial};
 
 /// An element of a device buffer: plain data that `cust` may copy too.
 #[cfg(feature = "cuda")]
@@ -82,6 +85,16 @@ pub trait DeviceApi: Sized {
         values: &mut Self::Buf<V>,
         row_len: usize,
         order: Order,
+    ) -> bitonic::Result<()>;
+    /// `top_k_device_rows`.
+    fn top_k_rows<K: DevKey>(
+        &self,
+        keys: &Self::Buf<K>,
+        row_len: usize,
+        k: usize,
+        order: Order,
+        values: &mut Self::Buf<K>,
+        indices: &mut Self::Buf<u32>,
     ) -> bitonic::Result<()>;
 }
 
@@ -149,6 +162,29 @@ pub fn register<D: DeviceApi + 'static>(slot: &Slot, trials: &mut Vec<Trial>) {
     }));
 
     trials.push(slot.trial("device::errors::shapes", shape_errors::<D>));
+
+    for order in [Order::Ascending, Order::Descending] {
+        let o = order_name(order);
+        trials.push(slot.trial(&format!("device::top_k::u32::{o}"), move |t| {
+            top_k_trial::<D, u32>(t, order)
+        }));
+        trials.push(slot.trial(&format!("device::top_k::i32::{o}"), move |t| {
+            top_k_trial::<D, i32>(t, order)
+        }));
+        trials.push(slot.trial(&format!("device::top_k::f32::{o}"), move |t| {
+            top_k_trial::<D, f32>(t, order)
+        }));
+        trials.push(slot.trial(&format!("device::top_k::i64::{o}"), move |t| {
+            top_k_trial::<D, i64>(t, order)
+        }));
+        trials.push(slot.trial(&format!("device::top_k::f64::{o}"), move |t| {
+            top_k_trial::<D, f64>(t, order)
+        }));
+    }
+    trials.push(slot.trial("device::top_k::u64::asc", |t| {
+        top_k_trial::<D, u64>(t, Order::Ascending)
+    }));
+    trials.push(slot.trial("device::top_k::errors", top_k_errors::<D>));
 }
 
 /// Random keys and distinct values for the backend-specific trials.

@@ -120,6 +120,19 @@ impl DeviceApi for ClDev {
         self.cl()
             .sort_device_rows_by_key(keys, values, row_len, order, &self.queue)
     }
+
+    fn top_k_rows<K: DevKey>(
+        &self,
+        keys: &Buffer<K>,
+        row_len: usize,
+        k: usize,
+        order: Order,
+        values: &mut Buffer<K>,
+        indices: &mut Buffer<u32>,
+    ) -> bitonic::Result<()> {
+        self.cl()
+            .top_k_device_rows(keys, row_len, k, order, values, indices, &self.queue)
+    }
 }
 
 /// A queue and buffers of a second context on the same device; buffers whose size is
@@ -404,6 +417,7 @@ fn out_of_order_queue(t: &Target) -> Result<(), Failed> {
 
 pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
     register_device::<ClDev>(slot, trials);
+    crate::sixteen::register(slot, trials);
     trials.push(slot.trial("device::errors::foreign", foreign));
     trials.push(slot.trial("device::sub_range", sub_range));
     trials.push(slot.trial("device::queue_order", queue_order));

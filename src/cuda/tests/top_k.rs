@@ -7,7 +7,7 @@ use crate::keys::KeyKind;
 #[test]
 fn ptx_has_the_top_k_kernel() {
     for ptx in [PTX, PTX_SM80, PTX_SM90] {
-        assert!(ptx.contains(".entry top_k_tiles("), "top_k_tiles");
+        assert!(ptx.contains(".entry top_k_tiles_u32("), "top_k_tiles_u32");
     }
 }
 
@@ -70,7 +70,7 @@ fn top_k_matches_the_model() {
                     let got = gpu
                         .top_k_host(&keys, encoding, row_len, k)
                         .expect("top-k")
-                        .expect("k within the on-chip limit");
+                        .expect("every k on the device");
                     assert_eq!(
                         got,
                         model(&keys, encoding, row_len, k),
@@ -80,15 +80,17 @@ fn top_k_matches_the_model() {
             }
         }
     }
-    // Past the limit: the sort path's turn.
-    let keys: Vec<u32> = (0..5000).map(|_| next() as u32).collect();
-    let encoding = KeyEncoding {
-        kind: KeyKind::Unsigned,
-        descending: false,
-    };
-    assert!(
-        gpu.top_k_host(&keys, encoding, 5000, 2049)
-            .unwrap()
-            .is_none()
-    );
+    // Past the on-chip limit: the device sort path, with ties.
+    let keys: Vec<u32> = (0..2 * 5000).map(|_| (next() % 100) as u32).collect();
+    for descending in [false, true] {
+        let encoding = KeyEncoding {
+            kind: KeyKind::Signed,
+            descending,
+        };
+        let got = gpu
+            .top_k_host(&keys, encoding, 5000, 2049)
+            .expect("top-k")
+            .expect("every k on the device");
+        assert_eq!(got, model(&keys, encoding, 5000, 2049), "{encoding:?}");
+    }
 }
