@@ -20,8 +20,6 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=../build/nvcc.rs");
     println!("cargo::rustc-check-cfg=cfg(bitonic_cub)");
-    // Set by hand (RUSTFLAGS) for a library that has the device-resident calls they name.
-    println!("cargo::rustc-check-cfg=cfg(bitonic_device_top_k, bitonic_device_half)");
     if env::var_os("CARGO_FEATURE_CUDA").is_none() {
         return;
     }

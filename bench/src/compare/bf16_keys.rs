@@ -75,7 +75,7 @@ fn measure_size(
                     row.device_ms = ms;
                 }
             }
-            None => notes.push("no device-resident bf16 sort in this build".into()),
+            None => notes.push(no_device_note::<bf16>(sorter)),
         }
         let got = time_wall(
             trips,

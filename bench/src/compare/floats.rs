@@ -99,22 +99,18 @@ impl FloatKey for bf16 {
         self.total_cmp(other)
     }
 
-    #[allow(unused_variables)]
+    /// OpenCL sorts bf16 keys in device buffers; the library's CUDA backend keeps no 16-bit
+    /// keys in device memory (it refuses them), and `cust` has no `DeviceCopy` for them.
     fn device_sort(
         sorter: &Sorter,
         keys: &mut [Self],
         row_len: usize,
         cfg: &CompareConfig,
     ) -> Option<Result<Vec<f64>, String>> {
-        #[cfg(bitonic_device_half)]
-        return Some(device_timing::time_sort_keys(
-            sorter, keys, row_len, cfg.warmup, cfg.runs, cfg.cuda,
-        ));
-        #[cfg(not(bitonic_device_half))]
-        None
+        device_timing::time_sort_keys_opencl(sorter, keys, row_len, cfg.warmup, cfg.runs)
     }
 
-    #[allow(unused_variables)]
+    /// As [`FloatKey::device_sort`]: OpenCL only.
     fn device_top_k(
         sorter: &Sorter,
         keys: &[Self],
@@ -122,8 +118,7 @@ impl FloatKey for bf16 {
         k: usize,
         cfg: &CompareConfig,
     ) -> Option<Result<TopKTimed<Self>, String>> {
-        #[cfg(bitonic_device_half)]
-        return device_timing::time_top_k(
+        device_timing::time_top_k_opencl(
             sorter,
             keys,
             row_len,
@@ -131,10 +126,7 @@ impl FloatKey for bf16 {
             bitonic::Order::Descending,
             cfg.warmup,
             cfg.runs,
-            cfg.cuda,
-        );
-        #[cfg(not(bitonic_device_half))]
-        None
+        )
     }
 }
 
@@ -308,6 +300,15 @@ pub(super) fn timed_and_checked<T>(
 /// use for round trips).
 pub(super) fn on_device(sorter: &Sorter) -> bool {
     sorter.device().backend != BackendKind::Cpu
+}
+
+/// The note of a row whose device-resident time `sorter`'s backend cannot give for `K`.
+pub(super) fn no_device_note<K: FloatKey>(sorter: &Sorter) -> String {
+    format!(
+        "no device-resident {} keys on {}",
+        K::NAME,
+        sorter.device().backend
+    )
 }
 
 /// Our device entries of a case that is not about the sorting network: the default mode

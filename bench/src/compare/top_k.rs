@@ -173,7 +173,7 @@ fn measure_shape<K: FloatKey>(
                     row.device_ms = ms;
                 }
             }
-            None => notes.push("no device-resident top-k in this build".into()),
+            None => notes.push(no_device_note::<K>(sorter)),
         }
         for pinned in [false, true] {
             let got = if pinned {
@@ -244,7 +244,7 @@ fn measure_shape<K: FloatKey>(
                     row.device_ms = ms;
                 }
             }
-            None => notes.push(format!("no device-resident {} sort in this build", K::NAME)),
+            None => notes.push(no_device_note::<K>(sorter)),
         }
         let got = time_wall(
             trips,

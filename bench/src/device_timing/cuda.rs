@@ -340,7 +340,6 @@ impl Drop for Hold {
 }
 
 /// The buffers of a timed top-k: the keys (read only) and the selected values and indices.
-#[cfg(bitonic_device_top_k)]
 struct TopKWork<K: DeviceCopy> {
     keys: DeviceBuffer<K>,
     values: DeviceBuffer<K>,
@@ -350,14 +349,13 @@ struct TopKWork<K: DeviceCopy> {
 /// Times `CudaBackend::top_k_device_rows` on `keys` (rows of `row_len`, the `k` best of each
 /// in `order`); see [`super::time_top_k`]. The keys are only read, so nothing is restored
 /// between runs.
-#[cfg(bitonic_device_top_k)]
 pub(super) fn time_top_k<K: WordKey + DeviceCopy>(
     cuda: &CudaBackend,
     keys: &[K],
     (row_len, k, order): (usize, usize, Order),
     shape: Shape,
     options: CudaOptions,
-) -> Result<(Vec<f64>, Vec<K>, Vec<u32>), String> {
+) -> Result<super::TopKTimes<K>, String> {
     let ordinal = cuda.device().index as u32;
     let device = Device::get_device(ordinal).map_err(on("cuDeviceGet"))?;
     // The device's primary context, the one the backend works in; current from here on.

@@ -134,10 +134,9 @@ pub fn time_sort_keys<K: DeviceKey>(
 pub type TopKTimes<K> = (Vec<f64>, Vec<K>, Vec<u32>);
 
 /// Milliseconds of each of `runs` timed top-k selections (`k` best of every row of
-/// `row_len` in `order`) of `keys` on `sorter`'s CUDA device, after `warmup` untimed ones,
-/// and the last one's values and indices; `None` where this build or the device has no
-/// device-resident top-k (`CudaBackend::top_k_device_rows`, which the cfg
-/// `bitonic_device_top_k` says the library has; the CUDA backend only).
+/// `row_len` in `order`) of `keys` on `sorter`'s device (`CudaBackend::top_k_device_rows` or
+/// `OpenClBackend::top_k_device_rows`), after `warmup` untimed ones, and the last one's
+/// values and indices; `None` for a backend without device buffers (the CPU).
 #[allow(clippy::too_many_arguments)]
 pub fn time_top_k<K: DeviceKey>(
     sorter: &Sorter,
@@ -149,29 +148,79 @@ pub fn time_top_k<K: DeviceKey>(
     runs: usize,
     cuda_options: CudaOptions,
 ) -> Option<Result<TopKTimes<K>, String>> {
-    let shape = Shape {
-        row_len,
-        warmup,
-        runs,
-    };
-    #[cfg(all(feature = "cuda", bitonic_device_top_k))]
+    let shape = top_k_shape(keys.len(), row_len, warmup, runs);
+    #[cfg(feature = "cuda")]
     if let Some(cuda) = sorter.cuda() {
-        if keys.is_empty() || runs == 0 || row_len == 0 || !keys.len().is_multiple_of(row_len) {
+        return Some(shape.and_then(|shape| {
+            cuda::time_top_k(cuda, keys, (row_len, k, order), shape, cuda_options)
+        }));
+    }
+    let _ = cuda_options;
+    time_top_k_opencl(sorter, keys, row_len, k, order, warmup, runs)
+}
+
+/// [`time_top_k`] on OpenCL devices only, for keys the CUDA timing does not take (16-bit
+/// keys: the library's CUDA backend keeps none in device memory); `None` on other backends.
+pub fn time_top_k_opencl<K: WordKey>(
+    sorter: &Sorter,
+    keys: &[K],
+    row_len: usize,
+    k: usize,
+    order: bitonic::Order,
+    warmup: usize,
+    runs: usize,
+) -> Option<Result<TopKTimes<K>, String>> {
+    #[cfg(feature = "opencl")]
+    if let Some(cl) = sorter.opencl() {
+        let shape = top_k_shape(keys.len(), row_len, warmup, runs);
+        return Some(
+            shape.and_then(|shape| opencl::time_top_k(cl, keys, (row_len, k, order), shape)),
+        );
+    }
+    let _ = (sorter, keys, row_len, k, order, warmup, runs);
+    None
+}
+
+/// [`time_sort_keys`] on OpenCL devices only (see [`time_top_k_opencl`]); `None` on other
+/// backends.
+pub fn time_sort_keys_opencl<K: WordKey>(
+    sorter: &Sorter,
+    keys: &mut [K],
+    row_len: usize,
+    warmup: usize,
+    runs: usize,
+) -> Option<Result<Vec<f64>, String>> {
+    #[cfg(feature = "opencl")]
+    if let Some(cl) = sorter.opencl() {
+        let shape = Shape {
+            row_len,
+            warmup,
+            runs,
+        };
+        if keys.is_empty() || runs == 0 || (row_len > 0 && !keys.len().is_multiple_of(row_len)) {
             return Some(Err(format!(
                 "{} keys, rows of {row_len}, {runs} runs",
                 keys.len()
             )));
         }
-        return Some(cuda::time_top_k(
-            cuda,
-            keys,
-            (row_len, k, order),
-            shape,
-            cuda_options,
+        return Some(opencl::time(cl, keys, None, shape));
+    }
+    let _ = (sorter, keys, row_len, warmup, runs);
+    None
+}
+
+/// The shape of a timed top-k, or why there is nothing to time.
+fn top_k_shape(n: usize, row_len: usize, warmup: usize, runs: usize) -> Result<Shape, String> {
+    if n == 0 || runs == 0 || row_len == 0 || !n.is_multiple_of(row_len) {
+        return Err(format!(
+            "{n} keys, rows of {row_len}, {runs} runs: nothing to time"
         ));
     }
-    let _ = (sorter, keys, k, order, shape, cuda_options);
-    None
+    Ok(Shape {
+        row_len,
+        warmup,
+        runs,
+    })
 }
 
 /// Turns a driver error into the message of a failed `call`.

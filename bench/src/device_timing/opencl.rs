@@ -99,62 +99,136 @@ pub(super) fn time<K: WordKey>(
     shape: Shape,
 ) -> Result<Vec<f64>, String> {
     let n = keys.len();
-    #[allow(deprecated)] // clCreateCommandQueue: the OpenCL 1.2 call, which every driver has
-    let queue = CommandQueue::create_default(cl.context(), CL_QUEUE_PROFILING_ENABLE)
-        .map_err(on("clCreateCommandQueue"))?;
-    let program = Program::create_and_build_from_source(cl.context(), MARK_SOURCE, "")
-        .map_err(|log| format!("building the mark kernel failed: {log}"))?;
-    let kernel = Kernel::create(&program, "mark").map_err(on("clCreateKernel"))?;
-    let hold = cl.device().device_type != DeviceType::Cpu;
-    let pristine_keys = upload(cl, &queue, keys)?;
-    let mut work_keys = upload(cl, &queue, keys)?;
+    let marks = Marks::new(cl)?;
+    let queue = &marks.queue;
+    let pristine_keys = upload(cl, queue, keys)?;
     let pristine_values = match values.as_deref() {
-        Some(v) => Some(upload(cl, &queue, v)?),
+        Some(v) => Some(upload(cl, queue, v)?),
         None => None,
     };
-    let mut work_values = match values.as_deref() {
-        Some(v) => Some(upload(cl, &queue, v)?),
-        None => None,
-    };
-    let mut times = Vec::with_capacity(shape.runs);
-    for run in 0..shape.warmup + shape.runs {
-        restore(&queue, &pristine_keys, &mut work_keys, n)?;
-        if let (Some(p), Some(w)) = (&pristine_values, &mut work_values) {
-            restore(&queue, p, w, n)?;
-        }
-        let gate = if hold { Some(Gate::new(cl)?) } else { None };
-        let before = mark(&queue, &kernel, gate.as_ref().map(|g| &g.0))?;
-        let sorted = match (&mut work_values, shape.row_len) {
-            (None, 0) => cl.sort_device(&mut work_keys, Order::Ascending, &queue),
-            (None, r) => cl.sort_device_rows(&mut work_keys, r, Order::Ascending, &queue),
-            (Some(v), 0) => cl.sort_device_by_key(&mut work_keys, v, Order::Ascending, &queue),
-            (Some(v), r) => {
-                cl.sort_device_rows_by_key(&mut work_keys, v, r, Order::Ascending, &queue)
+    let mut work = (
+        upload(cl, queue, keys)?,
+        match values.as_deref() {
+            Some(v) => Some(upload(cl, queue, v)?),
+            None => None,
+        },
+    );
+    let times = marks.time(
+        cl,
+        shape,
+        &mut work,
+        &mut |(work_keys, work_values), queue| {
+            restore(queue, &pristine_keys, work_keys, n)?;
+            if let (Some(p), Some(w)) = (&pristine_values, work_values) {
+                restore(queue, p, w, n)?;
             }
-        };
-        let after = sorted
+            Ok(())
+        },
+        &mut |(work_keys, work_values), queue| {
+            match (work_values, shape.row_len) {
+                (None, 0) => cl.sort_device(work_keys, Order::Ascending, queue),
+                (None, r) => cl.sort_device_rows(work_keys, r, Order::Ascending, queue),
+                (Some(v), 0) => cl.sort_device_by_key(work_keys, v, Order::Ascending, queue),
+                (Some(v), r) => {
+                    cl.sort_device_rows_by_key(work_keys, v, r, Order::Ascending, queue)
+                }
+            }
             .map_err(|e| format!("sort: {e}"))
-            .and_then(|()| mark(&queue, &kernel, None));
-        if let Some(g) = &gate {
-            g.open()?;
-        }
-        drop(gate);
-        let after = after?;
-        queue.finish().map_err(on("clFinish"))?;
-        if run < shape.warmup {
-            continue;
-        }
-        let start = before
-            .profiling_command_end()
-            .map_err(on("clGetEventProfilingInfo"))?;
-        let end = after
-            .profiling_command_start()
-            .map_err(on("clGetEventProfilingInfo"))?;
-        times.push(end.saturating_sub(start) as f64 / 1e6);
-    }
-    download(&queue, &work_keys, keys)?;
-    if let (Some(w), Some(v)) = (&work_values, values) {
-        download(&queue, w, v)?;
+        },
+    )?;
+    download(queue, &work.0, keys)?;
+    if let (Some(w), Some(v)) = (&work.1, values) {
+        download(queue, w, v)?;
     }
     Ok(times)
+}
+
+/// Times `OpenClBackend::top_k_device_rows` on `keys` (rows of `row_len`, the `k` best of
+/// each in `order`); see [`super::time_top_k`]. The keys are only read: nothing is restored.
+pub(super) fn time_top_k<K: WordKey>(
+    cl: &OpenClBackend,
+    keys: &[K],
+    (row_len, k, order): (usize, usize, Order),
+    shape: Shape,
+) -> Result<super::TopKTimes<K>, String> {
+    let marks = Marks::new(cl)?;
+    let queue = &marks.queue;
+    let selected = keys.len() / row_len * k;
+    let input = upload(cl, queue, keys)?;
+    let mut work = (
+        upload(cl, queue, &vec![K::zeroed(); selected])?,
+        upload(cl, queue, &vec![0u32; selected])?,
+    );
+    let times = marks.time(
+        cl,
+        shape,
+        &mut work,
+        &mut |_, _| Ok(()),
+        &mut |(values, indices), queue| {
+            cl.top_k_device_rows(&input, row_len, k, order, values, indices, queue)
+                .map_err(|e| format!("top-k: {e}"))
+        },
+    )?;
+    let mut values = vec![K::zeroed(); selected];
+    let mut indices = vec![0u32; selected];
+    download(queue, &work.0, &mut values)?;
+    download(queue, &work.1, &mut indices)?;
+    Ok((times, values, indices))
+}
+
+/// A profiling queue of the backend's context and the empty kernel that marks the start and
+/// the end of the timed work.
+struct Marks {
+    queue: CommandQueue,
+    kernel: Kernel,
+}
+
+impl Marks {
+    fn new(cl: &OpenClBackend) -> Result<Marks, String> {
+        #[allow(deprecated)] // clCreateCommandQueue: the OpenCL 1.2 call, which every driver has
+        let queue = CommandQueue::create_default(cl.context(), CL_QUEUE_PROFILING_ENABLE)
+            .map_err(on("clCreateCommandQueue"))?;
+        let program = Program::create_and_build_from_source(cl.context(), MARK_SOURCE, "")
+            .map_err(|log| format!("building the mark kernel failed: {log}"))?;
+        let kernel = Kernel::create(&program, "mark").map_err(on("clCreateKernel"))?;
+        Ok(Marks { queue, kernel })
+    }
+
+    /// Times what `enqueue` puts on the queue (working on `work`), `warmup + runs` times,
+    /// each after `restore` (untimed); on GPUs the queue is held while the work is queued.
+    fn time<T>(
+        &self,
+        cl: &OpenClBackend,
+        shape: Shape,
+        work: &mut T,
+        restore: &mut dyn FnMut(&mut T, &CommandQueue) -> Result<(), String>,
+        enqueue: &mut dyn FnMut(&mut T, &CommandQueue) -> Result<(), String>,
+    ) -> Result<Vec<f64>, String> {
+        let (queue, kernel) = (&self.queue, &self.kernel);
+        let hold = cl.device().device_type != DeviceType::Cpu;
+        let mut times = Vec::with_capacity(shape.runs);
+        for run in 0..shape.warmup + shape.runs {
+            restore(work, queue)?;
+            let gate = if hold { Some(Gate::new(cl)?) } else { None };
+            let before = mark(queue, kernel, gate.as_ref().map(|g| &g.0))?;
+            let after = enqueue(work, queue).and_then(|()| mark(queue, kernel, None));
+            if let Some(g) = &gate {
+                g.open()?;
+            }
+            drop(gate);
+            let after = after?;
+            queue.finish().map_err(on("clFinish"))?;
+            if run < shape.warmup {
+                continue;
+            }
+            let start = before
+                .profiling_command_end()
+                .map_err(on("clGetEventProfilingInfo"))?;
+            let end = after
+                .profiling_command_start()
+                .map_err(on("clGetEventProfilingInfo"))?;
+            times.push(end.saturating_sub(start) as f64 / 1e6);
+        }
+        Ok(times)
+    }
 }
