@@ -11,13 +11,13 @@ use crate::torch::{FloatOp, FloatTiming};
 /// Runs the case at every size of `cfg.sizes`.
 pub(super) fn run(cfg: &CompareConfig, entries: &[Entry], failures: &mut Failures) -> Vec<Row> {
     println!(
-        "   bitonic: our sort of the bf16 keys (device-resident: CudaBackend::sort_device; \
+        "   bitonic: our sort of the bf16 keys (device-resident: sort_device, OpenCL only; \
          round trips: Sorter::sort); bitonic-u32: the same of as many random u32 keys; \
          torch-sort: torch.sort on a bfloat16 tensor; rust-cpu: par_sort_unstable_by(total_cmp)"
     );
     println!(
-        "   ratio = this row's device ms / the first device ms of each size (our bf16 sort on \
-         CUDA where it runs device-resident, else our u32 sort); above 1: that one is faster"
+        "   ratio = this row's device ms / the first device ms of each size (our bf16 sort where \
+         it runs device-resident, else our u32 sort); above 1: that one is faster"
     );
     print_columns();
     let mut out = Vec::new();

@@ -63,15 +63,15 @@ pub(super) fn run(
     failures: &mut Failures,
 ) -> Vec<Row> {
     println!(
-        "   bitonic-topk: Sorter::top_k_rows (round trips) and CudaBackend::top_k_device_rows \
-         (device-resident), largest first; bitonic-sort-rows: the full sort of every row; \
+        "   bitonic-topk: Sorter::top_k_rows (round trips) and top_k_device_rows of the CUDA \
+         and OpenCL backends (device-resident), largest first; bitonic-sort-rows: the full sort of every row; \
          torch-topk: torch.topk(keys, k, dim=-1); torch-sort-rows: torch.sort(keys, dim=-1); \
          rust-cpu: select_nth_unstable_by per row on rayon's threads, the model every result \
          is checked against (torch's top-k by each row's values only)"
     );
     println!(
-        "   ratio = this row's device ms / our CUDA top-k's device ms for the same shape and \
-         type (above 1: our top-k is faster)"
+        "   ratio = this row's device ms / our first device's top-k device ms (CUDA where \
+         there is one) for the same shape and type (above 1: our top-k is faster)"
     );
     print_columns();
     let shapes = shape.map_or_else(|| TOP_K_SHAPES.to_vec(), |s| vec![s]);
