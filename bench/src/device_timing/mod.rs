@@ -148,9 +148,9 @@ pub fn time_top_k<K: DeviceKey>(
     runs: usize,
     cuda_options: CudaOptions,
 ) -> Option<Result<TopKTimes<K>, String>> {
-    let shape = top_k_shape(keys.len(), row_len, warmup, runs);
     #[cfg(feature = "cuda")]
     if let Some(cuda) = sorter.cuda() {
+        let shape = top_k_shape(keys.len(), row_len, warmup, runs);
         return Some(shape.and_then(|shape| {
             cuda::time_top_k(cuda, keys, (row_len, k, order), shape, cuda_options)
         }));
@@ -210,6 +210,7 @@ pub fn time_sort_keys_opencl<K: WordKey>(
 }
 
 /// The shape of a timed top-k, or why there is nothing to time.
+#[cfg(any(feature = "cuda", feature = "opencl"))]
 fn top_k_shape(n: usize, row_len: usize, warmup: usize, runs: usize) -> Result<Shape, String> {
     if n == 0 || runs == 0 || row_len == 0 || !n.is_multiple_of(row_len) {
         return Err(format!(
