@@ -5,13 +5,13 @@
 //! zeros have their places). Equal keys go to the lower position, so the result is a function
 //! of the input alone, the same on every backend.
 //!
-//! On a GPU backend, keys of at most 32 bits whose `k` fits the device's on-chip tile take
-//! the bitonic top-k (`schedule::top_k`): tiles of the rows each keep their best `k`, and
-//! passes over those candidates keep the best `k` of each row. Everything else (the CPU
-//! backend, slices below the sorter's host threshold, 64-bit keys, larger `k`) takes the first
-//! `k` entries of each row's stable argsort: one sort of `ordered key << 32 | position` for
-//! keys of at most 32 bits (positions break ties), which serves every `k` from 1 to the row
-//! length. Both give the same answer: the order is total and ties go to the lower position.
+//! On a GPU backend, keys of at most 32 bits (narrow keys as their ordered words) are
+//! uploaded and selected by the backend's device-resident top-k (`top_k_device_rows`): the
+//! bitonic top-k (`schedule::top_k`) where `k` fits the device's on-chip tile, a device
+//! sort of `ordered key << 32 | position` words otherwise. Everything else (the CPU
+//! backend, slices below the sorter's host threshold, 64-bit keys of host slices) takes the
+//! first `k` entries of each row's stable argsort. Both give the same answer: the order is
+//! total and ties go to the lower position.
 
 use std::borrow::Cow;
 

@@ -23,7 +23,7 @@
 //!   (around the top-k tile of 2^12 words), k = 1, k = the row, k past the on-chip 2048,
 //!   special, few-valued, edge (NaNs, ±0.0), random and all-equal keys; positions and
 //!   values bit for bit against a CPU model (key order, then position), keys unchanged. On
-//!   GPUs also 8 rows of 2^20 with k = 16384. `device::top_k::errors`: bad shapes and output
+//!   GPUs also 8 rows of 2^20 with k = 16384 (`f32` and `i64`, ascending). `device::top_k::errors`: bad shapes and output
 //!   lengths are `InvalidConfig` and write nothing.
 //! - OpenCL only, `device::sixteen::<key>::*` (`u16`, `i16`; `f16`, `bf16` with `half`):
 //!   16-bit keys sorted in place: all 65,536 bit patterns bit for bit against `total_cmp`

@@ -1,13 +1,22 @@
-//! The CUDA top-k: its kernel in every PTX, and (ignored without a device) its results
+//! The CUDA top-k: its kernels in every PTX, and (ignored without a device) its results
 //! against a model on the shapes of `tests/top_k.rs`.
 
 use super::*;
 use crate::keys::KeyKind;
 
 #[test]
-fn ptx_has_the_top_k_kernel() {
+fn ptx_has_the_top_k_kernels() {
     for ptx in [PTX, PTX_SM80, PTX_SM90] {
-        assert!(ptx.contains(".entry top_k_tiles_u32("), "top_k_tiles_u32");
+        for name in [
+            "top_k_tiles_u32",
+            "top_k_compose_u32",
+            "top_k_positions_u64",
+            "top_k_rank_u64",
+            "top_k_take_u32",
+            "top_k_take_u64",
+        ] {
+            assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
+        }
     }
 }
 
