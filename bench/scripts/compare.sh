@@ -8,6 +8,12 @@
 #             times and host round trips, every result checked;
 #   patterns  sorted, reversed, few-distinct and organ-pipe u32 keys at 2^24 and 2^28 beside
 #             random ones, our CUDA backend and CUB only (merge-path sorts depend on the input).
+#   topk      top-k of f32 and bf16 rows beside torch.topk and full rows sorts, the five
+#             shapes of at most 2^24 keys; topk-large the two larger ones (2^26 and 2^28 keys);
+#   bf16      bf16 keys, 2^10 to 2^28, beside our u32 keys and torch.sort on bfloat16;
+#   arrow     Arrow sort_to_indices (Float64, 10% nulls, 2^20 to 2^26) and lexsort_to_indices
+#             (Int32, Float64; 2^24) beside arrow-ord, our argsort and rayon.
+# Each part fits one command of at most 10 minutes; `compare patterns` is the default.
 #
 # Run it on the GPU machine from the repository root, with the `bitonic` binary that
 # scripts/build-device.sh builds into .device/ (CUDA, OpenCL and CUB linked in), or any
@@ -45,6 +51,17 @@ for part in "${parts[@]}"; do
                 echo "exit $?" >> "$out/patterns.txt"
             done
             grep -E "^== pattern|^ *2\^[0-9]+ +|^exit" "$out/patterns.txt" | sed 's/  */ /g' ;;
-        *) echo "unknown part $part (compare, patterns)"; exit 2 ;;
+        topk|topk-large|bf16|arrow)
+            case $part in
+                topk) cases=topk1x2^24:100,topk64x131072:50,topk4x131072:2048,topk16384x1024:32,topk8x2^20:16384 ;;
+                topk-large) cases=topk256x262144:256,topk2048x131072:1024 ;;
+                *) cases=$part ;;
+            esac
+            timeout 570 $bitonic bench --compare --cases "$cases" \
+                --skip pocl,skylake,epyc,xeon --roundtrip-runs 5 \
+                --csv "$out/$part.csv" --plot "$out/$part.svg" > "$out/$part.txt" 2>&1
+            echo "exit $?" >> "$out/$part.txt"
+            grep -E "^== case|^-- |^ *2\^[0-9]+ +|^exit" "$out/$part.txt" | sed 's/  */ /g' ;;
+        *) echo "unknown part $part (compare, patterns, topk, topk-large, bf16, arrow)"; exit 2 ;;
     esac
 done

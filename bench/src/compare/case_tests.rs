@@ -62,6 +62,24 @@ fn new_case_names() {
     }
     assert_eq!(TOP_K_SHAPES.len(), 7);
     assert!(TOP_K_SHAPES.iter().all(|s| s.k <= s.cols));
+    // bench/scripts/compare.sh names the shapes one by one (in two parts).
+    let cfg = parse(
+        "--compare --cases topk1x2^24:100,topk64x131072:50,topk4x131072:2048,\
+         topk16384x1024:32,topk8x2^20:16384,topk256x262144:256,topk2048x131072:1024",
+    )
+    .unwrap();
+    let mut named: Vec<_> = cfg
+        .cases
+        .iter()
+        .map(|c| match c {
+            Case::TopK(Some(s)) => (s.rows, s.cols, s.k),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let mut all: Vec<_> = TOP_K_SHAPES.iter().map(|s| (s.rows, s.cols, s.k)).collect();
+    named.sort_unstable();
+    all.sort_unstable();
+    assert_eq!(named, all);
 }
 
 #[test]
