@@ -1,6 +1,6 @@
 //! The user-facing `Sorter`: typed keys and values in, sorted slices out.
 
-use crate::backend::{Backend, BackendKind, DeviceInfo};
+use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::cpu::CpuBackend;
 use crate::error::{Error, Result, check_lengths};
 use crate::keys::{KeyEncoding, KeyRepr, Order, SortKey, Word, WordsMut};
@@ -21,6 +21,13 @@ use crate::select::{self, DeviceFilter};
 /// ```
 pub struct Sorter {
     backend: Box<dyn Backend>,
+    /// The devices after the first of [`SorterBuilder::devices`] or
+    /// [`SorterBuilder::all_gpus`]: large host-slice sorts are spread over all of them.
+    pub(crate) others: Vec<Box<dyn Backend>>,
+    /// [`SorterBuilder::device_memory_limit`].
+    pub(crate) memory_limit: Option<u64>,
+    /// [`SorterBuilder::split_from`].
+    pub(crate) split_from: usize,
     /// The host sort for short host slices (absent when `backend` is the CPU already).
     cpu: Option<CpuBackend>,
     /// Host-slice sorts of fewer elements than this run on `cpu`.
@@ -48,6 +55,7 @@ impl std::fmt::Debug for Sorter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sorter")
             .field("device", self.device())
+            .field("other_devices", &self.others.len())
             .finish()
     }
 }
@@ -63,7 +71,16 @@ pub struct SorterBuilder {
     host_threshold: usize,
     all_or_nothing: bool,
     oblivious: bool,
+    devices: Option<Vec<usize>>,
+    all_gpus: bool,
+    memory_limit: Option<u64>,
+    split_from: usize,
 }
+
+/// Host-slice sorts of at least this many elements are spread over every device of a sorter
+/// built with several ([`SorterBuilder::split_from`]). Below it one device's round trip is
+/// short enough that partitioning on the host costs more than a second device saves.
+pub const DEFAULT_SPLIT_FROM: usize = 1 << 22;
 
 impl Default for SorterBuilder {
     fn default() -> Self {
@@ -74,6 +91,10 @@ impl Default for SorterBuilder {
             host_threshold: DEFAULT_HOST_THRESHOLD,
             all_or_nothing: false,
             oblivious: false,
+            devices: None,
+            all_gpus: false,
+            memory_limit: None,
+            split_from: DEFAULT_SPLIT_FROM,
         }
     }
 }
@@ -146,6 +167,48 @@ impl SorterBuilder {
         self
     }
 
+    /// Sorts on several devices of one backend: the devices at these indices of the
+    /// backend's list (see [`crate::devices`]), the first being [`Sorter::device`]. Sorts of
+    /// one host slice of at least [`SorterBuilder::split_from`] elements are partitioned into
+    /// ranges on the host ([`crate::partition`]) and the ranges sorted on every device at
+    /// once, one host thread per device; the result is the same as on one device. An index
+    /// may repeat: each occurrence opens the device once more (one device then runs several
+    /// sorts side by side). Wins over [`SorterBuilder::device_index`] and `BITONIC_DEVICE`.
+    /// An empty list is an [`Error::InvalidConfig`].
+    pub fn devices(mut self, indices: &[usize]) -> Self {
+        self.devices = Some(indices.to_vec());
+        self
+    }
+
+    /// Sorts on every GPU of the chosen device's backend (see [`SorterBuilder::devices`]):
+    /// the chosen device first, then the backend's other GPUs. Nothing changes where the
+    /// chosen device is not a GPU.
+    pub fn all_gpus(mut self) -> Self {
+        self.all_gpus = true;
+        self
+    }
+
+    /// The most device memory, in bytes, that one sort of a host slice may use on each
+    /// device, its scratch included (every sort needs twice its keys and values). A longer
+    /// slice is partitioned into ranges that fit ([`crate::partition`]), each sorted on its
+    /// own and written back in place, with no final merge; `docs/scaling.md` tells the cost
+    /// (one more host copy of the data). Without a limit, a GPU's is 85% of its memory and
+    /// the CPU backend has none. The CPU backend honours a limit too, so that the
+    /// partitioned path can be tested anywhere. Limits below what 64 elements need count as
+    /// 64 elements.
+    pub fn device_memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = Some(bytes);
+        self
+    }
+
+    /// Sorts of one host slice with at least `len` elements run on every device of a sorter
+    /// with several ([`SorterBuilder::devices`]); shorter ones on the first only. The default
+    /// is [`DEFAULT_SPLIT_FROM`]; `0` spreads every sort.
+    pub fn split_from(mut self, len: usize) -> Self {
+        self.split_from = len;
+        self
+    }
+
     /// Finds the device and prepares it.
     pub fn build(self) -> Result<Sorter> {
         let (env_backend, env_device) = if self.ignore_env {
@@ -153,13 +216,48 @@ impl SorterBuilder {
         } else {
             select::from_env()?
         };
-        let backend = select::choose(self.backend.or(env_backend), self.device.or(env_device))?;
-        backend.set_all_or_nothing(self.all_or_nothing);
-        backend.set_oblivious(self.oblivious);
+        let filter = match &self.devices {
+            Some(list) => match list.first() {
+                Some(&first) => Some(DeviceFilter::Index(first)),
+                None => {
+                    return Err(Error::InvalidConfig(
+                        "a sorter needs at least one device; the device list is empty".to_string(),
+                    ));
+                }
+            },
+            None => self.device.or(env_device),
+        };
+        let backend = select::choose(self.backend.or(env_backend), filter)?;
+        let main = backend.device().clone();
+        let mut others = Vec::new();
+        if let Some(list) = &self.devices {
+            for &index in &list[1..] {
+                others.push(select::choose(
+                    Some(main.backend),
+                    Some(DeviceFilter::Index(index)),
+                )?);
+            }
+        } else if self.all_gpus && main.device_type == DeviceType::Gpu {
+            for info in select::gpus_of(main.backend) {
+                if info.index != main.index {
+                    others.push(select::choose(
+                        Some(main.backend),
+                        Some(DeviceFilter::Index(info.index)),
+                    )?);
+                }
+            }
+        }
+        for b in std::iter::once(&backend).chain(&others) {
+            b.set_all_or_nothing(self.all_or_nothing);
+            b.set_oblivious(self.oblivious);
+        }
         let mut sorter = Sorter::with_backend(backend);
         if let Some(cpu) = &sorter.cpu {
             cpu.set_oblivious(self.oblivious);
         }
+        sorter.others = others;
+        sorter.memory_limit = self.memory_limit;
+        sorter.split_from = self.split_from;
         sorter.host_threshold = self.host_threshold;
         sorter.oblivious = self.oblivious;
         Ok(sorter)
@@ -185,6 +283,9 @@ impl Sorter {
         let cpu = (backend.device().backend != BackendKind::Cpu).then(CpuBackend::new);
         Sorter {
             backend,
+            others: Vec::new(),
+            memory_limit: None,
+            split_from: DEFAULT_SPLIT_FROM,
             cpu,
             host_threshold: DEFAULT_HOST_THRESHOLD,
             oblivious: false,
@@ -213,9 +314,26 @@ impl Sorter {
         self.on_host(n) && row_len == n && n >= self.host_threshold / TIED_PAIRS_THRESHOLD_DIVISOR
     }
 
-    /// The device this sorter runs on.
+    /// The device this sorter runs on (the first of several, see
+    /// [`SorterBuilder::devices`]).
     pub fn device(&self) -> &DeviceInfo {
         self.backend.device()
+    }
+
+    /// Every device this sorter runs on, [`Sorter::device`] first; a device opened twice is
+    /// listed twice.
+    pub fn devices(&self) -> Vec<&DeviceInfo> {
+        self.device_backends().map(|b| b.device()).collect()
+    }
+
+    /// The backends of every device, the first device's first.
+    pub(crate) fn device_backends(&self) -> impl Iterator<Item = &dyn Backend> {
+        std::iter::once(self.backend.as_ref()).chain(self.others.iter().map(|b| b.as_ref()))
+    }
+
+    /// Whether the sorter runs the network alone ([`SorterBuilder::oblivious`]).
+    pub(crate) fn is_oblivious(&self) -> bool {
+        self.oblivious
     }
 
     /// The backend this sorter runs on, for backend-level calls such as
@@ -259,7 +377,9 @@ impl Sorter {
     /// ([`Sorter::cached_device_bytes`] and [`Sorter::cached_pinned_bytes`] become 0); the
     /// next sort allocates again. Dropping the sorter frees them too.
     pub fn release_device_memory(&self) {
-        self.backend.release_cached()
+        for b in self.device_backends() {
+            b.release_cached()
+        }
     }
 
     /// A buffer of `len` zeros in pinned host memory of this sorter's device. Sorts of slices
@@ -380,8 +500,45 @@ impl Sorter {
         if keys.len() <= 1 || row_len <= 1 {
             return Ok(());
         }
+        if row_len == keys.len() {
+            let element_bytes = std::mem::size_of::<K>().max(4) as u64
+                + values
+                    .as_ref()
+                    .map_or(0, |_| std::mem::size_of::<V>() as u64);
+            if let Some(plan) = crate::range_sort::plan(self, keys.len(), element_bytes) {
+                // Values travel as words of their size, which threads may share.
+                return with_value_words(values, |words| match words {
+                    None => crate::range_sort::sort::<K, u32>(self, &plan, keys, None, descending),
+                    Some(WordsMut::U32(v)) => {
+                        crate::range_sort::sort(self, &plan, keys, Some(v), descending)
+                    }
+                    Some(WordsMut::U64(v)) => {
+                        crate::range_sort::sort(self, &plan, keys, Some(v), descending)
+                    }
+                });
+            }
+        }
+        self.sort_on(self.backend.as_ref(), keys, values, descending, row_len)
+    }
+
+    /// A keyed sort of checked shape on `device` (one of the sorter's), or on the host CPU
+    /// where a GPU sorter sorts so short a slice there ([`Sorter::on_host`]).
+    pub(crate) fn sort_on<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        device: &dyn Backend,
+        keys: &mut [K],
+        values: Option<&mut [V]>,
+        descending: bool,
+        row_len: usize,
+    ) -> Result<()> {
         let n = keys.len();
-        let backend = self.backend_for(n);
+        if n <= 1 || row_len <= 1 {
+            return Ok(());
+        }
+        let backend = match &self.cpu {
+            Some(cpu) if self.on_host(n) => cpu,
+            _ => device,
+        };
         with_value_words(values, |mut value_words| match K::repr(keys) {
             KeyRepr::Words(mut words, kind) => {
                 let encoding = KeyEncoding { kind, descending };
@@ -390,7 +547,7 @@ impl Sorter {
                         if crate::cpu::sort_distinct_words(&mut words, values, encoding) {
                             return Ok(());
                         }
-                        self.backend.as_ref()
+                        device
                     }
                     _ => backend,
                 };

@@ -1,0 +1,321 @@
+//! Sorts of one host slice in ranges: slices larger than a device's memory, and slices
+//! spread over several devices.
+//!
+//! The slice is partitioned on the host ([`crate::partition`]): splitters from a sample, a
+//! count per range, and a stable scatter into a host buffer of the slice's size, where the
+//! ranges then lie contiguous and in order. Neighbouring ranges are grouped into spans of at
+//! most a device's share; each span is sorted in place by one device's ordinary host-slice
+//! sort (which pipelines its upload, sort and download), the devices side by side, one host
+//! thread each. Ranges that hold a single repeated key are sorted as they stand and skip the
+//! devices. Last, the buffer is copied into the caller's slice: sorted ranges end to end are
+//! the sorted whole, so no merge follows.
+//!
+//! The caller's slices are written only by that last copy, which cannot fail: a sort that
+//! fails at any step leaves them as they were, whatever [`crate::SorterBuilder::all_or_nothing`]
+//! says. The price is host memory as large as the keys and values, and the copy.
+
+use std::ops::Range;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+
+use crate::backend::{Backend, BackendKind};
+use crate::error::{Error, Result};
+use crate::keys::{Order, SortKey};
+use crate::partition::{self, Partition, Splitters};
+use crate::sorter::Sorter;
+
+/// The share of a GPU's memory that one sort may use when no limit is set: the rest is the
+/// context's, the kernels', and other programs'.
+const GPU_MEMORY_SHARE_PERCENT: u64 = 85;
+/// Ranges per span: finer ranges let spans be grouped to within a quarter of a range's size
+/// of their target.
+const RANGES_PER_SPAN: usize = 4;
+/// Spans are planned at this share of a device's budget, so that ranges a little over their
+/// expected size still fit.
+const BUDGET_USE_PERCENT: usize = 90;
+/// The fewest elements a device's budget counts, however small the memory limit.
+const MIN_BUDGET: usize = 64;
+/// How often a span still too large for its device (an unlucky sample) is partitioned again
+/// before it is handed to the device as it is.
+const MAX_DEPTH: u32 = 3;
+/// Elements per piece of the parallel copy back into the caller's slices.
+const COPY_PIECE: usize = 1 << 16;
+
+/// How a sort of one host slice is split.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plan {
+    /// How many of the sorter's devices take part (the first ones).
+    devices: usize,
+    /// Spans to aim for: a multiple of `devices`.
+    spans: usize,
+}
+
+/// The elements one sort on `device` may hold: its memory (or the sorter's limit) over
+/// twice the bytes of an element (the keys and values, and the scratch of as many).
+fn budget(limit: Option<u64>, device: &dyn Backend, element_bytes: u64) -> usize {
+    let bytes = match limit {
+        Some(limit) => limit,
+        None if device.device().backend == BackendKind::Cpu => return usize::MAX,
+        None => device.device().memory_bytes / 100 * GPU_MEMORY_SHARE_PERCENT,
+    };
+    let elements = bytes / (2 * element_bytes.max(1));
+    usize::try_from(elements)
+        .unwrap_or(usize::MAX)
+        .max(MIN_BUDGET)
+}
+
+/// The smallest budget among `devices`.
+fn smallest_budget<'a>(
+    sorter: &Sorter,
+    devices: impl Iterator<Item = &'a dyn Backend>,
+    element_bytes: u64,
+) -> usize {
+    devices
+        .map(|d| budget(sorter.memory_limit, d, element_bytes))
+        .min()
+        .unwrap_or(usize::MAX)
+}
+
+/// How a sort of `n` elements of `element_bytes` each (keys as the device holds them, plus
+/// values) is split, or `None` where one device sorts it whole: it fits, and it is shorter
+/// than [`crate::SorterBuilder::split_from`] or the sorter has one device. The oblivious
+/// mode never splits: partitioning reads memory where the keys lead it.
+pub(crate) fn plan(sorter: &Sorter, n: usize, element_bytes: u64) -> Option<Plan> {
+    if sorter.is_oblivious() {
+        return None;
+    }
+    let device_count = sorter.device_backends().count();
+    let spread = device_count > 1 && n >= sorter.split_from;
+    let devices = if spread { device_count } else { 1 };
+    let budget = smallest_budget(
+        sorter,
+        sorter.device_backends().take(devices),
+        element_bytes,
+    );
+    if !spread && n <= budget {
+        return None;
+    }
+    Some(plan_for(n, budget, devices))
+}
+
+/// The plan of `n` elements on `devices` devices that each sort at most `budget`.
+fn plan_for(n: usize, budget: usize, devices: usize) -> Plan {
+    let usable = (budget / 100 * BUDGET_USE_PERCENT).max(1);
+    let spans = n.div_ceil(usable).max(devices).next_multiple_of(devices);
+    Plan { devices, spans }
+}
+
+/// Sorts `keys` (and `values`) by `plan` on the sorter's first `plan.devices` devices.
+pub(crate) fn sort<K: SortKey, V: bytemuck::Pod + Send + Sync>(
+    sorter: &Sorter,
+    plan: &Plan,
+    keys: &mut [K],
+    values: Option<&mut [V]>,
+    descending: bool,
+) -> Result<()> {
+    let devices: Vec<&dyn Backend> = sorter.device_backends().take(plan.devices).collect();
+    sort_on_devices(sorter, &devices, plan.spans, keys, values, descending, 0)
+}
+
+/// [`sort`] on the given devices, aiming for `spans` spans.
+fn sort_on_devices<K: SortKey, V: bytemuck::Pod + Send + Sync>(
+    sorter: &Sorter,
+    devices: &[&dyn Backend],
+    spans: usize,
+    keys: &mut [K],
+    mut values: Option<&mut [V]>,
+    descending: bool,
+    depth: u32,
+) -> Result<()> {
+    let kind = devices[0].device().backend;
+    crate::fault::point(kind, "partition")?;
+    let n = keys.len();
+    let order = if descending {
+        Order::Descending
+    } else {
+        Order::Ascending
+    };
+    let ranges = spans * RANGES_PER_SPAN;
+    let count = ranges.saturating_mul(partition::OVERSAMPLING).max(1024);
+    let sample = partition::sample(keys, count, order, 0x5eed + u64::from(depth));
+    let splitters = Splitters::from_sorted_sample(&sample, ranges);
+    let mut sorted_keys: Vec<K> = host_buffer(n)?;
+    let mut sorted_values: Option<Vec<V>> = match &values {
+        Some(_) => Some(host_buffer(n)?),
+        None => None,
+    };
+    let partition = partition::scatter(
+        keys,
+        values.as_deref(),
+        &splitters,
+        order,
+        &mut sorted_keys,
+        sorted_values.as_deref_mut(),
+    )?;
+    let spans = group(&partition, n.div_ceil(spans));
+    let pieces = cut(&mut sorted_keys, sorted_values.as_deref_mut(), &spans);
+    run(sorter, devices, pieces, descending, depth)?;
+    crate::fault::point(kind, "write-back")?;
+    copy_into(keys, &sorted_keys);
+    if let (Some(values), Some(sorted)) = (values.as_deref_mut(), &sorted_values) {
+        copy_into(values, sorted);
+    }
+    Ok(())
+}
+
+/// A host buffer of `n` elements, zeroed by the allocator (the pages are touched first by
+/// the scatter); [`Error::OutOfMemory`] when host memory cannot hold it.
+fn host_buffer<T: bytemuck::Pod>(n: usize) -> Result<Vec<T>> {
+    bytemuck::allocation::try_zeroed_vec(n).map_err(|()| Error::OutOfMemory {
+        device: "host memory (the partitioned copy of the data)".to_string(),
+        requested: (n as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+        available: crate::cpu::info().memory_bytes,
+    })
+}
+
+/// Groups neighbouring ranges of `partition` into spans of at most `target` elements to sort.
+/// A range longer than `target` is a span of its own; a single-key range that does not fit
+/// the span before it is no span at all (it is sorted as it stands), nor is an empty one.
+fn group(partition: &Partition, target: usize) -> Vec<Range<usize>> {
+    let mut spans = Vec::new();
+    let mut current: Option<Range<usize>> = None;
+    for r in 0..partition.ranges() {
+        let range = partition.range(r);
+        if range.is_empty() {
+            continue;
+        }
+        let open = current.as_ref().map_or(0, |c| c.len());
+        if open + range.len() <= target {
+            current = Some(current.map_or(range.clone(), |c| c.start..range.end));
+            continue;
+        }
+        spans.extend(current.take());
+        if !Splitters::is_single_key(r) {
+            current = Some(range);
+        }
+    }
+    spans.extend(current);
+    spans.retain(|s| s.len() > 1);
+    spans
+}
+
+/// One span's keys and values, cut from the partitioned buffers.
+type Piece<'a, K, V> = (&'a mut [K], Option<&'a mut [V]>);
+
+/// Cuts the spans (ascending, disjoint) out of the buffers.
+fn cut<'a, K, V>(
+    mut keys: &'a mut [K],
+    mut values: Option<&'a mut [V]>,
+    spans: &[Range<usize>],
+) -> Vec<Piece<'a, K, V>> {
+    let mut at = 0;
+    let mut pieces = Vec::with_capacity(spans.len());
+    for span in spans {
+        let (_, rest) = std::mem::take(&mut keys).split_at_mut(span.start - at);
+        let (piece, rest) = rest.split_at_mut(span.len());
+        keys = rest;
+        let value_piece = values.take().map(|v| {
+            let (_, rest) = v.split_at_mut(span.start - at);
+            let (piece, rest) = rest.split_at_mut(span.len());
+            values = Some(rest);
+            piece
+        });
+        at = span.end;
+        pieces.push((piece, value_piece));
+    }
+    pieces
+}
+
+/// Sorts every piece: on this thread where there is one device, else one thread per device,
+/// each taking the next piece until none is left or a sort failed. The first failure is
+/// returned.
+fn run<K: SortKey, V: bytemuck::Pod + Send + Sync>(
+    sorter: &Sorter,
+    devices: &[&dyn Backend],
+    pieces: Vec<Piece<'_, K, V>>,
+    descending: bool,
+    depth: u32,
+) -> Result<()> {
+    if let [device] = devices {
+        for (keys, values) in pieces {
+            sort_span(sorter, *device, keys, values, descending, depth)?;
+        }
+        return Ok(());
+    }
+    let queue = Mutex::new(pieces.into_iter());
+    let failed = AtomicBool::new(false);
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = devices
+            .iter()
+            .map(|&device| {
+                let (queue, failed) = (&queue, &failed);
+                scope.spawn(move || {
+                    while !failed.load(Ordering::Relaxed) {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((keys, values)) = next else {
+                            break;
+                        };
+                        if let Err(e) = sort_span(sorter, device, keys, values, descending, depth) {
+                            failed.store(true, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// Sorts one span on `device`: partitioned once more where it does not fit the device (an
+/// unlucky sample), else by the device's own sort of host slices. A failure that left the
+/// span half written is reported by its cause: the span is the sorter's buffer, and the
+/// caller's slices are untouched.
+fn sort_span<K: SortKey, V: bytemuck::Pod + Send + Sync>(
+    sorter: &Sorter,
+    device: &dyn Backend,
+    keys: &mut [K],
+    values: Option<&mut [V]>,
+    descending: bool,
+    depth: u32,
+) -> Result<()> {
+    crate::fault::point(device.device().backend, "range sort")?;
+    let element_bytes = std::mem::size_of::<K>().max(4) as u64
+        + values
+            .as_ref()
+            .map_or(0, |_| std::mem::size_of::<V>() as u64);
+    let budget = budget(sorter.memory_limit, device, element_bytes);
+    let n = keys.len();
+    let sorted = if n > budget && depth < MAX_DEPTH {
+        let plan = plan_for(n, budget, 1);
+        sort_on_devices(
+            sorter,
+            &[device],
+            plan.spans,
+            keys,
+            values,
+            descending,
+            depth + 1,
+        )
+    } else {
+        sorter.sort_on(device, keys, values, descending, n)
+    };
+    sorted.map_err(|e| match e {
+        Error::PartialResult { cause } => *cause,
+        e => e,
+    })
+}
+
+/// Copies `src` into `dst` (the same length) on rayon's threads.
+fn copy_into<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    dst.par_chunks_mut(COPY_PIECE)
+        .zip(src.par_chunks(COPY_PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
