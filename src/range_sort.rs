@@ -125,7 +125,7 @@ fn sort_on_devices<K: SortKey, V: bytemuck::Pod + Send + Sync>(
     devices: &[&dyn Backend],
     spans: usize,
     keys: &mut [K],
-    mut values: Option<&mut [V]>,
+    values: Option<&mut [V]>,
     descending: bool,
     depth: u32,
 ) -> Result<()> {
@@ -159,7 +159,7 @@ fn sort_on_devices<K: SortKey, V: bytemuck::Pod + Send + Sync>(
     run(sorter, devices, pieces, descending, depth)?;
     crate::fault::point(kind, "write-back")?;
     copy_into(keys, &sorted_keys);
-    if let (Some(values), Some(sorted)) = (values.as_deref_mut(), &sorted_values) {
+    if let (Some(values), Some(sorted)) = (values, &sorted_values) {
         copy_into(values, sorted);
     }
     Ok(())

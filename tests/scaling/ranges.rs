@@ -86,8 +86,11 @@ fn check_pairs_at<K: TestKey, V: TestValue>(
     Ok(())
 }
 
+/// A sorter setting on top of [`sorter`]'s, given the device's index.
+type Setup = fn(SorterBuilder, usize) -> SorterBuilder;
+
 /// The sorter setups of the trials: a memory limit, the device twice, both.
-fn setups() -> [(&'static str, fn(SorterBuilder, usize) -> SorterBuilder); 3] {
+fn setups() -> [(&'static str, Setup); 3] {
     [
         ("out_of_core", |b, _| b.device_memory_limit(LIMIT)),
         ("repeated_device", |b, i| b.devices(&[i, i]).split_from(0)),
