@@ -79,24 +79,27 @@ fn smallest_budget<'a>(
 }
 
 /// How a sort of `n` elements of `element_bytes` each (keys as the device holds them, plus
-/// values) is split, or `None` where one device sorts it whole: it fits, and it is shorter
-/// than [`crate::SorterBuilder::split_from`] or the sorter has one device. The oblivious
+/// values) is split, or `None` where one device sorts it whole: it fits the first device,
+/// and it is shorter than [`crate::SorterBuilder::split_from`] or the sorter has one device.
+/// A split sort runs on every device. The oblivious
 /// mode never splits: partitioning reads memory where the keys lead it.
 pub(crate) fn plan(sorter: &Sorter, n: usize, element_bytes: u64) -> Option<Plan> {
     if sorter.is_oblivious() {
         return None;
     }
     let device_count = sorter.device_backends().count();
-    let spread = device_count > 1 && n >= sorter.split_from;
+    let first = smallest_budget(sorter, sorter.device_backends().take(1), element_bytes);
+    // A slice that must be partitioned anyway goes to every device.
+    let spread = device_count > 1 && (n >= sorter.split_from || n > first);
+    if !spread && n <= first {
+        return None;
+    }
     let devices = if spread { device_count } else { 1 };
     let budget = smallest_budget(
         sorter,
         sorter.device_backends().take(devices),
         element_bytes,
     );
-    if !spread && n <= budget {
-        return None;
-    }
     Some(plan_for(n, budget, devices))
 }
 

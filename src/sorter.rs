@@ -202,8 +202,10 @@ impl SorterBuilder {
     }
 
     /// Sorts of one host slice with at least `len` elements run on every device of a sorter
-    /// with several ([`SorterBuilder::devices`]); shorter ones on the first only. The default
-    /// is [`DEFAULT_SPLIT_FROM`]; `0` spreads every sort.
+    /// with several ([`SorterBuilder::devices`]); shorter ones on the first only, unless they
+    /// do not fit it (then they are partitioned anyway, and go to every device). The default
+    /// is [`DEFAULT_SPLIT_FROM`]; `0` spreads every sort, `usize::MAX` only those past the
+    /// first device's memory.
     pub fn split_from(mut self, len: usize) -> Self {
         self.split_from = len;
         self
