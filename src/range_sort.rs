@@ -40,6 +40,8 @@ const MIN_BUDGET: usize = 64;
 /// How often a span still too large for its device (an unlucky sample) is partitioned again
 /// before it is handed to the device as it is.
 const MAX_DEPTH: u32 = 3;
+/// Spans that a sort which ran out of device memory is cut into before it is tried again.
+const OUT_OF_MEMORY_SPANS: usize = 4;
 /// Elements per piece of the parallel copy back into the caller's slices.
 const COPY_PIECE: usize = 1 << 16;
 
@@ -53,12 +55,20 @@ pub(crate) struct Plan {
 }
 
 /// The elements one sort on `device` may hold: its memory (or the sorter's limit) over
-/// twice the bytes of an element (the keys and values, and the scratch of as many).
-fn budget(limit: Option<u64>, device: &dyn Backend, element_bytes: u64) -> usize {
-    let bytes = match limit {
+/// twice the bytes of an element (the keys and values, and the scratch of as many). A GPU
+/// that the sorter opened several times shares its memory among them.
+fn budget(sorter: &Sorter, device: &dyn Backend, element_bytes: u64) -> usize {
+    let info = device.device();
+    let bytes = match sorter.memory_limit {
         Some(limit) => limit,
-        None if device.device().backend == BackendKind::Cpu => return usize::MAX,
-        None => device.device().memory_bytes / 100 * GPU_MEMORY_SHARE_PERCENT,
+        None if info.backend == BackendKind::Cpu => return usize::MAX,
+        None => {
+            let openings = sorter
+                .device_backends()
+                .filter(|d| d.device().backend == info.backend && d.device().index == info.index)
+                .count() as u64;
+            info.memory_bytes / 100 * GPU_MEMORY_SHARE_PERCENT / openings.max(1)
+        }
     };
     let elements = bytes / (2 * element_bytes.max(1));
     usize::try_from(elements)
@@ -73,9 +83,20 @@ fn smallest_budget<'a>(
     element_bytes: u64,
 ) -> usize {
     devices
-        .map(|d| budget(sorter.memory_limit, d, element_bytes))
+        .map(|d| budget(sorter, d, element_bytes))
         .min()
         .unwrap_or(usize::MAX)
+}
+
+/// The plan of a sort of `n` elements on the first device that ran out of memory although
+/// its budget said it would fit (the device had less free memory than that): spans of a
+/// quarter. `None` where the sort cannot be partitioned (the oblivious mode) or is too short
+/// to be worth it.
+pub(crate) fn after_out_of_memory(sorter: &Sorter, n: usize) -> Option<Plan> {
+    (!sorter.is_oblivious() && n >= 2 * MIN_BUDGET).then_some(Plan {
+        devices: 1,
+        spans: OUT_OF_MEMORY_SPANS,
+    })
 }
 
 /// How a sort of `n` elements of `element_bytes` each (keys as the device holds them, plus
@@ -294,8 +315,9 @@ fn sort_span<K: SortKey, V: bytemuck::Pod + Send + Sync>(
         + values
             .as_ref()
             .map_or(0, |_| std::mem::size_of::<V>() as u64);
-    let budget = budget(sorter.memory_limit, device, element_bytes);
+    let budget = budget(sorter, device, element_bytes);
     let n = keys.len();
+    let mut values = values;
     let sorted = if n > budget && depth < MAX_DEPTH {
         let plan = plan_for(n, budget, 1);
         sort_on_devices(
@@ -308,7 +330,22 @@ fn sort_span<K: SortKey, V: bytemuck::Pod + Send + Sync>(
             depth + 1,
         )
     } else {
-        sorter.sort_on(device, keys, values, descending, n)
+        match sorter.sort_on(device, keys, values.as_deref_mut(), descending, n) {
+            // The device had less free memory than its budget: the span is as it was (a
+            // sort allocates before anything is copied back), so it goes in smaller pieces.
+            Err(Error::OutOfMemory { .. }) if depth < MAX_DEPTH && n >= 2 * MIN_BUDGET => {
+                sort_on_devices(
+                    sorter,
+                    &[device],
+                    OUT_OF_MEMORY_SPANS,
+                    keys,
+                    values,
+                    descending,
+                    depth + 1,
+                )
+            }
+            other => other,
+        }
     };
     sorted.map_err(|e| match e {
         Error::PartialResult { cause } => *cause,
@@ -322,3 +359,6 @@ fn copy_into<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
         .zip(src.par_chunks(COPY_PIECE))
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
+
+#[cfg(test)]
+mod tests;

@@ -507,20 +507,45 @@ impl Sorter {
                 + values
                     .as_ref()
                     .map_or(0, |_| std::mem::size_of::<V>() as u64);
-            if let Some(plan) = crate::range_sort::plan(self, keys.len(), element_bytes) {
-                // Values travel as words of their size, which threads may share.
-                return with_value_words(values, |words| match words {
-                    None => crate::range_sort::sort::<K, u32>(self, &plan, keys, None, descending),
-                    Some(WordsMut::U32(v)) => {
-                        crate::range_sort::sort(self, &plan, keys, Some(v), descending)
-                    }
-                    Some(WordsMut::U64(v)) => {
-                        crate::range_sort::sort(self, &plan, keys, Some(v), descending)
-                    }
-                });
+            let n = keys.len();
+            if let Some(plan) = crate::range_sort::plan(self, n, element_bytes) {
+                return self.sort_in_ranges(&plan, keys, values, descending);
             }
+            let mut values = values;
+            let sorted = self.sort_on(
+                self.backend.as_ref(),
+                keys,
+                values.as_deref_mut(),
+                descending,
+                row_len,
+            );
+            // Less free device memory than the device has: the slices are as they were (a
+            // sort allocates before anything is copied back), so sort them in ranges.
+            if let Err(Error::OutOfMemory { .. }) = &sorted
+                && let Some(plan) = crate::range_sort::after_out_of_memory(self, n)
+            {
+                return self.sort_in_ranges(&plan, keys, values, descending);
+            }
+            return sorted;
         }
         self.sort_on(self.backend.as_ref(), keys, values, descending, row_len)
+    }
+
+    /// A sort of one row in ranges ([`crate::range_sort`]); values travel as words of their
+    /// size, which threads may share.
+    fn sort_in_ranges<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        plan: &crate::range_sort::Plan,
+        keys: &mut [K],
+        values: Option<&mut [V]>,
+        descending: bool,
+    ) -> Result<()> {
+        use crate::range_sort::sort;
+        with_value_words(values, |words| match words {
+            None => sort::<K, u32>(self, plan, keys, None, descending),
+            Some(WordsMut::U32(v)) => sort(self, plan, keys, Some(v), descending),
+            Some(WordsMut::U64(v)) => sort(self, plan, keys, Some(v), descending),
+        })
     }
 
     /// A keyed sort of checked shape on `device` (one of the sorter's), or on the host CPU
