@@ -252,9 +252,9 @@ fn cut<'a, K, V>(
     pieces
 }
 
-/// Sorts every piece: on this thread where there is one device, else one thread per device,
-/// each taking the next piece until none is left or a sort failed. The first failure is
-/// returned.
+/// Sorts every piece: on this thread where there is one device (or this is a rayon thread),
+/// else one thread per device, each taking the next piece until none is left or a sort
+/// failed. The first failure is returned.
 fn run<K: SortKey, V: bytemuck::Pod + Send + Sync>(
     sorter: &Sorter,
     devices: &[&dyn Backend],
@@ -262,9 +262,13 @@ fn run<K: SortKey, V: bytemuck::Pod + Send + Sync>(
     descending: bool,
     depth: u32,
 ) -> Result<()> {
-    if let [device] = devices {
-        for (keys, values) in pieces {
-            sort_span(sorter, *device, keys, values, descending, depth)?;
+    // A rayon thread waits for no other threads: rayon's work that the device threads hand
+    // to the pool (their host copies) could be queued behind this very thread. It sorts the
+    // pieces itself, on the devices in turn.
+    if devices.len() == 1 || rayon::current_thread_index().is_some() {
+        for (i, (keys, values)) in pieces.into_iter().enumerate() {
+            let device = devices[i % devices.len()];
+            sort_span(sorter, device, keys, values, descending, depth)?;
         }
         return Ok(());
     }

@@ -160,6 +160,28 @@ pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
             }));
         }
     }
+    // Sorts spread over devices called from every rayon thread at once: the device threads'
+    // host copies need rayon's threads, which all wait in sorts.
+    trials.push(slot.trial("ranges::from_rayon_threads", |t| {
+        use rayon::prelude::*;
+        let s = sorter(t, |b| {
+            b.devices(&[t.info.index, t.info.index]).split_from(0)
+        })?;
+        let results: Vec<Result<(), String>> = (0..4 * rayon::current_num_threads())
+            .into_par_iter()
+            .map(|i| {
+                let input: Vec<u32> = Pattern::Random.keys(200_000, &mut rng_for(t.seed ^ i as u64));
+                let mut keys = input.clone();
+                s.sort(&mut keys, bitonic::Order::Ascending)
+                    .map_err(|e| e.to_string())?;
+                check_keys(&keys, &expected(&input, false))
+            })
+            .collect();
+        results
+            .into_iter()
+            .collect::<Result<(), String>>()
+            .map_err(Failed::from)
+    }));
     trials.push(slot.trial("ranges::empty_device_list", |t| {
         match sorter(t, |b| b.devices(&[])) {
             Err(bitonic::Error::InvalidConfig(_)) => Ok(()),
