@@ -170,7 +170,8 @@ pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
         let results: Vec<Result<(), String>> = (0..4 * rayon::current_num_threads())
             .into_par_iter()
             .map(|i| {
-                let input: Vec<u32> = Pattern::Random.keys(200_000, &mut rng_for(t.seed ^ i as u64));
+                let input: Vec<u32> =
+                    Pattern::Random.keys(200_000, &mut rng_for(t.seed ^ i as u64));
                 let mut keys = input.clone();
                 s.sort(&mut keys, bitonic::Order::Ascending)
                     .map_err(|e| e.to_string())?;
