@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use crate::backend::{Backend, BackendKind};
 use crate::error::{Error, Result};
-use crate::keys::{Order, SortKey};
+use crate::keys::{Order, SortKey, Word};
 use crate::partition::{self, Partition, Splitters};
 use crate::sorter::Sorter;
 
@@ -132,7 +132,7 @@ fn plan_for(n: usize, budget: usize, devices: usize) -> Plan {
 }
 
 /// Sorts `keys` (and `values`) by `plan` on the sorter's first `plan.devices` devices.
-pub(crate) fn sort<K: SortKey, V: bytemuck::Pod + Send + Sync>(
+pub(crate) fn sort<K: SortKey, V: Word>(
     sorter: &Sorter,
     plan: &Plan,
     keys: &mut [K],
@@ -144,7 +144,7 @@ pub(crate) fn sort<K: SortKey, V: bytemuck::Pod + Send + Sync>(
 }
 
 /// [`sort`] on the given devices, aiming for `spans` spans.
-fn sort_on_devices<K: SortKey, V: bytemuck::Pod + Send + Sync>(
+fn sort_on_devices<K: SortKey, V: Word>(
     sorter: &Sorter,
     devices: &[&dyn Backend],
     spans: usize,
@@ -179,12 +179,86 @@ fn sort_on_devices<K: SortKey, V: bytemuck::Pod + Send + Sync>(
         sorted_values.as_deref_mut(),
     )?;
     let spans = group(&partition, n.div_ceil(spans));
-    let pieces = cut(&mut sorted_keys, sorted_values.as_deref_mut(), &spans);
-    run(sorter, devices, pieces, descending, depth)?;
-    crate::fault::point(kind, "write-back")?;
-    copy_into(keys, &sorted_keys);
-    if let (Some(values), Some(sorted)) = (values, &sorted_values) {
-        copy_into(values, sorted);
+    // Word keys outside all-or-nothing go from the devices straight into the caller's
+    // slices; a failure then has the rest sorted on the host (`finish_on_host`), which needs
+    // the buffer's ranges intact: only the GPU backends' sorts into other slices promise that
+    // (narrow keys are sorted in place, and a copy back that fails half-way mixes them).
+    let direct = !sorter.all_or_nothing && depth == 0 && std::mem::size_of::<K>() >= 4;
+    if !direct {
+        let pieces = cut(&mut sorted_keys, sorted_values.as_deref_mut(), &spans);
+        run(devices, pieces, |device, (k, v)| {
+            sort_span(sorter, device, k, v, descending, depth)
+        })?;
+        crate::fault::point(kind, "write-back")?;
+        copy_into(keys, &sorted_keys);
+        if let (Some(values), Some(sorted)) = (values, &sorted_values) {
+            copy_into(values, sorted);
+        }
+        return Ok(());
+    }
+    let done: Vec<AtomicBool> = spans.iter().map(|_| AtomicBool::new(false)).collect();
+    let mut values = values;
+    let result = {
+        let sources = cut(&mut sorted_keys, sorted_values.as_deref_mut(), &spans);
+        let targets = cut(keys, values.as_deref_mut(), &spans);
+        let pieces: Vec<_> = sources.into_iter().zip(targets).enumerate().collect();
+        run(devices, pieces, |device, (i, (source, target))| {
+            sort_span_into(sorter, device, source, target, descending)?;
+            done[i].store(true, Ordering::Relaxed);
+            Ok(())
+        })
+        .and_then(|()| crate::fault::point(kind, "write-back"))
+    };
+    let finished = finish_on_host(
+        sorter,
+        (&mut sorted_keys, sorted_values.as_deref_mut()),
+        (keys, values),
+        &spans,
+        &done,
+        descending,
+    );
+    result.and(finished)
+}
+
+/// After the spans of a direct sort: sorts on the host every span that no device finished
+/// (none when all succeeded) from the buffer into the caller's slices, and copies what lies
+/// between the spans (single-key ranges, sorted as they stand). The slices are then fully
+/// sorted, whatever failed.
+fn finish_on_host<K: SortKey, V: Word>(
+    sorter: &Sorter,
+    (sorted_keys, mut sorted_values): (&mut [K], Option<&mut [V]>),
+    (keys, mut values): (&mut [K], Option<&mut [V]>),
+    spans: &[Range<usize>],
+    done: &[AtomicBool],
+    descending: bool,
+) -> Result<()> {
+    let host = crate::cpu::CpuBackend::new();
+    for (span, done) in spans.iter().zip(done) {
+        if !done.load(Ordering::Relaxed) {
+            let k = &mut sorted_keys[span.clone()];
+            let v = sorted_values.as_deref_mut().map(|v| &mut v[span.clone()]);
+            sorter.sort_on(&host, k, v, descending, span.len())?;
+            copy_into(&mut keys[span.clone()], &sorted_keys[span.clone()]);
+            if let (Some(values), Some(sorted)) = (values.as_deref_mut(), sorted_values.as_deref())
+            {
+                copy_into(&mut values[span.clone()], &sorted[span.clone()]);
+            }
+        }
+    }
+    let mut at = 0;
+    for gap in spans
+        .iter()
+        .map(|s| s.start)
+        .chain([keys.len()])
+        .zip(std::iter::once(0).chain(spans.iter().map(|s| s.end)))
+        .map(|(end, start)| start..end)
+    {
+        debug_assert!(gap.start >= at);
+        at = gap.end;
+        copy_into(&mut keys[gap.clone()], &sorted_keys[gap.clone()]);
+        if let (Some(values), Some(sorted)) = (values.as_deref_mut(), sorted_values.as_deref()) {
+            copy_into(&mut values[gap.clone()], &sorted[gap]);
+        }
     }
     Ok(())
 }
@@ -252,23 +326,20 @@ fn cut<'a, K, V>(
     pieces
 }
 
-/// Sorts every piece: on this thread where there is one device (or this is a rayon thread),
-/// else one thread per device, each taking the next piece until none is left or a sort
-/// failed. The first failure is returned.
-fn run<K: SortKey, V: bytemuck::Pod + Send + Sync>(
-    sorter: &Sorter,
+/// Runs `work` on every piece: on this thread where there is one device (or this is a rayon
+/// thread), else one thread per device, each taking the next piece until none is left or a
+/// piece failed. The first failure is returned.
+fn run<P: Send>(
     devices: &[&dyn Backend],
-    pieces: Vec<Piece<'_, K, V>>,
-    descending: bool,
-    depth: u32,
+    pieces: Vec<P>,
+    work: impl Fn(&dyn Backend, P) -> Result<()> + Sync,
 ) -> Result<()> {
     // A rayon thread waits for no other threads: rayon's work that the device threads hand
     // to the pool (their host copies) could be queued behind this very thread. It sorts the
     // pieces itself, on the devices in turn.
     if devices.len() == 1 || rayon::current_thread_index().is_some() {
-        for (i, (keys, values)) in pieces.into_iter().enumerate() {
-            let device = devices[i % devices.len()];
-            sort_span(sorter, device, keys, values, descending, depth)?;
+        for (i, piece) in pieces.into_iter().enumerate() {
+            work(devices[i % devices.len()], piece)?;
         }
         return Ok(());
     }
@@ -278,14 +349,14 @@ fn run<K: SortKey, V: bytemuck::Pod + Send + Sync>(
         let workers: Vec<_> = devices
             .iter()
             .map(|&device| {
-                let (queue, failed) = (&queue, &failed);
+                let (queue, failed, work) = (&queue, &failed, &work);
                 scope.spawn(move || {
                     while !failed.load(Ordering::Relaxed) {
                         let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                        let Some((keys, values)) = next else {
+                        let Some(piece) = next else {
                             break;
                         };
-                        if let Err(e) = sort_span(sorter, device, keys, values, descending, depth) {
+                        if let Err(e) = work(device, piece) {
                             failed.store(true, Ordering::Relaxed);
                             return Err(e);
                         }
@@ -302,11 +373,73 @@ fn run<K: SortKey, V: bytemuck::Pod + Send + Sync>(
     results.into_iter().collect()
 }
 
+/// Sorts one span of the buffer on `device` straight into its place in the caller's slices
+/// (`target`), leaving the buffer's span as it was on error. A span that does not fit the
+/// device, or that runs out of its memory, is sorted in the buffer as [`sort_span`] does and
+/// then copied.
+fn sort_span_into<K: SortKey, V: Word>(
+    sorter: &Sorter,
+    device: &dyn Backend,
+    (keys, mut values): Piece<'_, K, V>,
+    (out_keys, out_values): Piece<'_, K, V>,
+    descending: bool,
+) -> Result<()> {
+    crate::fault::point(device.device().backend, "range sort")?;
+    let element_bytes = std::mem::size_of::<K>() as u64
+        + values
+            .as_ref()
+            .map_or(0, |_| std::mem::size_of::<V>() as u64);
+    let n = keys.len();
+    let budget = budget(sorter, device, element_bytes);
+    let fits = n <= budget;
+    let mut out_values = out_values;
+    if fits {
+        let sorted = sorter.sort_on_into(
+            device,
+            &mut *keys,
+            values.as_deref_mut(),
+            &mut *out_keys,
+            out_values.as_deref_mut(),
+            descending,
+        );
+        match sorted {
+            // The device had less free memory than its budget: the span is as it was (a
+            // sort allocates before it copies anything back), so it goes in smaller pieces.
+            Err(Error::OutOfMemory { .. }) if n >= 2 * MIN_BUDGET => {}
+            Err(Error::PartialResult { cause }) => return Err(*cause),
+            other => return other,
+        }
+    }
+    let spans = if fits {
+        OUT_OF_MEMORY_SPANS
+    } else {
+        plan_for(n, budget, 1).spans
+    };
+    sort_on_devices(
+        sorter,
+        &[device],
+        spans,
+        keys,
+        values.as_deref_mut(),
+        descending,
+        1,
+    )
+    .map_err(|e| match e {
+        Error::PartialResult { cause } => *cause,
+        e => e,
+    })?;
+    copy_into(out_keys, keys);
+    if let (Some(out), Some(values)) = (out_values, values) {
+        copy_into(out, values);
+    }
+    Ok(())
+}
+
 /// Sorts one span on `device`: partitioned once more where it does not fit the device (an
 /// unlucky sample), else by the device's own sort of host slices. A failure that left the
 /// span half written is reported by its cause: the span is the sorter's buffer, and the
 /// caller's slices are untouched.
-fn sort_span<K: SortKey, V: bytemuck::Pod + Send + Sync>(
+fn sort_span<K: SortKey, V: Word>(
     sorter: &Sorter,
     device: &dyn Backend,
     keys: &mut [K],

@@ -28,6 +28,8 @@ pub struct Sorter {
     pub(crate) memory_limit: Option<u64>,
     /// [`SorterBuilder::split_from`].
     pub(crate) split_from: usize,
+    /// [`SorterBuilder::all_or_nothing`].
+    pub(crate) all_or_nothing: bool,
     /// The host sort for short host slices (absent when `backend` is the CPU already).
     cpu: Option<CpuBackend>,
     /// Host-slice sorts of fewer elements than this run on `cpu`.
@@ -260,6 +262,7 @@ impl SorterBuilder {
         sorter.others = others;
         sorter.memory_limit = self.memory_limit;
         sorter.split_from = self.split_from;
+        sorter.all_or_nothing = self.all_or_nothing;
         sorter.host_threshold = self.host_threshold;
         sorter.oblivious = self.oblivious;
         Ok(sorter)
@@ -288,6 +291,7 @@ impl Sorter {
             others: Vec::new(),
             memory_limit: None,
             split_from: DEFAULT_SPLIT_FROM,
+            all_or_nothing: false,
             cpu,
             host_threshold: DEFAULT_HOST_THRESHOLD,
             oblivious: false,
@@ -546,6 +550,44 @@ impl Sorter {
             Some(WordsMut::U32(v)) => sort(self, plan, keys, Some(v), descending),
             Some(WordsMut::U64(v)) => sort(self, plan, keys, Some(v), descending),
         })
+    }
+
+    /// Sorts one row of `keys` (with `values`) into `out_keys` (and `out_values`) on `device`,
+    /// or on the host CPU where [`Sorter::on_host`] ([`Backend::sort_words_into`]: on error
+    /// the inputs are as they were, the outputs maybe partly written). Keys narrower than 32
+    /// bits are sorted in place and copied.
+    pub(crate) fn sort_on_into<K: SortKey, V: Word>(
+        &self,
+        device: &dyn Backend,
+        keys: &mut [K],
+        values: Option<&mut [V]>,
+        out_keys: &mut [K],
+        out_values: Option<&mut [V]>,
+        descending: bool,
+    ) -> Result<()> {
+        let n = keys.len();
+        let backend = match &self.cpu {
+            Some(cpu) if self.on_host(n) => cpu,
+            _ => device,
+        };
+        let mut values = values;
+        match (K::repr(keys), K::repr(out_keys)) {
+            (KeyRepr::Words(words, kind), KeyRepr::Words(out_words, _)) => backend.sort_words_into(
+                words,
+                values.map(|v| V::words_mut(v)),
+                out_words,
+                out_values.map(|v| V::words_mut(v)),
+                KeyEncoding { kind, descending },
+            ),
+            _ => {
+                self.sort_on(device, keys, values.as_deref_mut(), descending, n.max(1))?;
+                out_keys.copy_from_slice(keys);
+                if let (Some(out), Some(values)) = (out_values, values) {
+                    out.copy_from_slice(values);
+                }
+                Ok(())
+            }
+        }
     }
 
     /// A keyed sort of checked shape on `device` (one of the sorter's), or on the host CPU
