@@ -4,15 +4,19 @@
 //! The slice is partitioned on the host ([`crate::partition`]): splitters from a sample, a
 //! count per range, and a stable scatter into a host buffer of the slice's size, where the
 //! ranges then lie contiguous and in order. Neighbouring ranges are grouped into spans of at
-//! most a device's share; each span is sorted in place by one device's ordinary host-slice
-//! sort (which pipelines its upload, sort and download), the devices side by side, one host
-//! thread each. Ranges that hold a single repeated key are sorted as they stand and skip the
-//! devices. Last, the buffer is copied into the caller's slice: sorted ranges end to end are
-//! the sorted whole, so no merge follows.
+//! most a device's share; each span is sorted by one device's ordinary host-slice sort (which
+//! pipelines its upload, sort and download), the devices side by side, one host thread each.
+//! Ranges that hold a single repeated key are sorted as they stand and skip the devices.
+//! Sorted ranges end to end are the sorted whole, so no merge follows.
 //!
-//! The caller's slices are written only by that last copy, which cannot fail: a sort that
-//! fails at any step leaves them as they were, whatever [`crate::SorterBuilder::all_or_nothing`]
-//! says. The price is host memory as large as the keys and values, and the copy.
+//! Where the result goes: by default (keys of 32 or 64 bits) each span is uploaded from the
+//! buffer and downloaded straight into its place in the caller's slices; a failure then has
+//! the spans no device finished sorted on the host from the buffer, which the devices only
+//! read, so the slices end sorted and the error is returned. With
+//! [`crate::SorterBuilder::all_or_nothing`] (and for narrow keys) the spans are sorted in place
+//! in the buffer and the buffer copied into the slices at the end, by a copy that cannot fail:
+//! a failure leaves the slices as they were. The price is host memory as large as the keys
+//! and values.
 
 use std::ops::Range;
 use std::sync::Mutex;

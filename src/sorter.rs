@@ -193,8 +193,11 @@ impl SorterBuilder {
     /// The most device memory, in bytes, that one sort of a host slice may use on each
     /// device, its scratch included (every sort needs twice its keys and values). A longer
     /// slice is partitioned into ranges that fit ([`crate::partition`]), each sorted on its
-    /// own and written back in place, with no final merge; `docs/scaling.md` tells the cost
-    /// (one more host copy of the data). Without a limit, a GPU's is 85% of its memory and
+    /// own and written in place, with no final merge; `docs/scaling.md` tells the cost (host
+    /// memory for one more copy of the data, two more passes over it). A failure after the
+    /// ranges started to go into the slices has the rest sorted on the host, so the slices
+    /// end exactly sorted (with [`SorterBuilder::all_or_nothing`], as they were) and the
+    /// error is returned. Without a limit, a GPU's is 85% of its memory and
     /// the CPU backend has none. The CPU backend honours a limit too, so that the
     /// partitioned path can be tested anywhere. Limits below what 64 elements need count as
     /// 64 elements.
