@@ -24,6 +24,10 @@
 //! place that touches its driver API; `host_transfer` moves host slices over the bus for
 //! both GPU backends.
 //!
+//! Host slices larger than a device's memory, and sorters over several devices
+//! ([`SorterBuilder::devices`]), are sorted in ranges found by [`partition`], the public
+//! range partitioner that a distributed engine can use too (`docs/scaling.md`).
+//!
 //! With the cargo feature `arrow`, [`arrow`] sorts arrow-rs arrays as arrow-ord's kernels do.
 
 #![warn(missing_docs)]
