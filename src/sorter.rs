@@ -163,20 +163,24 @@ impl Sorter {
         self.backend.as_any()?.downcast_ref()
     }
 
-    /// Bytes of device memory kept for the next sort. A sort of host slices needs device
+    /// Bytes of device memory kept for the next sort, on all of the sorter's devices together.
+    /// A sort of host slices needs device
     /// buffers as large as its keys plus values; the CUDA and OpenCL backends keep the
     /// largest they have needed so far, so sorting many arrays in a row allocates once.
     /// Nothing else is allocated on the device: the network sorts in place.
     pub fn cached_device_bytes(&self) -> u64 {
-        self.backend.cached_bytes()
+        self.device_backends().map(|b| b.cached_bytes()).sum()
     }
 
-    /// Bytes of pinned (page-locked) host memory kept for the next sort. Sorts of host
+    /// Bytes of pinned (page-locked) host memory kept for the next sort, for all of the
+    /// sorter's devices together (a ring each). Sorts of host
     /// slices on a GPU stage the data through a small ring of pinned buffers (48 MiB), since
     /// the bus moves pinned memory several times faster than ordinary memory; the ring is
     /// allocated by the first such sort and kept.
     pub fn cached_pinned_bytes(&self) -> u64 {
-        self.backend.cached_pinned_bytes()
+        self.device_backends()
+            .map(|b| b.cached_pinned_bytes())
+            .sum()
     }
 
     /// Frees the device buffers and the pinned host memory kept between sorts
