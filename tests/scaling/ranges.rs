@@ -183,6 +183,19 @@ pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
             .collect::<Result<(), String>>()
             .map_err(Failed::from)
     }));
+    // The ranges go straight into a caller's pinned buffer, which the GPU backends copy to
+    // directly.
+    trials.push(slot.trial("ranges::into_pinned_buffer", |t| {
+        let s = sorter(t, |b| b.device_memory_limit(LIMIT))?;
+        for n in lengths((LIMIT / 8) as usize) {
+            let input: Vec<f32> = Pattern::Special.keys(n, &mut rng_for(t.seed ^ n as u64));
+            let mut keys = s.pinned_buffer::<f32>(n)?;
+            keys.copy_from_slice(&input);
+            s.sort(&mut keys, bitonic::Order::Descending)?;
+            check_keys(&keys, &expected(&input, true)).map_err(|e| format!("n {n}: {e}"))?;
+        }
+        Ok(())
+    }));
     trials.push(slot.trial("ranges::empty_device_list", |t| {
         match sorter(t, |b| b.devices(&[])) {
             Err(bitonic::Error::InvalidConfig(_)) => Ok(()),
