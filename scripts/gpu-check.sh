@@ -7,6 +7,8 @@
 #   scripts/gpu-check.sh memcheck   compute-sanitizer memcheck over the suite's CUDA trials
 #   scripts/gpu-check.sh huge       2^32 + 3 keys on every GPU (64-bit indexing)
 #   scripts/gpu-check.sh bench      `bitonic bench` on every device
+#   scripts/gpu-check.sh scaling    host slices past device memory and over every GPU, timed
+#                                   (2^30 and 2^34 u32, 2^32 u64 pairs: 200 GiB of host memory)
 #
 # With no argument: tests, memcheck and bench. Exit status 0 only if every part passed.
 set -uo pipefail
@@ -32,7 +34,7 @@ for part in "${parts[@]}"; do
             step "devices"; nvidia-smi -L; .device/bitonic devices 2>&1 | tee "$out/devices.txt"
             step "tests"
             REQUIRE= run_test unit --include-ignored --skip cuda_throughput --skip profile
-            for t in suite properties threads device_buffers pinned faults arrow top_k; do
+            for t in suite properties threads device_buffers pinned faults arrow top_k scaling; do
                 [ -x ".device/$t" ] && run_test "$t"
             done ;;
         memcheck)
@@ -45,6 +47,14 @@ for part in "${parts[@]}"; do
             step "2^32 + 3 u32 keys on every GPU"
             timeout 300 .device/huge --ignored --nocapture > "$out/huge.txt" 2>&1 || status=1
             grep -E "sorted|refused|panicked|^test result" "$out/huge.txt" ;;
+        scaling)
+            step "sorts in ranges: one GPU against every GPU"
+            for case in "30 0" "34 0" "32 1"; do
+                set -- $case
+                BITONIC_SCALING_LOG2=$1 BITONIC_SCALING_PAIRS=$2 timeout 900 .device/scaling \
+                    --ignored --exact measure::host_u32 >> "$out/scaling.txt" 2>&1 || status=1
+            done
+            grep -E "^measure|panicked|^test result" "$out/scaling.txt" ;;
         bench)
             step "bench"
             timeout 120 .device/bitonic bench --sizes 2^10,2^16,2^20,2^24 2>&1 \

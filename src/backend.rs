@@ -42,6 +42,34 @@ pub trait Backend: Send + Sync {
         row_len: usize,
     ) -> Result<()>;
 
+    /// Sorts `keys` (raw key words of `encoding.kind`, one row) with `values` into `out_keys`
+    /// and `out_values`, of the same lengths and widths. On success the outputs hold the
+    /// sorted result, and `keys` and `values` are the caller's scratch. On error `keys` and
+    /// `values` hold their input (the GPU backends only read them) or, after a sort in place
+    /// that failed half-way (this default's [`Error::PartialResult`](crate::Error::PartialResult)),
+    /// part of the result; the outputs may be partly written. The default sorts `keys` in
+    /// place and copies the result; the GPU backends upload from `keys` and download straight
+    /// into `out_keys`, saving that copy.
+    fn sort_words_into(
+        &self,
+        mut keys: WordsMut<'_>,
+        mut values: Option<WordsMut<'_>>,
+        mut out_keys: WordsMut<'_>,
+        out_values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+    ) -> Result<()> {
+        self.sort_words(
+            keys.reborrow(),
+            values.as_mut().map(WordsMut::reborrow),
+            encoding,
+        )?;
+        out_keys.as_bytes_mut().copy_from_slice(keys.as_bytes());
+        if let (Some(mut out), Some(values)) = (out_values, values) {
+            out.as_bytes_mut().copy_from_slice(values.as_bytes());
+        }
+        Ok(())
+    }
+
     /// Sorts keys narrower than 32 bits, which travel as ordered `u32` words (ascending
     /// order; `descending` inverts it), in rows of `row_len` as [`Backend::sort_rows_words`]
     /// does. The GPU backends widen and narrow the keys as they copy them; this default

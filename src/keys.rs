@@ -255,6 +255,9 @@ pub trait SortKey: bytemuck::Pod + Send + Sync + sealed::Sealed {
     /// Inverse of `to_wide`.
     #[doc(hidden)]
     fn from_wide(word: u32) -> Self;
+    /// The key's ordered bits: unsigned order is the sort order (`descending` inverts it).
+    #[doc(hidden)]
+    fn ordered_bits(self, descending: bool) -> u64;
 }
 
 /// Keys narrower than 32 bits (`u8 i8 u16 i16`) as a backend sees them: they travel as
@@ -328,6 +331,14 @@ macro_rules! wide_key {
             fn from_wide(_: u32) -> Self {
                 unreachable!("wide keys are never widened")
             }
+            #[inline]
+            fn ordered_bits(self, descending: bool) -> u64 {
+                let encoding = KeyEncoding {
+                    kind: $kind,
+                    descending,
+                };
+                u64::from(encoding.encode(bytemuck::cast::<$t, $word>(self)))
+            }
         }
     };
 }
@@ -351,6 +362,11 @@ macro_rules! narrow_key {
             }
             fn from_wide(word: u32) -> Self {
                 $from(word)
+            }
+            #[inline]
+            fn ordered_bits(self, descending: bool) -> u64 {
+                let word: u32 = $to(self);
+                u64::from(if descending { !word } else { word })
             }
         }
     };

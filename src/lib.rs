@@ -24,6 +24,10 @@
 //! place that touches its driver API; `host_transfer` moves host slices over the bus for
 //! both GPU backends.
 //!
+//! Host slices larger than a device's memory, and sorters over several devices
+//! ([`SorterBuilder::devices`]), are sorted in ranges found by [`partition`], the public
+//! range partitioner that a distributed engine can use too (`docs/scaling.md`).
+//!
 //! With the cargo feature `arrow`, [`arrow`] sorts arrow-rs arrays as arrow-ord's kernels do.
 
 #![warn(missing_docs)]
@@ -53,7 +57,9 @@ mod kernel_contract;
 mod keys;
 #[cfg(feature = "opencl")]
 pub mod opencl;
+pub mod partition;
 mod pinned;
+mod range_sort;
 mod rayon_lock;
 // Without a GPU backend only the network and its host emulation are used.
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
@@ -67,7 +73,7 @@ pub use error::{Error, Result};
 pub use keys::{Order, SortKey, WordKey};
 pub use pinned::PinnedBuffer;
 pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
-pub use sorter::{DEFAULT_HOST_THRESHOLD, Sorter, SorterBuilder};
+pub use sorter::{DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM, Sorter, SorterBuilder};
 pub use top_k::TopK;
 
 /// What the benchmark crate, the fuzz targets and the integration tests reach inside the

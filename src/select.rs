@@ -72,6 +72,15 @@ fn backend_devices(backend: BackendKind) -> Result<Vec<DeviceInfo>> {
     }
 }
 
+/// The GPUs of `backend`, in its order; none where it cannot start.
+pub(crate) fn gpus_of(backend: BackendKind) -> Vec<DeviceInfo> {
+    backend_devices(backend)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| d.device_type == DeviceType::Gpu)
+        .collect()
+}
+
 fn open(info: &DeviceInfo) -> Result<Box<dyn Backend>> {
     match info.backend {
         BackendKind::Cpu => Ok(Box::new(CpuBackend::new())),

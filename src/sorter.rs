@@ -5,7 +5,9 @@ use crate::cpu::CpuBackend;
 use crate::error::{Error, Result, check_lengths};
 use crate::keys::{KeyEncoding, KeyRepr, Order, SortKey, Word, WordsMut};
 use crate::pinned::PinnedBuffer;
-use crate::select::{self, DeviceFilter};
+
+mod builder;
+pub use builder::SorterBuilder;
 
 /// Sorts slices on one device. Create it once and reuse it: device contexts and compiled
 /// kernels are cached inside.
@@ -21,6 +23,15 @@ use crate::select::{self, DeviceFilter};
 /// ```
 pub struct Sorter {
     backend: Box<dyn Backend>,
+    /// The devices after the first of [`SorterBuilder::devices`] or
+    /// [`SorterBuilder::all_gpus`]: large host-slice sorts are spread over all of them.
+    pub(crate) others: Vec<Box<dyn Backend>>,
+    /// [`SorterBuilder::device_memory_limit`].
+    pub(crate) memory_limit: Option<u64>,
+    /// [`SorterBuilder::split_from`].
+    pub(crate) split_from: usize,
+    /// [`SorterBuilder::all_or_nothing`].
+    pub(crate) all_or_nothing: bool,
     /// The host sort for short host slices (absent when `backend` is the CPU already).
     cpu: Option<CpuBackend>,
     /// Host-slice sorts of fewer elements than this run on `cpu`.
@@ -48,123 +59,15 @@ impl std::fmt::Debug for Sorter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sorter")
             .field("device", self.device())
+            .field("other_devices", &self.others.len())
             .finish()
     }
 }
 
-/// Chooses the device a [`Sorter`] runs on. Settings made here win over the
-/// `BITONIC_BACKEND` / `BITONIC_DEVICE` environment variables, which win over the default
-/// (a CUDA device, else the strongest OpenCL GPU, else the host CPU).
-#[derive(Clone, Debug)]
-pub struct SorterBuilder {
-    backend: Option<BackendKind>,
-    device: Option<DeviceFilter>,
-    ignore_env: bool,
-    host_threshold: usize,
-    all_or_nothing: bool,
-    oblivious: bool,
-}
-
-impl Default for SorterBuilder {
-    fn default() -> Self {
-        SorterBuilder {
-            backend: None,
-            device: None,
-            ignore_env: false,
-            host_threshold: DEFAULT_HOST_THRESHOLD,
-            all_or_nothing: false,
-            oblivious: false,
-        }
-    }
-}
-
-impl SorterBuilder {
-    /// Use this backend only.
-    pub fn backend(mut self, backend: BackendKind) -> Self {
-        self.backend = Some(backend);
-        self
-    }
-
-    /// Use the device at this index of the backend's list (see [`crate::devices`]).
-    pub fn device_index(mut self, index: usize) -> Self {
-        self.device = Some(DeviceFilter::Index(index));
-        self
-    }
-
-    /// Use the first device whose name contains `part` (ignoring case).
-    pub fn device_name(mut self, part: &str) -> Self {
-        self.device = Some(DeviceFilter::Name(part.to_string()));
-        self
-    }
-
-    /// Do not read `BITONIC_BACKEND` / `BITONIC_DEVICE`.
-    pub fn ignore_env(mut self) -> Self {
-        self.ignore_env = true;
-        self
-    }
-
-    /// Sorts of host slices with fewer than `len` elements (all rows together) run on the
-    /// host CPU instead of the GPU: below [`DEFAULT_HOST_THRESHOLD`] the host sort is faster
-    /// than the round trip over the bus. `0` sends every sort to the device, and so does the
-    /// oblivious mode ([`SorterBuilder::oblivious`]), since the host's sorts of keys are not
-    /// data-oblivious. One row of pairs from a third of `len` on whose keys repeat goes to
-    /// the device too, where the device is faster than emulating the network. Results are the same either way,
-    /// values of equal keys included (the CPU path runs the same network for pairs with equal
-    /// keys). Device-resident calls are not affected.
-    pub fn host_threshold(mut self, len: usize) -> Self {
-        self.host_threshold = len;
-        self
-    }
-
-    /// What a sort of host slices on a GPU leaves in them when the device fails while the
-    /// result is copied back. `false` (the default): the result is copied into the slices
-    /// chunk by chunk as it arrives, overlapped with the bus, and a failure after the first
-    /// chunk returns [`Error::PartialResult`], the slices holding part of the result and
-    /// part of the input. `true`: the whole result is gathered in host memory first, so a
-    /// failed sort leaves the slices exactly as they were (a successful one, sorted), at the
-    /// cost of one more host copy of the data. Failures before the copy back (uploads,
-    /// launches, the passes themselves) leave the slices as they were in both modes.
-    pub fn all_or_nothing(mut self, all_or_nothing: bool) -> Self {
-        self.all_or_nothing = all_or_nothing;
-        self
-    }
-
-    /// Data-oblivious sorting: with `true`, every sort runs the bitonic sorting network
-    /// alone, whose sequence of compared and moved positions depends only on the length
-    /// (and the device's tile sizes), never on the keys (`docs/testing.md` says what is
-    /// tested). With `false`, the default, a GPU sort of one large array sorts tiles with
-    /// the network and then merges the sorted tiles by merge path, which is faster but reads
-    /// memory where the keys lead it. Keys come out the same in both modes; values of equal
-    /// keys may come out in another order, since merge path keeps each tile's order of them
-    /// where the network mixes tiles (every backend, the CPU included, gives the same
-    /// order within one mode). Device-resident calls follow the same setting. On a GPU, the
-    /// oblivious mode sends short host-slice sorts to the device too
-    /// ([`SorterBuilder::host_threshold`] does not apply): the host sorts keys alone with a
-    /// data-dependent sort.
-    pub fn oblivious(mut self, oblivious: bool) -> Self {
-        self.oblivious = oblivious;
-        self
-    }
-
-    /// Finds the device and prepares it.
-    pub fn build(self) -> Result<Sorter> {
-        let (env_backend, env_device) = if self.ignore_env {
-            (None, None)
-        } else {
-            select::from_env()?
-        };
-        let backend = select::choose(self.backend.or(env_backend), self.device.or(env_device))?;
-        backend.set_all_or_nothing(self.all_or_nothing);
-        backend.set_oblivious(self.oblivious);
-        let mut sorter = Sorter::with_backend(backend);
-        if let Some(cpu) = &sorter.cpu {
-            cpu.set_oblivious(self.oblivious);
-        }
-        sorter.host_threshold = self.host_threshold;
-        sorter.oblivious = self.oblivious;
-        Ok(sorter)
-    }
-}
+/// Host-slice sorts of at least this many elements are spread over every device of a sorter
+/// built with several ([`SorterBuilder::split_from`]). Below it one device's round trip is
+/// short enough that partitioning on the host costs more than a second device saves.
+pub const DEFAULT_SPLIT_FROM: usize = 1 << 22;
 
 impl Sorter {
     /// The best device found, or the one `BITONIC_BACKEND` / `BITONIC_DEVICE` name.
@@ -185,6 +88,10 @@ impl Sorter {
         let cpu = (backend.device().backend != BackendKind::Cpu).then(CpuBackend::new);
         Sorter {
             backend,
+            others: Vec::new(),
+            memory_limit: None,
+            split_from: DEFAULT_SPLIT_FROM,
+            all_or_nothing: false,
             cpu,
             host_threshold: DEFAULT_HOST_THRESHOLD,
             oblivious: false,
@@ -213,9 +120,26 @@ impl Sorter {
         self.on_host(n) && row_len == n && n >= self.host_threshold / TIED_PAIRS_THRESHOLD_DIVISOR
     }
 
-    /// The device this sorter runs on.
+    /// The device this sorter runs on (the first of several, see
+    /// [`SorterBuilder::devices`]).
     pub fn device(&self) -> &DeviceInfo {
         self.backend.device()
+    }
+
+    /// Every device this sorter runs on, [`Sorter::device`] first; a device opened twice is
+    /// listed twice.
+    pub fn devices(&self) -> Vec<&DeviceInfo> {
+        self.device_backends().map(|b| b.device()).collect()
+    }
+
+    /// The backends of every device, the first device's first.
+    pub(crate) fn device_backends(&self) -> impl Iterator<Item = &dyn Backend> {
+        std::iter::once(self.backend.as_ref()).chain(self.others.iter().map(|b| b.as_ref()))
+    }
+
+    /// Whether the sorter runs the network alone ([`SorterBuilder::oblivious`]).
+    pub(crate) fn is_oblivious(&self) -> bool {
+        self.oblivious
     }
 
     /// The backend this sorter runs on, for backend-level calls such as
@@ -239,27 +163,33 @@ impl Sorter {
         self.backend.as_any()?.downcast_ref()
     }
 
-    /// Bytes of device memory kept for the next sort. A sort of host slices needs device
+    /// Bytes of device memory kept for the next sort, on all of the sorter's devices together.
+    /// A sort of host slices needs device
     /// buffers as large as its keys plus values; the CUDA and OpenCL backends keep the
     /// largest they have needed so far, so sorting many arrays in a row allocates once.
     /// Nothing else is allocated on the device: the network sorts in place.
     pub fn cached_device_bytes(&self) -> u64 {
-        self.backend.cached_bytes()
+        self.device_backends().map(|b| b.cached_bytes()).sum()
     }
 
-    /// Bytes of pinned (page-locked) host memory kept for the next sort. Sorts of host
+    /// Bytes of pinned (page-locked) host memory kept for the next sort, for all of the
+    /// sorter's devices together (a ring each). Sorts of host
     /// slices on a GPU stage the data through a small ring of pinned buffers (48 MiB), since
     /// the bus moves pinned memory several times faster than ordinary memory; the ring is
     /// allocated by the first such sort and kept.
     pub fn cached_pinned_bytes(&self) -> u64 {
-        self.backend.cached_pinned_bytes()
+        self.device_backends()
+            .map(|b| b.cached_pinned_bytes())
+            .sum()
     }
 
     /// Frees the device buffers and the pinned host memory kept between sorts
     /// ([`Sorter::cached_device_bytes`] and [`Sorter::cached_pinned_bytes`] become 0); the
     /// next sort allocates again. Dropping the sorter frees them too.
     pub fn release_device_memory(&self) {
-        self.backend.release_cached()
+        for b in self.device_backends() {
+            b.release_cached()
+        }
     }
 
     /// A buffer of `len` zeros in pinned host memory of this sorter's device. Sorts of slices
@@ -380,8 +310,108 @@ impl Sorter {
         if keys.len() <= 1 || row_len <= 1 {
             return Ok(());
         }
+        if row_len == keys.len() {
+            let element_bytes = std::mem::size_of::<K>().max(4) as u64
+                + values
+                    .as_ref()
+                    .map_or(0, |_| std::mem::size_of::<V>() as u64);
+            let n = keys.len();
+            if let Some(plan) = crate::range_sort::plan(self, n, element_bytes) {
+                return self.sort_in_ranges(&plan, keys, values, descending);
+            }
+            let mut values = values;
+            let sorted = self.sort_on(
+                self.backend.as_ref(),
+                keys,
+                values.as_deref_mut(),
+                descending,
+                row_len,
+            );
+            // Less free device memory than the device has: the slices are as they were (a
+            // sort allocates before anything is copied back), so sort them in ranges.
+            if let Err(Error::OutOfMemory { .. }) = &sorted
+                && let Some(plan) = crate::range_sort::after_out_of_memory(self, n)
+            {
+                return self.sort_in_ranges(&plan, keys, values, descending);
+            }
+            return sorted;
+        }
+        self.sort_on(self.backend.as_ref(), keys, values, descending, row_len)
+    }
+
+    /// A sort of one row in ranges ([`crate::range_sort`]); values travel as words of their
+    /// size, which threads may share.
+    fn sort_in_ranges<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        plan: &crate::range_sort::Plan,
+        keys: &mut [K],
+        values: Option<&mut [V]>,
+        descending: bool,
+    ) -> Result<()> {
+        use crate::range_sort::sort;
+        with_value_words(values, |words| match words {
+            None => sort::<K, u32>(self, plan, keys, None, descending),
+            Some(WordsMut::U32(v)) => sort(self, plan, keys, Some(v), descending),
+            Some(WordsMut::U64(v)) => sort(self, plan, keys, Some(v), descending),
+        })
+    }
+
+    /// Sorts one row of `keys` (with `values`) into `out_keys` (and `out_values`) on `device`,
+    /// or on the host CPU where [`Sorter::on_host`] ([`Backend::sort_words_into`]: on error
+    /// the inputs are as they were, the outputs maybe partly written). Keys narrower than 32
+    /// bits are sorted in place and copied.
+    pub(crate) fn sort_on_into<K: SortKey, V: Word>(
+        &self,
+        device: &dyn Backend,
+        keys: &mut [K],
+        values: Option<&mut [V]>,
+        out_keys: &mut [K],
+        out_values: Option<&mut [V]>,
+        descending: bool,
+    ) -> Result<()> {
         let n = keys.len();
-        let backend = self.backend_for(n);
+        let backend = match &self.cpu {
+            Some(cpu) if self.on_host(n) => cpu,
+            _ => device,
+        };
+        let mut values = values;
+        match (K::repr(keys), K::repr(out_keys)) {
+            (KeyRepr::Words(words, kind), KeyRepr::Words(out_words, _)) => backend.sort_words_into(
+                words,
+                values.map(|v| V::words_mut(v)),
+                out_words,
+                out_values.map(|v| V::words_mut(v)),
+                KeyEncoding { kind, descending },
+            ),
+            _ => {
+                self.sort_on(device, keys, values.as_deref_mut(), descending, n.max(1))?;
+                out_keys.copy_from_slice(keys);
+                if let (Some(out), Some(values)) = (out_values, values) {
+                    out.copy_from_slice(values);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A keyed sort of checked shape on `device` (one of the sorter's), or on the host CPU
+    /// where a GPU sorter sorts so short a slice there ([`Sorter::on_host`]).
+    pub(crate) fn sort_on<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        device: &dyn Backend,
+        keys: &mut [K],
+        values: Option<&mut [V]>,
+        descending: bool,
+        row_len: usize,
+    ) -> Result<()> {
+        let n = keys.len();
+        if n <= 1 || row_len <= 1 {
+            return Ok(());
+        }
+        let backend = match &self.cpu {
+            Some(cpu) if self.on_host(n) => cpu,
+            _ => device,
+        };
         with_value_words(values, |mut value_words| match K::repr(keys) {
             KeyRepr::Words(mut words, kind) => {
                 let encoding = KeyEncoding { kind, descending };
@@ -390,7 +420,7 @@ impl Sorter {
                         if crate::cpu::sort_distinct_words(&mut words, values, encoding) {
                             return Ok(());
                         }
-                        self.backend.as_ref()
+                        device
                     }
                     _ => backend,
                 };

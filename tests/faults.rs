@@ -19,6 +19,8 @@
 //!
 //! Every case runs twice: with the default copy back, and with `all_or_nothing(true)`.
 //! `faults::host_threshold` checks that short sorts run on the host (no driver call at all).
+//! `faults::ranges` (`faults/ranges.rs`, every backend, the CPU's too) fails each point of a
+//! sort in ranges past `device_memory_limit`, whose slices must stay untouched.
 //!
 //! The successful sort ends the loop and must also be exact; it must come at k = the number
 //! of points of the unarmed sort, and at least `inject::MIN_DISTINCT_CALLS` different calls must
@@ -52,6 +54,8 @@ mod cases;
 mod host_threshold;
 #[path = "faults/inject.rs"]
 mod inject;
+#[path = "faults/ranges.rs"]
+mod ranges;
 
 use bitonic::BackendKind;
 use libtest_mimic::{Arguments, Completion, Trial};
@@ -193,6 +197,10 @@ fn main() {
     let mut trials = found.failures;
     let mut gpu_slots = 0;
     for slot in &found.slots {
+        // Sorts in ranges have fault points of their own, on every backend.
+        if !matches!(slot, Slot::Ready(t) if t.oblivious) {
+            trials.push(slot.trial("faults::ranges", ranges::check_ranges));
+        }
         let cpu = match slot {
             Slot::Ready(t) => t.info.backend == BackendKind::Cpu,
             Slot::Unavailable { label, .. } => label == BackendKind::Cpu.name(),

@@ -382,11 +382,13 @@ impl CudaBackend {
     }
 
     /// Every sort of host slices: uploads the columns through the pinned ring, sorts rows of
-    /// `row_len` on the stream, and copies the result back through the ring as it arrives.
+    /// `row_len` on the stream, and copies the result back through the ring as it arrives,
+    /// into the columns themselves or, when given, into `out` (of the same shape).
     fn sort_host<'a>(
         &self,
         mut keys: Column<'a>,
         mut values: Option<Column<'a>>,
+        out: Option<(Column<'a>, Option<Column<'a>>)>,
         encoding: KeyEncoding,
         row_len: usize,
     ) -> Result<()> {
@@ -444,7 +446,7 @@ impl CudaBackend {
             plan,
             scratch,
         };
-        let sorted = self.transfer_and_sort(host, &link, &job, (&mut keys, values.as_mut()));
+        let sorted = self.transfer_and_sort(host, &link, &job, (&mut keys, values.as_mut()), out);
         let sorted = host.after_sort(sorted);
         // The ring may have been allocated only now (the keys went up directly), and the
         // buffers freed after running out of memory.
@@ -462,6 +464,7 @@ impl CudaBackend {
         link: &CudaLink<'_>,
         job: &Job,
         (keys, values): (&mut Column<'a>, Option<&mut Column<'a>>),
+        out: Option<(Column<'a>, Option<Column<'a>>)>,
     ) -> Result<()> {
         let mut chunked = ChunkedSort::of(job, keys.len() as u64);
         let uploaded = host.upload(
@@ -487,6 +490,11 @@ impl CudaBackend {
         enqueued?;
         // The downloads follow the passes: a failed pass is reported by the first download's
         // wait, before anything is written to the slices.
+        let mut out = out;
+        let (keys, values) = match &mut out {
+            Some((k, v)) => (k, v.as_mut()),
+            None => (keys, values),
+        };
         let downloaded = host.download(
             link,
             (keys, job.keys),
@@ -569,9 +577,24 @@ impl Backend for CudaBackend {
         self.sort_host(
             Column::Words(keys),
             values.map(Column::Words),
+            None,
             encoding,
             row_len,
         )
+    }
+
+    fn sort_words_into(
+        &self,
+        keys: WordsMut<'_>,
+        values: Option<WordsMut<'_>>,
+        out_keys: WordsMut<'_>,
+        out_values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+    ) -> Result<()> {
+        let n = keys.len();
+        let out = Some((Column::Words(out_keys), out_values.map(Column::Words)));
+        let values = values.map(Column::Words);
+        self.sort_host(Column::Words(keys), values, out, encoding, n.max(1))
     }
 
     fn sort_rows_narrow(
@@ -584,6 +607,7 @@ impl Backend for CudaBackend {
         self.sort_host(
             Column::Narrow(keys),
             values.map(Column::Words),
+            None,
             KeyEncoding::narrow(descending),
             row_len,
         )

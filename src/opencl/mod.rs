@@ -345,11 +345,13 @@ impl OpenClBackend {
     }
 
     /// Every sort of host slices: uploads the columns through the pinned ring, sorts rows of
-    /// `row_len` on the queue, and copies the result back through the ring as it arrives.
+    /// `row_len` on the queue, and copies the result back through the ring as it arrives,
+    /// into the columns themselves or, when given, into `out` (of the same shape).
     fn sort_host<'a>(
         &self,
         mut keys: Column<'a>,
         mut values: Option<Column<'a>>,
+        mut out: Option<(Column<'a>, Option<Column<'a>>)>,
         encoding: KeyEncoding,
         row_len: usize,
     ) -> Result<()> {
@@ -446,9 +448,13 @@ impl OpenClBackend {
             // The reads follow the passes on the in-order queue (or, sorting while
             // uploading, a barrier after them): a failed pass is reported by the first read's
             // wait, before anything is written to the slices.
+            let (keys, values) = match &mut out {
+                Some((k, v)) => (k, v),
+                None => (&mut keys, &mut values),
+            };
             let downloaded = host.download(
                 &link,
-                (&mut keys, device_keys),
+                (keys, device_keys),
                 values.as_mut().zip(device_values),
                 self.cache_stats.copy_back(),
             );
@@ -481,9 +487,24 @@ impl Backend for OpenClBackend {
         self.sort_host(
             Column::Words(keys),
             values.map(Column::Words),
+            None,
             encoding,
             row_len,
         )
+    }
+
+    fn sort_words_into(
+        &self,
+        keys: WordsMut<'_>,
+        values: Option<WordsMut<'_>>,
+        out_keys: WordsMut<'_>,
+        out_values: Option<WordsMut<'_>>,
+        encoding: KeyEncoding,
+    ) -> Result<()> {
+        let n = keys.len();
+        let out = Some((Column::Words(out_keys), out_values.map(Column::Words)));
+        let values = values.map(Column::Words);
+        self.sort_host(Column::Words(keys), values, out, encoding, n.max(1))
     }
 
     fn sort_rows_narrow(
@@ -496,6 +517,7 @@ impl Backend for OpenClBackend {
         self.sort_host(
             Column::Narrow(keys),
             values.map(Column::Words),
+            None,
             KeyEncoding::narrow(descending),
             row_len,
         )

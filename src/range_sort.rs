@@ -1,0 +1,505 @@
+//! Sorts of one host slice in ranges: slices larger than a device's memory, and slices
+//! spread over several devices.
+//!
+//! The slice is partitioned on the host ([`crate::partition`]): splitters from a sample, a
+//! count per range, and a stable scatter into a host buffer of the slice's size, where the
+//! ranges then lie contiguous and in order. Neighbouring ranges are grouped into spans of at
+//! most a device's share; each span is sorted by one device's ordinary host-slice sort (which
+//! pipelines its upload, sort and download), the devices side by side, one host thread each.
+//! Ranges that hold a single repeated key are sorted as they stand and skip the devices.
+//! Sorted ranges end to end are the sorted whole, so no merge follows.
+//!
+//! Where the result goes: by default (keys of 32 or 64 bits) each span is uploaded from the
+//! buffer and downloaded straight into its place in the caller's slices; a failure then has
+//! the spans no device finished sorted on the host from the buffer, which the devices only
+//! read, so the slices end sorted and the error is returned. With
+//! [`crate::SorterBuilder::all_or_nothing`] (and for narrow keys) the spans are sorted in place
+//! in the buffer and the buffer copied into the slices at the end, by a copy that cannot fail:
+//! a failure leaves the slices as they were. The price is host memory as large as the keys
+//! and values.
+
+use std::ops::Range;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+
+use crate::backend::{Backend, BackendKind};
+use crate::error::{Error, Result};
+use crate::keys::{Order, SortKey, Word};
+use crate::partition::{self, Partition, Splitters};
+use crate::sorter::Sorter;
+
+/// The share of a GPU's memory that one sort may use when no limit is set: the rest is the
+/// context's, the kernels', and other programs'.
+const GPU_MEMORY_SHARE_PERCENT: u64 = 85;
+/// Ranges per span: finer ranges let spans be grouped to within a quarter of a range's size
+/// of their target.
+const RANGES_PER_SPAN: usize = 4;
+/// Spans are planned at this share of a device's budget, so that ranges a little over their
+/// expected size still fit.
+const BUDGET_USE_PERCENT: usize = 90;
+/// The fewest elements a device's budget counts, however small the memory limit.
+const MIN_BUDGET: usize = 64;
+/// How often a span still too large for its device (an unlucky sample) is partitioned again
+/// before it is handed to the device as it is.
+const MAX_DEPTH: u32 = 3;
+/// Spans that a sort which ran out of device memory is cut into before it is tried again.
+const OUT_OF_MEMORY_SPANS: usize = 4;
+/// Elements per piece of the parallel copy back into the caller's slices.
+const COPY_PIECE: usize = 1 << 16;
+
+/// How a sort of one host slice is split.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plan {
+    /// How many of the sorter's devices take part (the first ones).
+    devices: usize,
+    /// Spans to aim for: a multiple of `devices`.
+    spans: usize,
+}
+
+/// The elements one sort on `device` may hold: its memory (or the sorter's limit) over
+/// twice the bytes of an element (the keys and values, and the scratch of as many). A GPU
+/// that the sorter opened several times shares its memory among them.
+fn budget(sorter: &Sorter, device: &dyn Backend, element_bytes: u64) -> usize {
+    let info = device.device();
+    let bytes = match sorter.memory_limit {
+        Some(limit) => limit,
+        None if info.backend == BackendKind::Cpu => return usize::MAX,
+        None => {
+            let openings = sorter
+                .device_backends()
+                .filter(|d| d.device().backend == info.backend && d.device().index == info.index)
+                .count() as u64;
+            info.memory_bytes / 100 * GPU_MEMORY_SHARE_PERCENT / openings.max(1)
+        }
+    };
+    let elements = bytes / (2 * element_bytes.max(1));
+    usize::try_from(elements)
+        .unwrap_or(usize::MAX)
+        .max(MIN_BUDGET)
+}
+
+/// The smallest budget among `devices`.
+fn smallest_budget<'a>(
+    sorter: &Sorter,
+    devices: impl Iterator<Item = &'a dyn Backend>,
+    element_bytes: u64,
+) -> usize {
+    devices
+        .map(|d| budget(sorter, d, element_bytes))
+        .min()
+        .unwrap_or(usize::MAX)
+}
+
+/// The plan of a sort of `n` elements on the first device that ran out of memory although
+/// its budget said it would fit (the device had less free memory than that): spans of a
+/// quarter. `None` where the sort cannot be partitioned (the oblivious mode) or is too short
+/// to be worth it.
+pub(crate) fn after_out_of_memory(sorter: &Sorter, n: usize) -> Option<Plan> {
+    (!sorter.is_oblivious() && n >= 2 * MIN_BUDGET).then_some(Plan {
+        devices: 1,
+        spans: OUT_OF_MEMORY_SPANS,
+    })
+}
+
+/// How a sort of `n` elements of `element_bytes` each (keys as the device holds them, plus
+/// values) is split, or `None` where one device sorts it whole: it fits the first device,
+/// and it is shorter than [`crate::SorterBuilder::split_from`] or the sorter has one device.
+/// A split sort runs on every device. The oblivious
+/// mode never splits: partitioning reads memory where the keys lead it.
+pub(crate) fn plan(sorter: &Sorter, n: usize, element_bytes: u64) -> Option<Plan> {
+    if sorter.is_oblivious() {
+        return None;
+    }
+    let device_count = sorter.device_backends().count();
+    let first = smallest_budget(sorter, sorter.device_backends().take(1), element_bytes);
+    // A slice that must be partitioned anyway goes to every device.
+    let spread = device_count > 1 && (n >= sorter.split_from || n > first);
+    if !spread && n <= first {
+        return None;
+    }
+    let devices = if spread { device_count } else { 1 };
+    let budget = smallest_budget(
+        sorter,
+        sorter.device_backends().take(devices),
+        element_bytes,
+    );
+    Some(plan_for(n, budget, devices))
+}
+
+/// The plan of `n` elements on `devices` devices that each sort at most `budget`.
+fn plan_for(n: usize, budget: usize, devices: usize) -> Plan {
+    let usable = (budget / 100 * BUDGET_USE_PERCENT).max(1);
+    let spans = n.div_ceil(usable).max(devices).next_multiple_of(devices);
+    Plan { devices, spans }
+}
+
+/// Sorts `keys` (and `values`) by `plan` on the sorter's first `plan.devices` devices.
+pub(crate) fn sort<K: SortKey, V: Word>(
+    sorter: &Sorter,
+    plan: &Plan,
+    keys: &mut [K],
+    values: Option<&mut [V]>,
+    descending: bool,
+) -> Result<()> {
+    let devices: Vec<&dyn Backend> = sorter.device_backends().take(plan.devices).collect();
+    sort_on_devices(sorter, &devices, plan.spans, keys, values, descending, 0)
+}
+
+/// [`sort`] on the given devices, aiming for `spans` spans.
+fn sort_on_devices<K: SortKey, V: Word>(
+    sorter: &Sorter,
+    devices: &[&dyn Backend],
+    spans: usize,
+    keys: &mut [K],
+    values: Option<&mut [V]>,
+    descending: bool,
+    depth: u32,
+) -> Result<()> {
+    let kind = devices[0].device().backend;
+    crate::fault::point(kind, "partition")?;
+    let n = keys.len();
+    let order = if descending {
+        Order::Descending
+    } else {
+        Order::Ascending
+    };
+    let ranges = spans * RANGES_PER_SPAN;
+    let count = ranges.saturating_mul(partition::OVERSAMPLING).max(1024);
+    let sample = partition::sample(keys, count, order, 0x5eed + u64::from(depth));
+    let splitters = Splitters::from_sorted_sample(&sample, ranges);
+    let mut sorted_keys: Vec<K> = host_buffer(n)?;
+    let mut sorted_values: Option<Vec<V>> = match &values {
+        Some(_) => Some(host_buffer(n)?),
+        None => None,
+    };
+    let partition = partition::scatter(
+        keys,
+        values.as_deref(),
+        &splitters,
+        order,
+        &mut sorted_keys,
+        sorted_values.as_deref_mut(),
+    )?;
+    let spans = group(&partition, n.div_ceil(spans));
+    // Word keys outside all-or-nothing go from the devices straight into the caller's
+    // slices; a failure then has the rest sorted on the host (`finish_on_host`), which needs
+    // the buffer's ranges intact: only the GPU backends' sorts into other slices promise that
+    // (narrow keys are sorted in place, and a copy back that fails half-way mixes them).
+    let direct = !sorter.all_or_nothing && depth == 0 && std::mem::size_of::<K>() >= 4;
+    if !direct {
+        let pieces = cut(&mut sorted_keys, sorted_values.as_deref_mut(), &spans);
+        run(devices, pieces, |device, (k, v)| {
+            sort_span(sorter, device, k, v, descending, depth)
+        })?;
+        crate::fault::point(kind, "write-back")?;
+        copy_into(keys, &sorted_keys);
+        if let (Some(values), Some(sorted)) = (values, &sorted_values) {
+            copy_into(values, sorted);
+        }
+        return Ok(());
+    }
+    let done: Vec<AtomicBool> = spans.iter().map(|_| AtomicBool::new(false)).collect();
+    let mut values = values;
+    let result = {
+        let sources = cut(&mut sorted_keys, sorted_values.as_deref_mut(), &spans);
+        let targets = cut(keys, values.as_deref_mut(), &spans);
+        let pieces: Vec<_> = sources.into_iter().zip(targets).enumerate().collect();
+        run(devices, pieces, |device, (i, (source, target))| {
+            sort_span_into(sorter, device, source, target, descending)?;
+            done[i].store(true, Ordering::Relaxed);
+            Ok(())
+        })
+        .and_then(|()| crate::fault::point(kind, "write-back"))
+    };
+    let finished = finish_on_host(
+        sorter,
+        (&mut sorted_keys, sorted_values.as_deref_mut()),
+        (keys, values),
+        &spans,
+        &done,
+        descending,
+    );
+    result.and(finished)
+}
+
+/// After the spans of a direct sort: sorts on the host every span that no device finished
+/// (none when all succeeded) from the buffer into the caller's slices, and copies what lies
+/// between the spans (single-key ranges, sorted as they stand). The slices are then fully
+/// sorted, whatever failed.
+fn finish_on_host<K: SortKey, V: Word>(
+    sorter: &Sorter,
+    (sorted_keys, mut sorted_values): (&mut [K], Option<&mut [V]>),
+    (keys, mut values): (&mut [K], Option<&mut [V]>),
+    spans: &[Range<usize>],
+    done: &[AtomicBool],
+    descending: bool,
+) -> Result<()> {
+    let host = crate::cpu::CpuBackend::new();
+    for (span, done) in spans.iter().zip(done) {
+        if !done.load(Ordering::Relaxed) {
+            let k = &mut sorted_keys[span.clone()];
+            let v = sorted_values.as_deref_mut().map(|v| &mut v[span.clone()]);
+            sorter.sort_on(&host, k, v, descending, span.len())?;
+            copy_into(&mut keys[span.clone()], &sorted_keys[span.clone()]);
+            if let (Some(values), Some(sorted)) = (values.as_deref_mut(), sorted_values.as_deref())
+            {
+                copy_into(&mut values[span.clone()], &sorted[span.clone()]);
+            }
+        }
+    }
+    let mut at = 0;
+    for gap in spans
+        .iter()
+        .map(|s| s.start)
+        .chain([keys.len()])
+        .zip(std::iter::once(0).chain(spans.iter().map(|s| s.end)))
+        .map(|(end, start)| start..end)
+    {
+        debug_assert!(gap.start >= at);
+        at = gap.end;
+        copy_into(&mut keys[gap.clone()], &sorted_keys[gap.clone()]);
+        if let (Some(values), Some(sorted)) = (values.as_deref_mut(), sorted_values.as_deref()) {
+            copy_into(&mut values[gap.clone()], &sorted[gap]);
+        }
+    }
+    Ok(())
+}
+
+/// A host buffer of `n` elements, zeroed by the allocator (the pages are touched first by
+/// the scatter); [`Error::OutOfMemory`] when host memory cannot hold it.
+fn host_buffer<T: bytemuck::Pod>(n: usize) -> Result<Vec<T>> {
+    bytemuck::allocation::try_zeroed_vec(n).map_err(|()| Error::OutOfMemory {
+        device: "host memory (the partitioned copy of the data)".to_string(),
+        requested: (n as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+        available: crate::cpu::info().memory_bytes,
+    })
+}
+
+/// Groups neighbouring ranges of `partition` into spans of at most `target` elements to sort.
+/// A range longer than `target` is a span of its own; a single-key range that does not fit
+/// the span before it is no span at all (it is sorted as it stands), nor is an empty one.
+fn group(partition: &Partition, target: usize) -> Vec<Range<usize>> {
+    let mut spans = Vec::new();
+    let mut current: Option<Range<usize>> = None;
+    for r in 0..partition.ranges() {
+        let range = partition.range(r);
+        if range.is_empty() {
+            continue;
+        }
+        let open = current.as_ref().map_or(0, |c| c.len());
+        if open + range.len() <= target {
+            current = Some(current.map_or(range.clone(), |c| c.start..range.end));
+            continue;
+        }
+        spans.extend(current.take());
+        if !Splitters::is_single_key(r) {
+            current = Some(range);
+        }
+    }
+    spans.extend(current);
+    spans.retain(|s| s.len() > 1);
+    spans
+}
+
+/// One span's keys and values, cut from the partitioned buffers.
+type Piece<'a, K, V> = (&'a mut [K], Option<&'a mut [V]>);
+
+/// Cuts the spans (ascending, disjoint) out of the buffers.
+fn cut<'a, K, V>(
+    mut keys: &'a mut [K],
+    mut values: Option<&'a mut [V]>,
+    spans: &[Range<usize>],
+) -> Vec<Piece<'a, K, V>> {
+    let mut at = 0;
+    let mut pieces = Vec::with_capacity(spans.len());
+    for span in spans {
+        let (_, rest) = std::mem::take(&mut keys).split_at_mut(span.start - at);
+        let (piece, rest) = rest.split_at_mut(span.len());
+        keys = rest;
+        let value_piece = values.take().map(|v| {
+            let (_, rest) = v.split_at_mut(span.start - at);
+            let (piece, rest) = rest.split_at_mut(span.len());
+            values = Some(rest);
+            piece
+        });
+        at = span.end;
+        pieces.push((piece, value_piece));
+    }
+    pieces
+}
+
+/// Runs `work` on every piece: on this thread where there is one device (or this is a rayon
+/// thread), else one thread per device, each taking the next piece until none is left or a
+/// piece failed. The first failure is returned.
+fn run<P: Send>(
+    devices: &[&dyn Backend],
+    pieces: Vec<P>,
+    work: impl Fn(&dyn Backend, P) -> Result<()> + Sync,
+) -> Result<()> {
+    // A rayon thread waits for no other threads: rayon's work that the device threads hand
+    // to the pool (their host copies) could be queued behind this very thread. It sorts the
+    // pieces itself, on the devices in turn.
+    if devices.len() == 1 || rayon::current_thread_index().is_some() {
+        for (i, piece) in pieces.into_iter().enumerate() {
+            work(devices[i % devices.len()], piece)?;
+        }
+        return Ok(());
+    }
+    let queue = Mutex::new(pieces.into_iter());
+    let failed = AtomicBool::new(false);
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = devices
+            .iter()
+            .map(|&device| {
+                let (queue, failed, work) = (&queue, &failed, &work);
+                scope.spawn(move || {
+                    while !failed.load(Ordering::Relaxed) {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some(piece) = next else {
+                            break;
+                        };
+                        if let Err(e) = work(device, piece) {
+                            failed.store(true, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// Sorts one span of the buffer on `device` straight into its place in the caller's slices
+/// (`target`), leaving the buffer's span as it was on error. A span that does not fit the
+/// device, or that runs out of its memory, is sorted in the buffer as [`sort_span`] does and
+/// then copied.
+fn sort_span_into<K: SortKey, V: Word>(
+    sorter: &Sorter,
+    device: &dyn Backend,
+    (keys, mut values): Piece<'_, K, V>,
+    (out_keys, out_values): Piece<'_, K, V>,
+    descending: bool,
+) -> Result<()> {
+    crate::fault::point(device.device().backend, "range sort")?;
+    let element_bytes = std::mem::size_of::<K>() as u64
+        + values
+            .as_ref()
+            .map_or(0, |_| std::mem::size_of::<V>() as u64);
+    let n = keys.len();
+    let budget = budget(sorter, device, element_bytes);
+    let fits = n <= budget;
+    let mut out_values = out_values;
+    if fits {
+        let sorted = sorter.sort_on_into(
+            device,
+            &mut *keys,
+            values.as_deref_mut(),
+            &mut *out_keys,
+            out_values.as_deref_mut(),
+            descending,
+        );
+        match sorted {
+            // The device had less free memory than its budget: the span is as it was (a
+            // sort allocates before it copies anything back), so it goes in smaller pieces.
+            Err(Error::OutOfMemory { .. }) if n >= 2 * MIN_BUDGET => {}
+            Err(Error::PartialResult { cause }) => return Err(*cause),
+            other => return other,
+        }
+    }
+    let spans = if fits {
+        OUT_OF_MEMORY_SPANS
+    } else {
+        plan_for(n, budget, 1).spans
+    };
+    sort_on_devices(
+        sorter,
+        &[device],
+        spans,
+        keys,
+        values.as_deref_mut(),
+        descending,
+        1,
+    )
+    .map_err(|e| match e {
+        Error::PartialResult { cause } => *cause,
+        e => e,
+    })?;
+    copy_into(out_keys, keys);
+    if let (Some(out), Some(values)) = (out_values, values) {
+        copy_into(out, values);
+    }
+    Ok(())
+}
+
+/// Sorts one span on `device`: partitioned once more where it does not fit the device (an
+/// unlucky sample), else by the device's own sort of host slices. A failure that left the
+/// span half written is reported by its cause: the span is the sorter's buffer, and the
+/// caller's slices are untouched.
+fn sort_span<K: SortKey, V: Word>(
+    sorter: &Sorter,
+    device: &dyn Backend,
+    keys: &mut [K],
+    values: Option<&mut [V]>,
+    descending: bool,
+    depth: u32,
+) -> Result<()> {
+    crate::fault::point(device.device().backend, "range sort")?;
+    let element_bytes = std::mem::size_of::<K>().max(4) as u64
+        + values
+            .as_ref()
+            .map_or(0, |_| std::mem::size_of::<V>() as u64);
+    let budget = budget(sorter, device, element_bytes);
+    let n = keys.len();
+    let mut values = values;
+    let sorted = if n > budget && depth < MAX_DEPTH {
+        let plan = plan_for(n, budget, 1);
+        sort_on_devices(
+            sorter,
+            &[device],
+            plan.spans,
+            keys,
+            values,
+            descending,
+            depth + 1,
+        )
+    } else {
+        match sorter.sort_on(device, keys, values.as_deref_mut(), descending, n) {
+            // The device had less free memory than its budget: the span is as it was (a
+            // sort allocates before anything is copied back), so it goes in smaller pieces.
+            Err(Error::OutOfMemory { .. }) if depth < MAX_DEPTH && n >= 2 * MIN_BUDGET => {
+                sort_on_devices(
+                    sorter,
+                    &[device],
+                    OUT_OF_MEMORY_SPANS,
+                    keys,
+                    values,
+                    descending,
+                    depth + 1,
+                )
+            }
+            other => other,
+        }
+    };
+    sorted.map_err(|e| match e {
+        Error::PartialResult { cause } => *cause,
+        e => e,
+    })
+}
+
+/// Copies `src` into `dst` (the same length) on rayon's threads.
+fn copy_into<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    dst.par_chunks_mut(COPY_PIECE)
+        .zip(src.par_chunks(COPY_PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+#[cfg(test)]
+mod tests;

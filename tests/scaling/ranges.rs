@@ -1,0 +1,280 @@
+//! Host-slice sorts in ranges on every target: past a small device memory limit, and over a
+//! device named twice.
+
+use std::time::Instant;
+
+use bitonic::{BackendKind, Sorter, SorterBuilder};
+use libtest_mimic::{Failed, Trial};
+
+use crate::support::{
+    Pattern, TestKey, TestValue, check_keys, expected, input_seed, pair_multiset, rng_for,
+    sort_keys, sort_pairs,
+};
+use crate::targets::{Slot, Target};
+
+/// The memory limit of the out-of-core trials: 16 KiB, 2048 `u32` keys or 1024 pairs of
+/// `u32` per sort.
+const LIMIT: u64 = 16 << 10;
+
+/// Lengths around multiples of `budget` (elements one sort may hold), and the tiny ones.
+fn lengths(budget: usize) -> Vec<usize> {
+    let mut lengths = vec![0, 1, 2, 3];
+    for m in [1, 2, 5] {
+        lengths.extend([m * budget - 1, m * budget, m * budget + 1]);
+    }
+    lengths.push(20 * budget + 7);
+    lengths
+}
+
+/// A sorter on the target's device, every sort sent to it, configured further by `setup`.
+fn sorter(
+    t: &Target,
+    setup: impl FnOnce(SorterBuilder) -> SorterBuilder,
+) -> bitonic::Result<Sorter> {
+    let builder = Sorter::builder()
+        .ignore_env()
+        .backend(t.info.backend)
+        .device_index(t.info.index)
+        .host_threshold(0);
+    setup(builder).build()
+}
+
+/// Keys of `pattern` at every length around `budget`, both orders: exactly the reference.
+fn check_keys_at<K: TestKey>(
+    s: &Sorter,
+    t: &Target,
+    id: &str,
+    pattern: Pattern,
+    budget: usize,
+) -> Result<(), Failed> {
+    for n in lengths(budget) {
+        let seed = input_seed(t.seed, id, n);
+        let input: Vec<K> = pattern.keys(n, &mut rng_for(seed));
+        for descending in [false, true] {
+            let mut keys = input.clone();
+            sort_keys(s, &mut keys, descending)?;
+            check_keys(&keys, &expected(&input, descending))
+                .map_err(|e| format!("n {n}, descending {descending}, seed {seed:#x}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Pairs of `pattern` at every length around `budget`: keys exactly the reference, and the
+/// same multiset of pairs (values of equal keys may come in another order than one
+/// device's sort gives).
+fn check_pairs_at<K: TestKey, V: TestValue>(
+    s: &Sorter,
+    t: &Target,
+    id: &str,
+    pattern: Pattern,
+    budget: usize,
+) -> Result<(), Failed> {
+    for n in lengths(budget) {
+        let seed = input_seed(t.seed, id, n);
+        let input: Vec<K> = pattern.keys(n, &mut rng_for(seed));
+        let values: Vec<V> = (0..n).map(|i| V::make(i, seed)).collect();
+        let descending = n % 2 == 1;
+        let (mut keys, mut vals) = (input.clone(), values.clone());
+        sort_pairs(s, &mut keys, &mut vals, descending)?;
+        check_keys(&keys, &expected(&input, descending))
+            .map_err(|e| format!("pairs, n {n}, seed {seed:#x}: {e}"))?;
+        if pair_multiset(&keys, &vals) != pair_multiset(&input, &values) {
+            return Err(format!("pairs, n {n}, seed {seed:#x}: the pairs changed").into());
+        }
+    }
+    Ok(())
+}
+
+/// A sorter setting on top of [`sorter`]'s, given the device's index.
+type Setup = fn(SorterBuilder, usize) -> SorterBuilder;
+
+/// The sorter setups of the trials: a memory limit, the device twice, both.
+fn setups() -> [(&'static str, Setup); 3] {
+    [
+        ("out_of_core", |b, _| b.device_memory_limit(LIMIT)),
+        ("repeated_device", |b, i| b.devices(&[i, i]).split_from(0)),
+        ("repeated_device_out_of_core", |b, i| {
+            b.devices(&[i, i, i])
+                .split_from(0)
+                .device_memory_limit(LIMIT)
+        }),
+    ]
+}
+
+/// Registers the trials of one target (its mode that may partition: not the oblivious one).
+pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
+    if matches!(slot, Slot::Ready(t) if t.oblivious) {
+        return;
+    }
+    for (setup_name, setup) in setups() {
+        for pattern in [
+            Pattern::Random,
+            Pattern::Equal,
+            Pattern::Few,
+            Pattern::Special,
+            Pattern::Reversed,
+        ] {
+            let id = format!("ranges::{setup_name}::{}", pattern.name());
+            let trial_id = id.clone();
+            trials.push(slot.trial(&id, move |t| {
+                let s = sorter(t, |b| setup(b, t.info.index))?;
+                let copies = s.devices().len();
+                let want = if setup_name.starts_with("repeated") {
+                    2.max(copies)
+                } else {
+                    1
+                };
+                if copies != want {
+                    return Err(format!("the sorter runs on {copies} devices, want {want}").into());
+                }
+                let budget = (LIMIT / 8) as usize;
+                check_keys_at::<u32>(&s, t, &format!("{trial_id}::u32"), pattern, budget)?;
+                check_keys_at::<f64>(&s, t, &format!("{trial_id}::f64"), pattern, budget / 2)?;
+                check_keys_at::<i16>(&s, t, &format!("{trial_id}::i16"), pattern, budget)?;
+                if !t.is_opencl_cpu() || pattern == Pattern::Few {
+                    check_keys_at::<f32>(&s, t, &format!("{trial_id}::f32"), pattern, budget)?;
+                }
+                check_pairs_at::<u32, u32>(
+                    &s,
+                    t,
+                    &format!("{trial_id}::u32_u32"),
+                    pattern,
+                    budget / 2,
+                )?;
+                check_pairs_at::<f64, u64>(
+                    &s,
+                    t,
+                    &format!("{trial_id}::f64_u64"),
+                    pattern,
+                    budget / 4,
+                )?;
+                check_pairs_at::<u8, [u8; 4]>(
+                    &s,
+                    t,
+                    &format!("{trial_id}::u8_u8x4"),
+                    pattern,
+                    budget / 2,
+                )?;
+                Ok(())
+            }));
+        }
+    }
+    // Sorts spread over devices called from every rayon thread at once: the device threads'
+    // host copies need rayon's threads, which all wait in sorts.
+    trials.push(slot.trial("ranges::from_rayon_threads", |t| {
+        use rayon::prelude::*;
+        let s = sorter(t, |b| {
+            b.devices(&[t.info.index, t.info.index]).split_from(0)
+        })?;
+        let results: Vec<Result<(), String>> = (0..4 * rayon::current_num_threads())
+            .into_par_iter()
+            .map(|i| {
+                let input: Vec<u32> =
+                    Pattern::Random.keys(200_000, &mut rng_for(t.seed ^ i as u64));
+                let mut keys = input.clone();
+                s.sort(&mut keys, bitonic::Order::Ascending)
+                    .map_err(|e| e.to_string())?;
+                check_keys(&keys, &expected(&input, false))
+            })
+            .collect();
+        results
+            .into_iter()
+            .collect::<Result<(), String>>()
+            .map_err(Failed::from)
+    }));
+    // The ranges go straight into a caller's pinned buffer, which the GPU backends copy to
+    // directly.
+    trials.push(slot.trial("ranges::into_pinned_buffer", |t| {
+        let s = sorter(t, |b| b.device_memory_limit(LIMIT))?;
+        for n in lengths((LIMIT / 8) as usize) {
+            let input: Vec<f32> = Pattern::Special.keys(n, &mut rng_for(t.seed ^ n as u64));
+            let mut keys = s.pinned_buffer::<f32>(n)?;
+            keys.copy_from_slice(&input);
+            s.sort(&mut keys, bitonic::Order::Descending)?;
+            check_keys(&keys, &expected(&input, true)).map_err(|e| format!("n {n}: {e}"))?;
+        }
+        Ok(())
+    }));
+    trials.push(slot.trial("ranges::empty_device_list", |t| {
+        match sorter(t, |b| b.devices(&[])) {
+            Err(bitonic::Error::InvalidConfig(_)) => Ok(()),
+            other => Err(format!(
+                "an empty device list gave {:?}",
+                other.map(|s| s.devices().len())
+            )
+            .into()),
+        }
+    }));
+}
+
+/// Random words from a fixed seed, generated on every core: fast enough for billions.
+fn random_words<W: Send>(n: usize, word: fn(u64) -> W) -> Vec<W> {
+    use rayon::prelude::*;
+    (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let z = (i as u64 ^ 0x5eed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let z = (z ^ (z >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            word(z ^ (z >> 29))
+        })
+        .collect()
+}
+
+/// Times host-slice sorts of `2^BITONIC_SCALING_LOG2` (default 30) random `u32` keys, or
+/// `u64` keys with `u64` values when `BITONIC_SCALING_PAIRS=1`, on the first CUDA device and
+/// on every CUDA device, twice each (the first run allocates), and checks every result. The
+/// input is made anew for each run, so that host memory holds it once beside the sort's
+/// own copy.
+pub fn measure() -> Result<(), Failed> {
+    let log2 = crate::support::env_number("BITONIC_SCALING_LOG2")?.unwrap_or(30);
+    let pairs = crate::support::env_number("BITONIC_SCALING_PAIRS")?.unwrap_or(0) == 1;
+    let n = 1usize << log2;
+    for all in [false, true] {
+        let builder = Sorter::builder().ignore_env().backend(BackendKind::Cuda);
+        let s = if all {
+            builder.all_gpus()
+        } else {
+            builder.device_index(0)
+        }
+        .build()?;
+        for round in 0..2 {
+            let secs = if pairs {
+                let mut keys = random_words(n, |z| z);
+                // Each value remembers its key, so that a pair that came apart is found.
+                let mut values: Vec<u64> = keys.iter().map(|k| k.rotate_left(17)).collect();
+                let start = Instant::now();
+                s.sort_by_key(&mut keys, &mut values, bitonic::Order::Ascending)?;
+                let secs = start.elapsed().as_secs_f64();
+                if !keys.is_sorted()
+                    || values
+                        .iter()
+                        .zip(&keys)
+                        .any(|(v, k)| *v != k.rotate_left(17))
+                {
+                    return Err("the pairs are not sorted".into());
+                }
+                secs
+            } else {
+                let mut keys = random_words(n, |z| z as u32);
+                let start = Instant::now();
+                s.sort(&mut keys, bitonic::Order::Ascending)?;
+                let secs = start.elapsed().as_secs_f64();
+                if !keys.is_sorted() {
+                    return Err("the keys are not sorted".into());
+                }
+                secs
+            };
+            eprintln!(
+                "measure: 2^{log2} {} on {} GPU(s), run {round}: {secs:.3} s",
+                if pairs {
+                    "u64 keys + u64 values"
+                } else {
+                    "u32 keys"
+                },
+                s.devices().len()
+            );
+        }
+    }
+    Ok(())
+}
