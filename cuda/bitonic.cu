@@ -6,7 +6,10 @@
 // disjoint, and the levels run in order).
 //
 // One kernel per key/value width, `tile_pass_<K>_<V>(K *keys, V *values, PassArgs args)`,
-// K in {u32, u64}, V in {none, u32, u64} (`values` is ignored for none). Each block loads a
+// K in {u32, u64, u16}, V in {none, u32, u64} (`values` is ignored for none). 16-bit keys
+// (u16) are loaded as 16 bits and sorted as 32-bit words in registers and shared memory
+// (`RegisterWord` in words.cuh); their ordered words are 16-bit words, stored as such
+// between passes, so no pass widens them in global memory. Each block loads a
 // *virtual tile* of 2^tile_bits elements into shared memory, applies its levels in *rounds*,
 // and stores it back:
 //
@@ -45,8 +48,10 @@
 
 extern __shared__ __align__(16) unsigned char tile_smem[];
 
-template <typename K, typename V>
-__device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
+template <typename S, typename V>
+__device__ __forceinline__ void tile_pass(S *__restrict__ keys, V *__restrict__ values, const PassArgs &a) {
+    // Keys stored as S sort as K in registers and shared memory (cuda/words.cuh).
+    typedef typename RegisterWord<S>::type K;
     constexpr bool HAS_V = HasValues<V>::value;
     const u32 size = 1u << a.tile_bits;
     K *sk = reinterpret_cast<K *>(tile_smem);
@@ -71,34 +76,35 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
         // Each thread then moves 64 contiguous bytes, so a warp's 16-byte accesses are 64
         // bytes apart: worth it in the local sort, which is bound by its rounds, but a
         // local merge, bound by memory, loses 30% that way. Only
-        // for u32 keys alone: the other kernels spill registers with it.
+        // for keys alone of 32-bit registers (u32 and 16-bit keys): the other kernels spill
+        // registers with it.
         constexpr bool DIRECT_FITS = sizeof(K) == 4 && !HAS_V;
         const bool direct = DIRECT_FITS && whole && a.mode == MODE_SORT && a.tile_bits >= 5;
-        const Direct<K, V> out{keys, values, map.origin, encode, decode, a.encoding};
+        const Direct<K, V, S> out{keys, values, map.origin, encode, decode, a.encoding};
         if (!direct) {
-            load_tile<K, V>(keys, values, sk, sv, a, map, whole, quads, encode);
+            load_tile<S, V>(keys, values, sk, sv, a, map, whole, quads, encode);
             __syncthreads();
         }
 
         switch (a.mode) {
         case MODE_SORT:
-            sort_tile<K, V>(sk, sv, a.tile_bits, out, direct, direct);
+            sort_tile<K, V, S>(sk, sv, a.tile_bits, out, direct, direct);
             break;
         case MODE_MERGE:
-            run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, 0, false, 0, out, false);
+            run_levels<K, V, S>(sk, sv, a.tile_bits, a.tile_bits - 1, 0, false, 0, out, false);
             break;
         default: // GLOBAL: a fused tail on the column bits, then the row bits, a flip first
             if (a.tail_bits != 0) {
-                run_levels<K, V>(sk, sv, a.tile_bits, a.tail_bits - 1, 0, false, 0, out, false,
+                run_levels<K, V, S>(sk, sv, a.tile_bits, a.tail_bits - 1, 0, false, 0, out, false,
                                  a.first_level == 0);
             }
-            run_levels<K, V>(sk, sv, a.tile_bits, a.tile_bits - 1, a.log_cols, a.first_level == 0,
+            run_levels<K, V, S>(sk, sv, a.tile_bits, a.tile_bits - 1, a.log_cols, a.first_level == 0,
                              a.log_cols, out, false);
             break;
         }
         if (!direct) { // (a direct sort's last round stored the tile)
             __syncthreads();
-            store_tile<K, V>(keys, values, sk, sv, a, map, whole, quads, decode);
+            store_tile<S, V>(keys, values, sk, sv, a, map, whole, quads, decode);
         }
         // The next tile's loads overwrite what this tile's stores read.
         __syncthreads();
@@ -108,7 +114,8 @@ __device__ __forceinline__ void tile_pass(K *__restrict__ keys, V *__restrict__ 
 #include "merge_path.cuh"
 
 // Merge passes: E = 2^MERGE_LOG_E outputs per thread for 4-byte elements, half for wider
-// ones (their registers); src/cuda/plan.rs's `merge_log_e` agrees. `merge_rows_pass_*` and
+// ones (their registers: a 16-bit key takes a 32-bit one); src/cuda/plan.rs's `merge_log_e`
+// agrees. `merge_rows_pass_*` and
 // `merge_rows_split_*` merge rows each on its own (MergeArgs::rows > 1); `merge_search_pass_*`
 // (one row) finds its tiles' parts itself, with no `merge_split_*` launch before it.
 #define MERGE_KERNEL(KNAME, K, VNAME, V, E)                                                      \
@@ -134,6 +141,9 @@ MERGE_KERNEL(u32, u32, u64, u64, (1u << (MERGE_LOG_E - 1)))
 MERGE_KERNEL(u64, u64, none, NoValue, (1u << (MERGE_LOG_E - 1)))
 MERGE_KERNEL(u64, u64, u32, u32, (1u << (MERGE_LOG_E - 1)))
 MERGE_KERNEL(u64, u64, u64, u64, (1u << (MERGE_LOG_E - 1)))
+MERGE_KERNEL(u16, u16, none, NoValue, (1u << MERGE_LOG_E))
+MERGE_KERNEL(u16, u16, u32, u32, (1u << (MERGE_LOG_E - 1)))
+MERGE_KERNEL(u16, u16, u64, u64, (1u << (MERGE_LOG_E - 1)))
 
 #define SPLIT_KERNEL(KNAME, K)                                                                   \
     extern "C" __global__ void merge_split_##KNAME(const K *keys, u64 *splits, MergeArgs args) { \
@@ -145,6 +155,7 @@ MERGE_KERNEL(u64, u64, u64, u64, (1u << (MERGE_LOG_E - 1)))
 
 SPLIT_KERNEL(u32, u32)
 SPLIT_KERNEL(u64, u64)
+SPLIT_KERNEL(u16, u16)
 
 #if __CUDA_ARCH__ >= 900
 #include "cluster.cuh"
@@ -190,6 +201,9 @@ BITONIC_KERNEL(u32, u32, u64, u64, 1)
 BITONIC_KERNEL(u64, u64, none, NoValue, 1)
 BITONIC_KERNEL(u64, u64, u32, u32, 1)
 BITONIC_KERNEL(u64, u64, u64, u64, 1)
+BITONIC_KERNEL(u16, u16, none, NoValue, 2)
+BITONIC_KERNEL(u16, u16, u32, u32, 2)
+BITONIC_KERNEL(u16, u16, u64, u64, 1)
 
 // Top-k of keys of at most 32 bits (top_k_tiles).
 #include "top_k.cuh"

@@ -16,6 +16,10 @@
 //
 // Every merge is stable (ties take the first run's word), so the order of equal keys is the
 // tile sort's, kept through every pass.
+//
+// Keys are stored as S and merged as K = RegisterWord<S>::type (cuda/words.cuh): 16-bit
+// ordered keys compare as they are stored, so the searches in global memory read them
+// directly, and shared memory holds them widened.
 
 #pragma once
 
@@ -213,35 +217,64 @@ __device__ __forceinline__ MergeTile searched_merge_tile(const K *__restrict__ k
 // then B's) goes to slot pad(i), keys in `sk`, values in `sv`. Thread t copies words t,
 // t + blockDim.x, ...; blockDim.x is a multiple of 32, so its slots are pad(t) plus a
 // multiple of the padded stride. On sm_80+ the copies are asynchronous (cp.async) and the
-// caller waits with `merge_inputs_arrived`; before, they are plain loads and stores.
-template <typename K, typename V, u32 E>
-__device__ __forceinline__ void copy_merge_inputs(const K *__restrict__ src_keys, const V *__restrict__ src_values,
+// caller waits with `merge_inputs_arrived`; before, they are plain loads and stores. 16-bit
+// keys (no cp.async size, and widened) are plain loads on every architecture, all issued
+// before the first is stored.
+template <typename S, typename V, u32 E, typename K = typename RegisterWord<S>::type>
+__device__ __forceinline__ void copy_merge_inputs(const S *__restrict__ src_keys, const V *__restrict__ src_values,
                                                   const MergeTile &g, K *sk, V *sv) {
     // Word i of the tile is at a_keys[i] (i < len_a) or b_keys[i]: one select of a base per
     // word, not 64-bit index arithmetic.
-    const K *a_keys = src_keys + g.from_a;
-    const K *b_keys = src_keys + (g.from_b - g.len_a);
+    const S *a_keys = src_keys + g.from_a;
+    const S *b_keys = src_keys + (g.from_b - g.len_a);
     const V *a_values = src_values + g.from_a;
     const V *b_values = src_values + (g.from_b - g.len_a);
     const u32 stride = blockDim.x + (blockDim.x >> PAD_SHIFT);
     const u32 slot0 = pad(threadIdx.x);
+    if constexpr (sizeof(S) != sizeof(K)) {
+        K w[E];
 #pragma unroll
-    for (u32 r = 0; r < E; ++r) {
-        const u32 i = threadIdx.x + r * blockDim.x;
-        if (i < g.m) {
-            const bool in_a = i < g.len_a;
-            const u32 slot = slot0 + r * stride;
+        for (u32 r = 0; r < E; ++r) {
+            const u32 i = threadIdx.x + r * blockDim.x;
+            if (i < g.m) {
+                w[r] = (i < g.len_a ? a_keys : b_keys)[i];
+            }
+        }
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) {
+            const u32 i = threadIdx.x + r * blockDim.x;
+            if (i < g.m) {
+                sk[slot0 + r * stride] = w[r];
 #if __CUDA_ARCH__ >= 800
-            copy_async(&sk[slot], (in_a ? a_keys : b_keys) + i);
-            if constexpr (HasValues<V>::value) {
-                copy_async(&sv[slot], (in_a ? a_values : b_values) + i);
-            }
+                if constexpr (HasValues<V>::value) {
+                    copy_async(&sv[slot0 + r * stride], (i < g.len_a ? a_values : b_values) + i);
+                }
 #else
-            sk[slot] = (in_a ? a_keys : b_keys)[i];
-            if constexpr (HasValues<V>::value) {
-                sv[slot] = (in_a ? a_values : b_values)[i];
-            }
+                if constexpr (HasValues<V>::value) {
+                    sv[slot0 + r * stride] = (i < g.len_a ? a_values : b_values)[i];
+                }
 #endif
+            }
+        }
+    } else {
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) {
+            const u32 i = threadIdx.x + r * blockDim.x;
+            if (i < g.m) {
+                const bool in_a = i < g.len_a;
+                const u32 slot = slot0 + r * stride;
+#if __CUDA_ARCH__ >= 800
+                copy_async(&sk[slot], (in_a ? a_keys : b_keys) + i);
+                if constexpr (HasValues<V>::value) {
+                    copy_async(&sv[slot], (in_a ? a_values : b_values) + i);
+                }
+#else
+                sk[slot] = (in_a ? a_keys : b_keys)[i];
+                if constexpr (HasValues<V>::value) {
+                    sv[slot] = (in_a ? a_values : b_values)[i];
+                }
+#endif
+            }
         }
     }
 }
@@ -316,10 +349,11 @@ __device__ __forceinline__ void store_chunks(const unsigned char *smem, T *dst, 
 // directly rather than through registers leaves the registers to the merge. SEARCH
 // instances (one row only) find their tiles' parts themselves (`searched_merge_tile`) and
 // ignore `splits`.
-template <typename K, typename V, u32 E, bool ROWS, bool SEARCH = false>
-__device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const V *__restrict__ src_values,
-                                           K *__restrict__ dst_keys, V *__restrict__ dst_values,
+template <typename S, typename V, u32 E, bool ROWS, bool SEARCH = false>
+__device__ __forceinline__ void merge_pass(const S *__restrict__ src_keys, const V *__restrict__ src_values,
+                                           S *__restrict__ dst_keys, V *__restrict__ dst_values,
                                            const u64 *__restrict__ splits, const MergeArgs &a) {
+    typedef typename RegisterWord<S>::type K;
     constexpr bool HAS_V = HasValues<V>::value;
     const size_t buffer_bytes = merge_buffer_bytes(a.tile_bits, sizeof(K), HAS_V ? sizeof(V) : 0);
     const size_t values_offset = (size_t)padded_words(a.tile_bits) * sizeof(K);
@@ -328,7 +362,7 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
     // every row (a row's tiles start anywhere when its length is not a multiple of 16 bytes).
     const bool aligned = ((unsigned long long)dst_keys & 15ull) == 0 &&
                          (!HAS_V || ((unsigned long long)dst_values & 15ull) == 0) &&
-                         (!ROWS || (((a.n * sizeof(K)) & 15ull) == 0 && (!HAS_V || ((a.n * sizeof(V)) & 15ull) == 0)));
+                         (!ROWS || (((a.n * sizeof(S)) & 15ull) == 0 && (!HAS_V || ((a.n * sizeof(V)) & 15ull) == 0)));
     const u64 tiles = merge_tiles<ROWS>(a);
     u64 t = blockIdx.x;
     if (t >= tiles) {
@@ -336,13 +370,13 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
     }
     const auto tile_at = [&](u64 tile) {
         if constexpr (SEARCH) {
-            return searched_merge_tile<K>(src_keys, a, tile);
+            return searched_merge_tile<S>(src_keys, a, tile);
         } else {
             return merge_tile<ROWS>(a, splits, tile);
         }
     };
     MergeTile g = tile_at(t);
-    copy_merge_inputs<K, V, E>(src_keys, src_values, g, reinterpret_cast<K *>(tile_smem),
+    copy_merge_inputs<S, V, E>(src_keys, src_values, g, reinterpret_cast<K *>(tile_smem),
                                reinterpret_cast<V *>(tile_smem + values_offset));
     for (u32 buffer = 0; t < tiles; t += gridDim.x, buffer ^= 1) {
         unsigned char *keys_smem = tile_smem + buffer * buffer_bytes;
@@ -361,7 +395,7 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
         if (next < tiles) {
             g = tile_at(next);
             unsigned char *other = tile_smem + (buffer ^ 1) * buffer_bytes;
-            copy_merge_inputs<K, V, E>(src_keys, src_values, g, reinterpret_cast<K *>(other),
+            copy_merge_inputs<S, V, E>(src_keys, src_values, g, reinterpret_cast<K *>(other),
                                        reinterpret_cast<V *>(other + values_offset));
         }
 
@@ -408,13 +442,19 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
         }
         __syncthreads();
         if (m == (1u << a.tile_bits) && aligned) {
-            // A whole tile to 16-byte aligned arrays: 16-byte chunks through shared memory.
-            stage_chunks<K, E>(keys_smem, k);
+            // A whole tile to 16-byte aligned arrays: 16-byte chunks through shared memory,
+            // the keys at their stored width.
+            S ks[E];
+#pragma unroll
+            for (u32 e = 0; e < E; ++e) {
+                ks[e] = S(k[e]);
+            }
+            stage_chunks<S, E>(keys_smem, ks);
             if constexpr (HAS_V) {
                 stage_chunks<V, E>(values_smem, v);
             }
             __syncthreads();
-            store_chunks<K, E>(keys_smem, dst_keys + x, decode, a.encoding);
+            store_chunks<S, E>(keys_smem, dst_keys + x, decode, a.encoding);
             if constexpr (HAS_V) {
                 store_chunks<V, E>(values_smem, dst_values + x, false, 0);
             }
@@ -435,7 +475,7 @@ __device__ __forceinline__ void merge_pass(const K *__restrict__ src_keys, const
             __syncthreads();
             for (u32 i = threadIdx.x; i < m; i += blockDim.x) {
                 const K w = sk[pad(i)];
-                dst_keys[x + i] = decode ? decode_key(w, a.encoding) : w;
+                dst_keys[x + i] = S(decode ? decode_as<S>(w, a.encoding) : w);
                 if constexpr (HAS_V) {
                     dst_values[x + i] = sv[pad(i)];
                 }

@@ -188,9 +188,10 @@ static_assert(LOG_E == 4, "run_round dispatches 1..=4 levels");
 
 // A whole contiguous tile of a local sort in global memory, 16-byte aligned: its first
 // register groups can be loaded straight from it and its last round stored straight to it,
-// saving a shared-memory round trip and a barrier at each end of the pass.
-template <typename K, typename V> struct Direct {
-    K *keys;
+// saving a shared-memory round trip and a barrier at each end of the pass. Its keys are
+// stored as S (16 bits for 16-bit keys, else the register word K).
+template <typename K, typename V, typename S = K> struct Direct {
+    S *keys;
     V *values;
     u64 origin;
     bool encode;
@@ -200,8 +201,8 @@ template <typename K, typename V> struct Direct {
 
 // The last round of a local pass (bits 3..0, four levels, no flip) with its groups of 16
 // consecutive elements stored from registers to global memory, four 16-byte stores each.
-template <typename K, typename V>
-__device__ __forceinline__ void final_round_direct(const Direct<K, V> &out, const K *sk, const V *sv, u32 tile_bits) {
+template <typename K, typename V, typename S>
+__device__ __forceinline__ void final_round_direct(const Direct<K, V, S> &out, const K *sk, const V *sv, u32 tile_bits) {
     constexpr bool HAS_V = HasValues<V>::value;
     constexpr u32 R = 16;
     const u32 groups = 1u << (tile_bits - 4);
@@ -217,12 +218,12 @@ __device__ __forceinline__ void final_round_direct(const Direct<K, V> &out, cons
             V vq[4];
 #pragma unroll
             for (u32 j = 0; j < 4; ++j) {
-                kq[j] = out.decode ? decode_key(k[4 * q + j], out.encoding) : k[4 * q + j];
+                kq[j] = out.decode ? decode_as<S>(k[4 * q + j], out.encoding) : k[4 * q + j];
                 if constexpr (HAS_V) {
                     vq[j] = v[4 * q + j];
                 }
             }
-            store4(out.keys + at + 4 * q, kq);
+            store_quad(out.keys + at + 4 * q, kq);
             if constexpr (HAS_V) {
                 store4(out.values + at + 4 * q, vq);
             }
@@ -235,9 +236,9 @@ __device__ __forceinline__ void final_round_direct(const Direct<K, V> &out, cons
 // flip when `flip`. A barrier precedes every round. With `reversed_rows` (a fused tail),
 // every round reverses the registers of groups in the tile's upper (mirrored) half.
 // With `direct`, a last round on bits 3..0 stores straight to global memory.
-template <typename K, typename V>
+template <typename K, typename V, typename S = K>
 __device__ __forceinline__ void run_levels(K *sk, V *sv, u32 tile_bits, u32 top, u32 bottom, bool flip,
-                                           u32 mirror_low, const Direct<K, V> &direct, bool to_global,
+                                           u32 mirror_low, const Direct<K, V, S> &direct, bool to_global,
                                            bool reversed_rows = false) {
     const u32 bits = top - bottom + 1;
     u32 levels = bits % LOG_E;
@@ -249,7 +250,7 @@ __device__ __forceinline__ void run_levels(K *sk, V *sv, u32 tile_bits, u32 top,
         const u32 lo = hi + 1 - levels;
         __syncthreads();
         if (to_global && lo == 0 && levels == 4 && !flip) {
-            final_round_direct<K, V>(direct, sk, sv, tile_bits);
+            final_round_direct<K, V, S>(direct, sk, sv, tile_bits);
             break;
         }
         const RoundKind kind = flip ? FLIP_ROUND : (reversed_rows ? REVERSED_TAIL_ROUND : PLAIN_ROUND);
@@ -278,8 +279,8 @@ __device__ __forceinline__ void sort_registers(K (&k)[R], V (&v)[R]) {
 
 // Stages 1..STAGES inside groups of 2^STAGES consecutive tile elements, all in registers.
 // With `direct` (STAGES = 4), the groups come straight from global memory.
-template <typename K, typename V, u32 STAGES>
-__device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits, const Direct<K, V> &direct,
+template <typename K, typename V, u32 STAGES, typename S>
+__device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits, const Direct<K, V, S> &direct,
                                             bool from_global) {
     constexpr bool HAS_V = HasValues<V>::value;
     constexpr u32 R = 1u << STAGES;
@@ -296,13 +297,13 @@ __device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits, const D
                 for (u32 q = 0; q < R / 4; ++q) {
                     K kq[4];
                     V vq[4];
-                    load4(direct.keys + at + 4 * q, kq);
+                    load_quad(direct.keys + at + 4 * q, kq);
                     if constexpr (HAS_V) {
                         load4(direct.values + at + 4 * q, vq);
                     }
 #pragma unroll
                     for (u32 j = 0; j < 4; ++j) {
-                        k[4 * q + j] = direct.encode ? encode_key(kq[j], direct.encoding) : kq[j];
+                        k[4 * q + j] = direct.encode ? encode_as<S>(kq[j], direct.encoding) : kq[j];
                         if constexpr (HAS_V) {
                             v[4 * q + j] = vq[j];
                         }
@@ -321,8 +322,8 @@ __device__ __forceinline__ void sort_groups(K *sk, V *sv, u32 tile_bits, const D
 
 // With `load_direct`, the first register groups come from global memory; with
 // `store_direct`, the last round goes there (tiles of at least 2^5 elements).
-template <typename K, typename V>
-__device__ __forceinline__ void sort_tile(K *sk, V *sv, u32 tile_bits, const Direct<K, V> &direct, bool load_direct,
+template <typename K, typename V, typename S>
+__device__ __forceinline__ void sort_tile(K *sk, V *sv, u32 tile_bits, const Direct<K, V, S> &direct, bool load_direct,
                                           bool store_direct) {
     const u32 first = tile_bits < LOG_E ? tile_bits : LOG_E;
     switch (first) {
@@ -340,6 +341,6 @@ __device__ __forceinline__ void sort_tile(K *sk, V *sv, u32 tile_bits, const Dir
         break;
     }
     for (u32 stage = first + 1; stage <= tile_bits; ++stage) {
-        run_levels<K, V>(sk, sv, tile_bits, stage - 1, 0, true, 0, direct, store_direct && stage == tile_bits);
+        run_levels<K, V, S>(sk, sv, tile_bits, stage - 1, 0, true, 0, direct, store_direct && stage == tile_bits);
     }
 }

@@ -1,6 +1,8 @@
 // Tile input and output of the CUDA kernels (cuda/bitonic.cu): where a pass's virtual tile
-// lives in memory (`TileMap`), and its loads and stores, whole tiles in 16-byte accesses and
-// any other tile element by element.
+// lives in memory (`TileMap`), and its loads and stores, whole tiles in quads (16-byte
+// accesses, 8-byte ones for 16-bit keys) and any other tile element by element. Keys are
+// stored in global memory as S and held in shared memory as K = RegisterWord<S>::type: a
+// 16-bit key is widened as it is loaded and narrowed as it is stored.
 
 #pragma once
 
@@ -76,11 +78,11 @@ __device__ __forceinline__ u64 memory_index(const PassArgs &a, u64 v) {
 
 // The whole-tile path applies to this pass: memory index = virtual index (one row, or rows
 // of a power-of-two length), a tile row holds at least 4 columns, and both arrays are
-// 16-byte aligned (a caller's sub-slice need not be).
-template <typename K, typename V>
-__device__ __forceinline__ bool whole_tiles_apply(const K *keys, const V *values, const PassArgs &a) {
+// aligned to their quads (a caller's sub-slice need not be).
+template <typename S, typename V>
+__device__ __forceinline__ bool whole_tiles_apply(const S *keys, const V *values, const PassArgs &a) {
     const u32 c = a.mode == MODE_GLOBAL ? a.log_cols : a.tile_bits;
-    const bool aligned = ((unsigned long long)keys & 15ull) == 0 &&
+    const bool aligned = ((unsigned long long)keys & (quad_bytes<S>() - 1)) == 0 &&
                          (!HasValues<V>::value || ((unsigned long long)values & 15ull) == 0);
     return (a.rows == 1 || a.row_len == (1ull << a.log_row)) && c >= 2 && aligned;
 }
@@ -105,10 +107,10 @@ __device__ __forceinline__ u64 quad_index(const TileMap &map, u32 x, bool &backw
     return backwards ? map.mirror_origin + row - q - 3u : map.origin + row + q;
 }
 
-// Loads a whole tile with 16-byte accesses: thread t takes elements 4(t + i*blockDim)
-// ..+3 for i < QUADS, all loads of a batch issued before the first is used.
-template <typename K, typename V, u32 QUADS>
-__device__ __forceinline__ void load_whole_tile(const K *__restrict__ keys, const V *__restrict__ values, K *sk, V *sv,
+// Loads a whole tile in quads: thread t takes elements 4(t + i*blockDim) ..+3 for
+// i < QUADS, all loads of a batch issued before the first is used.
+template <typename S, typename V, u32 QUADS, typename K = typename RegisterWord<S>::type>
+__device__ __forceinline__ void load_whole_tile(const S *__restrict__ keys, const V *__restrict__ values, K *sk, V *sv,
                                                 const TileMap &map, bool encode, u32 encoding) {
     constexpr bool HAS_V = HasValues<V>::value;
     // Quads in flight per thread: 64 bytes for u32 keys alone (two blocks per
@@ -126,7 +128,7 @@ __device__ __forceinline__ void load_whole_tile(const K *__restrict__ keys, cons
         for (u32 b = 0; b < BATCH; ++b) {
             const u32 x = 4u * (threadIdx.x + (i0 + b) * blockDim.x);
             const u64 m = quad_index(map, x, back[b]);
-            load4(keys + m, k[b]);
+            load_quad(keys + m, k[b]);
             if constexpr (HAS_V) {
                 load4(values + m, v[b]);
             }
@@ -139,7 +141,7 @@ __device__ __forceinline__ void load_whole_tile(const K *__restrict__ keys, cons
             for (u32 j = 0; j < 4; ++j) {
                 // Selects, not a computed index, keep the quads in registers.
                 const K key = back[b] ? k[b][3 - j] : k[b][j];
-                sk[first + j] = encode ? encode_key(key, encoding) : key;
+                sk[first + j] = encode ? encode_as<S>(key, encoding) : key;
                 if constexpr (HAS_V) {
                     sv[first + j] = back[b] ? v[b][3 - j] : v[b][j];
                 }
@@ -148,8 +150,8 @@ __device__ __forceinline__ void load_whole_tile(const K *__restrict__ keys, cons
     }
 }
 
-template <typename K, typename V, u32 QUADS>
-__device__ __forceinline__ void store_whole_tile(K *__restrict__ keys, V *__restrict__ values, const K *sk,
+template <typename S, typename V, u32 QUADS, typename K = typename RegisterWord<S>::type>
+__device__ __forceinline__ void store_whole_tile(S *__restrict__ keys, V *__restrict__ values, const K *sk,
                                                  const V *sv, const TileMap &map, bool decode, u32 encoding) {
     constexpr bool HAS_V = HasValues<V>::value;
 #pragma unroll
@@ -163,7 +165,7 @@ __device__ __forceinline__ void store_whole_tile(K *__restrict__ keys, V *__rest
 #pragma unroll
         for (u32 j = 0; j < 4; ++j) {
             const K key = sk[first + j];
-            k[j] = decode ? decode_key(key, encoding) : key;
+            k[j] = decode ? decode_as<S>(key, encoding) : key;
             if constexpr (HAS_V) {
                 v[j] = sv[first + j];
             }
@@ -178,7 +180,7 @@ __device__ __forceinline__ void store_whole_tile(K *__restrict__ keys, V *__rest
                 vr[j] = back ? v[3 - j] : v[j];
             }
         }
-        store4(keys + m, kr);
+        store_quad(keys + m, kr);
         if constexpr (HAS_V) {
             store4(values + m, vr);
         }
@@ -223,15 +225,18 @@ template <typename F> __device__ __forceinline__ void with_quads(u32 quads, F f)
 }
 
 // Loads a tile element by element: any tile, padding included.
-template <typename K, typename V>
-__device__ __forceinline__ void load_elements(const K *__restrict__ keys, const V *__restrict__ values, K *sk, V *sv,
+template <typename S, typename V, typename K = typename RegisterWord<S>::type>
+__device__ __forceinline__ void load_elements(const S *__restrict__ keys, const V *__restrict__ values, K *sk, V *sv,
                                               const PassArgs &a, const TileMap &map, bool encode) {
     constexpr bool HAS_V = HasValues<V>::value;
     const u32 size = 1u << a.tile_bits;
 #if __CUDA_ARCH__ >= 800
     // Asynchronous copies straight into shared memory: every element of the tile is in
     // flight at once, without holding registers (one load at a time per thread left
-    // the memory system idle). Keys are encoded in place once they have arrived.
+    // the memory system idle). Keys are encoded in place once they have arrived. A 16-bit
+    // key is no cp.async size (4, 8 or 16 bytes) and needs widening: those take the loads
+    // in batches below.
+    if constexpr (sizeof(S) == sizeof(K)) {
     for (u32 x = threadIdx.x; x < size; x += blockDim.x) {
         const u64 m = memory_index(a, virtual_index(map, x));
         if (m != ~0ull) {
@@ -251,7 +256,9 @@ __device__ __forceinline__ void load_elements(const K *__restrict__ keys, const 
             }
         }
     }
-#else
+    return;
+    }
+#endif
     constexpr u32 BATCH = 8;
     // Loads in batches, all issued before the first is used, so that each thread keeps
     // BATCH loads in flight (one at a time leaves the memory system idle).
@@ -277,36 +284,35 @@ __device__ __forceinline__ void load_elements(const K *__restrict__ keys, const 
         for (u32 b = 0; b < BATCH; ++b) {
             const u32 x = x0 + b * blockDim.x;
             if (x < size) {
-                sk[pad(x)] = m[b] != ~0ull ? (encode ? encode_key(w[b], a.encoding) : w[b]) : ~K(0);
+                sk[pad(x)] = m[b] != ~0ull ? (encode ? encode_as<S>(w[b], a.encoding) : w[b]) : ~K(0);
                 if constexpr (HAS_V) {
                     sv[pad(x)] = v[b];
                 }
             }
         }
     }
-#endif
 }
 
 // Loads the tile at `map`: in quads when it is whole, else element by element.
-template <typename K, typename V>
-__device__ __forceinline__ void load_tile(const K *__restrict__ keys, const V *__restrict__ values, K *sk, V *sv,
+template <typename S, typename V, typename K>
+__device__ __forceinline__ void load_tile(const S *__restrict__ keys, const V *__restrict__ values, K *sk, V *sv,
                                           const PassArgs &a, const TileMap &map, bool whole, u32 quads, bool encode) {
     if (whole) {
         with_quads(quads, [&](auto q) {
-            load_whole_tile<K, V, decltype(q)::value>(keys, values, sk, sv, map, encode, a.encoding);
+            load_whole_tile<S, V, decltype(q)::value>(keys, values, sk, sv, map, encode, a.encoding);
         });
     } else {
-        load_elements<K, V>(keys, values, sk, sv, a, map, encode);
+        load_elements<S, V>(keys, values, sk, sv, a, map, encode);
     }
 }
 
 // Stores the tile at `map`, skipping padding.
-template <typename K, typename V>
-__device__ __forceinline__ void store_tile(K *__restrict__ keys, V *__restrict__ values, const K *sk, const V *sv,
+template <typename S, typename V, typename K>
+__device__ __forceinline__ void store_tile(S *__restrict__ keys, V *__restrict__ values, const K *sk, const V *sv,
                                            const PassArgs &a, const TileMap &map, bool whole, u32 quads, bool decode) {
     if (whole) {
         with_quads(quads, [&](auto q) {
-            store_whole_tile<K, V, decltype(q)::value>(keys, values, sk, sv, map, decode, a.encoding);
+            store_whole_tile<S, V, decltype(q)::value>(keys, values, sk, sv, map, decode, a.encoding);
         });
         return;
     }
@@ -314,7 +320,7 @@ __device__ __forceinline__ void store_tile(K *__restrict__ keys, V *__restrict__
         const u64 m = memory_index(a, virtual_index(map, x));
         if (m != ~0ull) {
             const K k = sk[pad(x)];
-            keys[m] = decode ? decode_key(k, a.encoding) : k;
+            keys[m] = S(decode ? decode_as<S>(k, a.encoding) : k);
             if constexpr (HasValues<V>::value) {
                 values[m] = sv[pad(x)];
             }

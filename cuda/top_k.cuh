@@ -29,7 +29,8 @@ __device__ __forceinline__ void tk_cmpx(u64 *t, u32 a, u32 b) {
 
 extern __shared__ __align__(16) unsigned char top_k_smem[];
 
-// keys: raw keys of at most 32 bits (K), rows of `len` (from_keys != 0); words: the previous
+// keys: raw keys of at most 32 bits (K: u32, or u16 for 16-bit keys, ordered at 16 bits in a
+// 32-bit word), rows of `len` (from_keys != 0); words: the previous
 // pass's runs (from_keys == 0). out: `rows * tiles` runs of K words.
 template <typename K>
 __device__ __forceinline__ void top_k_tiles(const K *__restrict__ keys, const u64 *__restrict__ words,
@@ -48,7 +49,7 @@ __device__ __forceinline__ void top_k_tiles(const K *__restrict__ keys, const u6
             u64 w = ~0ull;
             if (col < a.len) {
                 if (a.from_keys) {
-                    w = ((u64)encode_key<K>(keys[row * a.len + col], a.encoding) << 32) | col;
+                    w = ((u64)encode_as<K>((u32)keys[row * a.len + col], a.encoding) << 32) | col;
                 } else {
                     w = words[row * a.len + col];
                 }
@@ -108,6 +109,12 @@ extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)
     top_k_tiles<u32>(keys, words, out, a);
 }
 
+extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)
+    top_k_tiles_u16(const u16 *__restrict__ keys, const u64 *__restrict__ words, u64 *__restrict__ out,
+                    TopKArgs a) {
+    top_k_tiles<u16>(keys, words, out, a);
+}
+
 // The sort path (k past the on-chip tile), as in kernels/top_k.clh, which describes it: each
 // row's elements become words that sort in the wanted order, the rows are sorted on the
 // device, and top_k_take keeps each row's first k. Every kernel visits its elements in a
@@ -118,7 +125,7 @@ template <typename K>
 __device__ __forceinline__ void top_k_compose(const K *__restrict__ keys, u64 *__restrict__ words, u64 n,
                                               u64 row_len, u32 encoding) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        words[i] = ((u64)encode_key<K>(keys[i], encoding) << 32) | (i % row_len);
+        words[i] = ((u64)encode_as<K>((u32)keys[i], encoding) << 32) | (i % row_len);
     }
 }
 
@@ -182,5 +189,7 @@ __device__ __forceinline__ void top_k_take(const u64 *__restrict__ words, const 
     }
 
 TOP_K_COMPOSE_KERNEL(u32, u32)
+TOP_K_COMPOSE_KERNEL(u16, u16)
 TOP_K_TAKE_KERNEL(u32, u32)
 TOP_K_TAKE_KERNEL(u64, u64)
+TOP_K_TAKE_KERNEL(u16, u16)

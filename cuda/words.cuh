@@ -22,41 +22,61 @@ template <> struct HasValues<NoValue> {
     static constexpr bool value = false;
 };
 
-template <typename K> __device__ __forceinline__ K sign_bit() {
-    return K(1) << (sizeof(K) * 8 - 1);
-}
+typedef unsigned short u16;
 
-// Raw key word to ordered word: mirror of KeyEncoding::encode (the codes are
-// kernels/contract.h's). A branch on the kind, uniform across the launch: the same mapping as
-// one chain of selects makes nvcc spill registers in every tile pass.
-template <typename K> __device__ __forceinline__ K encode_key(K raw, u32 encoding) {
-    const K sign = sign_bit<K>();
+// The register word of a stored key: 16-bit keys sort as 32-bit words in registers and
+// shared memory (the padding sentinel, all 32 bits set, stays above every key), wider keys
+// as themselves.
+template <typename S> struct RegisterWord {
+    typedef S type;
+};
+template <> struct RegisterWord<u16> {
+    typedef u32 type;
+};
+
+// Raw key to ordered key at the width of the stored key S, held in the register word K:
+// mirror of KeyEncoding::encode (the codes are kernels/contract.h's). The ordered word of a
+// 16-bit key is again a 16-bit word (the mask), so it survives the stores between passes.
+// A branch on the kind, uniform across the launch: the same mapping as one chain of selects
+// makes nvcc spill registers in every tile pass.
+template <typename S, typename K> __device__ __forceinline__ K encode_as(K raw, u32 encoding) {
+    constexpr K sign = K(1) << (sizeof(S) * 8 - 1);
+    constexpr K mask = sizeof(S) == sizeof(K) ? ~K(0) : (K(1) << (sizeof(S) * 8)) - 1;
     K ordered = raw;
     switch (encoding & ENCODING_KIND_MASK) {
     case KIND_SIGNED:
         ordered = raw ^ sign;
         break;
     case KIND_FLOAT: // total_cmp order
-        ordered = (raw & sign) ? ~raw : (raw ^ sign);
+        ordered = (raw & sign) ? (~raw & mask) : (raw ^ sign);
         break;
     default: // KIND_UNSIGNED
         break;
     }
-    return (encoding & ENCODING_DESCENDING) ? ~ordered : ordered;
+    return (encoding & ENCODING_DESCENDING) ? (~ordered & mask) : ordered;
 }
 
-// Ordered word back to the raw key word: mirror of KeyEncoding::decode.
-template <typename K> __device__ __forceinline__ K decode_key(K ordered, u32 encoding) {
-    const K sign = sign_bit<K>();
-    const K y = (encoding & ENCODING_DESCENDING) ? ~ordered : ordered;
+// Ordered key back to the raw key at the width of S: mirror of KeyEncoding::decode.
+template <typename S, typename K> __device__ __forceinline__ K decode_as(K ordered, u32 encoding) {
+    constexpr K sign = K(1) << (sizeof(S) * 8 - 1);
+    constexpr K mask = sizeof(S) == sizeof(K) ? ~K(0) : (K(1) << (sizeof(S) * 8)) - 1;
+    const K y = (encoding & ENCODING_DESCENDING) ? (~ordered & mask) : ordered;
     switch (encoding & ENCODING_KIND_MASK) {
     case KIND_SIGNED:
         return y ^ sign;
     case KIND_FLOAT:
-        return (y & sign) ? (y ^ sign) : ~y;
+        return (y & sign) ? (y ^ sign) : (~y & mask);
     default:
         return y;
     }
+}
+
+// The same at the width of the word itself.
+template <typename K> __device__ __forceinline__ K encode_key(K raw, u32 encoding) {
+    return encode_as<K, K>(raw, encoding);
+}
+template <typename K> __device__ __forceinline__ K decode_key(K ordered, u32 encoding) {
+    return decode_as<K, K>(ordered, encoding);
 }
 
 // Shared-memory slot of tile element x: one padding word after every 32.
@@ -127,3 +147,29 @@ template <typename T> __device__ __forceinline__ void store4(T *p, const T (&w)[
         reinterpret_cast<ulonglong2 *>(p)[1] = make_ulonglong2(w[2], w[3]);
     }
 }
+
+// Four consecutive stored keys (4 x 16 bits from 8-byte aligned memory, or load4's words)
+// into register words.
+template <typename S, typename K> __device__ __forceinline__ void load_quad(const S *p, K (&w)[4]) {
+    if constexpr (sizeof(S) == 2) {
+        const uint2 u = *reinterpret_cast<const uint2 *>(p);
+        w[0] = u.x & 0xffffu;
+        w[1] = u.x >> 16;
+        w[2] = u.y & 0xffffu;
+        w[3] = u.y >> 16;
+    } else {
+        load4(p, w);
+    }
+}
+
+// Four register words stored as keys of S (16-bit words keep their low halves).
+template <typename S, typename K> __device__ __forceinline__ void store_quad(S *p, const K (&w)[4]) {
+    if constexpr (sizeof(S) == 2) {
+        *reinterpret_cast<uint2 *>(p) = make_uint2((w[0] & 0xffffu) | (w[1] << 16), (w[2] & 0xffffu) | (w[3] << 16));
+    } else {
+        store4(p, w);
+    }
+}
+
+// Bytes of a quad of stored keys: whole-tile accesses need this alignment.
+template <typename S> __device__ __forceinline__ constexpr unsigned long long quad_bytes() { return 4 * sizeof(S); }

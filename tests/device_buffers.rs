@@ -25,10 +25,11 @@
 //!   values bit for bit against a CPU model (key order, then position), keys unchanged. On
 //!   GPUs also 8 rows of 2^20 with k = 16384 (`f32` and `i64`, ascending). `device::top_k::errors`: bad shapes and output
 //!   lengths are `InvalidConfig` and write nothing.
-//! - OpenCL only, `device::sixteen::<key>::*` (`u16`, `i16`; `f16`, `bf16` with `half`):
-//!   16-bit keys sorted in place: all 65,536 bit patterns bit for bit against `total_cmp`
-//!   (one array, rows), lengths around tiles and merges, pairs, top-k
-//!   (`device_buffers/sixteen.rs`).
+//! - `device::sixteen::<key>::*` (`u16`, `i16`; `f16`, `bf16` with `half`): 16-bit keys
+//!   sorted in place: all 65,536 bit patterns bit for bit against `total_cmp` (one array,
+//!   rows), lengths around tiles and merges, pairs, top-k (OpenCL:
+//!   `device_buffers/sixteen.rs`; CUDA, with f16 and bf16 as bits:
+//!   `device_buffers/cuda_sixteen.rs`).
 //! - `device::sub_range`: a sort of part of a larger allocation (a cust sub-slice, an OpenCL
 //!   sub-buffer) touches nothing outside it.
 //! - `device::queue_order`: the sort runs after an asynchronous upload enqueued on the same

@@ -145,7 +145,6 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         check_rows_words(keys.len, values.map(|v| v.len), row_len)?;
-        check_key_width(keys.word_bytes)?;
         let value_bytes = values.map_or(0, |v| v.word_bytes);
         if values.is_some() && value_bytes != 4 && value_bytes != 8 {
             return Err(Error::UnsupportedValueSize { bytes: value_bytes });
@@ -271,16 +270,4 @@ impl CudaBackend {
         }
         Ok(())
     }
-}
-
-/// The CUDA kernels read keys of 4 and 8 bytes; 16-bit keys in device memory are refused
-/// before anything is enqueued (the OpenCL backend sorts them in place).
-pub(super) fn check_key_width(key_bytes: usize) -> Result<()> {
-    if key_bytes == 4 || key_bytes == 8 {
-        return Ok(());
-    }
-    Err(Error::Unsupported(format!(
-        "{key_bytes}-byte keys in CUDA device memory: the CUDA kernels read 4- and 8-byte \
-         keys; the OpenCL backend sorts 16-bit keys in place"
-    )))
 }

@@ -19,8 +19,9 @@ pub(super) const PTX_SM80: &str = include_str!(concat!(env!("OUT_DIR"), "/bitoni
 pub(super) const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/bitonic_sm90.ptx"));
 
 /// Key widths and value kinds in the order of the kernel table; the suffixes of the kernels'
-/// names in `cuda/bitonic.cu`.
-pub(super) const KEY_NAMES: [&str; 2] = ["u32", "u64"];
+/// names in `cuda/bitonic.cu`. `u16` is every 16-bit key, stored as 16 bits and sorted in
+/// 32-bit registers.
+pub(super) const KEY_NAMES: [&str; 3] = ["u32", "u64", "u16"];
 pub(super) const VALUE_NAMES: [&str; 3] = ["none", "u32", "u64"];
 /// The value kinds of the cluster kernels, whose keys are `u32` (`plan::cluster_logs`).
 pub(super) const CLUSTER_VALUE_NAMES: [&str; 2] = ["none", "u32"];

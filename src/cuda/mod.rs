@@ -47,6 +47,7 @@ use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
 use crate::rayon_lock::lock_shared_with_rayon;
 
+mod device_bits;
 mod device_slices;
 mod driver;
 mod kernels;
@@ -540,7 +541,12 @@ impl CudaBackend {
     /// The kernels for these word widths: the tile kernel, and the cluster kernel where the
     /// device and the variant have one.
     fn kernels(&self, key_bytes: usize, value_bytes: usize) -> Kernels {
-        let key_index = usize::from(key_bytes == 8);
+        // The order of `KEY_NAMES`.
+        let key_index = match key_bytes {
+            8 => 1,
+            2 => 2,
+            _ => 0,
+        };
         let value_index = match value_bytes {
             0 => 0,
             4 => 1,

@@ -11,7 +11,7 @@ use cust::stream::Stream;
 use cust::sys as cu;
 
 use super::CudaBackend;
-use super::device_slices::{DeviceWords, check_key_width};
+use super::device_slices::DeviceWords;
 use super::driver::{driver_error, on};
 use super::kernels::{Kernel, launch_kernel, load_kernel};
 use crate::backend::BackendKind;
@@ -28,29 +28,37 @@ const MAX_GRID: u64 = 1 << 20;
 /// Threads of a block of the element-wise kernels (compose, positions, rank, take).
 const ELEMENT_THREADS: u32 = 256;
 
-/// The top-k kernels of the loaded module.
+/// The top-k kernels of the loaded module. The kernels of keys of at most 32 bits come in
+/// two key widths, indexed by [`narrow`]: `u32`, and `u16` for 16-bit keys.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct TopKKernels {
-    /// `top_k_tiles_u32`.
-    tiles: Kernel,
-    /// `top_k_compose_u32`.
-    compose: Kernel,
+    /// `top_k_tiles_u32` and `top_k_tiles_u16`.
+    tiles: [Kernel; 2],
+    /// `top_k_compose_u32` and `top_k_compose_u16`.
+    compose: [Kernel; 2],
     /// `top_k_positions_u64` and `top_k_rank_u64`.
     ranked: [Kernel; 2],
-    /// `top_k_take_u32` and `top_k_take_u64`.
-    take: [Kernel; 2],
+    /// `top_k_take_u32`, `top_k_take_u64` and `top_k_take_u16`.
+    take: [Kernel; 3],
 }
 
-/// Looks up the top-k kernels; `top_k_tiles_u32` may use the shared memory of the largest
+/// The index of a key width in [`TopKKernels::tiles`] and [`TopKKernels::compose`]: 1 for
+/// 16-bit keys, 0 for 32-bit ones.
+fn narrow(key_bytes: usize) -> usize {
+    usize::from(key_bytes == 2)
+}
+
+/// Looks up the top-k kernels; `top_k_tiles_*` may use the shared memory of the largest
 /// tile.
 pub(super) fn load_top_k_kernels(module: &Module) -> Result<TopKKernels> {
+    let tiles =
+        |name: &str| load_kernel(module, name, (padded_words(TOP_K_MAX_LOG_TILE) * 8) as u32);
     Ok(TopKKernels {
-        tiles: load_kernel(
-            module,
-            "top_k_tiles_u32",
-            (padded_words(TOP_K_MAX_LOG_TILE) * 8) as u32,
-        )?,
-        compose: load_kernel(module, "top_k_compose_u32", 0)?,
+        tiles: [tiles("top_k_tiles_u32")?, tiles("top_k_tiles_u16")?],
+        compose: [
+            load_kernel(module, "top_k_compose_u32", 0)?,
+            load_kernel(module, "top_k_compose_u16", 0)?,
+        ],
         ranked: [
             load_kernel(module, "top_k_positions_u64", 0)?,
             load_kernel(module, "top_k_rank_u64", 0)?,
@@ -58,6 +66,7 @@ pub(super) fn load_top_k_kernels(module: &Module) -> Result<TopKKernels> {
         take: [
             load_kernel(module, "top_k_take_u32", 0)?,
             load_kernel(module, "top_k_take_u64", 0)?,
+            load_kernel(module, "top_k_take_u16", 0)?,
         ],
     })
 }
@@ -141,8 +150,25 @@ impl CudaBackend {
         indices: &mut DeviceSlice<u32>,
         stream: &Stream,
     ) -> Result<()> {
+        let encoding = KeyEncoding::of::<K>(order);
+        self.top_k_device_words(keys, encoding, row_len, k, values, indices, stream)
+    }
+
+    /// Every device-resident top-k: keys of `T`'s width (`T` the key type, or `u16` holding
+    /// 16-bit keys' bits) ordered by `encoding`. Checks the shapes and that the slices and
+    /// the stream are this backend's, then enqueues the route's launches on `stream`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn top_k_device_words<T: DeviceCopy>(
+        &self,
+        keys: &DeviceSlice<T>,
+        encoding: KeyEncoding,
+        row_len: usize,
+        k: usize,
+        values: &mut DeviceSlice<T>,
+        indices: &mut DeviceSlice<u32>,
+        stream: &Stream,
+    ) -> Result<()> {
         let rows = check_top_k_device(keys.len(), row_len, k, values.len(), indices.len())?;
-        check_key_width(K::WORD_BYTES)?;
         self.check_stream(stream)?;
         let slices = [
             ("keys", DeviceWords::of(keys)),
@@ -156,8 +182,8 @@ impl CudaBackend {
         }
         let job = TopKJob {
             keys: slices[0].1.ptr,
-            key_bytes: K::WORD_BYTES,
-            encoding: KeyEncoding::of::<K>(order),
+            key_bytes: std::mem::size_of::<T>(),
+            encoding,
             row_len: row_len as u64,
             rows: rows as u64,
             k: k as u64,
@@ -203,12 +229,11 @@ impl CudaBackend {
             TopKRoute::SortWords => {
                 let words = sorted_words(scratch)?;
                 let mut params = (job.keys, words, n, job.row_len, job.encoding.code());
-                // SAFETY: `top_k_compose_u32(const u32 *keys, u64 *words, u64 n, u64
-                // row_len, u32 encoding)` reads the `n` keys and writes `n` words, which the
-                // buffer holds.
-                unsafe {
-                    self.launch_elements(self.top_k_kernels.compose, n, &mut params, stream)
-                }?;
+                let compose = self.top_k_kernels.compose[narrow(job.key_bytes)];
+                // SAFETY: `top_k_compose_<key>(const K *keys, u64 *words, u64 n, u64
+                // row_len, u32 encoding)`, K of `key_bytes`, reads the `n` keys and writes `n`
+                // words, which the buffer holds.
+                unsafe { self.launch_elements(compose, n, &mut params, stream) }?;
                 self.sort_words(words, 8, None, unsigned, job.row_len, n, stream)?;
                 (words, job.row_len)
             }
@@ -243,7 +268,11 @@ impl CudaBackend {
                 (words, job.row_len)
             }
         };
-        let take = self.top_k_kernels.take[usize::from(job.key_bytes == 8)];
+        let take = self.top_k_kernels.take[match job.key_bytes {
+            8 => 1,
+            2 => 2,
+            _ => 0,
+        }];
         let mut params = (
             words,
             job.keys,
@@ -332,15 +361,16 @@ impl CudaBackend {
                 .min(u64::from(self.limits.max_grid_x)) as u32;
             let block = TOP_K_THREADS.min(1 << (pass.log_tile - 1));
             let shared = (padded_words(pass.log_tile) * 8) as u32;
-            // SAFETY: the parameters match `top_k_tiles_u32(const u32 *keys, const u64 *words,
-            // u64 *out, TopKArgs a)` (repr(C) with the kernel's layout); the first pass reads
+            // SAFETY: the parameters match `top_k_tiles_<key>(const K *keys, const u64 *words,
+            // u64 *out, TopKArgs a)`, K of `key_bytes` (repr(C) with the kernel's layout); the
+            // first pass reads
             // `rows * len` keys, a later one `rows * len` words of the previous pass's output,
             // and each writes `rows * tiles * K` words, which its buffer holds (the first
             // buffer the first pass's, the largest); the shared memory is within what the
             // kernel was loaded with.
             unsafe {
                 launch_kernel(
-                    self.top_k_kernels.tiles,
+                    self.top_k_kernels.tiles[narrow(job.key_bytes)],
                     (grid, block, shared),
                     stream.as_inner(),
                     &mut params,

@@ -12,7 +12,7 @@ use super::merge_path::{
 use super::{ceil_log2, choose_log_tile};
 use crate::kernel_contract::merge_log_e;
 
-/// The word widths of a sort's elements: key bytes (4 or 8) and value bytes (0, 4 or 8).
+/// The word widths of a sort's elements: key bytes (2, 4 or 8) and value bytes (0, 4 or 8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Widths {
     /// Bytes of a key word.
@@ -31,6 +31,18 @@ impl Widths {
     /// Bytes of one element, key and value together.
     pub fn element(self) -> u64 {
         self.key + self.value
+    }
+
+    /// The widths as the kernels hold them in registers and on-chip memory: a 16-bit key
+    /// is sorted as a 32-bit word (`KEY_STORE_T` in `kernels/words.clh`, `RegisterWord` in
+    /// `cuda/words.cuh`), so on-chip budgets and plans count 4 bytes for it; global memory
+    /// (the data and the scratch) holds it in 2.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub fn on_chip(self) -> Widths {
+        Widths {
+            key: self.key.max(4),
+            value: self.value,
+        }
     }
 }
 

@@ -363,41 +363,12 @@ fn stream_ordered_alloc(t: &Target) -> Result<(), Failed> {
     .map_err(|e| format!("{}: {e}", t.label).into())
 }
 
-/// 16-bit keys in CUDA device memory are refused (`Unsupported`) before anything is
-/// enqueued: the keys stay as they were.
-fn sixteen_refused(t: &Target) -> Result<(), Failed> {
-    let dev = CuDev::open(t)?;
-    let input: Vec<u16> = (0..1000u16).rev().collect();
-    let mut keys = dev.upload(&input)?;
-    let sorted = dev
-        .cuda()
-        .sort_device(&mut keys, Order::Ascending, &dev.stream);
-    if !matches!(sorted, Err(bitonic::Error::Unsupported(_))) {
-        return Err(format!("{}: a sort of u16 keys returned {sorted:?}", t.label).into());
-    }
-    let mut values = dev.upload(&[0u16; 10])?;
-    let mut indices = dev.upload(&[0u32; 10])?;
-    let top = dev.cuda().top_k_device_rows(
-        &keys,
-        1000,
-        10,
-        Order::Ascending,
-        &mut values,
-        &mut indices,
-        &dev.stream,
-    );
-    if !matches!(top, Err(bitonic::Error::Unsupported(_))) {
-        return Err(format!("{}: a top-k of u16 keys returned {top:?}", t.label).into());
-    }
-    if dev.download(&keys)? != input {
-        return Err(format!("{}: a refused sort changed the keys", t.label).into());
-    }
-    Ok(())
-}
+#[path = "cuda_sixteen.rs"]
+mod sixteen;
 
 pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
     register_device::<CuDev>(slot, trials);
-    trials.push(slot.trial("device::sixteen_refused", sixteen_refused));
+    sixteen::register(slot, trials);
     trials.push(slot.trial("device::errors::foreign", foreign));
     trials.push(slot.trial("device::sub_range", sub_range));
     trials.push(slot.trial("device::queue_order", queue_order));

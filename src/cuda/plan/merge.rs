@@ -62,7 +62,7 @@ pub fn chunk_plan(
 ) -> MergePathPlan {
     let facts = facts(limits, widths, None);
     let plan = neutral::chunk_plan(&facts, m, sort_tile, log_chunk);
-    merge_path_launches(limits, &plan, widths, encoding)
+    merge_path_launches(limits, &plan, widths.on_chip(), encoding)
 }
 
 /// The launches of a merge-path plan: the tile sort, then each merge pass over each row,

@@ -161,8 +161,9 @@ pub enum SortPlan {
 /// Blocks per multiprocessor the kernel for these widths is compiled for (`MIN_BLOCKS` in
 /// `cuda/bitonic.cu`): two for `u32` keys alone and for `u32` keys with `u32` values, whose
 /// rounds fit 64 registers without spilling, so that one block's loads overlap another's
-/// rounds; one for the wider variants, which spill at 64.
+/// rounds; one for the wider variants, which spill at 64. 16-bit keys count as `u32`.
 pub(crate) fn blocks_per_multiprocessor(widths: Widths) -> u32 {
+    let widths = widths.on_chip();
     if widths.key == 4 && widths.value <= 4 {
         2
     } else {
@@ -186,7 +187,7 @@ pub(crate) fn max_log_tile(limits: &DeviceLimits, widths: Widths, cap: Option<u3
 
 /// [`max_log_tile`] for `blocks` blocks per multiprocessor.
 fn max_log_tile_for(limits: &DeviceLimits, widths: Widths, blocks: u32, cap: Option<u32>) -> u32 {
-    let element_bytes = widths.element();
+    let element_bytes = widths.on_chip().element();
     let budget = shared_budget(limits, blocks);
     let mut bits = MAX_LOG_TILE.min(cap.unwrap_or(MAX_LOG_TILE)).max(1);
     while bits > 1 && padded_words(bits) * element_bytes.max(1) > budget {
@@ -207,6 +208,7 @@ fn shared_budget(limits: &DeviceLimits, blocks: u32) -> u64 {
 /// shared memory holds less (`MERGE_BLOCKS_PER_SM` blocks per multiprocessor, as the kernels
 /// are compiled for).
 pub(crate) fn merge_log_tile(limits: &DeviceLimits, widths: Widths) -> u32 {
+    let widths = widths.on_chip();
     let budget = shared_budget(limits, MERGE_BLOCKS_PER_SM);
     let mut bits = merge_log_e(widths.element()) + MERGE_THREADS.trailing_zeros();
     while bits > 1 && merge_shared_bytes(bits, widths.element()) > budget {
@@ -218,7 +220,8 @@ pub(crate) fn merge_log_tile(limits: &DeviceLimits, widths: Widths) -> u32 {
 /// Row lengths, as `ceil(log2)`, that one cluster sorts whole: `u32` keys alone or with
 /// `u32` values (the variants with cluster kernels) from `2^POLICY.min_cluster_log` to
 /// `2^POLICY.max_cluster_log`, whose slices (an eighth of the row each) fit a block's share
-/// of shared memory; `None` on a device without clusters and for other widths.
+/// of shared memory; `None` on a device without clusters and for other widths (16-bit keys
+/// included: they have no cluster kernel).
 fn cluster_logs(
     limits: &DeviceLimits,
     widths: Widths,
@@ -261,7 +264,9 @@ pub(crate) fn tile_params(log_tile: u32) -> TileParams {
 
 /// The plan of a sort of `rows` rows of `row_len` elements (`row_len >= 2`) of these
 /// widths, under `encoding`: the neutral plan's choice (`schedule::plan::choose`) as launches,
-/// unless `oblivious` asks for the network.
+/// unless `oblivious` asks for the network. The neutral plan and the launches see the
+/// on-chip widths ([`Widths::on_chip`]); the warp and cluster sorts, which exist for `u32`
+/// keys alone, the stored ones.
 pub fn choose(
     limits: &DeviceLimits,
     row_len: u64,
@@ -271,9 +276,9 @@ pub fn choose(
     oblivious: bool,
 ) -> SortPlan {
     let facts = facts(limits, widths, None);
-    match neutral::choose(&facts, row_len, rows, widths, oblivious) {
+    match neutral::choose(&facts, row_len, rows, widths.on_chip(), oblivious) {
         neutral::SortPlan::MergePath(p) => {
-            SortPlan::MergePath(merge_path_launches(limits, &p, widths, encoding))
+            SortPlan::MergePath(merge_path_launches(limits, &p, widths.on_chip(), encoding))
         }
         neutral::SortPlan::Network { log_tile } => {
             let shape = (row_len, rows);
@@ -296,7 +301,8 @@ pub fn plan(
     let facts = facts(limits, widths, cap);
     let log_tile = network_tile(&facts, row_len, rows);
     if cap.is_some() {
-        return schedule_launches(limits, &facts, (row_len, rows), log_tile, widths, encoding);
+        let chip = widths.on_chip();
+        return schedule_launches(limits, &facts, (row_len, rows), log_tile, chip, encoding);
     }
     network(limits, &facts, (row_len, rows), log_tile, widths, encoding)
 }
@@ -314,7 +320,10 @@ fn network(
 ) -> Vec<Launch> {
     match warp_launch(limits, row_len, rows, widths, encoding) {
         Some(launch) => vec![launch],
-        None => schedule_launches(limits, facts, (row_len, rows), log_tile, widths, encoding),
+        None => {
+            let chip = widths.on_chip();
+            schedule_launches(limits, facts, (row_len, rows), log_tile, chip, encoding)
+        }
     }
 }
 

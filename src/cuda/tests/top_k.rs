@@ -14,6 +14,9 @@ fn ptx_has_the_top_k_kernels() {
             "top_k_rank_u64",
             "top_k_take_u32",
             "top_k_take_u64",
+            "top_k_tiles_u16",
+            "top_k_compose_u16",
+            "top_k_take_u16",
         ] {
             assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
         }
