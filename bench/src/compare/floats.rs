@@ -99,18 +99,17 @@ impl FloatKey for bf16 {
         self.total_cmp(other)
     }
 
-    /// OpenCL sorts bf16 keys in device buffers; the library's CUDA backend keeps no 16-bit
-    /// keys in device memory (it refuses them), and `cust` has no `DeviceCopy` for them.
+    /// On CUDA the keys sort as their bits (`cust` has no `DeviceCopy` for `half` types).
     fn device_sort(
         sorter: &Sorter,
         keys: &mut [Self],
         row_len: usize,
         cfg: &CompareConfig,
     ) -> Option<Result<Vec<f64>, String>> {
-        device_timing::time_sort_keys_opencl(sorter, keys, row_len, cfg.warmup, cfg.runs)
+        device_timing::time_sort_sixteen(sorter, keys, row_len, cfg.warmup, cfg.runs, cfg.cuda)
     }
 
-    /// As [`FloatKey::device_sort`]: OpenCL only.
+    /// As [`FloatKey::device_sort`]: bits on CUDA.
     fn device_top_k(
         sorter: &Sorter,
         keys: &[Self],
@@ -118,7 +117,7 @@ impl FloatKey for bf16 {
         k: usize,
         cfg: &CompareConfig,
     ) -> Option<Result<TopKTimed<Self>, String>> {
-        device_timing::time_top_k_opencl(
+        device_timing::time_top_k_sixteen(
             sorter,
             keys,
             row_len,
@@ -126,6 +125,7 @@ impl FloatKey for bf16 {
             bitonic::Order::Descending,
             cfg.warmup,
             cfg.runs,
+            cfg.cuda,
         )
     }
 }

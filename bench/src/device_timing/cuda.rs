@@ -90,7 +90,7 @@ pub(super) fn time<K: WordKey + DeviceCopy>(
 /// graph unless `options` says otherwise, then `warmup + runs` times, each after `restore`
 /// (untimed) and with the stream held unless `options` says otherwise. The current context
 /// must be the one `stream` belongs to.
-fn time_enqueued<T>(
+pub(super) fn time_enqueued<T>(
     stream: &Stream,
     shape: Shape,
     options: CudaOptions,
@@ -171,7 +171,7 @@ impl<K: WordKey + DeviceCopy> Work<K> {
 }
 
 /// Copies `from` over `to` on `stream` (untimed: before the start event).
-fn restore<T: DeviceCopy>(
+pub(super) fn restore<T: DeviceCopy>(
     from: &DeviceSlice<T>,
     to: &DeviceSlice<T>,
     stream: &Stream,

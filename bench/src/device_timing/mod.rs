@@ -8,6 +8,8 @@
 
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(feature = "cuda")]
+mod cuda_bits;
 #[cfg(feature = "opencl")]
 mod opencl;
 
@@ -179,6 +181,59 @@ pub fn time_top_k_opencl<K: WordKey>(
     }
     let _ = (sorter, keys, row_len, k, order, warmup, runs);
     None
+}
+
+/// [`time_sort_keys`] of 16-bit keys (`half::bf16`, `half::f16`): on CUDA through the
+/// `*_bits` calls (`cust` copies no `half` types), on OpenCL through the generic ones; `None`
+/// on the CPU.
+pub fn time_sort_sixteen<K: WordKey + bytemuck::Pod>(
+    sorter: &Sorter,
+    keys: &mut [K],
+    row_len: usize,
+    warmup: usize,
+    runs: usize,
+    cuda_options: CudaOptions,
+) -> Option<Result<Vec<f64>, String>> {
+    #[cfg(feature = "cuda")]
+    if let Some(cuda) = sorter.cuda() {
+        if keys.is_empty() || runs == 0 || (row_len > 0 && !keys.len().is_multiple_of(row_len)) {
+            return Some(Err(format!(
+                "{} keys, rows of {row_len}, {runs} runs",
+                keys.len()
+            )));
+        }
+        let shape = Shape {
+            row_len,
+            warmup,
+            runs,
+        };
+        return Some(cuda_bits::time(cuda, keys, shape, cuda_options));
+    }
+    let _ = cuda_options;
+    time_sort_keys_opencl(sorter, keys, row_len, warmup, runs)
+}
+
+/// [`time_top_k`] of 16-bit keys (see [`time_sort_sixteen`]).
+#[allow(clippy::too_many_arguments)]
+pub fn time_top_k_sixteen<K: WordKey + bytemuck::Pod>(
+    sorter: &Sorter,
+    keys: &[K],
+    row_len: usize,
+    k: usize,
+    order: bitonic::Order,
+    warmup: usize,
+    runs: usize,
+    cuda_options: CudaOptions,
+) -> Option<Result<TopKTimes<K>, String>> {
+    #[cfg(feature = "cuda")]
+    if let Some(cuda) = sorter.cuda() {
+        let shape = top_k_shape(keys.len(), row_len, warmup, runs);
+        return Some(shape.and_then(|shape| {
+            cuda_bits::time_top_k(cuda, keys, (row_len, k, order), shape, cuda_options)
+        }));
+    }
+    let _ = cuda_options;
+    time_top_k_opencl(sorter, keys, row_len, k, order, warmup, runs)
 }
 
 /// [`time_sort_keys`] on OpenCL devices only (see [`time_top_k_opencl`]); `None` on other
