@@ -156,7 +156,7 @@ pub fn cuda_target(cfg: &CompareConfig) -> (Option<Target>, Vec<String>) {
 
 /// Measures `case` at every size of `cfg` on `target` (none: rayon alone) and prints its
 /// table.
-pub fn run_case(
+pub(super) fn run_case(
     cfg: &CompareConfig,
     case: Case,
     target: Option<&Target>,

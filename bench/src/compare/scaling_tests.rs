@@ -169,7 +169,7 @@ fn tiny_runs_on_a_repeated_cpu_device_measure_and_check() {
         assert!(speedup(&rows, &rows[2]).is_none());
         let path =
             std::env::temp_dir().join(format!("bitonic-scaling-{case}-{}.csv", std::process::id()));
-        write_csv(&path, &rows).unwrap();
+        scaling::write_csv(&path, &rows).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let _ = std::fs::remove_file(&path);
         assert_eq!(text.lines().count(), 7);
