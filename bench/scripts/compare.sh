@@ -12,7 +12,12 @@
 #             shapes of at most 2^24 keys; topk-large the two larger ones (2^26 and 2^28 keys);
 #   bf16      bf16 keys, 2^10 to 2^28, beside our u32 keys and torch.sort on bfloat16;
 #   arrow     Arrow sort_to_indices (Float64, 10% nulls, 2^20 to 2^26) and lexsort_to_indices
-#             (Int32, Float64; 2^24) beside arrow-ord, our argsort and rayon.
+#             (Int32, Float64; 2^24) beside arrow-ord, our argsort and rayon;
+#   scaling-30, scaling-34, scaling-pairs
+#             host-slice sorts over the first 1, 2 and 4 GPUs (--gpus 1,2,4) beside rayon:
+#             u32 keys at 2^30, u32 keys at 2^34 (64 GiB, past one GPU's memory; rayon timed
+#             at 2^30 and scaled by n log n) and u32 keys with u32 values at 2^32; `scaling`
+#             runs all three. Host memory: about three copies of the data (2^34: ~192 GiB).
 # Each part fits one command of at most 10 minutes; `compare patterns` is the default.
 #
 # Run it on the GPU machine from the repository root, with the `bitonic` binary that
@@ -62,6 +67,23 @@ for part in "${parts[@]}"; do
                 --csv "$out/$part.csv" --plot "$out/$part.svg" > "$out/$part.txt" 2>&1
             echo "exit $?" >> "$out/$part.txt"
             grep -E "^== case|^-- |^ *2\^[0-9]+ +|^exit" "$out/$part.txt" | sed 's/  */ /g' ;;
-        *) echo "unknown part $part (compare, patterns, topk, topk-large, bf16, arrow)"; exit 2 ;;
+        scaling|scaling-30|scaling-34|scaling-pairs)
+            case $part in
+                scaling) subs=(scaling-30 scaling-34 scaling-pairs) ;;
+                *) subs=("$part") ;;
+            esac
+            for sub in "${subs[@]}"; do
+                case $sub in
+                    scaling-30) spec="--cases u32 --sizes 2^30" ;;
+                    scaling-34) spec="--cases u32 --sizes 2^34" ;;
+                    scaling-pairs) spec="--cases kv --sizes 2^32" ;;
+                esac
+                timeout 570 $bitonic bench --compare $spec --gpus 1,2,4 \
+                    --skip pocl,skylake,epyc,xeon,opencl,cub,torch,oblivious --roundtrip-runs 5 \
+                    --csv "$out/$sub.csv" --plot "$out/$sub.svg" > "$out/$sub.txt" 2>&1
+                echo "exit $?" >> "$out/$sub.txt"
+                grep -E "^== case|^note|^ *2\^[0-9]+ +|^exit" "$out/$sub.txt" | sed 's/  */ /g'
+            done ;;
+        *) echo "unknown part $part (compare, patterns, topk, topk-large, bf16, arrow, scaling, scaling-30, scaling-34, scaling-pairs)"; exit 2 ;;
     esac
 done

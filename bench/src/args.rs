@@ -99,6 +99,11 @@ pub struct BenchArgs {
     /// --compare: time our CUDA sorts with plain launches instead of a replayed CUDA graph.
     #[arg(long, requires = "compare")]
     pub no_graph: bool,
+    /// --compare: GPU counts, e.g. 1,2,4: the u32, kv and u64 cases sort host slices on a
+    /// sorter over the first N CUDA devices (1 always measured, the baseline), beside rayon
+    /// (timed at 2^30 and scaled by n log n above 2^31 keys); speedup and efficiency.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..), requires = "compare")]
+    pub gpus: Vec<u64>,
 }
 
 /// Accepts `1000`, `2^20` or `1<<20`.
@@ -148,6 +153,25 @@ mod tests {
         let cli = Cli::try_parse_from(["bitonic", "bench", "--sizes", "2^10,1000"]).unwrap();
         match cli.command {
             Command::Bench(b) => assert_eq!(b.sizes, [1024, 1000]),
+            Command::Devices => panic!("parsed as devices"),
+        }
+    }
+
+    #[test]
+    fn gpus_parse() {
+        let cli =
+            Cli::try_parse_from(["bitonic", "bench", "--compare", "--gpus", "1,2,4"]).unwrap();
+        match cli.command {
+            Command::Bench(b) => assert_eq!(b.gpus, [1, 2, 4]),
+            Command::Devices => panic!("parsed as devices"),
+        }
+        assert!(Cli::try_parse_from(["bitonic", "bench", "--compare", "--gpus", "0"]).is_err());
+        assert!(Cli::try_parse_from(["bitonic", "bench", "--compare", "--gpus", "x"]).is_err());
+        assert!(Cli::try_parse_from(["bitonic", "bench", "--gpus", "2"]).is_err());
+        let cli =
+            Cli::try_parse_from(["bitonic", "bench", "--compare", "--sizes", "2^34"]).unwrap();
+        match cli.command {
+            Command::Bench(b) => assert_eq!(b.sizes, [1usize << 34]),
             Command::Devices => panic!("parsed as devices"),
         }
     }

@@ -38,6 +38,8 @@ pub struct CompareConfig {
     pub arrow_sizes: Vec<usize>,
     /// Row counts of the arrow case's `lexsort_to_indices`.
     pub lex_sizes: Vec<usize>,
+    /// GPU counts of `--gpus` (empty: no scaling measurement; see `scaling`).
+    pub gpus: Vec<usize>,
 }
 
 /// Inputs of at most this many bytes (keys and values) time their host round trips as the
@@ -85,6 +87,7 @@ pub fn config(a: &BenchArgs) -> Result<CompareConfig, String> {
         },
         arrow_sizes: Vec::new(),
         lex_sizes: Vec::new(),
+        gpus: a.gpus.iter().map(|&g| g as usize).collect(),
     };
     if a.sizes.is_empty() {
         let top = a.max_log.unwrap_or(28).min(40);

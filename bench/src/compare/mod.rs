@@ -31,6 +31,9 @@ mod config;
 mod floats;
 mod measure;
 mod report;
+pub mod scaling;
+#[cfg(test)]
+mod scaling_tests;
 #[cfg(test)]
 mod tests;
 mod top_k;
@@ -240,9 +243,23 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
     );
     let mut failures = Failures::default();
     let mut rows: Vec<Row> = Vec::new();
+    let mut scaling_rows = Vec::new();
+    let scaling_target = (!cfg.gpus.is_empty()).then(|| {
+        let (target, notes) = scaling::cuda_target(cfg);
+        for note in notes {
+            println!("note: {note}");
+        }
+        target
+    });
     for &case in &cfg.cases {
         println!();
         println!("== case {}: {}", case.name(), case.title());
+        if let Some(target) = &scaling_target
+            && scaling::is_scaling_case(case)
+        {
+            scaling_rows.extend(scaling::run_case(cfg, case, target.as_ref(), &mut failures));
+            continue;
+        }
         let new_rows = match case {
             Case::TopK(shape) => Some(top_k::run(cfg, shape, &entries, &mut failures)),
             Case::Bf16 => Some(bf16_keys::run(cfg, &entries, &mut failures)),
@@ -283,6 +300,16 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
     }
 
     println!();
+    if scaling_target.is_some() {
+        let path = scaling::csv_path(&cfg.csv);
+        match scaling::write_csv(&path, &scaling_rows) {
+            Ok(()) => println!("CSV:  {} (GPU scaling)", path.display()),
+            Err(e) => {
+                eprintln!("bitonic: cannot write {}: {e}", path.display());
+                failures.errors += 1;
+            }
+        }
+    }
     match write_csv(cfg, &rows) {
         Ok(()) => println!("CSV:  {}", cfg.csv.display()),
         Err(e) => {
