@@ -80,14 +80,18 @@ __device__ __forceinline__ void spread_merge(const K *__restrict__ a, u64 len_a,
 #pragma unroll
             for (u32 e = 0; e < E; ++e) {
                 if (first + e < m) {
-                    // Both indices stay inside the tile's m loaded words when read.
+                    // Only words of the tile's m loaded ones are read.
                     bool take_a = ia < la;
                     if (take_a && ib < m) {
                         take_a = encode_key<K>(sk[pad(ia)], encoding) <= encode_key<K>(sk[pad(ib)], encoding);
                     }
-                    out[e] = take_a ? sk[pad(ia)] : sk[pad(ib)];
-                    ia += take_a ? 1u : 0u;
-                    ib += take_a ? 0u : 1u;
+                    if (take_a) {
+                        out[e] = sk[pad(ia)];
+                        ++ia;
+                    } else {
+                        out[e] = sk[pad(ib)];
+                        ++ib;
+                    }
                 }
             }
         }

@@ -21,7 +21,7 @@ use std::ffi::c_void;
 
 use cust::context::CurrentContext;
 use cust::event::{Event, EventFlags};
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
+use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::module::Module;
 use cust::stream::{Stream, StreamWaitEventFlags};
 use cust::sys as cu;
@@ -226,15 +226,24 @@ fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
     let received = exchange(sides, &cuts)?;
     let mut merged = Ok(());
     for (g, (side, buffer)) in sides.iter().zip(&received).enumerate() {
+        let Some(buffer) = buffer else { continue };
+        if merged.is_err() {
+            // After a failure elsewhere, each remaining side still takes its keys (its
+            // received runs), so that no key is lost or held twice.
+            let _ = side.make_current().and_then(|()| {
+                copy_device_async(
+                    (side.keys.ptr, side.context()),
+                    (buffer.as_device_ptr().as_raw(), side.context()),
+                    side.keys.len * side.keys.word_bytes,
+                    side.stream.as_inner(),
+                )
+            });
+            continue;
+        }
         let runs: Vec<u64> = (0..sides.len())
             .map(|h| cuts[g + 1][h] - cuts[g][h])
             .collect();
-        if let Some(buffer) = buffer {
-            merged = merge_received(side, buffer, &runs, encoding);
-            if merged.is_err() {
-                break;
-            }
-        }
+        merged = merge_received(side, buffer, &runs, encoding);
     }
     let freed = free(sides, received);
     merged.and(freed)
@@ -298,9 +307,11 @@ impl<'s, 'a> Counter<'s, 'a> {
         let mut per_part = vec![vec![0u64; self.capacity]; self.sides.len()];
         for (h, side) in self.sides.iter().enumerate() {
             side.make_current()?;
-            self.probes[h]
-                .copy_from(&padded[..self.capacity])
-                .map_err(on("cuMemcpyHtoD"))?;
+            // SAFETY: `padded` outlives the stream synchronizations below, which every path
+            // out of this function after the copy reaches first (the caller synchronizes
+            // every stream on an error too).
+            unsafe { self.probes[h].async_copy_from(&padded[..self.capacity], side.stream) }
+                .map_err(on("cuMemcpyHtoDAsync"))?;
             let kernel = side.backend.spread_kernels.count[usize::from(side.keys.word_bytes == 8)];
             let mut keys = side.keys.ptr;
             let mut n = side.len();
@@ -329,6 +340,10 @@ impl<'s, 'a> Counter<'s, 'a> {
                 )?;
             }
         }
+        // The copy of the probes must not outlive `padded`: wait on every stream first.
+        let synced = synchronize(self.sides);
+        drop(padded);
+        synced?;
         for (h, side) in self.sides.iter().enumerate() {
             side.stream
                 .synchronize()
@@ -407,8 +422,8 @@ fn exchange(sides: &[Side<'_>], cuts: &[Vec<u64>]) -> Result<Vec<Option<DeviceBu
 /// Step 4 on one side: merges the received runs (lengths `runs`, back to back in
 /// `buffer`) two by two, level after level, alternating between the buffer and the
 /// caller's keys so that the last level writes the keys; with an even number of levels the
-/// runs are first copied to the keys. If a level fails to enqueue, the runs it read are
-/// copied to the caller's keys (unless they are there already).
+/// runs are first copied to the keys. After an error, the last buffer that held every key
+/// (as sorted runs) is copied to the caller's keys, unless they are that buffer.
 fn merge_received(
     side: &Side<'_>,
     buffer: &DeviceBuffer<u8>,
@@ -422,45 +437,73 @@ fn merge_received(
     let bytes = side.len() * key_bytes;
     let (received, keys) = (buffer.as_device_ptr().as_raw(), side.keys.ptr);
     let mut runs: Vec<u64> = runs.iter().copied().filter(|&r| r > 0).collect();
-    let mut levels = 0;
+    let mut levels = 0u32;
     while (1usize << levels) < runs.len() {
         levels += 1;
     }
     let copy = |dst, src| copy_device_async((dst, context), (src, context), bytes as usize, stream);
+    // The buffer that holds all of the side's keys as sorted runs: after an error, its
+    // keys are copied to the caller's (unless they are there).
+    let mut complete = received;
+    let merged = merge_levels(
+        side,
+        (received, keys),
+        &mut runs,
+        levels,
+        encoding,
+        &mut complete,
+    );
+    if merged.is_err() && complete != keys {
+        let _ = copy(keys, complete);
+    }
+    merged
+}
+
+/// The levels of [`merge_received`]; `complete` follows the buffer that holds every key.
+fn merge_levels(
+    side: &Side<'_>,
+    (received, keys): (cu::CUdeviceptr, cu::CUdeviceptr),
+    runs: &mut Vec<u64>,
+    levels: u32,
+    encoding: KeyEncoding,
+    complete: &mut cu::CUdeviceptr,
+) -> Result<()> {
+    let key_bytes = side.keys.word_bytes as u64;
+    let context = side.context();
+    let stream = side.stream.as_inner();
+    let bytes = side.len() * key_bytes;
     if levels % 2 == 0 {
-        copy(keys, received)?;
+        copy_device_async((keys, context), (received, context), bytes as usize, stream)?;
+        *complete = keys;
+    }
+    if levels == 0 {
+        return Ok(());
     }
     let (mut from, mut to) = if levels % 2 == 0 {
         (keys, received)
     } else {
         (received, keys)
     };
-    if levels == 0 {
-        return Ok(());
-    }
     let log_tile = merge_log_tile(key_bytes as usize);
     let tiles = side.len().div_ceil(1 << log_tile) + 2;
-    // SAFETY: each entry is written by the split launch before the merge launch after it
+    // SAFETY: each entry is written by a split launch before the merge launch after it
     // on the same stream reads it; freed in stream order below.
     let splits = unsafe { DeviceBuffer::<u64>::uninitialized_async(tiles as usize, side.stream) }
         .map_err(on("cuMemAllocAsync"))?;
     let mut merged = Ok(());
     while runs.len() > 1 {
-        let level = merge_level(
+        merged = merge_level(
             side,
             (from, to),
-            &runs,
+            runs,
             splits.as_device_ptr().as_raw(),
             encoding,
         );
-        if let Err(e) = level {
-            if from != keys {
-                let _ = copy(keys, from);
-            }
-            merged = Err(e);
+        if merged.is_err() {
             break;
         }
-        runs = runs.chunks(2).map(|pair| pair.iter().sum()).collect();
+        *complete = to;
+        *runs = runs.chunks(2).map(|pair| pair.iter().sum()).collect();
         std::mem::swap(&mut from, &mut to);
     }
     let freed = splits.drop_async(side.stream).map_err(on("cuMemFreeAsync"));
