@@ -9,6 +9,9 @@
 //!   `BITONIC_SPREAD_LOG2` (default 30) random `u32` keys sorted on one GPU, then spread
 //!   evenly over 2 and 4 GPUs (as many as there are), the median of 5 runs after a warm-up.
 //!
+//! - `faults::...` (with the `fault-injection` feature): each fault point of a spread sort
+//!   made to fail in turn; no key may be lost.
+//!
 //! Without a CUDA device every trial is listed as ignored with the reason (a failure of
 //! `require::cuda` where `BITONIC_REQUIRE` names `cuda`).
 
@@ -318,6 +321,68 @@ fn measure(gpus: &Result<Gpus, String>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// With the `fault-injection` feature: every fault point of a spread sort of 2 and 3 parts
+/// (devices repeated as needed) made to fail in turn; each failure must return `Err` and
+/// leave every part its length and the parts together the input's keys (`u32`, whose
+/// ordered words are the keys themselves, so that a part's own failed sort keeps them too).
+#[cfg(feature = "fault-injection")]
+fn faults(gpus: &Result<Gpus, String>) -> Result<(), Failed> {
+    use bitonic::fault;
+    let gpus = gpus.as_ref().map_err(|e| e.clone())?;
+    for lens in [vec![5000usize, 3001], vec![4097, 0, 2049]] {
+        let mut rng = StdRng::seed_from_u64(11);
+        let inputs: Vec<Vec<u32>> = lens
+            .iter()
+            .map(|&n| data::<u32>("few", n, &mut rng))
+            .collect();
+        let mut all: Vec<u32> = inputs.concat();
+        all.sort_unstable();
+        let run = |k: Option<usize>| -> Result<(Result<(), String>, Vec<u32>, usize), Failed> {
+            let mut owned = Vec::new();
+            for (i, input) in inputs.iter().enumerate() {
+                owned.push(upload(gpus, i % gpus.backends.len(), input)?);
+            }
+            fault::arm(k.unwrap_or(usize::MAX));
+            let result = spread(gpus, &mut owned, Order::Ascending);
+            let seen = fault::points_seen();
+            fault::disarm();
+            let mut held = Vec::new();
+            for (o, &n) in owned.iter().zip(&lens) {
+                CurrentContext::set_current(&gpus.contexts[o.device]).map_err(|e| e.to_string())?;
+                let mut got = vec![0u32; o.keys.len()];
+                o.keys.copy_to(&mut got[..]).map_err(|e| e.to_string())?;
+                if got.len() != n {
+                    return Err(format!("a part of {n} keys now holds {}", got.len()).into());
+                }
+                held.extend(got);
+            }
+            Ok((result, held, seen))
+        };
+        let (clean, held, points) = run(None)?;
+        clean?;
+        if held != all {
+            return Err(format!("{lens:?}: not sorted without a fault").into());
+        }
+        for k in 0..points {
+            let (result, mut held, _) = run(Some(k))?;
+            match result {
+                Ok(()) if held == all => {}
+                Ok(()) => return Err(format!("{lens:?}, fault {k}: Ok but not sorted").into()),
+                Err(_) => {
+                    held.sort_unstable();
+                    if held != all {
+                        return Err(format!(
+                            "{lens:?}, fault {k} of {points}: the parts lost keys after the error"
+                        )
+                        .into());
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let gpus = std::sync::Arc::new(open_gpus());
@@ -336,6 +401,19 @@ fn main() {
         trials.push(Trial::test("require::cuda", move || {
             Err(format!("BITONIC_REQUIRE names cuda, but it did not run: {reason}").into())
         }));
+    }
+    #[cfg(feature = "fault-injection")]
+    {
+        let faulted = std::sync::Arc::clone(&gpus);
+        let name = "faults::every_point_keeps_the_keys";
+        trials.push(match gpus.as_ref() {
+            Ok(_) => Trial::test(name, move || faults(&faulted)),
+            Err(reason) => {
+                let reason = reason.clone();
+                Trial::ignorable_test(name, move || Ok(Completion::ignored_with(reason)))
+                    .with_ignored_flag(true)
+            }
+        });
     }
     let measured = std::sync::Arc::clone(&gpus);
     trials.push(

@@ -221,9 +221,15 @@ fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
     };
     let lens: Vec<u64> = sides.iter().map(Side::len).collect();
     let mut counter = Counter::new(sides, encoding)?;
-    let cuts = spread_cuts(&lens, max_word, |probes| counter.count(probes))?;
-    drop(counter);
-    let received = exchange(sides, &cuts)?;
+    let cuts = spread_cuts(&lens, max_word, |probes| counter.count(probes));
+    counter.free();
+    let cuts = cuts?;
+    let mut received = Vec::with_capacity(sides.len());
+    if let Err(e) = exchange(sides, &cuts, &mut received) {
+        let _ = synchronize(sides);
+        let _ = free(sides, received);
+        return Err(e);
+    }
     let mut merged = Ok(());
     for (g, (side, buffer)) in sides.iter().zip(&received).enumerate() {
         let Some(buffer) = buffer else { continue };
@@ -249,7 +255,8 @@ fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
     merged.and(freed)
 }
 
-/// Frees each side's receive buffer in the order of its stream.
+/// Frees each side's receive buffer in the order of its stream, in its context (a side
+/// without one, after an early error, has nothing to free).
 fn free(sides: &[Side<'_>], received: Vec<Option<DeviceBuffer<u8>>>) -> Result<()> {
     let mut result = Ok(());
     for (side, buffer) in sides.iter().zip(received) {
@@ -295,6 +302,19 @@ impl<'s, 'a> Counter<'s, 'a> {
             counts,
             capacity,
         })
+    }
+
+    /// Frees the buffers, each in its device's context.
+    fn free(self) {
+        for ((side, probes), counts) in self.sides.iter().zip(self.probes).zip(self.counts) {
+            // Without the context current the buffers are left to the driver (a failed
+            // free cannot be acted on here).
+            if side.make_current().is_ok() {
+                drop((probes, counts));
+            } else {
+                std::mem::forget((probes, counts));
+            }
+        }
     }
 
     /// `[probe][part]`: each part's count of keys at or below each probe.
@@ -359,14 +379,17 @@ impl<'s, 'a> Counter<'s, 'a> {
     }
 }
 
-/// Step 3: a buffer on each side with a part's keys (none for an empty part), holding
-/// from each part `h` in order its keys `cuts[g][h] .. cuts[g + 1][h]`. Every side's
-/// stream then waits for all copies out of its keys, so that its merges may overwrite
-/// them.
-fn exchange(sides: &[Side<'_>], cuts: &[Vec<u64>]) -> Result<Vec<Option<DeviceBuffer<u8>>>> {
+/// Step 3: pushes to `received` a buffer for each side with a part's keys (none for an
+/// empty part), holding from each part `h` in order its keys `cuts[g][h] .. cuts[g +
+/// 1][h]`. Every side's stream then waits for all copies out of its keys, so that its
+/// merges may overwrite them.
+fn exchange(
+    sides: &[Side<'_>],
+    cuts: &[Vec<u64>],
+    received: &mut Vec<Option<DeviceBuffer<u8>>>,
+) -> Result<()> {
     let p = sides.len();
     let key_bytes = sides[0].keys.word_bytes;
-    let mut received = Vec::with_capacity(p);
     let mut copied: Vec<Vec<Event>> = (0..p).map(|_| Vec::with_capacity(p)).collect();
     for (g, side) in sides.iter().enumerate() {
         side.make_current()?;
@@ -416,7 +439,7 @@ fn exchange(sides: &[Side<'_>], cuts: &[Vec<u64>]) -> Result<Vec<Option<DeviceBu
                 .map_err(on("cuStreamWaitEvent"))?;
         }
     }
-    Ok(received)
+    Ok(())
 }
 
 /// Step 4 on one side: merges the received runs (lengths `runs`, back to back in
