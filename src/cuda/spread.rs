@@ -495,14 +495,14 @@ fn merge_levels(
     let context = side.context();
     let stream = side.stream.as_inner();
     let bytes = side.len() * key_bytes;
-    if levels % 2 == 0 {
+    if levels.is_multiple_of(2) {
         copy_device_async((keys, context), (received, context), bytes as usize, stream)?;
         *complete = keys;
     }
     if levels == 0 {
         return Ok(());
     }
-    let (mut from, mut to) = if levels % 2 == 0 {
+    let (mut from, mut to) = if levels.is_multiple_of(2) {
         (keys, received)
     } else {
         (received, keys)
@@ -548,7 +548,7 @@ fn merge_level(
     let wide = usize::from(key_bytes == 8);
     let kernels = side.backend.spread_kernels;
     let log_tile = merge_log_tile(key_bytes as usize);
-    let shared = (padded_words(log_tile) as u64 * key_bytes) as u32;
+    let shared = (padded_words(log_tile) * key_bytes) as u32;
     let resident = side.backend.limits.multiprocessors.max(1) * MERGE_BLOCKS_PER_SM;
     let mut at = 0u64;
     for pair in runs.chunks(2) {
