@@ -325,6 +325,10 @@ fn measure(gpus: &Result<Gpus, String>) -> Result<(), Failed> {
 /// (devices repeated as needed) made to fail in turn; each failure must return `Err` and
 /// leave every part its length and the parts together the input's keys (`u32`, whose
 /// ordered words are the keys themselves, so that a part's own failed sort keeps them too).
+/// One faulted run: the sort's result, every part's keys after it, the fault points seen.
+#[cfg(feature = "fault-injection")]
+type FaultRun = (Result<(), String>, Vec<u32>, usize);
+
 #[cfg(feature = "fault-injection")]
 fn faults(gpus: &Result<Gpus, String>) -> Result<(), Failed> {
     use bitonic::fault;
@@ -337,7 +341,7 @@ fn faults(gpus: &Result<Gpus, String>) -> Result<(), Failed> {
             .collect();
         let mut all: Vec<u32> = inputs.concat();
         all.sort_unstable();
-        let run = |k: Option<usize>| -> Result<(Result<(), String>, Vec<u32>, usize), Failed> {
+        let run = |k: Option<usize>| -> Result<FaultRun, Failed> {
             let mut owned = Vec::new();
             for (i, input) in inputs.iter().enumerate() {
                 owned.push(upload(gpus, i % gpus.backends.len(), input)?);
