@@ -207,3 +207,6 @@ BITONIC_KERNEL(u16, u16, u64, u64, 1)
 
 // Top-k of keys of at most 32 bits (top_k_tiles).
 #include "top_k.cuh"
+
+// Merges and counts of sorts spread over several devices.
+#include "spread.cuh"

@@ -2,7 +2,7 @@
 # Builds, on a machine with Rust, the binaries a GPU machine without Rust runs, into .device/:
 # the `bitonic` command with CUDA and OpenCL (not the test-only fault injection), and, with
 # every feature, the test suite, the 2^32+3 test, properties, threads, the fault-injection
-# test (faults), Arrow, top-k, scaling (sorts in ranges) and the library's unit tests.
+# test (faults), Arrow, top-k, scaling (sorts in ranges), spread (device-resident sorts over several GPUs) and the library's unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -11,7 +11,7 @@ mkdir -p .device
 cargo build --release -p bitonic-bench --features cuda,opencl --bin bitonic
 cp "$CARGO_TARGET_DIR"/release/bitonic .device/bitonic
 # `cargo test --no-run` names the test executables in its JSON messages.
-cargo test -p bitonic --release --all-features --no-run --message-format=json --test suite --test huge --test properties --test threads --test faults --test device_buffers --test pinned --test arrow --test top_k --test scaling --lib \
+cargo test -p bitonic --release --all-features --no-run --message-format=json --test suite --test huge --test properties --test threads --test faults --test device_buffers --test pinned --test arrow --test top_k --test scaling --test spread --lib \
     | python3 -c '
 import json, shutil, sys
 for line in sys.stdin:

@@ -9,6 +9,7 @@
 #   scripts/gpu-check.sh bench      `bitonic bench` on every device
 #   scripts/gpu-check.sh scaling    host slices past device memory and over every GPU, timed
 #                                   (2^30 and 2^34 u32, 2^32 u64 pairs: 200 GiB of host memory)
+#   scripts/gpu-check.sh spread     2^30 u32 in device memory: one GPU, then spread over 2 and 4
 #
 # With no argument: tests, memcheck and bench. Exit status 0 only if every part passed.
 set -uo pipefail
@@ -34,7 +35,7 @@ for part in "${parts[@]}"; do
             step "devices"; nvidia-smi -L; .device/bitonic devices 2>&1 | tee "$out/devices.txt"
             step "tests"
             REQUIRE= run_test unit --include-ignored --skip cuda_throughput --skip profile
-            for t in suite properties threads device_buffers pinned faults arrow top_k scaling; do
+            for t in suite properties threads device_buffers pinned faults arrow top_k scaling spread; do
                 [ -x ".device/$t" ] && run_test "$t"
             done ;;
         memcheck)
@@ -55,6 +56,11 @@ for part in "${parts[@]}"; do
                     --ignored --exact measure::host_u32 >> "$out/scaling.txt" 2>&1 || status=1
             done
             grep -E "^measure|panicked|^test result" "$out/scaling.txt" ;;
+        spread)
+            step "device-resident keys spread over GPUs: one GPU against 2 and 4"
+            BITONIC_SPREAD_LOG2="${SPREAD_LOG2:-30}" timeout 600 .device/spread --ignored --exact \
+                measure::spread_u32 --nocapture > "$out/spread.txt" 2>&1 || status=1
+            grep -E "^measure|panicked|^test result" "$out/spread.txt" ;;
         bench)
             step "bench"
             timeout 120 .device/bitonic bench --sizes 2^10,2^16,2^20,2^24 2>&1 \

@@ -66,6 +66,8 @@ mod rayon_lock;
 mod schedule;
 mod select;
 mod sorter;
+#[cfg(any(feature = "cuda", test))]
+mod spread_cuts;
 mod top_k;
 
 pub use device::{BackendDevices, BackendKind, DeviceInfo, DeviceType};

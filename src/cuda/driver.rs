@@ -122,3 +122,52 @@ pub fn devices() -> Result<Vec<DeviceInfo>> {
     let count = init()?;
     (0..count).map(|i| Ok(probe(i)?.1)).collect()
 }
+
+/// Enqueues on `stream` a copy of `bytes` from `src` (device memory of `src_context`) to
+/// `dst` (of `dst_context`): a device copy within one context, a peer copy between two
+/// (over NVLink or the bus where peer access is enabled, staged by the driver otherwise).
+pub(super) fn copy_device_async(
+    (dst, dst_context): (cu::CUdeviceptr, cu::CUcontext),
+    (src, src_context): (cu::CUdeviceptr, cu::CUcontext),
+    bytes: usize,
+    stream: cu::CUstream,
+) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    crate::fault::point(BackendKind::Cuda, "cuMemcpyPeerAsync")?;
+    if dst_context == src_context {
+        // SAFETY: the caller passes `bytes` of live device memory at both addresses, in
+        // the context current on this thread, which owns `stream`; the ranges do not overlap.
+        return check("cuMemcpyDtoDAsync", unsafe {
+            cu::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream)
+        });
+    }
+    // SAFETY: as above, each range in its own context, both contexts live.
+    check("cuMemcpyPeerAsync", unsafe {
+        cu::cuMemcpyPeerAsync(dst, dst_context, src, src_context, bytes, stream)
+    })
+}
+
+/// Lets the current context (of `device`) read `peer_context`'s memory (of `peer_device`)
+/// directly where the hardware allows it; elsewhere peer copies are staged by the driver.
+pub(super) fn enable_peer_access(
+    device: cu::CUdevice,
+    peer_device: cu::CUdevice,
+    peer_context: cu::CUcontext,
+) -> Result<()> {
+    let mut can = 0i32;
+    // SAFETY: `can` is a valid out-pointer; both device handles came from the driver.
+    check("cuDeviceCanAccessPeer", unsafe {
+        cu::cuDeviceCanAccessPeer(&mut can, device, peer_device)
+    })?;
+    if can == 0 {
+        return Ok(());
+    }
+    // SAFETY: `peer_context` is a live primary context; flags must be 0.
+    let status = unsafe { cu::cuCtxEnablePeerAccess(peer_context, 0) };
+    if status == cu::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+        return Ok(());
+    }
+    check("cuCtxEnablePeerAccess", status)
+}

@@ -24,7 +24,8 @@
 //! `transfer_timings.rs`.
 //!
 //! Keys already in device memory are sorted in place on the caller's stream by the calls in
-//! `device_slices.rs` ([`CudaBackend::sort_device`] and its siblings).
+//! `device_slices.rs` ([`CudaBackend::sort_device`] and its siblings); keys spread over
+//! several devices by [`sort_device_spread`] (`spread.rs`).
 
 use std::ffi::CString;
 use std::fmt;
@@ -54,6 +55,7 @@ mod kernels;
 mod launch;
 mod link;
 mod plan;
+mod spread;
 mod top_k;
 
 use crate::schedule::merge_path::{UploadChunks, upload_chunk};
@@ -65,6 +67,7 @@ use kernels::{
 };
 use link::{CallerPinned, CudaLink, hand_over};
 use plan::{DeviceLimits, MergeLaunch, MergePathPlan, SortPlan, Widths};
+pub use spread::{SpreadPart, sort_device_spread};
 
 /// One sort's device words and its launches.
 struct Job {
@@ -204,6 +207,8 @@ pub struct CudaBackend {
     device_scratch: Mutex<DeviceScratch>,
     /// The top-k kernels (`top_k.rs`).
     top_k_kernels: top_k::TopKKernels,
+    /// The counts and merges of sorts spread over devices (`spread.rs`).
+    spread_kernels: spread::SpreadKernels,
     /// Serializes sorts of host slices: they share the stream, the device buffers and the
     /// pinned staging.
     busy: Mutex<HostState>,
@@ -287,6 +292,7 @@ impl CudaBackend {
             Vec::new()
         };
         let top_k_kernels = top_k::load_top_k_kernels(&module)?;
+        let spread_kernels = spread::load_spread_kernels(&module)?;
         let mut limits = limits;
         limits.clusters = !cluster_kernels.is_empty();
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
@@ -307,6 +313,7 @@ impl CudaBackend {
                 done: None,
             }),
             top_k_kernels,
+            spread_kernels,
             busy: Mutex::new(HostState::default()),
             cache_stats: CacheStats::default(),
             stream,
