@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use ballista::prelude::{SessionConfigExt, SessionContextExt};
+use ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED;
 use ballista_core::serde::BallistaPhysicalExtensionCodec;
 use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
 use bitonic_datafusion::{BitonicCodec, Sorter};
@@ -31,9 +32,12 @@ async fn main() -> Result<()> {
         Arc::clone(&sorter),
         Arc::new(BallistaPhysicalExtensionCodec::default()),
     );
+    // Ballista's adaptive planner re-plans stages with a fixed list of rules, which has no
+    // place for ours; the static planner keeps the session's physical plan.
     let config = SessionConfig::new_with_ballista()
         .with_target_partitions(4)
-        .with_ballista_physical_extension_codec(Arc::new(codec));
+        .with_ballista_physical_extension_codec(Arc::new(codec))
+        .set_str(BALLISTA_ADAPTIVE_PLANNER_ENABLED, "false");
     let builder = SessionStateBuilder::new()
         .with_default_features()
         .with_config(config);

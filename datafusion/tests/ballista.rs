@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ballista::prelude::{SessionConfigExt, SessionContextExt};
+use ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED;
 use ballista_core::serde::BallistaPhysicalExtensionCodec;
 use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
 use bitonic_datafusion::{BitonicCodec, BitonicSortExec};
@@ -81,9 +82,12 @@ async fn scheduler_and_two_executors_sort_as_datafusion_does() -> Result<()> {
         ),
         sorts_decoded: Arc::clone(&sorts_decoded),
     });
+    // Ballista's adaptive planner re-plans stages with a fixed list of rules, which has no
+    // place for ours; the static planner keeps the session's physical plan.
     let config = SessionConfig::new_with_ballista()
         .with_target_partitions(4)
-        .with_ballista_physical_extension_codec(codec);
+        .with_ballista_physical_extension_codec(codec)
+        .set_str(BALLISTA_ADAPTIVE_PLANNER_ENABLED, "false");
     let state = bitonic_datafusion::register(
         SessionStateBuilder::new()
             .with_default_features()
