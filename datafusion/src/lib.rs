@@ -57,6 +57,8 @@
 //! it with `SessionConfig::with_ballista_physical_extension_codec` on the scheduler's and
 //! the executors' sessions, and the rule on their session states (see `examples/ballista.rs`).
 
+#![warn(missing_docs)]
+
 mod codec;
 mod exec;
 mod rule;

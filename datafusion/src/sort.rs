@@ -26,7 +26,7 @@ const TOP_K_CHUNK_ROWS: usize = 1 << 22;
 
 /// Rows a top-k collects before its first cut (at least twice `k`): a cheap first sort that
 /// gives the filter its threshold early.
-const TOP_K_FIRST_CUT_ROWS: usize = 1 << 16;
+const TOP_K_FIRST_CUT_ROWS: usize = 8192;
 
 /// One sort key: a column of the input schema and its order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
