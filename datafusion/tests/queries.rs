@@ -19,8 +19,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use support::{assert_same, context, context_with_rule, physical_plan};
 
-/// Rows of the test table.
+/// Rows of the test table: fewer than a top-k collects before its first cut.
 const ROWS: usize = 3001;
+
+/// Rows of the table for top-k filtering: several cuts, most batches filtered.
+const MANY_ROWS: usize = 60_001;
 
 /// The key columns, one per type the rule accepts.
 const KEYS: &[&str] = &[
@@ -51,9 +54,9 @@ const KEYS: &[&str] = &[
     "dur_ns",
 ];
 
-/// `ROWS` values, 10% null, the rest drawn from `pool` (few distinct values: many ties).
-fn draw<T: Copy>(rng: &mut StdRng, pool: &[T]) -> Vec<Option<T>> {
-    (0..ROWS)
+/// `rows` values, 10% null, the rest drawn from `pool` (few distinct values: many ties).
+fn draw<T: Copy>(rng: &mut StdRng, rows: usize, pool: &[T]) -> Vec<Option<T>> {
+    (0..rows)
         .map(|_| (!rng.gen_bool(0.1)).then(|| pool[rng.gen_range(0..pool.len())]))
         .collect()
 }
@@ -75,6 +78,11 @@ macro_rules! int_pool {
 /// A table with a column of every key type, a string column `s`, and a unique `id`,
 /// dealt into `partitions` partitions.
 fn table(partitions: usize) -> Arc<MemTable> {
+    table_of(partitions, ROWS)
+}
+
+/// [`table`] with `rows` rows.
+fn table_of(partitions: usize, rows: usize) -> Arc<MemTable> {
     let mut rng = StdRng::seed_from_u64(7);
     let floats = [
         f64::NAN,
@@ -98,40 +106,40 @@ fn table(partitions: usize) -> Arc<MemTable> {
     let columns: Vec<(&str, ArrayRef)> = vec![
         (
             "i8",
-            Arc::new(Int8Array::from(draw(&mut rng, &int_pool!(i8)))),
+            Arc::new(Int8Array::from(draw(&mut rng, rows, &int_pool!(i8)))),
         ),
         (
             "i16",
-            Arc::new(Int16Array::from(draw(&mut rng, &int_pool!(i16)))),
+            Arc::new(Int16Array::from(draw(&mut rng, rows, &int_pool!(i16)))),
         ),
         (
             "i32",
-            Arc::new(Int32Array::from(draw(&mut rng, &int_pool!(i32)))),
+            Arc::new(Int32Array::from(draw(&mut rng, rows, &int_pool!(i32)))),
         ),
         (
             "i64",
-            Arc::new(Int64Array::from(draw(&mut rng, &int_pool!(i64)))),
+            Arc::new(Int64Array::from(draw(&mut rng, rows, &int_pool!(i64)))),
         ),
         (
             "u8",
-            Arc::new(UInt8Array::from(draw(&mut rng, &int_pool!(u8)))),
+            Arc::new(UInt8Array::from(draw(&mut rng, rows, &int_pool!(u8)))),
         ),
         (
             "u16",
-            Arc::new(UInt16Array::from(draw(&mut rng, &int_pool!(u16)))),
+            Arc::new(UInt16Array::from(draw(&mut rng, rows, &int_pool!(u16)))),
         ),
         (
             "u32",
-            Arc::new(UInt32Array::from(draw(&mut rng, &int_pool!(u32)))),
+            Arc::new(UInt32Array::from(draw(&mut rng, rows, &int_pool!(u32)))),
         ),
         (
             "u64",
-            Arc::new(UInt64Array::from(draw(&mut rng, &int_pool!(u64)))),
+            Arc::new(UInt64Array::from(draw(&mut rng, rows, &int_pool!(u64)))),
         ),
         (
             "f16",
             Arc::new(Float16Array::from(
-                draw(&mut rng, &floats)
+                draw(&mut rng, rows, &floats)
                     .into_iter()
                     .map(|v| v.map(f16::from_f64))
                     .collect::<Vec<_>>(),
@@ -140,18 +148,24 @@ fn table(partitions: usize) -> Arc<MemTable> {
         (
             "f32",
             Arc::new(Float32Array::from(
-                draw(&mut rng, &floats)
+                draw(&mut rng, rows, &floats)
                     .into_iter()
                     .map(|v| v.map(|v| v as f32))
                     .collect::<Vec<_>>(),
             )),
         ),
-        ("f64", Arc::new(Float64Array::from(draw(&mut rng, &floats)))),
-        ("date32", Arc::new(Date32Array::from(draw(&mut rng, &days)))),
+        (
+            "f64",
+            Arc::new(Float64Array::from(draw(&mut rng, rows, &floats))),
+        ),
+        (
+            "date32",
+            Arc::new(Date32Array::from(draw(&mut rng, rows, &days))),
+        ),
         (
             "date64",
             Arc::new(Date64Array::from(
-                draw(&mut rng, &days)
+                draw(&mut rng, rows, &days)
                     .into_iter()
                     .map(|v| v.map(|d| d as i64 * 86_400_000))
                     .collect::<Vec<_>>(),
@@ -159,28 +173,28 @@ fn table(partitions: usize) -> Arc<MemTable> {
         ),
         (
             "time32s",
-            Arc::new(Time32SecondArray::from(draw(&mut rng, &seconds))),
+            Arc::new(Time32SecondArray::from(draw(&mut rng, rows, &seconds))),
         ),
         (
             "time32ms",
-            Arc::new(Time32MillisecondArray::from(draw(&mut rng, &millis))),
+            Arc::new(Time32MillisecondArray::from(draw(&mut rng, rows, &millis))),
         ),
         (
             "time64us",
-            Arc::new(Time64MicrosecondArray::from(draw(&mut rng, &micros))),
+            Arc::new(Time64MicrosecondArray::from(draw(&mut rng, rows, &micros))),
         ),
         (
             "time64ns",
-            Arc::new(Time64NanosecondArray::from(draw(&mut rng, &nanos))),
+            Arc::new(Time64NanosecondArray::from(draw(&mut rng, rows, &nanos))),
         ),
         (
             "ts_s",
-            Arc::new(TimestampSecondArray::from(draw(&mut rng, &instants))),
+            Arc::new(TimestampSecondArray::from(draw(&mut rng, rows, &instants))),
         ),
         (
             "ts_ms",
             Arc::new(TimestampMillisecondArray::from(
-                draw(&mut rng, &instants)
+                draw(&mut rng, rows, &instants)
                     .into_iter()
                     .map(|v| v.map(|s| s * 1000 + 7))
                     .collect::<Vec<_>>(),
@@ -189,7 +203,7 @@ fn table(partitions: usize) -> Arc<MemTable> {
         (
             "ts_us",
             Arc::new(TimestampMicrosecondArray::from(
-                draw(&mut rng, &instants)
+                draw(&mut rng, rows, &instants)
                     .into_iter()
                     .map(|v| v.map(|s| s * 1_000_000 - 3))
                     .collect::<Vec<_>>(),
@@ -198,18 +212,27 @@ fn table(partitions: usize) -> Arc<MemTable> {
         (
             "ts_ns_utc",
             Arc::new(
-                TimestampNanosecondArray::from(draw(&mut rng, &[-1i64, 0, 1, i64::MAX, i64::MIN]))
-                    .with_timezone("UTC"),
+                TimestampNanosecondArray::from(draw(
+                    &mut rng,
+                    rows,
+                    &[-1i64, 0, 1, i64::MAX, i64::MIN],
+                ))
+                .with_timezone("UTC"),
             ),
         ),
         (
             "dur_s",
-            Arc::new(DurationSecondArray::from(draw(&mut rng, &int_pool!(i64)))),
+            Arc::new(DurationSecondArray::from(draw(
+                &mut rng,
+                rows,
+                &int_pool!(i64),
+            ))),
         ),
         (
             "dur_ms",
             Arc::new(DurationMillisecondArray::from(draw(
                 &mut rng,
+                rows,
                 &int_pool!(i64),
             ))),
         ),
@@ -217,6 +240,7 @@ fn table(partitions: usize) -> Arc<MemTable> {
             "dur_us",
             Arc::new(DurationMicrosecondArray::from(draw(
                 &mut rng,
+                rows,
                 &int_pool!(i64),
             ))),
         ),
@@ -224,14 +248,19 @@ fn table(partitions: usize) -> Arc<MemTable> {
             "dur_ns",
             Arc::new(DurationNanosecondArray::from(draw(
                 &mut rng,
+                rows,
                 &int_pool!(i64),
             ))),
         ),
         (
             "s",
-            Arc::new(StringArray::from(draw(&mut rng, &["b", "a", "", "zz"]))),
+            Arc::new(StringArray::from(draw(
+                &mut rng,
+                rows,
+                &["b", "a", "", "zz"],
+            ))),
         ),
-        ("id", Arc::new(Int64Array::from_iter_values(0..ROWS as i64))),
+        ("id", Arc::new(Int64Array::from_iter_values(0..rows as i64))),
     ];
     let schema = Arc::new(Schema::new(
         columns
@@ -252,10 +281,10 @@ fn table(partitions: usize) -> Arc<MemTable> {
         .cycle()
         .enumerate()
     {
-        if start >= ROWS {
+        if start >= rows {
             break;
         }
-        let len = len.min(ROWS - start);
+        let len = len.min(rows - start);
         parts[i % partitions].push(batch.slice(start, len));
         start += len;
     }
@@ -308,6 +337,25 @@ fn separate_partitions(partitions: usize) -> SessionContext {
     ctx.register_table("t", table(partitions))
         .expect("registers");
     ctx
+}
+
+#[tokio::test]
+async fn top_k_filtering_by_the_worst_kept_row() {
+    for partitions in [1, 2] {
+        let (stock, ours) = (context(partitions, false), context(partitions, true));
+        let table = table_of(partitions, MANY_ROWS);
+        stock.register_table("t", table.clone()).expect("registers");
+        ours.register_table("t", table).expect("registers");
+        for key in KEYS {
+            for order in ORDERS {
+                let sql = format!("SELECT {key}, id FROM t ORDER BY {key} {order}, id LIMIT 10");
+                assert_same(&stock, &ours, &sql).await;
+            }
+        }
+        // Ties on the first key beyond the cut: the second key decides.
+        let sql = "SELECT * FROM t ORDER BY u8 DESC, f64, id DESC LIMIT 3000";
+        assert_same(&stock, &ours, sql).await;
+    }
 }
 
 #[tokio::test]

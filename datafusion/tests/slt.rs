@@ -151,9 +151,7 @@ async fn run_file(file: &str) -> Tally {
                     continue;
                 }
                 let sort = match &expected {
-                    QueryExpect::Results { sort_mode, .. } => {
-                        sort_mode.clone().unwrap_or(default_sort.clone())
-                    }
+                    QueryExpect::Results { sort_mode, .. } => sort_mode.unwrap_or(default_sort),
                     QueryExpect::Error(_) => SortMode::NoSort,
                 };
                 let (stock_result, our_result) =
