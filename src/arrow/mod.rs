@@ -85,6 +85,21 @@ pub use arrow_ord::sort::SortColumn;
 pub use arrow_schema::SortOptions;
 pub use types::MAX_ROWS;
 
+/// Whether arrays of `data_type` are sorted here (the types the module documentation lists):
+/// an engine that hands sorts over checks this while planning, and keeps its own sort for
+/// any other type.
+///
+/// ```
+/// use bitonic::arrow::is_supported;
+/// use arrow_schema::DataType;
+///
+/// assert!(is_supported(&DataType::Float64));
+/// assert!(!is_supported(&DataType::Utf8));
+/// ```
+pub fn is_supported(data_type: &arrow_schema::DataType) -> bool {
+    types::is_supported(data_type)
+}
+
 /// The permutation that sorts `values`: `values[indices[0]]`, `values[indices[1]]`, ... are
 /// in the order `options` asks for (`None`: ascending, nulls first), as
 /// `arrow_ord::sort::sort_to_indices` computes it. With `Some(limit)`, only the first `limit`

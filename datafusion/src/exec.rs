@@ -1,0 +1,300 @@
+//! [`BitonicSortExec`]: the execution plan node that sorts partitions with a [`Sorter`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use bitonic::Sorter;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{LexOrdering, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::CardinalityEffect;
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
+use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, ExecutionPlanProperties,
+    PlanProperties, SendableRecordBatchStream,
+};
+use futures::{StreamExt, TryStreamExt};
+
+use crate::sort::{KeyColumn, PartitionSort};
+
+/// Sorts its input with a [`Sorter`], as the `SortExec` it replaces would: by `expr`, each
+/// partition alone when `preserve_partitioning` is set (else all rows together),
+/// the first `fetch` rows only when `fetch` is set. Every sort expression is a column of a
+/// type [`bitonic::arrow`] sorts; [`BitonicSortExec::try_new`] checks it.
+#[derive(Debug, Clone)]
+pub struct BitonicSortExec {
+    input: Arc<dyn ExecutionPlan>,
+    expr: LexOrdering,
+    keys: Arc<[KeyColumn]>,
+    preserve_partitioning: bool,
+    fetch: Option<usize>,
+    sorter: Arc<Sorter>,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl BitonicSortExec {
+    /// The node that sorts `input` by `expr` with `sorter`. `preserve_partitioning` and
+    /// `fetch` mean what they mean for `SortExec`.
+    ///
+    /// Without `preserve_partitioning` the node has one output partition; over an input of
+    /// several (which DataFusion's planning never leaves, but a distributed planner may) it
+    /// sorts them all together.
+    ///
+    /// Errors: a sort expression that is not a column of `input`'s schema, or a column of a
+    /// type [`bitonic::arrow`] does not sort.
+    pub fn try_new(
+        input: Arc<dyn ExecutionPlan>,
+        expr: LexOrdering,
+        preserve_partitioning: bool,
+        fetch: Option<usize>,
+        sorter: Arc<Sorter>,
+    ) -> Result<Self> {
+        let keys = key_columns(&input, &expr)?;
+        // SortExec computes the properties of exactly this sort (ordering, equivalences,
+        // partitioning, emission, boundedness); reusing them keeps every rule that reads
+        // them seeing the same plan.
+        let sort = SortExec::new(expr.clone(), Arc::clone(&input))
+            .with_preserve_partitioning(preserve_partitioning)
+            .with_fetch(fetch);
+        let properties = Arc::clone(sort.properties());
+        Ok(Self {
+            input,
+            expr,
+            keys: keys.into(),
+            preserve_partitioning,
+            fetch,
+            sorter,
+            properties,
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+
+    /// The input plan.
+    pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.input
+    }
+
+    /// The sort expressions (columns), most significant first.
+    pub fn expr(&self) -> &LexOrdering {
+        &self.expr
+    }
+
+    /// Whether each partition is sorted alone (else the input has one partition).
+    pub fn preserve_partitioning(&self) -> bool {
+        self.preserve_partitioning
+    }
+
+    /// The sorter that runs the sorts.
+    pub fn sorter(&self) -> &Arc<Sorter> {
+        &self.sorter
+    }
+}
+
+/// The key columns of `expr` over `input`'s schema, or why `expr` is not sorted here.
+pub(crate) fn key_columns(
+    input: &Arc<dyn ExecutionPlan>,
+    expr: &LexOrdering,
+) -> Result<Vec<KeyColumn>> {
+    let schema = input.schema();
+    expr.iter()
+        .map(|sort_expr| {
+            let column = sort_expr.expr.downcast_ref::<Column>().ok_or_else(|| {
+                DataFusionError::Plan(format!(
+                    "BitonicSortExec sorts by columns, not by {}",
+                    sort_expr.expr
+                ))
+            })?;
+            let field = schema.fields().get(column.index()).ok_or_else(|| {
+                DataFusionError::Plan(format!("column {column} is not in the input schema"))
+            })?;
+            if field.name() != column.name() {
+                return Err(DataFusionError::Plan(format!(
+                    "column {column} does not match the input schema's {}",
+                    field.name()
+                )));
+            }
+            if !bitonic::arrow::is_supported(field.data_type()) {
+                return Err(DataFusionError::Plan(format!(
+                    "BitonicSortExec does not sort {} columns ({column})",
+                    field.data_type()
+                )));
+            }
+            Ok(KeyColumn {
+                index: column.index(),
+                options: sort_expr.options,
+            })
+        })
+        .collect()
+}
+
+impl DisplayAs for BitonicSortExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(f, "BitonicSortExec: ")?;
+                if let Some(fetch) = self.fetch {
+                    write!(f, "TopK(fetch={fetch}), ")?;
+                }
+                write!(
+                    f,
+                    "expr=[{}], preserve_partitioning=[{}]",
+                    self.expr, self.preserve_partitioning
+                )
+            }
+            DisplayFormatType::TreeRender => {
+                writeln!(f, "{}", self.expr)?;
+                if let Some(fetch) = self.fetch {
+                    writeln!(f, "limit={fetch}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl ExecutionPlan for BitonicSortExec {
+    fn name(&self) -> &str {
+        "BitonicSortExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn required_input_distribution(&self) -> Vec<Distribution> {
+        if self.preserve_partitioning {
+            vec![Distribution::UnspecifiedDistribution]
+        } else {
+            vec![Distribution::SinglePartition]
+        }
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![false]
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false]
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        let mut recursion = TreeNodeRecursion::Continue;
+        for sort_expr in self.expr.iter() {
+            recursion = f(&sort_expr.expr)?;
+            if recursion == TreeNodeRecursion::Stop {
+                break;
+            }
+        }
+        Ok(recursion)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if children.len() != 1 {
+            return Err(DataFusionError::Internal(format!(
+                "BitonicSortExec has one child, not {}",
+                children.len()
+            )));
+        }
+        Ok(Arc::new(Self::try_new(
+            children.swap_remove(0),
+            self.expr.clone(),
+            self.preserve_partitioning,
+            self.fetch,
+            Arc::clone(&self.sorter),
+        )?))
+    }
+
+    fn fetch(&self) -> Option<usize> {
+        self.fetch
+    }
+
+    fn with_fetch(&self, limit: Option<usize>) -> Option<Arc<dyn ExecutionPlan>> {
+        Self::try_new(
+            Arc::clone(&self.input),
+            self.expr.clone(),
+            self.preserve_partitioning,
+            limit,
+            Arc::clone(&self.sorter),
+        )
+        .ok()
+        .map(|exec| Arc::new(exec) as Arc<dyn ExecutionPlan>)
+    }
+
+    fn cardinality_effect(&self) -> CardinalityEffect {
+        if self.fetch.is_some() {
+            CardinalityEffect::LowerEqual
+        } else {
+            CardinalityEffect::Equal
+        }
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let input_partitions = self.input.output_partitioning().partition_count();
+        let input = if self.preserve_partitioning || input_partitions == 1 {
+            self.input.execute(partition, Arc::clone(&context))?
+        } else {
+            let streams = (0..input_partitions)
+                .map(|part| self.input.execute(part, Arc::clone(&context)))
+                .collect::<Result<Vec<_>>>()?;
+            Box::pin(RecordBatchStreamAdapter::new(
+                self.input.schema(),
+                futures::stream::select_all(streams),
+            ))
+        };
+        let reservation = MemoryConsumer::new(format!("BitonicSortExec[{partition}]"))
+            .register(context.memory_pool());
+        let baseline = BaselineMetrics::new(&self.metrics, partition);
+        let sort = PartitionSort {
+            sorter: Arc::clone(&self.sorter),
+            schema: self.schema(),
+            keys: Arc::clone(&self.keys),
+            fetch: self.fetch,
+            batch_size: context.session_config().batch_size(),
+            reservation,
+            fallbacks: MetricBuilder::new(&self.metrics).counter("fallbacks", partition),
+            sort_time: MetricBuilder::new(&self.metrics).subset_time("sort_time", partition),
+        };
+        let sorted = futures::stream::once(async move {
+            let (batches, reservation) = sort.run(input).await?;
+            // Each batch's share of the reservation is released as it leaves.
+            let stream = futures::stream::iter(batches).map(move |batch| {
+                let size = batch.get_array_memory_size();
+                reservation.resize(reservation.size().saturating_sub(size));
+                baseline.record_output(batch.num_rows());
+                Ok(batch)
+            });
+            Ok::<_, DataFusionError>(stream)
+        })
+        .try_flatten();
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema(),
+            sorted,
+        )))
+    }
+}

@@ -1,0 +1,83 @@
+//! [DataFusion](https://datafusion.apache.org) and
+//! [Ballista](https://datafusion.apache.org/ballista/) sorts run by [`bitonic`]'s [`Sorter`].
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use datafusion::execution::SessionStateBuilder;
+//! use datafusion::prelude::SessionContext;
+//!
+//! # async fn run() -> datafusion::error::Result<()> {
+//! let sorter = Arc::new(bitonic::Sorter::new().expect("a sorter"));
+//! let state = bitonic_datafusion::register(SessionStateBuilder::new().with_default_features(), sorter).build();
+//! let ctx = SessionContext::new_with_state(state);
+//! ctx.sql("SELECT * FROM t ORDER BY price DESC NULLS LAST LIMIT 100").await?.show().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What is replaced
+//!
+//! [`register`] adds [`BitonicSortRule`], a physical optimizer rule that runs after
+//! DataFusion's own rules. It puts a [`BitonicSortExec`] in the place of every `SortExec`
+//! whose sort expressions are all plain columns of a type [`bitonic::arrow`] sorts
+//! (`Int8` .. `Int64`, `UInt8` .. `UInt64`, `Float16/32/64`, `Date32/64`, `Time32/64`,
+//! `Timestamp`, `Duration`) and whose input is bounded. Everything else keeps DataFusion's
+//! `SortExec`: an expression such as `ORDER BY a + 1` or `ORDER BY lower(name)`, a string,
+//! boolean, decimal or nested key, or an unbounded (streaming) input. The replacement keeps
+//! the `SortExec`'s `fetch` (top-k), `preserve_partitioning` and output properties, so the
+//! `SortPreservingMergeExec` above a per-partition sort still merges the partitions.
+//!
+//! # How a partition is sorted
+//!
+//! [`BitonicSortExec`] collects its input partition, concatenates the batches once, sorts
+//! the rows with [`bitonic::arrow::lexsort_to_indices`] (one stable pass of the [`Sorter`]
+//! per key column, nulls and `SortOptions` as DataFusion orders them) and gathers every
+//! column of the schema with arrow's `take`, in batches of the session's `batch_size`.
+//! With `fetch` (`ORDER BY ... LIMIT k`) the input is reduced as it arrives: whenever more
+//! than a few million rows are buffered they are cut to their best `k` rows, so a top-k
+//! holds `k` rows plus one chunk. Floats are ordered as DataFusion orders them (IEEE
+//! `totalOrder`: `-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < NaN`).
+//!
+//! # Memory and errors
+//!
+//! The collected batches, their concatenation and the sorted output are registered with the
+//! session's `MemoryPool` (one `MemoryConsumer` per partition). Where the pool refuses, the
+//! partition fails with DataFusion's `ResourcesExhausted` error: unlike `SortExec` this
+//! operator does not spill to disk, so a query whose partitions do not fit the pool should
+//! run without the rule (or with more partitions). Results are never wrong.
+//!
+//! Where the [`Sorter`] returns an error (a device out of memory, a lost device), the
+//! partition is sorted by arrow's CPU `lexsort_to_indices` instead, the same order DataFusion
+//! would produce, and the operator's `fallbacks` metric counts it.
+//!
+//! # Ballista
+//!
+//! [`BitonicCodec`] is the `PhysicalExtensionCodec` that ships [`BitonicSortExec`] to
+//! executors; it wraps the codec that handles every other node (Ballista's own). Register
+//! it with `SessionConfig::with_ballista_physical_extension_codec` on the scheduler's and
+//! the executors' sessions, and the rule on their session states (see `examples/ballista.rs`).
+
+#![warn(missing_docs)]
+
+mod codec;
+mod exec;
+mod rule;
+mod sort;
+
+use std::sync::Arc;
+
+use datafusion::execution::SessionStateBuilder;
+
+pub use bitonic::Sorter;
+pub use codec::BitonicCodec;
+pub use exec::BitonicSortExec;
+pub use rule::BitonicSortRule;
+
+/// Adds [`BitonicSortRule`] with `sorter` to `builder`'s physical optimizer rules, after
+/// DataFusion's own: every sort the rule accepts is then run by `sorter`.
+///
+/// Call it after `with_default_features` (or whatever sets the default rules): a later
+/// `with_physical_optimizer_rules` replaces the whole list, this rule included.
+pub fn register(builder: SessionStateBuilder, sorter: Arc<Sorter>) -> SessionStateBuilder {
+    builder.with_physical_optimizer_rule(Arc::new(BitonicSortRule::new(sorter)))
+}
