@@ -27,10 +27,10 @@ use cust::stream::{Stream, StreamWaitEventFlags};
 use cust::sys as cu;
 
 use super::CudaBackend;
-use super::device_slices::{DeviceWords, check_key_width};
+use super::device_slices::DeviceWords;
 use super::driver::{copy_device_async, driver_error, enable_peer_access, on};
 use super::kernels::{Kernel, launch_kernel, load_kernel};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernel_contract::padded_words;
 use crate::keys::{KeyEncoding, Order, WordKey};
 use crate::spread_cuts::{PROBES, spread_cuts};
@@ -138,7 +138,12 @@ pub fn sort_device_spread<K: WordKey + DeviceCopy>(
     order: Order,
 ) -> Result<()> {
     let key_bytes = std::mem::size_of::<K>();
-    check_key_width(key_bytes)?;
+    // The counting and merge kernels of a spread sort exist for 4- and 8-byte keys only.
+    if key_bytes != 4 && key_bytes != 8 {
+        return Err(Error::Unsupported(format!(
+            "{key_bytes}-byte keys spread over GPUs: the spread sort takes 4- and 8-byte keys"
+        )));
+    }
     for part in parts.iter() {
         part.backend.check_stream(part.stream)?;
         if !part.keys.is_empty() {

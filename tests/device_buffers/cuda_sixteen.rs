@@ -131,7 +131,7 @@ fn lengths<K: Key16>(t: &Target) -> Result<(), Failed> {
     for n in lens {
         let at = format!("{}::device::sixteen::{}::lengths::{n}", t.label, K::NAME);
         let mut rng = rng_for(input_seed(t.seed, &at, n));
-        let input: Vec<u16> = (0..n).map(|_| rng.random()).collect();
+        let input: Vec<u16> = (0..n).map(|_| rng.r#gen()).collect();
         for order in [Order::Ascending, Order::Descending] {
             let got =
                 sort_rows::<K>(&dev, &input, n.max(1), order).map_err(|e| format!("{at}: {e}"))?;
@@ -157,7 +157,7 @@ fn pairs<K: Key16>(t: &Target) -> Result<(), Failed> {
         let at = format!("{}::device::sixteen::{}::pairs::{n}", t.label, K::NAME);
         let mut rng = rng_for(input_seed(t.seed, &at, n));
         // Few distinct keys: many ties.
-        let input: Vec<u16> = (0..n).map(|_| rng.random::<u16>() & 0x8ff0).collect();
+        let input: Vec<u16> = (0..n).map(|_| rng.r#gen::<u16>() & 0x8ff0).collect();
         let positions: Vec<u32> = (0..n as u32).collect();
         for order in [Order::Ascending, Order::Descending] {
             let mut keys = dev.upload(&input)?;
@@ -198,7 +198,7 @@ fn top_k<K: Key16>(t: &Target) -> Result<(), Failed> {
         );
         let mut rng = rng_for(input_seed(t.seed, &at, row_len * rows));
         let input: Vec<u16> = (0..row_len * rows)
-            .map(|_| rng.random::<u16>() & 0xfff3)
+            .map(|_| rng.r#gen::<u16>() & 0xfff3)
             .collect();
         for order in [Order::Ascending, Order::Descending] {
             let keys = dev.upload(&input)?;
