@@ -148,7 +148,9 @@ pub fn cuda_target(cfg: &CompareConfig) -> (Option<Target>, Vec<String>) {
     let target = Target {
         backend: BackendKind::Cuda,
         lists,
-        split_from: None,
+        // Every size is spread over the listed GPUs: the library's default spreads only
+        // slices past one GPU's memory.
+        split_from: Some(0),
         memory_limit: None,
     };
     (Some(target), notes)
