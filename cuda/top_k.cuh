@@ -29,25 +29,92 @@ __device__ __forceinline__ void tk_cmpx(u64 *t, u32 a, u32 b) {
 
 extern __shared__ __align__(16) unsigned char top_k_smem[];
 
+// The network on a tile of `size` words in shared memory (a power of two of at least K):
+// afterwards its first K words are its K best, in order. The caller synchronizes before.
+__device__ __forceinline__ void tile_select(u64 *t, u32 size, u32 log_k) {
+    const u32 pairs = size >> 1;
+    const u32 k = 1u << log_k;
+    // Runs of K: stage s merges sorted halves of 2^s into sorted blocks of 2^(s+1).
+    for (u32 s = 0; s < log_k; ++s) {
+        for (u32 j = threadIdx.x; j < pairs; j += blockDim.x) {
+            const u32 lo = tk_lower(j, s);
+            tk_cmpx(t, lo, lo ^ ((2u << s) - 1u));
+        }
+        __syncthreads();
+        for (u32 h = s; h-- > 0;) {
+            for (u32 j = threadIdx.x; j < pairs; j += blockDim.x) {
+                const u32 lo = tk_lower(j, h);
+                tk_cmpx(t, lo, lo + (1u << h));
+            }
+            __syncthreads();
+        }
+    }
+    // Merge levels: at level m the runs lie 2^m * K apart; each pair keeps its best K in
+    // the first run's place.
+    for (u32 m = 0; ((size >> log_k) >> m) > 1; ++m) {
+        const u32 runs = (size >> log_k) >> (m + 1);
+        for (u32 j = threadIdx.x; j < (runs << log_k); j += blockDim.x) {
+            const u32 p = j >> log_k;
+            const u32 i = j & (k - 1u);
+            const u32 first_run = p << (log_k + m + 1);
+            const u32 second_run = first_run + (k << m);
+            const u64 x = t[pad(first_run + i)];
+            const u64 y = t[pad(second_run + k - 1u - i)];
+            t[pad(first_run + i)] = x < y ? x : y;
+        }
+        __syncthreads();
+        for (u32 h = log_k; h-- > 0;) {
+            for (u32 j = threadIdx.x; j < (runs << (log_k - 1)); j += blockDim.x) {
+                const u32 p = j >> (log_k - 1);
+                const u32 lo = (p << (log_k + m + 1)) + tk_lower(j & ((k >> 1) - 1u), h);
+                tk_cmpx(t, lo, lo + (1u << h));
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// Which rows a tile launch serves, by the counts of the candidate filter (top_k_filter):
+// every row with its whole `len` (ROWS_ALL); every row, reading only its first
+// min(count, len) words (ROWS_COUNTED: the candidates); or only the rows whose count lies
+// outside [lo, hi], which the full plan selects instead (ROWS_RESCUED).
+#define ROWS_ALL 0u
+#define ROWS_COUNTED 1u
+#define ROWS_RESCUED 2u
+
+struct RowFilter {
+    const u32 *counts;
+    u32 lo;
+    u32 hi;
+    u32 mode;
+};
+
+__device__ __forceinline__ bool row_rescued(const u32 *counts, u32 lo, u32 hi, u64 row) {
+    const u32 c = counts[row];
+    return c < lo || c > hi;
+}
+
 // keys: raw keys of at most 32 bits (K: u32, or u16 for 16-bit keys, ordered at 16 bits in a
 // 32-bit word), rows of `len` (from_keys != 0); words: the previous
 // pass's runs (from_keys == 0). out: `rows * tiles` runs of K words.
 template <typename K>
 __device__ __forceinline__ void top_k_tiles(const K *__restrict__ keys, const u64 *__restrict__ words,
-                                            u64 *__restrict__ out, const TopKArgs &a) {
+                                            u64 *__restrict__ out, const TopKArgs &a, const RowFilter f) {
     u64 *t = reinterpret_cast<u64 *>(top_k_smem);
     const u32 size = 1u << a.log_tile;
-    const u32 pairs = size >> 1;
-    const u32 log_k = a.log_k;
-    const u32 k = 1u << log_k;
+    const u32 k = 1u << a.log_k;
     const u64 groups = a.rows * a.tiles;
     for (u64 g = blockIdx.x; g < groups; g += gridDim.x) {
         const u64 row = g / a.tiles;
+        if (f.mode == ROWS_RESCUED && !row_rescued(f.counts, f.lo, f.hi, row)) {
+            continue; // uniform across the block
+        }
+        const u64 len = f.mode == ROWS_COUNTED ? min((u64)f.counts[row], a.len) : a.len;
         const u64 first = (g - row * a.tiles) << a.log_tile;
         for (u32 i = threadIdx.x; i < size; i += blockDim.x) {
             const u64 col = first + i;
             u64 w = ~0ull;
-            if (col < a.len) {
+            if (col < len) {
                 if (a.from_keys) {
                     w = ((u64)encode_as<K>((u32)keys[row * a.len + col], a.encoding) << 32) | col;
                 } else {
@@ -57,44 +124,7 @@ __device__ __forceinline__ void top_k_tiles(const K *__restrict__ keys, const u6
             t[pad(i)] = w;
         }
         __syncthreads();
-        // Runs of K: stage s merges sorted halves of 2^s into sorted blocks of 2^(s+1).
-        for (u32 s = 0; s < log_k; ++s) {
-            for (u32 j = threadIdx.x; j < pairs; j += blockDim.x) {
-                const u32 lo = tk_lower(j, s);
-                tk_cmpx(t, lo, lo ^ ((2u << s) - 1u));
-            }
-            __syncthreads();
-            for (u32 h = s; h-- > 0;) {
-                for (u32 j = threadIdx.x; j < pairs; j += blockDim.x) {
-                    const u32 lo = tk_lower(j, h);
-                    tk_cmpx(t, lo, lo + (1u << h));
-                }
-                __syncthreads();
-            }
-        }
-        // Merge levels: at level m the runs lie 2^m * K apart; each pair keeps its best K in
-        // the first run's place.
-        for (u32 m = 0; ((size >> log_k) >> m) > 1; ++m) {
-            const u32 runs = (size >> log_k) >> (m + 1);
-            for (u32 j = threadIdx.x; j < (runs << log_k); j += blockDim.x) {
-                const u32 p = j >> log_k;
-                const u32 i = j & (k - 1u);
-                const u32 first_run = p << (log_k + m + 1);
-                const u32 second_run = first_run + (k << m);
-                const u64 x = t[pad(first_run + i)];
-                const u64 y = t[pad(second_run + k - 1u - i)];
-                t[pad(first_run + i)] = x < y ? x : y;
-            }
-            __syncthreads();
-            for (u32 h = log_k; h-- > 0;) {
-                for (u32 j = threadIdx.x; j < (runs << (log_k - 1)); j += blockDim.x) {
-                    const u32 p = j >> (log_k - 1);
-                    const u32 lo = (p << (log_k + m + 1)) + tk_lower(j & ((k >> 1) - 1u), h);
-                    tk_cmpx(t, lo, lo + (1u << h));
-                }
-                __syncthreads();
-            }
-        }
+        tile_select(t, size, a.log_k);
         for (u32 i = threadIdx.x; i < k; i += blockDim.x) {
             out[g * k + i] = t[pad(i)];
         }
@@ -103,17 +133,115 @@ __device__ __forceinline__ void top_k_tiles(const K *__restrict__ keys, const u6
     }
 }
 
-extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)
-    top_k_tiles_u32(const u32 *__restrict__ keys, const u64 *__restrict__ words, u64 *__restrict__ out,
-                    TopKArgs a) {
-    top_k_tiles<u32>(keys, words, out, a);
+#define TOP_K_TILES_KERNEL(KNAME, K)                                                                \
+    extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                     \
+        top_k_tiles_##KNAME(const K *__restrict__ keys, const u64 *__restrict__ words,              \
+                            u64 *__restrict__ out, TopKArgs a, const u32 *__restrict__ counts,      \
+                            u32 lo, u32 hi, u32 mode) {                                             \
+        top_k_tiles<K>(keys, words, out, a, RowFilter{counts, lo, hi, mode});                       \
+    }
+
+TOP_K_TILES_KERNEL(u32, u32)
+TOP_K_TILES_KERNEL(u16, u16)
+
+// The candidate filter of long rows (TopKFilter in src/schedule/top_k.rs, which describes
+// it). First the threshold of each row: one block per row loads 2^log_sample words, one at a
+// hashed position of each stratum (sample_position there), selects the best 2^log_rank of
+// them with the tile network and keeps the rank-th (rank <= 2^log_rank).
+__device__ __forceinline__ u64 sample_position(u64 row, u64 j, u64 len, u32 log_sample) {
+    const u64 lo = (j * len) >> log_sample;
+    const u64 hi = ((j + 1) * len) >> log_sample;
+    u32 h = (u32)row * 0x9e3779b9u ^ (u32)(row >> 32) ^ (u32)j * 0x85ebca6bu;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    h *= 0x846ca68bu;
+    h ^= h >> 16;
+    return lo + h % (hi - lo);
 }
 
-extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)
-    top_k_tiles_u16(const u16 *__restrict__ keys, const u64 *__restrict__ words, u64 *__restrict__ out,
-                    TopKArgs a) {
-    top_k_tiles<u16>(keys, words, out, a);
+template <typename K>
+__device__ __forceinline__ void top_k_sample(const K *__restrict__ keys, u64 *__restrict__ thresholds,
+                                             u64 rows, u64 len, u32 log_sample, u32 log_rank, u32 rank,
+                                             u32 encoding) {
+    u64 *t = reinterpret_cast<u64 *>(top_k_smem);
+    const u32 size = 1u << log_sample;
+    for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        for (u32 j = threadIdx.x; j < size; j += blockDim.x) {
+            const u64 col = sample_position(row, j, len, log_sample);
+            t[pad(j)] = ((u64)encode_as<K>((u32)keys[row * len + col], encoding) << 32) | col;
+        }
+        __syncthreads();
+        tile_select(t, size, log_rank);
+        if (threadIdx.x == 0) {
+            thresholds[row] = t[pad(rank - 1u)];
+        }
+        __syncthreads();
+    }
 }
+
+// Then one pass over the keys appends each word at or below its row's threshold to the
+// row's `capacity` slots, counting them all in `counts` (zeroed before): slots past the
+// capacity are not written, and a count outside [k, capacity] sends the row to the full
+// plan. A block of TOP_K_THREADS takes chunks of TOP_K_FILTER_CHUNK keys of a row (`chunks`
+// per row), a warp its slots with one atomic per 32 keys.
+template <typename K>
+__device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u64 *__restrict__ thresholds,
+                                             u32 *__restrict__ counts, u64 *__restrict__ candidates,
+                                             u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 step = blockDim.x * 4u;
+    for (u64 g = blockIdx.x; g < rows * chunks; g += gridDim.x) {
+        const u64 row = g / chunks;
+        const u64 threshold = thresholds[row];
+        const K *row_keys = keys + row * len;
+        const u64 start = (g - row * chunks) * TOP_K_FILTER_CHUNK;
+        for (u64 base = start; base < start + TOP_K_FILTER_CHUNK && base < len; base += step) {
+            u32 raw[4];
+#pragma unroll
+            for (u32 u = 0; u < 4; ++u) {
+                const u64 col = base + u * blockDim.x + threadIdx.x;
+                raw[u] = col < len ? (u32)row_keys[col] : 0u;
+            }
+#pragma unroll
+            for (u32 u = 0; u < 4; ++u) {
+                const u64 col = base + u * blockDim.x + threadIdx.x;
+                const u64 w = ((u64)encode_as<K>(raw[u], encoding) << 32) | col;
+                const bool keep = col < len && w <= threshold;
+                const u32 ballot = __ballot_sync(0xffffffffu, keep);
+                if (ballot == 0u) {
+                    continue;
+                }
+                u32 first = 0;
+                if (lane == 0) {
+                    first = atomicAdd(&counts[row], (u32)__popc(ballot));
+                }
+                first = __shfl_sync(0xffffffffu, first, 0);
+                const u64 slot = (u64)first + __popc(ballot & ((1u << lane) - 1u));
+                if (keep && slot < capacity) {
+                    candidates[row * capacity + slot] = w;
+                }
+            }
+        }
+    }
+}
+
+#define TOP_K_FILTER_KERNELS(KNAME, K)                                                                \
+    extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                       \
+        top_k_sample_##KNAME(const K *__restrict__ keys, u64 *__restrict__ thresholds, u64 rows,      \
+                             u64 len, u32 log_sample, u32 log_rank, u32 rank, u32 encoding) {         \
+        top_k_sample<K>(keys, thresholds, rows, len, log_sample, log_rank, rank, encoding);           \
+    }                                                                                                 \
+    extern "C" __global__ void top_k_filter_##KNAME(const K *__restrict__ keys,                       \
+                                                    const u64 *__restrict__ thresholds,               \
+                                                    u32 *__restrict__ counts,                         \
+                                                    u64 *__restrict__ candidates, u64 rows, u64 len,  \
+                                                    u64 chunks, u64 capacity, u32 encoding) {         \
+        top_k_filter<K>(keys, thresholds, counts, candidates, rows, len, chunks, capacity, encoding); \
+    }
+
+TOP_K_FILTER_KERNELS(u32, u32)
+TOP_K_FILTER_KERNELS(u16, u16)
 
 // The sort path (k past the on-chip tile), as in kernels/top_k.clh, which describes it: each
 // row's elements become words that sort in the wanted order, the rows are sorted on the
@@ -162,14 +290,18 @@ extern "C" __global__ void top_k_rank_u64(const u64 *__restrict__ sorted, const 
 
 // The answer: each of `rows` rows of sorted words (`stride` apart) gives its first k
 // positions (the low halves) and the keys at those positions of its row of `row_len` keys.
+// With `counts` (the candidate filter's), a row whose count lies outside [lo, hi] takes its
+// words from `rescued` instead, at the same stride.
 template <typename K>
 __device__ __forceinline__ void top_k_take(const u64 *__restrict__ words, const K *__restrict__ keys,
                                            K *__restrict__ values, u32 *__restrict__ indices, u64 rows,
-                                           u64 stride, u64 row_len, u32 k) {
+                                           u64 stride, u64 row_len, u32 k, const u64 *__restrict__ rescued,
+                                           const u32 *__restrict__ counts, u32 lo, u32 hi) {
     const u64 n = rows * k;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         const u64 row = i / k;
-        const u32 position = (u32)words[row * stride + (i - row * k)];
+        const u64 *from = counts != nullptr && row_rescued(counts, lo, hi, row) ? rescued : words;
+        const u32 position = (u32)from[row * stride + (i - row * k)];
         indices[i] = position;
         values[i] = keys[row * row_len + position];
     }
@@ -184,8 +316,10 @@ __device__ __forceinline__ void top_k_take(const u64 *__restrict__ words, const 
 #define TOP_K_TAKE_KERNEL(KNAME, K)                                                              \
     extern "C" __global__ void top_k_take_##KNAME(const u64 *words, const K *keys, K *values,    \
                                                   u32 *indices, u64 rows, u64 stride,            \
-                                                  u64 row_len, u32 k) {                          \
-        top_k_take<K>(words, keys, values, indices, rows, stride, row_len, k);                   \
+                                                  u64 row_len, u32 k, const u64 *rescued,        \
+                                                  const u32 *counts, u32 lo, u32 hi) {           \
+        top_k_take<K>(words, keys, values, indices, rows, stride, row_len, k, rescued, counts,   \
+                      lo, hi);                                                                   \
     }
 
 TOP_K_COMPOSE_KERNEL(u32, u32)

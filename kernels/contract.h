@@ -71,6 +71,8 @@
 // K is at most half of that; a CUDA top-k block has at most TOP_K_THREADS threads.
 #define TOP_K_MAX_LOG_TILE 12
 #define TOP_K_THREADS 256
+// Keys of a row that one block of the CUDA top-k filter reads: a multiple of 4 * TOP_K_THREADS.
+#define TOP_K_FILTER_CHUNK 4096
 
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in

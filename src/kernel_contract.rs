@@ -104,6 +104,11 @@ pub const TOP_K_MAX_LOG_TILE: u32 = 12;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const TOP_K_THREADS: u32 = 256;
 
+/// Keys of a row that one block of the CUDA top-k filter reads (`TOP_K_FILTER_CHUNK`): a
+/// multiple of the four keys per thread of a block of [`TOP_K_THREADS`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const TOP_K_FILTER_CHUNK: u32 = 4096;
+
 /// The parameter block of every CUDA merge pass and its splitter pass (`struct MergeArgs` in
 /// `kernels/contract.h`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -234,6 +239,7 @@ mod tests {
             ("WARP_SORT_MAX_WARPS_LOG", WARP_SORT_MAX_WARPS_LOG),
             ("TOP_K_MAX_LOG_TILE", TOP_K_MAX_LOG_TILE),
             ("TOP_K_THREADS", TOP_K_THREADS),
+            ("TOP_K_FILTER_CHUNK", TOP_K_FILTER_CHUNK),
         ] {
             assert_eq!(number(name), value, "{name}");
         }

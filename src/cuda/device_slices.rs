@@ -156,6 +156,21 @@ impl CudaBackend {
                 _ => {}
             }
         }
+        self.enqueue_sort_words(keys, values, encoding, row_len, stream)
+    }
+
+    /// [`CudaBackend::sort_device_words`] after its checks, for buffers this backend
+    /// allocated itself: memory from the stream-ordered pool has no owner to look up while
+    /// the stream is being captured into a graph.
+    pub(super) fn enqueue_sort_words(
+        &self,
+        keys: DeviceWords,
+        values: Option<DeviceWords>,
+        encoding: KeyEncoding,
+        row_len: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let value_bytes = values.map_or(0, |v| v.word_bytes);
         if row_len <= 1 {
             return Ok(());
         }

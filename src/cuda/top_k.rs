@@ -16,10 +16,10 @@ use super::driver::{driver_error, on};
 use super::kernels::{Kernel, launch_kernel, load_kernel};
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernel_contract::{TOP_K_THREADS, TopKArgs, padded_words};
+use crate::kernel_contract::{TOP_K_FILTER_CHUNK, TOP_K_THREADS, TopKArgs, padded_words};
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
-use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKPlan, TopKRoute};
+use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKFilter, TopKPlan, TopKRoute};
 use crate::top_k::check_top_k_device;
 
 /// Blocks of one launch at most; each block loops over the tiles (or elements) past the grid.
@@ -34,6 +34,10 @@ const ELEMENT_THREADS: u32 = 256;
 pub(super) struct TopKKernels {
     /// `top_k_tiles_u32` and `top_k_tiles_u16`.
     tiles: [Kernel; 2],
+    /// `top_k_sample_u32` and `top_k_sample_u16`.
+    sample: [Kernel; 2],
+    /// `top_k_filter_u32` and `top_k_filter_u16`.
+    filter: [Kernel; 2],
     /// `top_k_compose_u32` and `top_k_compose_u16`.
     compose: [Kernel; 2],
     /// `top_k_positions_u64` and `top_k_rank_u64`.
@@ -55,6 +59,11 @@ pub(super) fn load_top_k_kernels(module: &Module) -> Result<TopKKernels> {
         |name: &str| load_kernel(module, name, (padded_words(TOP_K_MAX_LOG_TILE) * 8) as u32);
     Ok(TopKKernels {
         tiles: [tiles("top_k_tiles_u32")?, tiles("top_k_tiles_u16")?],
+        sample: [tiles("top_k_sample_u32")?, tiles("top_k_sample_u16")?],
+        filter: [
+            load_kernel(module, "top_k_filter_u32", 0)?,
+            load_kernel(module, "top_k_filter_u16", 0)?,
+        ],
         compose: [
             load_kernel(module, "top_k_compose_u32", 0)?,
             load_kernel(module, "top_k_compose_u16", 0)?,
@@ -88,6 +97,33 @@ struct TopKJob {
 impl TopKJob {
     fn n(&self) -> u64 {
         self.rows * self.row_len
+    }
+}
+
+/// Which rows a launch of `top_k_tiles_*` serves (`ROWS_*` in `cuda/top_k.cuh`), by the
+/// counts of the candidate filter.
+#[derive(Clone, Copy)]
+enum Rows {
+    /// Every row, whole.
+    All,
+    /// Every row's first `min(count, len)` words: the candidates.
+    Counted(cu::CUdeviceptr),
+    /// Only the rows whose count is outside `lo..=hi`, which the filter could not serve.
+    Rescued {
+        counts: cu::CUdeviceptr,
+        lo: u32,
+        hi: u32,
+    },
+}
+
+impl Rows {
+    /// The kernel's `(counts, lo, hi, mode)`.
+    fn params(self) -> (cu::CUdeviceptr, u32, u32, u32) {
+        match self {
+            Rows::All => (0, 0, 0, 0),
+            Rows::Counted(counts) => (counts, 0, 0, 1),
+            Rows::Rescued { counts, lo, hi } => (counts, lo, hi, 2),
+        }
     }
 }
 
@@ -224,8 +260,30 @@ impl CudaBackend {
             kind: KeyKind::Unsigned,
             descending: false,
         };
+        let mut rescue = Rows::All;
+        let mut rescued = 0;
         let (words, stride) = match route {
-            TopKRoute::Tiles(plan) => (self.enqueue_tiles(job, plan, scratch, stream)?, plan.run()),
+            TopKRoute::Tiles(plan) => match TopKFilter::new(job.row_len, job.k, TOP_K_MAX_LOG_TILE)
+            {
+                Some(filter) => {
+                    let (counts, candidates) =
+                        self.enqueue_filter(job, &filter, scratch, stream)?;
+                    rescue = Rows::Rescued {
+                        counts,
+                        lo: job.k as u32,
+                        hi: filter.capacity as u32,
+                    };
+                    let from = (candidates, Rows::Counted(counts));
+                    let words =
+                        self.enqueue_tiles(job, &filter.candidates, Some(from), scratch, stream)?;
+                    rescued = self.enqueue_tiles(job, plan, Some((0, rescue)), scratch, stream)?;
+                    (words, plan.run())
+                }
+                None => (
+                    self.enqueue_tiles(job, plan, None, scratch, stream)?,
+                    plan.run(),
+                ),
+            },
             TopKRoute::SortWords => {
                 let words = sorted_words(scratch)?;
                 let mut params = (job.keys, words, n, job.row_len, job.encoding.code());
@@ -273,6 +331,7 @@ impl CudaBackend {
             2 => 2,
             _ => 0,
         }];
+        let (counts, lo, hi, _) = rescue.params();
         let mut params = (
             words,
             job.keys,
@@ -282,11 +341,17 @@ impl CudaBackend {
             stride,
             job.row_len,
             job.k as u32,
+            rescued,
+            counts,
+            lo,
+            hi,
         );
         // SAFETY: `top_k_take_<key>(const u64 *words, const K *keys, K *values, u32 *indices,
-        // u64 rows, u64 stride, u64 row_len, u32 k)`: each row's first `k` words lie within its
-        // `stride` words, their positions within its `row_len` keys, and the outputs hold
-        // `rows * k` elements (checked).
+        // u64 rows, u64 stride, u64 row_len, u32 k, const u64 *rescued, const u32 *counts,
+        // u32 lo, u32 hi)`: each row's first `k` words (in `words`, or in `rescued` for the
+        // rows the counts send there, which the rescue wrote) lie within its `stride` words,
+        // their positions within its `row_len` keys, and the outputs hold `rows * k` elements
+        // (checked); a null `counts` reads neither `rescued` nor counts.
         unsafe { self.launch_elements(take, job.rows * job.k, &mut params, stream) }
     }
 
@@ -303,7 +368,7 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         let len = n as usize;
-        self.sort_device_words(
+        self.enqueue_sort_words(
             DeviceWords {
                 ptr: keys,
                 len,
@@ -320,14 +385,90 @@ impl CudaBackend {
         )
     }
 
-    /// The bitonic top-k's passes; returns the address of the last pass's runs.
+    /// The candidate filter's sample and pass ([`TopKFilter`]); returns the rows' counts and
+    /// their candidates, `capacity` slots per row.
+    fn enqueue_filter(
+        &self,
+        job: &TopKJob,
+        filter: &TopKFilter,
+        scratch: &mut StreamBuffers<'_>,
+        stream: &Stream,
+    ) -> Result<(cu::CUdeviceptr, cu::CUdeviceptr)> {
+        let rows = job.rows;
+        let thresholds = scratch.alloc(self, rows * 8)?;
+        let counts = scratch.alloc(self, rows * 4)?;
+        let candidates = scratch.alloc(self, rows * filter.capacity * 8)?;
+        crate::fault::point(BackendKind::Cuda, "cuMemsetD32Async")?;
+        // SAFETY: the counts buffer holds `rows` 32-bit words, set in the stream's order.
+        super::driver::check("cuMemsetD32Async", unsafe {
+            cu::cuMemsetD32Async(counts, 0, rows as usize, stream.as_inner())
+        })?;
+        let grid = |blocks: u64| blocks.min(MAX_GRID).min(u64::from(self.limits.max_grid_x)) as u32;
+        let width = narrow(job.key_bytes);
+        let log_rank = filter.rank.next_power_of_two().trailing_zeros();
+        let mut params = (
+            job.keys,
+            thresholds,
+            rows,
+            job.row_len,
+            filter.log_sample,
+            log_rank,
+            filter.rank,
+            job.encoding.code(),
+        );
+        let block = TOP_K_THREADS.min(1 << filter.log_sample.saturating_sub(1));
+        let shared = (padded_words(filter.log_sample) * 8) as u32;
+        // SAFETY: `top_k_sample_<key>(const K *keys, u64 *thresholds, u64 rows, u64 len, u32
+        // log_sample, u32 log_rank, u32 rank, u32 encoding)` reads keys inside each row (the
+        // sampled positions lie below `len`) and writes one word per row; `rank <=
+        // 2^log_rank <= 2^log_sample`, whose tile the shared memory holds.
+        unsafe {
+            launch_kernel(
+                self.top_k_kernels.sample[width],
+                (grid(rows), block, shared),
+                stream.as_inner(),
+                &mut params.pointers(),
+            )
+        }?;
+        let chunks = job.row_len.div_ceil(u64::from(TOP_K_FILTER_CHUNK));
+        let mut params = (
+            job.keys,
+            thresholds,
+            counts,
+            candidates,
+            rows,
+            job.row_len,
+            chunks,
+            filter.capacity,
+            job.encoding.code(),
+        );
+        // SAFETY: `top_k_filter_<key>(const K *keys, const u64 *thresholds, u32 *counts, u64
+        // *candidates, u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding)` reads the
+        // `rows * len` keys and writes at most `capacity` candidates per row, which the
+        // buffer holds; the block is the TOP_K_THREADS the chunk is a multiple of.
+        unsafe {
+            launch_kernel(
+                self.top_k_kernels.filter[width],
+                (grid(rows * chunks), TOP_K_THREADS, 0),
+                stream.as_inner(),
+                &mut params.pointers(),
+            )
+        }?;
+        Ok((counts, candidates))
+    }
+
+    /// The bitonic top-k's passes over the keys, or with `from` over words (the candidates
+    /// at `from.0`, read as `from.1` says), or over the keys of only the rows `from.1` names
+    /// (`from.0` is 0); returns the address of the last pass's runs.
     fn enqueue_tiles(
         &self,
         job: &TopKJob,
         plan: &TopKPlan,
+        from: Option<(cu::CUdeviceptr, Rows)>,
         scratch: &mut StreamBuffers<'_>,
         stream: &Stream,
     ) -> Result<cu::CUdeviceptr> {
+        let (source, rows_of) = from.unwrap_or((0, Rows::All));
         let rows = job.rows;
         let run = plan.run();
         let buffers = [
@@ -339,8 +480,20 @@ impl CudaBackend {
         ];
         for (i, pass) in plan.passes.iter().enumerate() {
             let mut keys_at = job.keys;
-            let mut words_at = buffers[(i + 1) % 2];
+            let from_words = i == 0 && source != 0;
+            let mut words_at = if from_words {
+                source
+            } else {
+                buffers[(i + 1) % 2]
+            };
             let mut out_at = buffers[i % 2];
+            // The candidates' counts limit only the pass that reads them; a rescue skips its
+            // rows' tiles in every pass.
+            let (mut counts, mut lo, mut hi, mut mode) = match rows_of {
+                Rows::Counted(_) if i > 0 => Rows::All,
+                rows => rows,
+            }
+            .params();
             let mut args = TopKArgs {
                 len: pass.len,
                 rows,
@@ -348,13 +501,17 @@ impl CudaBackend {
                 log_tile: pass.log_tile,
                 log_k: plan.log_k,
                 encoding: job.encoding.code(),
-                from_keys: u32::from(pass.from_keys),
+                from_keys: u32::from(pass.from_keys && !from_words),
             };
             let mut params = [
                 &mut keys_at as *mut u64 as *mut c_void,
                 &mut words_at as *mut u64 as *mut c_void,
                 &mut out_at as *mut u64 as *mut c_void,
                 &mut args as *mut TopKArgs as *mut c_void,
+                &mut counts as *mut u64 as *mut c_void,
+                &mut lo as *mut u32 as *mut c_void,
+                &mut hi as *mut u32 as *mut c_void,
+                &mut mode as *mut u32 as *mut c_void,
             ];
             let grid = (rows * pass.tiles)
                 .min(MAX_GRID)
@@ -362,12 +519,12 @@ impl CudaBackend {
             let block = TOP_K_THREADS.min(1 << (pass.log_tile - 1));
             let shared = (padded_words(pass.log_tile) * 8) as u32;
             // SAFETY: the parameters match `top_k_tiles_<key>(const K *keys, const u64 *words,
-            // u64 *out, TopKArgs a)`, K of `key_bytes` (repr(C) with the kernel's layout); the
-            // first pass reads
-            // `rows * len` keys, a later one `rows * len` words of the previous pass's output,
-            // and each writes `rows * tiles * K` words, which its buffer holds (the first
-            // buffer the first pass's, the largest); the shared memory is within what the
-            // kernel was loaded with.
+            // u64 *out, TopKArgs a, const u32 *counts, u32 lo, u32 hi, u32 mode)`, K of
+            // `key_bytes` (repr(C) with the kernel's layout); the first pass reads `rows *
+            // len` keys or candidates (`len` slots per row, counts per row), a later one
+            // `rows * len` words of the previous pass's output, and each writes `rows * tiles
+            // * K` words, which its buffer holds (the first buffer the first pass's, the
+            // largest); the shared memory is within what the kernel was loaded with.
             unsafe {
                 launch_kernel(
                     self.top_k_kernels.tiles[narrow(job.key_bytes)],
@@ -497,3 +654,5 @@ macro_rules! kernel_params {
 kernel_params!(A 0, B 1, C 2, D 3, E 4);
 kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5);
 kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

@@ -89,6 +89,99 @@ impl TopKPlan {
     }
 }
 
+/// log2 of the most sampled words of a row: one on-chip tile ([`TOP_K_MAX_LOG_TILE`]).
+const FILTER_MAX_LOG_SAMPLE: u32 = TOP_K_MAX_LOG_TILE;
+
+/// A candidate filter in front of the bitonic top-k of long rows. A pass over the keys
+/// costs one read of them, where the tiles' first pass sorts every element on chip, so a
+/// long row first shrinks to a few candidates per `k`:
+/// 1. a sample of `2^log_sample` words per row, one at a hashed position of each of as many
+///    equal strata ([`sample_position`]), gives the threshold: the sample's `rank`-th
+///    smallest word;
+/// 2. one pass keeps the words at or below the threshold, at most `capacity` per row, and
+///    counts them;
+/// 3. the tile plan [`TopKFilter::candidates`] selects from each row's candidates.
+///
+/// Words are distinct within a row (they hold the position), so the count is the rank of
+/// the threshold in the row, whatever the keys, including all-equal ones. A stratified
+/// sample puts fewer than `rank` of its words among the row's best `k` and at least `rank`
+/// among its best `capacity`, except with a probability below about 1e-7 per row (the
+/// margins are five standard deviations of a Poisson count, which bounds a sum of
+/// independent Bernoulli trials). A row outside `k..=capacity` nevertheless, which keys
+/// placed against the hash can cause, is selected from all its keys by the full plan
+/// ([`TopKFilter::rescues`]): the answer is never wrong, only slower.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TopKFilter {
+    /// log2 of the sampled words of a row; at most the row length.
+    pub(crate) log_sample: u32,
+    /// The threshold is the sample's `rank`-th smallest word (from 1), `rank <= 2^log_sample`.
+    pub(crate) rank: u32,
+    /// Candidate slots of a row: a power of two of at least `2K`, at most an eighth of the
+    /// row.
+    pub(crate) capacity: u64,
+    /// The tile plan over rows of `capacity` candidates.
+    pub(crate) candidates: TopKPlan,
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+impl TopKFilter {
+    /// The filter for `k` of rows of `row_len` (`1 <= k <= row_len`) with tiles of at most
+    /// `2^max_log_tile` words, or `None` where the rows are too short for it to pay: the
+    /// candidates would be more than an eighth of a row.
+    pub(crate) fn new(row_len: u64, k: u64, max_log_tile: u32) -> Option<TopKFilter> {
+        debug_assert!(k >= 1 && k <= row_len);
+        let log_sample = (row_len / 8)
+            .checked_ilog2()?
+            .min(FILTER_MAX_LOG_SAMPLE.min(max_log_tile));
+        // Row elements per sampled word.
+        let stride = row_len as f64 / (1u64 << log_sample) as f64;
+        let expected = k as f64 / stride;
+        let rank = (expected + 5.0 * expected.sqrt() + 5.0).ceil();
+        if rank > (1u64 << log_sample) as f64 {
+            return None;
+        }
+        let slots = ((rank + 5.0 * rank.sqrt() + 10.0) * stride).ceil() as u64;
+        let capacity = slots.next_power_of_two().max(2 * k.next_power_of_two());
+        if capacity > row_len / 8 {
+            return None;
+        }
+        let candidates = TopKPlan::new(capacity, k, max_log_tile)?;
+        Some(TopKFilter {
+            log_sample,
+            rank: rank as u32,
+            capacity,
+            candidates,
+        })
+    }
+
+    /// Whether the full plan must select a row whose filter kept `count` words: fewer than
+    /// `k` or more than the slots hold (`row_rescued` in `cuda/top_k.cuh`, with `k` and
+    /// `capacity` as its bounds).
+    #[cfg(test)]
+    pub(crate) fn rescues(&self, count: u64, k: u64) -> bool {
+        count < k || count > self.capacity
+    }
+}
+
+/// The position in a row of `row_len` of sampled word `j` of `2^log_sample` in row `row`:
+/// a hashed position inside stratum `j`, `[j * row_len >> log_sample, (j + 1) * row_len >>
+/// log_sample)`. `top_k_sample` in `cuda/top_k.cuh` computes the same.
+#[cfg(test)]
+pub(crate) fn sample_position(row: u64, j: u64, row_len: u64, log_sample: u32) -> u64 {
+    let lo = (j * row_len) >> log_sample;
+    let hi = ((j + 1) * row_len) >> log_sample;
+    let mut h = (row as u32).wrapping_mul(0x9e37_79b9)
+        ^ ((row >> 32) as u32)
+        ^ (j as u32).wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x7feb_352d);
+    h ^= h >> 15;
+    h = h.wrapping_mul(0x846c_a68b);
+    h ^= h >> 16;
+    lo + u64::from(h) % (hi - lo)
+}
+
 /// How a top-k of device-resident keys runs: every route ends with each row's first `k`
 /// words of sorted composite words, whose low halves are positions.
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
@@ -298,6 +391,127 @@ mod tests {
                 let mut want = row.to_vec();
                 want.sort_unstable();
                 assert_eq!(&got[r][..k], &want[..k], "{rows}x{row_len} k {k} row {r}");
+            }
+        }
+    }
+
+    /// The filtered route on the host, as the CUDA kernels run it: the threshold of each
+    /// row's sample, its candidates (in any order, padded to `capacity`), the candidate plan,
+    /// and the full plan for the rows it rescues. Returns each row's `K` words and whether
+    /// any row was rescued.
+    fn run_filtered(
+        filter: &TopKFilter,
+        full: &TopKPlan,
+        words: &[u64],
+        row_len: usize,
+        k: usize,
+    ) -> (Vec<Vec<u64>>, bool) {
+        let mut candidates = Vec::new();
+        let mut counts = Vec::new();
+        for (r, row) in words.chunks(row_len).enumerate() {
+            let mut sample: Vec<u64> = (0..1u64 << filter.log_sample)
+                .map(|j| {
+                    row[sample_position(r as u64, j, row_len as u64, filter.log_sample) as usize]
+                })
+                .collect();
+            sample.sort_unstable();
+            let threshold = sample[filter.rank as usize - 1];
+            let mut kept: Vec<u64> = row.iter().copied().filter(|&w| w <= threshold).collect();
+            counts.push(kept.len() as u64);
+            kept.reverse();
+            kept.resize(filter.capacity as usize, u64::MAX);
+            candidates.extend(kept);
+        }
+        let selected = run_plan(&filter.candidates, &candidates, filter.capacity as usize);
+        let rescued = run_plan(full, words, row_len);
+        let mut any = false;
+        let rows = counts
+            .iter()
+            .enumerate()
+            .map(|(r, &count)| {
+                if filter.rescues(count, k as u64) {
+                    any = true;
+                    rescued[r].clone()
+                } else {
+                    selected[r].clone()
+                }
+            })
+            .collect();
+        (rows, any)
+    }
+
+    #[test]
+    fn filters_only_long_rows_and_keeps_a_tile_plan() {
+        assert!(TopKFilter::new(1024, 32, 12).is_none());
+        assert!(TopKFilter::new(100, 1, 12).is_none());
+        for (row_len, k) in [
+            (131_072u64, 50u64),
+            (131_072, 1024),
+            (1 << 24, 100),
+            (262_144, 256),
+        ] {
+            let filter = TopKFilter::new(row_len, k, 12).unwrap();
+            assert!(filter.capacity * 8 <= row_len && filter.capacity.is_power_of_two());
+            assert!(filter.capacity >= 2 * k && u64::from(filter.rank) <= 1 << filter.log_sample);
+            assert_eq!(filter.candidates.passes[0].len, filter.capacity);
+            assert!(filter.rescues(k - 1, k) && !filter.rescues(k, k));
+            assert!(filter.rescues(filter.capacity + 1, k));
+        }
+        // 2048 rows of 2^17, k = 1024: the sample of 4096 leaves one tile of candidates.
+        assert_eq!(TopKFilter::new(131_072, 1024, 12).unwrap().capacity, 4096);
+        for e in 0..40 {
+            let p = sample_position(3, 5, 1 << e | 77, 4.min(e));
+            let lo = (5 * (1u64 << e | 77)) >> 4.min(e);
+            assert!(p >= lo && p < (6 * (1u64 << e | 77)) >> 4.min(e));
+        }
+    }
+
+    #[test]
+    fn the_filtered_route_selects_the_best_k_and_rescues_rows_against_the_hash() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (rows, row_len, k, distinct) in [
+            (2usize, 40_000usize, 7usize, 1u64 << 32),
+            (3, 40_000, 100, 3),
+            (1, 70_001, 1, 1),
+            (2, 65_537, 300, 1 << 32),
+        ] {
+            let filter = TopKFilter::new(row_len as u64, k as u64, 12).unwrap();
+            let full = TopKPlan::new(row_len as u64, k as u64, 12).unwrap();
+            for adversarial in [false, true] {
+                let mut keys: Vec<u64> =
+                    (0..rows * row_len).map(|_| next() % distinct + 1).collect();
+                if adversarial {
+                    // The best keys at the sampled positions: the threshold is then the
+                    // row's rank-th best word, fewer than k candidates where rank < k.
+                    for r in 0..rows {
+                        for j in 0..1u64 << filter.log_sample {
+                            let p = sample_position(r as u64, j, row_len as u64, filter.log_sample);
+                            keys[r * row_len + p as usize] = 0;
+                        }
+                    }
+                }
+                let words: Vec<u64> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &key)| (key << 32) | (i % row_len) as u64)
+                    .collect();
+                let (got, rescued) = run_filtered(&filter, &full, &words, row_len, k);
+                assert_eq!(
+                    rescued,
+                    adversarial && (filter.rank as usize) < k,
+                    "{row_len} {k}"
+                );
+                for (r, row) in words.chunks(row_len).enumerate() {
+                    let mut want = row.to_vec();
+                    want.sort_unstable();
+                    assert_eq!(&got[r][..k], &want[..k], "{rows}x{row_len} k {k} row {r}");
+                }
             }
         }
     }

@@ -17,6 +17,10 @@ fn ptx_has_the_top_k_kernels() {
             "top_k_tiles_u16",
             "top_k_compose_u16",
             "top_k_take_u16",
+            "top_k_sample_u32",
+            "top_k_sample_u16",
+            "top_k_filter_u32",
+            "top_k_filter_u16",
         ] {
             assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
         }
@@ -104,5 +108,42 @@ fn top_k_matches_the_model() {
             .expect("top-k")
             .expect("every k on the device");
         assert_eq!(got, model(&keys, encoding, 5000, 2049), "{encoding:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
+fn rows_the_filter_cannot_serve_are_rescued() {
+    use crate::schedule::top_k::{TopKFilter, sample_position};
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    let mut next = lcg(11);
+    for (row_len, k) in [(65_537usize, 300usize), (1 << 20, 100), (200_000, 2048)] {
+        let filter = TopKFilter::new(row_len as u64, k as u64, 12).expect("a filtered shape");
+        // Row 0 as it comes; row 1 with the best keys at the sampled positions (too few
+        // candidates); row 2 with the worst there (too many).
+        let mut keys: Vec<u32> = (0..3 * row_len)
+            .map(|_| (next() % u64::from(u32::MAX - 2)) as u32 + 1)
+            .collect();
+        for (row, key) in [(1usize, 0u32), (2, u32::MAX)] {
+            for j in 0..1u64 << filter.log_sample {
+                let p = sample_position(row as u64, j, row_len as u64, filter.log_sample);
+                keys[row * row_len + p as usize] = key;
+            }
+        }
+        for descending in [false, true] {
+            let encoding = KeyEncoding {
+                kind: KeyKind::Unsigned,
+                descending,
+            };
+            let got = gpu
+                .top_k_host(&keys, encoding, row_len, k)
+                .expect("top-k")
+                .expect("every k on the device");
+            assert_eq!(
+                got,
+                model(&keys, encoding, row_len, k),
+                "{row_len}, k {k}, {encoding:?}"
+            );
+        }
     }
 }
