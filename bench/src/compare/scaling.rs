@@ -189,7 +189,7 @@ pub(super) fn run_case(
 }
 
 /// Keys of the cases measured here: made at random, compared, folded into a fingerprint.
-pub trait ScalingKey: SortKey + Ord + Copy + Send + Sync + Into<u64> {
+pub trait ScalingKey: SortKey + Ord + bytemuck::Pod + Send + Sync + Into<u64> {
     /// A random key.
     fn random(rng: &mut StdRng) -> Self;
 }
@@ -347,6 +347,9 @@ fn measure_size<K: ScalingKey>(
         }
         out.push(r);
     }
+    if target.is_some_and(|t| t.lists.len() > 1) {
+        partition_phases(&keys, values.as_deref());
+    }
     if !skips_name(cfg, RAYON) {
         out.push(time_rayon(
             &keys,
@@ -359,6 +362,62 @@ fn measure_size<K: ScalingKey>(
         ));
     }
     out
+}
+
+/// Prints the host side of a sort over several GPUs, timed on its own with the public
+/// partitioner (16 ranges, the sorter's seed aside): the sample and splitters, the stable
+/// scatter into a new buffer (whose pages are first touched by the scatter, as in a sort),
+/// and the same scatter into a buffer already touched; each the median of three.
+fn partition_phases<K: ScalingKey>(keys: &[K], values: Option<&[u32]>) {
+    use bitonic::partition::{self, Splitters};
+    let ranges = 16;
+    let time = |f: &mut dyn FnMut()| {
+        let mut ms: Vec<f64> = (0..3)
+            .map(|_| {
+                let start = Instant::now();
+                f();
+                start.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        ms[1]
+    };
+    let mut splitters = None;
+    let sample_ms = time(&mut || {
+        let sample = partition::sample(keys, ranges * 1024, Order::Ascending, 7);
+        splitters = Some(Splitters::from_sorted_sample(&sample, ranges));
+    });
+    let splitters = splitters.expect("timed at least once");
+    let mut out_values: Option<Vec<u32>> = values.map(|v| vec![0; v.len()]);
+    let fresh_ms = time(&mut || {
+        // Zeroed pages from the allocator, first touched by the scatter, as in a sort.
+        let mut out: Vec<K> = bytemuck::zeroed_vec(keys.len());
+        let _ = partition::scatter(
+            keys,
+            values,
+            &splitters,
+            Order::Ascending,
+            &mut out,
+            out_values.as_deref_mut(),
+        );
+    });
+    let mut out: Vec<K> = keys.to_vec();
+    let touched_ms = time(&mut || {
+        let _ = partition::scatter(
+            keys,
+            values,
+            &splitters,
+            Order::Ascending,
+            &mut out,
+            out_values.as_deref_mut(),
+        );
+    });
+    println!(
+        "-- host partition of {} keys ({} rayon threads): sample and splitters {sample_ms:.1} ms, \
+         scatter into a new buffer {fresh_ms:.1} ms, into a touched buffer {touched_ms:.1} ms",
+        size_label(keys.len()),
+        rayon::current_num_threads()
+    );
 }
 
 /// Checks the sorted buffers against the input's fingerprint.
