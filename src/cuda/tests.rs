@@ -4,7 +4,7 @@
 //! timings (`profiles.rs`). The neutral plan's own tests are the schedule's.
 
 use super::kernels::{CLUSTER_VALUE_NAMES, KEY_NAMES, VALUE_NAMES};
-use super::plan::PassKernel;
+use super::plan::{MergePathPlan, PassKernel};
 use super::*;
 use crate::cpu::CpuBackend;
 use crate::keys::KeyKind;

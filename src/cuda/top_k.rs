@@ -513,8 +513,14 @@ impl CudaBackend {
                 &mut hi as *mut u32 as *mut c_void,
                 &mut mode as *mut u32 as *mut c_void,
             ];
+            // A rescue usually has no row to serve: a grid of a few blocks per multiprocessor
+            // looks up every row's count without a launch of one block per tile.
+            let most = match rows_of {
+                Rows::Rescued { .. } => u64::from(self.limits.multiprocessors.max(1)) * 4,
+                _ => MAX_GRID,
+            };
             let grid = (rows * pass.tiles)
-                .min(MAX_GRID)
+                .min(most)
                 .min(u64::from(self.limits.max_grid_x)) as u32;
             let block = TOP_K_THREADS.min(1 << (pass.log_tile - 1));
             let shared = (padded_words(pass.log_tile) * 8) as u32;
