@@ -144,7 +144,56 @@ pub(crate) fn sort<K: SortKey, V: Word>(
     descending: bool,
 ) -> Result<()> {
     let devices: Vec<&dyn Backend> = sorter.device_backends().take(plan.devices).collect();
+    #[cfg(feature = "cuda")]
+    if values.is_none() && spread_over_cuda(sorter, &devices, keys, descending)? {
+        return Ok(());
+    }
     sort_on_devices(sorter, &devices, plan.spans, keys, values, descending, 0)
+}
+
+/// Keys of 32 or 64 bits without values, on several different CUDA devices whose memory
+/// holds an equal share each with its spread sort's buffers, outside all-or-nothing (a
+/// failed download would leave the other devices' parts written): sorted without a host
+/// partition ([`crate::cuda::sort_host_spread`]). `Ok(false)` where that does not apply, or
+/// where it failed before anything was written to the slice, which the ranges then sort.
+#[cfg(feature = "cuda")]
+fn spread_over_cuda<K: SortKey>(
+    sorter: &Sorter,
+    devices: &[&dyn Backend],
+    keys: &mut [K],
+    descending: bool,
+) -> Result<bool> {
+    use crate::cuda::{CudaBackend, SPREAD_BYTES_PER_BYTE, sort_host_spread};
+    use crate::keys::{KeyEncoding, KeyRepr};
+    if devices.len() < 2 || sorter.all_or_nothing {
+        return Ok(false);
+    }
+    let cuda: Vec<&CudaBackend> = devices
+        .iter()
+        .filter_map(|d| d.as_any()?.downcast_ref::<CudaBackend>())
+        .collect();
+    let mut indices: Vec<usize> = cuda.iter().map(|c| c.device().index).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    if cuda.len() != devices.len() || indices.len() != devices.len() {
+        return Ok(false);
+    }
+    let n = keys.len();
+    let key_bytes = std::mem::size_of::<K>() as u64;
+    let share = n.div_ceil(devices.len()) as u64;
+    let budget = smallest_budget(sorter, devices.iter().copied(), key_bytes) as u64;
+    // A budget counts two copies of an element; the spread sort holds three of its share.
+    if share.saturating_mul(SPREAD_BYTES_PER_BYTE) > budget.saturating_mul(2) {
+        return Ok(false);
+    }
+    let KeyRepr::Words(words, kind) = K::repr(keys) else {
+        return Ok(false);
+    };
+    match sort_host_spread(&cuda, words, KeyEncoding { kind, descending }) {
+        Ok(()) => Ok(true),
+        Err(e @ Error::PartialResult { .. }) => Err(e),
+        Err(_) => Ok(false),
+    }
 }
 
 /// [`sort`] on the given devices, aiming for `spans` spans.

@@ -4,6 +4,7 @@
 //! ([`ChunkedSort`]).
 
 use cust::context::CurrentContext;
+use cust::sys as cu;
 
 use super::driver::on;
 use super::link::{CudaLink, hand_over};
@@ -235,5 +236,58 @@ impl CudaBackend {
             .collect();
         self.launch_merges(c.job, &rest, done as usize, self.sort_stream.as_inner())?;
         hand_over(&self.sort_stream, &self.stream)
+    }
+
+    /// Uploads `keys` (words) through the pinned ring into the device buffer kept for
+    /// host-slice sorts, calls `between` with its address once the upload has completed, and
+    /// downloads the words back into `keys` in the sorter's copy-back mode if `between`
+    /// succeeded. `between` runs while this backend's host-slice work is locked, and is not
+    /// called when the upload fails; the result says whether it ran.
+    pub(super) fn through_device(
+        &self,
+        keys: &mut Column<'_>,
+        between: &mut dyn FnMut(cu::CUdeviceptr) -> Result<()>,
+    ) -> (bool, Result<()>) {
+        let mut ran = false;
+        let result = (|| {
+            let requested = keys.device_bytes() as u64;
+            if requested > self.info.memory_bytes {
+                return Err(self.out_of_memory(requested));
+            }
+            let mut host = lock_shared_with_rayon(&self.busy);
+            let host = &mut *host;
+            crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
+            CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
+            let allocated = host.buffers.fill(|buffers| {
+                let buffer = grow(&mut buffers.keys, keys.device_bytes(), |len| {
+                    self.alloc(len, requested)
+                })?;
+                Ok(buffer.as_device_ptr().as_raw())
+            });
+            self.cache_stats.keep(host);
+            let device = allocated?;
+            let link = CudaLink {
+                stream: &self.stream,
+                context: self.context.as_raw(),
+            };
+            let moved = (|| {
+                host.upload(&link, (keys, device), None, &mut |_| Ok(()))?;
+                self.stream
+                    .synchronize()
+                    .map_err(on("cuStreamSynchronize"))?;
+                ran = true;
+                between(device)?;
+                CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
+                host.download(&link, (keys, device), None, self.cache_stats.copy_back())
+            })();
+            if moved.is_err() {
+                // The copies already queued finish before the buffers are reused or freed.
+                let _ = self.stream.synchronize();
+            }
+            let moved = host.after_sort(moved);
+            self.cache_stats.keep(host);
+            moved
+        })();
+        (ran, result)
     }
 }

@@ -58,6 +58,7 @@ mod launch;
 mod link;
 mod plan;
 mod spread;
+mod spread_host;
 mod top_k;
 
 pub use driver::devices;
@@ -69,6 +70,7 @@ use kernels::{
 use link::{CallerPinned, CudaLink};
 use plan::{DeviceLimits, SortPlan, Widths};
 pub use spread::{SpreadPart, sort_device_spread};
+pub(crate) use spread_host::{SPREAD_BYTES_PER_BYTE, sort_host_spread};
 
 /// One sort's device words and its launches.
 struct Job {

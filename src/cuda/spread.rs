@@ -171,10 +171,10 @@ pub fn sort_device_spread<K: WordKey + DeviceCopy>(
 }
 
 /// One part as words.
-struct Side<'a> {
-    backend: &'a CudaBackend,
-    stream: &'a Stream,
-    keys: DeviceWords,
+pub(super) struct Side<'a> {
+    pub(super) backend: &'a CudaBackend,
+    pub(super) stream: &'a Stream,
+    pub(super) keys: DeviceWords,
 }
 
 impl Side<'_> {
@@ -192,7 +192,7 @@ impl Side<'_> {
 }
 
 /// Waits for every side's stream; the first failure is returned.
-fn synchronize(sides: &[Side<'_>]) -> Result<()> {
+pub(super) fn synchronize(sides: &[Side<'_>]) -> Result<()> {
     let mut result = Ok(());
     for side in sides {
         let synced = side.stream.synchronize().map_err(on("cuStreamSynchronize"));
@@ -204,7 +204,7 @@ fn synchronize(sides: &[Side<'_>]) -> Result<()> {
 }
 
 /// Steps 1 to 4 (see the module); the caller synchronizes every stream afterwards.
-fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
+pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
     if sides.iter().filter(|s| s.len() > 0).count() == 0 {
         return Ok(());
     }

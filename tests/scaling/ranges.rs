@@ -278,3 +278,64 @@ pub fn measure() -> Result<(), Failed> {
     }
     Ok(())
 }
+
+/// Host-slice sorts on every CUDA device of the machine (at least two, each named once),
+/// from any length on (`split_from(0)`): 32- and 64-bit keys go through the devices'
+/// spread sort, pairs through the ranges. Keys exactly the reference, pairs the same
+/// multiset. Registered as ignored on machines with fewer than two CUDA devices.
+pub fn every_gpu() -> Result<(), Failed> {
+    let s = Sorter::builder()
+        .ignore_env()
+        .backend(BackendKind::Cuda)
+        .all_gpus()
+        .split_from(0)
+        .host_threshold(0)
+        .build()?;
+    let devices = s.devices().len();
+    if devices < 2 {
+        return Err(format!("{devices} CUDA device(s): this trial needs two").into());
+    }
+    let mut lengths = vec![0usize, 1, 2, 3, devices - 1, devices + 1, 1000, 4097];
+    lengths.extend([(1 << 20) + 3, (1 << 22) - 1, 3 << 22]);
+    for pattern in [
+        Pattern::Random,
+        Pattern::Equal,
+        Pattern::Few,
+        Pattern::Special,
+        Pattern::Reversed,
+        Pattern::Sorted,
+    ] {
+        for &n in &lengths {
+            let seed = 0x5eed ^ n as u64;
+            every_gpu_keys::<u32>(&s, pattern, n, seed)?;
+            every_gpu_keys::<f32>(&s, pattern, n, seed)?;
+            every_gpu_keys::<i64>(&s, pattern, n, seed)?;
+            every_gpu_keys::<f64>(&s, pattern, n, seed)?;
+        }
+        let input: Vec<u32> = pattern.keys(100_003, &mut rng_for(7));
+        let values: Vec<u32> = (0..input.len() as u32).collect();
+        let (mut keys, mut got) = (input.clone(), values.clone());
+        sort_pairs(&s, &mut keys, &mut got, false)?;
+        check_keys(&keys, &expected(&input, false))?;
+        if pair_multiset(&keys, &got) != pair_multiset(&input, &values) {
+            return Err("pairs came apart".into());
+        }
+    }
+    Ok(())
+}
+
+fn every_gpu_keys<K: TestKey>(
+    s: &Sorter,
+    pattern: Pattern,
+    n: usize,
+    seed: u64,
+) -> Result<(), Failed> {
+    let input: Vec<K> = pattern.keys(n, &mut rng_for(seed));
+    for descending in [false, true] {
+        let mut keys = input.clone();
+        sort_keys(s, &mut keys, descending)?;
+        check_keys(&keys, &expected(&input, descending))
+            .map_err(|e| format!("{} n {n} {pattern:?} descending {descending}: {e}", K::NAME))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! Host slices sorted over several CUDA devices without a partition on the host
+//! ([`sort_host_spread`]): each device uploads an equal share of the slice, the shares are
+//! sorted as one spread sort (`super::spread`: each share sorted on its device, one exchange
+//! between the devices, a merge on each), and each device downloads its part, which has the
+//! share's length, back into the share's place.
+//!
+//! Partitioning on the host instead reads and writes the whole slice in host memory and
+//! first touches a buffer of its size, which costs more than the devices' own sorts (see
+//! `docs/scaling.md`); the exchange between devices runs at the speed of their links.
+
+use std::sync::{Barrier, Mutex};
+
+use cust::sys as cu;
+
+use super::CudaBackend;
+use super::device_slices::DeviceWords;
+use super::spread::{Side, spread, synchronize};
+use crate::error::{Error, Result};
+use crate::host_transfer::Column;
+use crate::keys::{KeyEncoding, WordsMut};
+
+/// Extra device memory of a spread sort per byte of its share: the received keys and the
+/// scratch of the share's own sort, beside the share itself.
+pub(crate) const SPREAD_BYTES_PER_BYTE: u64 = 3;
+
+/// Sorts `keys` (32- or 64-bit words ordered by `encoding`) over `backends`, each a
+/// different device, in the copy-back mode each backend was set to. The slice is untouched
+/// when the error comes before the downloads (an upload, the spread sort, its memory); a
+/// download that fails after writing returns [`Error::PartialResult`], as one device's
+/// host-slice sort does.
+pub(crate) fn sort_host_spread(
+    backends: &[&CudaBackend],
+    keys: WordsMut<'_>,
+    encoding: KeyEncoding,
+) -> Result<()> {
+    let devices = backends.len();
+    let n = keys.len();
+    let word_bytes = keys.word_bytes();
+    let shares = split(keys, devices);
+    // Each device's thread uploads, waits at the barrier while this thread runs the spread
+    // sort over every device's words, then downloads if it succeeded.
+    let barrier = Barrier::new(devices + 1);
+    let uploaded: Vec<Mutex<Option<cu::CUdeviceptr>>> =
+        (0..devices).map(|_| Mutex::new(None)).collect();
+    let sorted: Mutex<bool> = Mutex::new(false);
+    let lens: Vec<usize> = (0..devices).map(|d| share(n, devices, d).len()).collect();
+    let mut spread_result = Ok(());
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = backends
+            .iter()
+            .zip(shares)
+            .enumerate()
+            .map(|(d, (backend, words))| {
+                let (barrier, uploaded, sorted) = (&barrier, &uploaded, &sorted);
+                scope.spawn(move || {
+                    let mut column = Column::Words(words);
+                    let (ran, result) = backend.through_device(&mut column, &mut |device| {
+                        *uploaded[d].lock().unwrap_or_else(|e| e.into_inner()) = Some(device);
+                        barrier.wait();
+                        barrier.wait();
+                        if *sorted.lock().unwrap_or_else(|e| e.into_inner()) {
+                            Ok(())
+                        } else {
+                            Err(Error::Unsupported(
+                                "the spread sort failed on another device".into(),
+                            ))
+                        }
+                    });
+                    if !ran {
+                        barrier.wait();
+                        barrier.wait();
+                    }
+                    result
+                })
+            })
+            .collect();
+        barrier.wait();
+        let words: Vec<Option<cu::CUdeviceptr>> = uploaded
+            .iter()
+            .map(|u| *u.lock().unwrap_or_else(|e| e.into_inner()))
+            .collect();
+        if words.iter().all(Option::is_some) {
+            let sides: Vec<Side<'_>> = backends
+                .iter()
+                .zip(&words)
+                .zip(&lens)
+                .map(|((backend, ptr), &len)| Side {
+                    backend,
+                    stream: &backend.stream,
+                    keys: DeviceWords {
+                        ptr: ptr.unwrap_or(0),
+                        len,
+                        word_bytes,
+                    },
+                })
+                .collect();
+            let done = spread(&sides, encoding);
+            // Whatever failed, the enqueued work finishes before the downloads or the
+            // buffers' reuse; the first error is the one to report.
+            spread_result = done.and(synchronize(&sides));
+            *sorted.lock().unwrap_or_else(|e| e.into_inner()) = spread_result.is_ok();
+        }
+        barrier.wait();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::Unsupported("a device's thread panicked".into()))
+                })
+            })
+            .collect()
+    });
+    // An upload's error first (the spread sort then did not run), then the spread sort's,
+    // then a download's: once one device has written its part, the slice is a mix.
+    let mut failed_download = None;
+    let mut written = false;
+    for (result, ran) in results.into_iter().zip(&uploaded) {
+        let uploaded = ran.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+        match result {
+            Err(e) if !uploaded => return Err(e),
+            Err(e @ Error::PartialResult { .. }) => {
+                written = true;
+                failed_download.get_or_insert(e);
+            }
+            Err(e) => {
+                failed_download.get_or_insert(e);
+            }
+            Ok(()) => written = true,
+        }
+    }
+    spread_result?;
+    match failed_download {
+        None => Ok(()),
+        Some(e @ Error::PartialResult { .. }) => Err(e),
+        Some(e) if written => Err(Error::PartialResult { cause: Box::new(e) }),
+        Some(e) => Err(e),
+    }
+}
+
+/// The elements of share `d` of `devices` equal shares of `n` (the first ones one shorter
+/// where `n` does not divide).
+fn share(n: usize, devices: usize, d: usize) -> std::ops::Range<usize> {
+    (n * d / devices)..(n * (d + 1) / devices)
+}
+
+/// `keys` cut into the shares of [`share`].
+fn split(keys: WordsMut<'_>, devices: usize) -> Vec<WordsMut<'_>> {
+    let n = keys.len();
+    let mut out = Vec::with_capacity(devices);
+    match keys {
+        WordsMut::U32(mut rest) => {
+            for d in 0..devices {
+                let (head, tail) =
+                    std::mem::take(&mut rest).split_at_mut(share(n, devices, d).len());
+                out.push(WordsMut::U32(head));
+                rest = tail;
+            }
+        }
+        WordsMut::U64(mut rest) => {
+            for d in 0..devices {
+                let (head, tail) =
+                    std::mem::take(&mut rest).split_at_mut(share(n, devices, d).len());
+                out.push(WordsMut::U64(head));
+                rest = tail;
+            }
+        }
+    }
+    out
+}
