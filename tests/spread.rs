@@ -284,13 +284,17 @@ fn measure(gpus: &Result<Gpus, String>) -> Result<(), Failed> {
             owned.push(upload(gpus, g, slice)?);
         }
         let mut times = Vec::new();
-        for run in 0..6 {
-            // Fresh unsorted keys for every run (not timed).
+        // Fresh unsorted keys for every run (not timed).
+        let refill = |owned: &mut Vec<Owned<u32>>| -> Result<(), String> {
             for (g, o) in owned.iter_mut().enumerate() {
                 CurrentContext::set_current(&gpus.contexts[o.device]).map_err(|e| e.to_string())?;
                 let slice = &input[g * share..g * share + o.keys.len()];
                 o.keys.copy_from(slice).map_err(|e| e.to_string())?;
             }
+            Ok(())
+        };
+        for run in 0..6 {
+            refill(&mut owned)?;
             let start = Instant::now();
             spread(gpus, &mut owned, Order::Ascending)?;
             if run > 0 {
@@ -321,11 +325,7 @@ fn measure(gpus: &Result<Gpus, String>) -> Result<(), Failed> {
         // the rest of the spread sort is the cuts, the exchange and the merges.
         let mut local = Vec::new();
         for _ in 0..4 {
-            for (g, o) in owned.iter_mut().enumerate() {
-                CurrentContext::set_current(&gpus.contexts[o.device]).map_err(|e| e.to_string())?;
-                let slice = &input[g * share..g * share + o.keys.len()];
-                o.keys.copy_from(slice).map_err(|e| e.to_string())?;
-            }
+            refill(&mut owned)?;
             let start = Instant::now();
             for o in owned.iter_mut() {
                 CurrentContext::set_current(&gpus.contexts[o.device]).map_err(|e| e.to_string())?;

@@ -265,6 +265,16 @@ pub(crate) fn emulate_tile(size: usize, log_k: u32, load: impl Fn(usize) -> u64)
 mod tests {
     use super::*;
 
+    /// A xorshift generator of test keys from `state` (not zero).
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// Runs `plan` over `rows` of `words` (composite words, `row_len` per row) with the tile
     /// emulation; the `K` words of each row's final run.
     fn run_plan(plan: &TopKPlan, words: &[u64], row_len: usize) -> Vec<Vec<u64>> {
@@ -363,13 +373,7 @@ mod tests {
 
     #[test]
     fn the_emulated_plan_selects_the_best_k() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for (rows, row_len, k, distinct) in [
             (1usize, 1usize, 1usize, 5u64),
             (2, 3, 3, 2),
@@ -468,13 +472,7 @@ mod tests {
 
     #[test]
     fn the_filtered_route_selects_the_best_k_and_rescues_rows_against_the_hash() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for (rows, row_len, k, distinct) in [
             (2usize, 40_000usize, 7usize, 1u64 << 32),
             (3, 40_000, 100, 3),
