@@ -16,7 +16,7 @@ use crate::buffer_cache::grow;
 use crate::error::{Result, debug_assert_rows_words};
 use crate::host_transfer::Column;
 use crate::keys::KeyEncoding;
-use crate::rayon_lock::lock_shared_with_rayon;
+use crate::rayon_lock::{RayonLockGuard, lock_shared_with_rayon};
 use crate::schedule::merge_path::{UploadChunks, upload_chunk};
 
 /// A host-slice merge-path sort that sorts while it uploads: each chunk
@@ -101,13 +101,8 @@ impl CudaBackend {
         let key_bytes = keys.word_bytes();
         let value_bytes = values.as_ref().map_or(0, Column::word_bytes);
         let requested = (n as u64).saturating_mul((key_bytes + value_bytes) as u64);
-        if requested > self.info.memory_bytes {
-            return Err(self.out_of_memory(requested));
-        }
-        let mut host = lock_shared_with_rayon(&self.busy);
+        let mut host = self.lock_host(requested)?;
         let host = &mut *host;
-        crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
-        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
         let widths = Widths {
             key: key_bytes as u64,
             value: value_bytes as u64,
@@ -238,6 +233,18 @@ impl CudaBackend {
         hand_over(&self.sort_stream, &self.stream)
     }
 
+    /// The host-slice state, locked (one host-slice sort at a time), with the context
+    /// current; first, an error if the device could never hold `requested` bytes.
+    fn lock_host(&self, requested: u64) -> Result<RayonLockGuard<'_, HostState>> {
+        if requested > self.info.memory_bytes {
+            return Err(self.out_of_memory(requested));
+        }
+        let host = lock_shared_with_rayon(&self.busy);
+        crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
+        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
+        Ok(host)
+    }
+
     /// Uploads `keys` (words) through the pinned ring into the device buffer kept for
     /// host-slice sorts, calls `between` with its address once the upload has completed, and
     /// downloads the words back into `keys` in the sorter's copy-back mode if `between`
@@ -251,13 +258,8 @@ impl CudaBackend {
         let mut ran = false;
         let result = (|| {
             let requested = keys.device_bytes() as u64;
-            if requested > self.info.memory_bytes {
-                return Err(self.out_of_memory(requested));
-            }
-            let mut host = lock_shared_with_rayon(&self.busy);
+            let mut host = self.lock_host(requested)?;
             let host = &mut *host;
-            crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
-            CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
             let allocated = host.buffers.fill(|buffers| {
                 let buffer = grow(&mut buffers.keys, keys.device_bytes(), |len| {
                     self.alloc(len, requested)

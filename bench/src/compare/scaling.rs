@@ -389,29 +389,20 @@ fn partition_phases<K: ScalingKey>(keys: &[K], values: Option<&[u32]>) {
     });
     let splitters = splitters.expect("timed at least once");
     let mut out_values: Option<Vec<u32>> = values.map(|v| vec![0; v.len()]);
-    let fresh_ms = time(&mut || {
-        // Zeroed pages from the allocator, first touched by the scatter, as in a sort.
-        let mut out: Vec<K> = bytemuck::zeroed_vec(keys.len());
+    let mut scatter = |out: &mut [K]| {
         let _ = partition::scatter(
             keys,
             values,
             &splitters,
             Order::Ascending,
-            &mut out,
+            out,
             out_values.as_deref_mut(),
         );
-    });
+    };
+    // Zeroed pages from the allocator, first touched by the scatter, as in a sort.
+    let fresh_ms = time(&mut || scatter(&mut bytemuck::zeroed_vec(keys.len())));
     let mut out: Vec<K> = keys.to_vec();
-    let touched_ms = time(&mut || {
-        let _ = partition::scatter(
-            keys,
-            values,
-            &splitters,
-            Order::Ascending,
-            &mut out,
-            out_values.as_deref_mut(),
-        );
-    });
+    let touched_ms = time(&mut || scatter(&mut out));
     println!(
         "-- host partition of {} keys ({} rayon threads): sample and splitters {sample_ms:.1} ms, \
          scatter into a new buffer {fresh_ms:.1} ms, into a touched buffer {touched_ms:.1} ms",
