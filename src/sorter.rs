@@ -68,9 +68,10 @@ impl std::fmt::Debug for Sorter {
 /// built with several ([`SorterBuilder::split_from`]); slices past the first device's memory
 /// are spread whatever it says. By default only those. Through the host partition (pairs,
 /// narrow keys, OpenCL) a second device costs more than it saves while one holds the whole
-/// sort: 2^30 `u32` keys over two H100s that way took 1479 ms, against 345 ms on one. Keys
-/// of 32 or 64 bits on CUDA take the devices' spread sort instead (216 ms on two), but
-/// shorter slices were not measured on it, so the default does not count on it.
+/// sort: 2^30 `u32` keys over two H100s that way took 1479 ms, against 281 ms on one. Keys
+/// of 32 or 64 bits on CUDA take the devices' spread sort instead (216 ms on two, against
+/// 345 ms on one in that run), but shorter slices were not measured on it, so the default
+/// does not count on it.
 pub const DEFAULT_SPLIT_FROM: usize = usize::MAX;
 
 impl Sorter {
