@@ -1,6 +1,7 @@
 //! Top-k on the CUDA device: [`CudaBackend::top_k_device_rows`] for keys in device memory,
 //! and the top-k of host slices as an upload, that same device top-k and a download. The
-//! routes are [`TopKRoute`]'s; the kernels are `cuda/top_k.cuh`'s, in the module's PTX.
+//! routes are [`TopKRoute`]'s, with the candidate filter of long rows in front of the tiles
+//! (`filter.rs`); the kernels are `cuda/top_k.cuh`'s, in the module's PTX.
 
 use std::ffi::c_void;
 
@@ -16,7 +17,7 @@ use super::driver::{driver_error, on};
 use super::kernels::{Kernel, launch_kernel, load_kernel};
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernel_contract::{TOP_K_FILTER_CHUNK, TOP_K_THREADS, TopKArgs, padded_words};
+use crate::kernel_contract::{TOP_K_THREADS, TopKArgs, padded_words};
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
 use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKFilter, TopKPlan, TopKRoute};
@@ -24,6 +25,9 @@ use crate::top_k::check_top_k_device;
 
 /// Blocks of one launch at most; each block loops over the tiles (or elements) past the grid.
 const MAX_GRID: u64 = 1 << 20;
+
+mod filter;
+use filter::Rows;
 
 /// Threads of a block of the element-wise kernels (compose, positions, rank, take).
 const ELEMENT_THREADS: u32 = 256;
@@ -97,33 +101,6 @@ struct TopKJob {
 impl TopKJob {
     fn n(&self) -> u64 {
         self.rows * self.row_len
-    }
-}
-
-/// Which rows a launch of `top_k_tiles_*` serves (`ROWS_*` in `cuda/top_k.cuh`), by the
-/// counts of the candidate filter.
-#[derive(Clone, Copy)]
-enum Rows {
-    /// Every row, whole.
-    All,
-    /// Every row's first `min(count, len)` words: the candidates.
-    Counted(cu::CUdeviceptr),
-    /// Only the rows whose count is outside `lo..=hi`, which the filter could not serve.
-    Rescued {
-        counts: cu::CUdeviceptr,
-        lo: u32,
-        hi: u32,
-    },
-}
-
-impl Rows {
-    /// The kernel's `(counts, lo, hi, mode)`.
-    fn params(self) -> (cu::CUdeviceptr, u32, u32, u32) {
-        match self {
-            Rows::All => (0, 0, 0, 0),
-            Rows::Counted(counts) => (counts, 0, 0, 1),
-            Rows::Rescued { counts, lo, hi } => (counts, lo, hi, 2),
-        }
     }
 }
 
@@ -383,78 +360,6 @@ impl CudaBackend {
             row_len as usize,
             stream,
         )
-    }
-
-    /// The candidate filter's sample and pass ([`TopKFilter`]); returns the rows' counts and
-    /// their candidates, `capacity` slots per row.
-    fn enqueue_filter(
-        &self,
-        job: &TopKJob,
-        filter: &TopKFilter,
-        scratch: &mut StreamBuffers<'_>,
-        stream: &Stream,
-    ) -> Result<(cu::CUdeviceptr, cu::CUdeviceptr)> {
-        let rows = job.rows;
-        let thresholds = scratch.alloc(self, rows * 8)?;
-        let counts = scratch.alloc(self, rows * 4)?;
-        let candidates = scratch.alloc(self, rows * filter.capacity * 8)?;
-        crate::fault::point(BackendKind::Cuda, "cuMemsetD32Async")?;
-        // SAFETY: the counts buffer holds `rows` 32-bit words, set in the stream's order.
-        super::driver::check("cuMemsetD32Async", unsafe {
-            cu::cuMemsetD32Async(counts, 0, rows as usize, stream.as_inner())
-        })?;
-        let grid = |blocks: u64| blocks.min(MAX_GRID).min(u64::from(self.limits.max_grid_x)) as u32;
-        let width = narrow(job.key_bytes);
-        let log_rank = filter.rank.next_power_of_two().trailing_zeros();
-        let mut params = (
-            job.keys,
-            thresholds,
-            rows,
-            job.row_len,
-            filter.log_sample,
-            log_rank,
-            filter.rank,
-            job.encoding.code(),
-        );
-        let block = TOP_K_THREADS.min(1 << filter.log_sample.saturating_sub(1));
-        let shared = (padded_words(filter.log_sample) * 8) as u32;
-        // SAFETY: `top_k_sample_<key>(const K *keys, u64 *thresholds, u64 rows, u64 len, u32
-        // log_sample, u32 log_rank, u32 rank, u32 encoding)` reads keys inside each row (the
-        // sampled positions lie below `len`) and writes one word per row; `rank <=
-        // 2^log_rank <= 2^log_sample`, whose tile the shared memory holds.
-        unsafe {
-            launch_kernel(
-                self.top_k_kernels.sample[width],
-                (grid(rows), block, shared),
-                stream.as_inner(),
-                &mut params.pointers(),
-            )
-        }?;
-        let chunks = job.row_len.div_ceil(u64::from(TOP_K_FILTER_CHUNK));
-        let mut params = (
-            job.keys,
-            thresholds,
-            counts,
-            candidates,
-            rows,
-            job.row_len,
-            chunks,
-            filter.capacity,
-            job.encoding.code(),
-        );
-        // SAFETY: `top_k_filter_<key>(const K *keys, const u64 *thresholds, u32 *counts, u64
-        // *candidates, u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding)` reads the
-        // `rows * len` keys and writes at most `capacity` candidates per row, which the
-        // buffer holds; the block is the TOP_K_THREADS the chunk is a multiple of.
-        unsafe {
-            launch_kernel(
-                self.top_k_kernels.filter[width],
-                (grid(rows * chunks), TOP_K_THREADS, 0),
-                stream.as_inner(),
-                &mut params.pointers(),
-            )
-        }?;
-        Ok((counts, candidates))
     }
 
     /// The bitonic top-k's passes over the keys, or with `from` over words (the candidates
