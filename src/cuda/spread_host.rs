@@ -145,25 +145,52 @@ fn share(n: usize, devices: usize, d: usize) -> std::ops::Range<usize> {
 
 /// `keys` cut into the shares of [`share`].
 fn split(keys: WordsMut<'_>, devices: usize) -> Vec<WordsMut<'_>> {
-    let n = keys.len();
-    let mut out = Vec::with_capacity(devices);
     match keys {
-        WordsMut::U32(mut rest) => {
-            for d in 0..devices {
-                let (head, tail) =
-                    std::mem::take(&mut rest).split_at_mut(share(n, devices, d).len());
-                out.push(WordsMut::U32(head));
-                rest = tail;
-            }
-        }
-        WordsMut::U64(mut rest) => {
-            for d in 0..devices {
-                let (head, tail) =
-                    std::mem::take(&mut rest).split_at_mut(share(n, devices, d).len());
-                out.push(WordsMut::U64(head));
-                rest = tail;
+        WordsMut::U32(words) => shares_of(words, devices).map(WordsMut::U32).collect(),
+        WordsMut::U64(words) => shares_of(words, devices).map(WordsMut::U64).collect(),
+    }
+}
+
+/// `words` cut into the shares of [`share`], in order.
+fn shares_of<T>(words: &mut [T], devices: usize) -> impl Iterator<Item = &mut [T]> {
+    let n = words.len();
+    let mut rest = words;
+    (0..devices).map(move |d| {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(share(n, devices, d).len());
+        rest = tail;
+        head
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_cover_the_slice_in_order() {
+        for devices in 1..=5 {
+            for n in [0usize, 1, 2, 3, 4, 7, 1000, 1001] {
+                let mut words: Vec<u64> = (0..n as u64).collect();
+                let shares = split(WordsMut::U64(&mut words), devices);
+                assert_eq!(shares.len(), devices);
+                let mut next = 0u64;
+                for (d, piece) in shares.into_iter().enumerate() {
+                    let WordsMut::U64(piece) = piece else {
+                        panic!("a share changed its width");
+                    };
+                    assert_eq!(
+                        piece.len(),
+                        share(n, devices, d).len(),
+                        "{n} over {devices}"
+                    );
+                    assert!(piece.len() + 1 >= n / devices && piece.len() <= n.div_ceil(devices));
+                    for &w in piece.iter() {
+                        assert_eq!(w, next);
+                        next += 1;
+                    }
+                }
+                assert_eq!(next, n as u64);
             }
         }
     }
-    out
 }
