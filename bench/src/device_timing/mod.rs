@@ -106,17 +106,7 @@ pub fn time_sort_keys<K: DeviceKey>(
     runs: usize,
     cuda_options: CudaOptions,
 ) -> Result<Vec<f64>, String> {
-    if keys.is_empty() || runs == 0 {
-        return Err("device-resident timing needs at least one key and one run".into());
-    }
-    if row_len > 0 && !keys.len().is_multiple_of(row_len) {
-        return Err(format!("{} keys are not rows of {row_len}", keys.len()));
-    }
-    let shape = Shape {
-        row_len,
-        warmup,
-        runs,
-    };
+    let shape = sort_shape(keys.len(), row_len, warmup, runs)?;
     #[cfg(feature = "cuda")]
     if let Some(cuda) = sorter.cuda() {
         return cuda::time(cuda, keys, None, shape, cuda_options);
@@ -196,18 +186,8 @@ pub fn time_sort_sixteen<K: WordKey + bytemuck::Pod>(
 ) -> Option<Result<Vec<f64>, String>> {
     #[cfg(feature = "cuda")]
     if let Some(cuda) = sorter.cuda() {
-        if keys.is_empty() || runs == 0 || (row_len > 0 && !keys.len().is_multiple_of(row_len)) {
-            return Some(Err(format!(
-                "{} keys, rows of {row_len}, {runs} runs",
-                keys.len()
-            )));
-        }
-        let shape = Shape {
-            row_len,
-            warmup,
-            runs,
-        };
-        return Some(cuda_bits::time(cuda, keys, shape, cuda_options));
+        let shape = sort_shape(keys.len(), row_len, warmup, runs);
+        return Some(shape.and_then(|shape| cuda_bits::time(cuda, keys, shape, cuda_options)));
     }
     let _ = cuda_options;
     time_sort_keys_opencl(sorter, keys, row_len, warmup, runs)
@@ -247,21 +227,27 @@ pub fn time_sort_keys_opencl<K: WordKey>(
 ) -> Option<Result<Vec<f64>, String>> {
     #[cfg(feature = "opencl")]
     if let Some(cl) = sorter.opencl() {
-        let shape = Shape {
-            row_len,
-            warmup,
-            runs,
-        };
-        if keys.is_empty() || runs == 0 || (row_len > 0 && !keys.len().is_multiple_of(row_len)) {
-            return Some(Err(format!(
-                "{} keys, rows of {row_len}, {runs} runs",
-                keys.len()
-            )));
-        }
-        return Some(opencl::time(cl, keys, None, shape));
+        let shape = sort_shape(keys.len(), row_len, warmup, runs);
+        return Some(shape.and_then(|shape| opencl::time(cl, keys, None, shape)));
     }
     let _ = (sorter, keys, row_len, warmup, runs);
     None
+}
+
+/// The shape of a timed sort of `n` keys (`row_len` 0: one array), or why there is nothing
+/// to time.
+fn sort_shape(n: usize, row_len: usize, warmup: usize, runs: usize) -> Result<Shape, String> {
+    if n == 0 || runs == 0 {
+        return Err("device-resident timing needs at least one key and one run".into());
+    }
+    if row_len > 0 && !n.is_multiple_of(row_len) {
+        return Err(format!("{n} keys are not rows of {row_len}"));
+    }
+    Ok(Shape {
+        row_len,
+        warmup,
+        runs,
+    })
 }
 
 /// The shape of a timed top-k, or why there is nothing to time.
