@@ -5,21 +5,7 @@
 use super::scaling::*;
 use super::*;
 
-/// `bitonic bench <args>` through clap, then [`config`].
-fn parse(line: &str) -> Result<CompareConfig, String> {
-    use clap::Parser;
-    let argv = ["bitonic", "bench"]
-        .into_iter()
-        .chain(line.split_whitespace())
-        .map(String::from);
-    match crate::args::Cli::try_parse_from(argv)
-        .map_err(|e| e.to_string())?
-        .command
-    {
-        crate::args::Command::Bench(b) => config(&b),
-        crate::args::Command::Devices => Err("parsed as devices".into()),
-    }
-}
+use super::tests::parse_line as parse;
 
 #[test]
 fn gpus_and_out_of_core_sizes_reach_the_config() {

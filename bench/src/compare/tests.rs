@@ -8,11 +8,14 @@ fn args(s: &str) -> Vec<String> {
 
 /// `bitonic bench <args>` through clap, then [`config`].
 fn parse(a: &[String], _: &str) -> Result<CompareConfig, String> {
+    parse_args(a.iter().cloned())
+}
+
+/// `bitonic bench <args>` through clap, then [`config`]: the parser of every test of the
+/// comparison's options.
+pub(super) fn parse_args(a: impl IntoIterator<Item = String>) -> Result<CompareConfig, String> {
     use clap::Parser;
-    let argv = ["bitonic", "bench"]
-        .into_iter()
-        .map(String::from)
-        .chain(a.iter().cloned());
+    let argv = ["bitonic", "bench"].into_iter().map(String::from).chain(a);
     match crate::args::Cli::try_parse_from(argv)
         .map_err(|e| e.to_string())?
         .command
@@ -20,6 +23,11 @@ fn parse(a: &[String], _: &str) -> Result<CompareConfig, String> {
         crate::args::Command::Bench(b) => config(&b),
         crate::args::Command::Devices => Err("parsed as devices".into()),
     }
+}
+
+/// [`parse_args`] of one line of arguments.
+pub(super) fn parse_line(line: &str) -> Result<CompareConfig, String> {
+    parse_args(line.split_whitespace().map(String::from))
 }
 
 #[test]
