@@ -18,7 +18,7 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 
 use super::CuDev;
-use crate::device::DeviceApi;
+use crate::device::{DeviceApi, positions_follow_keys};
 use crate::support::{input_seed, rng_for};
 use crate::targets::{Slot, Target};
 
@@ -168,17 +168,8 @@ fn pairs<K: Key16>(t: &Target) -> Result<(), Failed> {
             let got = dev.download(&keys)?;
             let got_values = dev.download(&values)?;
             check_rows::<K>(&got, &input, n, order).map_err(|e| format!("{at} {order:?}: {e}"))?;
-            let mut seen = vec![false; n];
-            for (i, (&k, &v)) in got.iter().zip(&got_values).enumerate() {
-                let v = v as usize;
-                if v >= n || seen[v] || input[v] != k {
-                    return Err(format!(
-                        "{at} {order:?}: index {i} has value {v} for key {k:#06x}"
-                    )
-                    .into());
-                }
-                seen[v] = true;
-            }
+            positions_follow_keys(&got, &got_values, &input)
+                .map_err(|e| format!("{at} {order:?}: {e}"))?;
         }
     }
     Ok(())

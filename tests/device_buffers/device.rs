@@ -207,3 +207,20 @@ pub fn check_sorted_pairs(
 ) -> Result<(), String> {
     check_pairs(t, keys_in, values_in, keys, values, order)
 }
+
+/// Checks the values of a key-value sort of `input` with its positions as values: every
+/// position comes once, each beside the key it holds in `input` (keys compared as bits).
+pub fn positions_follow_keys(got: &[u16], positions: &[u32], input: &[u16]) -> Result<(), String> {
+    let n = input.len();
+    let mut seen = vec![false; n];
+    for (i, (&key, &p)) in got.iter().zip(positions).enumerate() {
+        let p = p as usize;
+        if p >= n || seen[p] || input[p] != key {
+            return Err(format!(
+                "entry {i}: value {p} does not belong to its key {key:#06x}"
+            ));
+        }
+        seen[p] = true;
+    }
+    Ok(())
+}

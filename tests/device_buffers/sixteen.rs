@@ -25,6 +25,7 @@ use opencl3::types::CL_BLOCKING;
 use rand::Rng;
 use rand::seq::SliceRandom;
 
+use crate::device::positions_follow_keys;
 use crate::support::{input_seed, rng_for};
 use crate::targets::{Slot, Target};
 
@@ -254,16 +255,9 @@ fn pairs<K: Key16>(t: &Target) -> Result<(), Failed> {
         let got = dev.download(&keys).map_err(|e| format!("{at}: {e}"))?;
         let got_values = dev.download(&values).map_err(|e| format!("{at}: {e}"))?;
         check_sorted(&got, &input, Order::Descending).map_err(|e| format!("{at}: {e}"))?;
-        let mut seen = vec![false; n];
-        for (i, (&key, &p)) in got.iter().zip(&got_values).enumerate() {
-            let p = p as usize;
-            if p >= n || seen[p] || input[p].bits() != key.bits() {
-                return Err(
-                    format!("{at}: entry {i}: value {p} does not belong to its key").into(),
-                );
-            }
-            seen[p] = true;
-        }
+        let bits = |keys: &[K]| keys.iter().map(|k| k.bits()).collect::<Vec<u16>>();
+        positions_follow_keys(&bits(&got), &got_values, &bits(&input))
+            .map_err(|e| format!("{at}: {e}"))?;
     }
     Ok(())
 }
