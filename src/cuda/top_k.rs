@@ -424,9 +424,7 @@ impl CudaBackend {
                 Rows::Rescued { .. } => u64::from(self.limits.multiprocessors.max(1)) * 4,
                 _ => MAX_GRID,
             };
-            let grid = (rows * pass.tiles)
-                .min(most)
-                .min(u64::from(self.limits.max_grid_x)) as u32;
+            let grid = self.grid((rows * pass.tiles).min(most));
             let block = TOP_K_THREADS.min(1 << (pass.log_tile - 1));
             let shared = (padded_words(pass.log_tile) * 8) as u32;
             // SAFETY: the parameters match `top_k_tiles_<key>(const K *keys, const u64 *words,
@@ -448,6 +446,12 @@ impl CudaBackend {
         Ok(buffers[(plan.passes.len() - 1) % 2])
     }
 
+    /// The grid of a launch that wants `blocks` blocks: at most [`MAX_GRID`] and the
+    /// device's limit, the kernels looping over the rest.
+    fn grid(&self, blocks: u64) -> u32 {
+        blocks.min(MAX_GRID).min(u64::from(self.limits.max_grid_x)) as u32
+    }
+
     /// Launches an element-wise kernel over `n` elements on `stream`; nothing for none.
     ///
     /// # Safety
@@ -463,10 +467,7 @@ impl CudaBackend {
         if n == 0 {
             return Ok(());
         }
-        let grid = n
-            .div_ceil(u64::from(ELEMENT_THREADS))
-            .min(MAX_GRID)
-            .min(u64::from(self.limits.max_grid_x)) as u32;
+        let grid = self.grid(n.div_ceil(u64::from(ELEMENT_THREADS)));
         let mut pointers = params.pointers();
         // SAFETY: the caller vouches for the parameters and their extents.
         unsafe {

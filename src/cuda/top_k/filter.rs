@@ -6,7 +6,7 @@ use cust::stream::Stream;
 use cust::sys as cu;
 
 use super::super::kernels::launch_kernel;
-use super::{CudaBackend, KernelParams, MAX_GRID, StreamBuffers, TopKJob, narrow};
+use super::{CudaBackend, KernelParams, StreamBuffers, TopKJob, narrow};
 use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::kernel_contract::{TOP_K_FILTER_CHUNK, TOP_K_THREADS, padded_words};
@@ -58,7 +58,6 @@ impl CudaBackend {
         super::super::driver::check("cuMemsetD32Async", unsafe {
             cu::cuMemsetD32Async(counts, 0, rows as usize, stream.as_inner())
         })?;
-        let grid = |blocks: u64| blocks.min(MAX_GRID).min(u64::from(self.limits.max_grid_x)) as u32;
         let width = narrow(job.key_bytes);
         let log_rank = filter.rank.next_power_of_two().trailing_zeros();
         let mut params = (
@@ -80,7 +79,7 @@ impl CudaBackend {
         unsafe {
             launch_kernel(
                 self.top_k_kernels.sample[width],
-                (grid(rows), block, shared),
+                (self.grid(rows), block, shared),
                 stream.as_inner(),
                 &mut params.pointers(),
             )
@@ -104,7 +103,7 @@ impl CudaBackend {
         unsafe {
             launch_kernel(
                 self.top_k_kernels.filter[width],
-                (grid(rows * chunks), TOP_K_THREADS, 0),
+                (self.grid(rows * chunks), TOP_K_THREADS, 0),
                 stream.as_inner(),
                 &mut params.pointers(),
             )
