@@ -210,3 +210,6 @@ BITONIC_KERNEL(u16, u16, u64, u64, 1)
 
 // Merges and counts of sorts spread over several devices.
 #include "spread.cuh"
+
+// The range scatter of host slices sorted in ranges in one device's memory.
+#include "ranges.cuh"

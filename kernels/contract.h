@@ -74,6 +74,14 @@
 // Keys of a row that one block of the CUDA top-k filter reads: a multiple of 4 * TOP_K_THREADS.
 #define TOP_K_FILTER_CHUNK 4096
 
+// The CUDA range scatter (cuda/ranges.cuh, src/cuda/device_ranges.rs): a block of
+// RANGE_SCATTER_THREADS threads appends RANGE_SCATTER_KEYS consecutive keys to the regions
+// of their ranges, of at most RANGE_MAX_SPLITTERS splitters (the splitters and a count and a
+// base per range fit 16 KiB of shared memory).
+#define RANGE_SCATTER_THREADS 256
+#define RANGE_SCATTER_KEYS 4096
+#define RANGE_MAX_SPLITTERS 511
+
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in
 // src/kernel_contract.rs). The OpenCL merge kernels take the same quantities as separate

@@ -109,6 +109,20 @@ pub const TOP_K_THREADS: u32 = 256;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const TOP_K_FILTER_CHUNK: u32 = 4096;
 
+/// Threads of a block of the CUDA range scatter (`RANGE_SCATTER_THREADS`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const RANGE_SCATTER_THREADS: u32 = 256;
+
+/// Consecutive keys that one block of the CUDA range scatter appends to their ranges
+/// (`RANGE_SCATTER_KEYS`): a multiple of [`RANGE_SCATTER_THREADS`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const RANGE_SCATTER_KEYS: u32 = 4096;
+
+/// The most splitters of one range scatter (`RANGE_MAX_SPLITTERS`): its shared memory holds
+/// them and a count and a base for each of their `2 * RANGE_MAX_SPLITTERS + 1` ranges.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const RANGE_MAX_SPLITTERS: u32 = 511;
+
 /// The parameter block of every CUDA merge pass and its splitter pass (`struct MergeArgs` in
 /// `kernels/contract.h`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -240,6 +254,9 @@ mod tests {
             ("TOP_K_MAX_LOG_TILE", TOP_K_MAX_LOG_TILE),
             ("TOP_K_THREADS", TOP_K_THREADS),
             ("TOP_K_FILTER_CHUNK", TOP_K_FILTER_CHUNK),
+            ("RANGE_SCATTER_THREADS", RANGE_SCATTER_THREADS),
+            ("RANGE_SCATTER_KEYS", RANGE_SCATTER_KEYS),
+            ("RANGE_MAX_SPLITTERS", RANGE_MAX_SPLITTERS),
         ] {
             assert_eq!(number(name), value, "{name}");
         }

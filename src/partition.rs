@@ -70,9 +70,12 @@ pub fn ordered_bits<K: SortKey>(key: K, order: Order) -> u64 {
     key.ordered_bits(order.is_descending())
 }
 
+/// The step of [`splitmix64`]'s state.
+const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
 /// A pseudo-random generator with a fixed seed, so that a partition is the same on every run.
 fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    *state = state.wrapping_add(GOLDEN_GAMMA);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -89,9 +92,11 @@ pub fn sample<K: SortKey>(keys: &[K], count: usize, order: Order, seed: u64) -> 
             .map(|k| k.ordered_bits(descending))
             .collect()
     } else {
-        let mut state = seed;
-        (0..count)
-            .map(|_| {
+        // The generator's i-th draw depends on `i` alone, so the draws run in parallel.
+        (0..count as u64)
+            .into_par_iter()
+            .map(|i| {
+                let mut state = seed.wrapping_add(i.wrapping_mul(GOLDEN_GAMMA));
                 let i = (splitmix64(&mut state) % keys.len() as u64) as usize;
                 keys[i].ordered_bits(descending)
             })

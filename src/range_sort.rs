@@ -58,21 +58,29 @@ pub(crate) struct Plan {
     spans: usize,
 }
 
-/// The elements one sort on `device` may hold: its memory (or the sorter's limit) over
-/// twice the bytes of an element (the keys and values, and the scratch of as many). A GPU
-/// that the sorter opened several times shares its memory among them.
-fn budget(sorter: &Sorter, device: &dyn Backend, element_bytes: u64) -> usize {
+/// The device memory one sort on `device` may use: its memory (or the sorter's limit), a
+/// GPU that the sorter opened several times shared among them; `None` for the CPU backend
+/// without a limit.
+fn memory(sorter: &Sorter, device: &dyn Backend) -> Option<u64> {
     let info = device.device();
-    let bytes = match sorter.memory_limit {
-        Some(limit) => limit,
-        None if info.backend == BackendKind::Cpu => return usize::MAX,
+    match sorter.memory_limit {
+        Some(limit) => Some(limit),
+        None if info.backend == BackendKind::Cpu => None,
         None => {
             let openings = sorter
                 .device_backends()
                 .filter(|d| d.device().backend == info.backend && d.device().index == info.index)
                 .count() as u64;
-            info.memory_bytes / 100 * GPU_MEMORY_SHARE_PERCENT / openings.max(1)
+            Some(info.memory_bytes / 100 * GPU_MEMORY_SHARE_PERCENT / openings.max(1))
         }
+    }
+}
+
+/// The elements one sort on `device` may hold: its [`memory`] over twice the bytes of an
+/// element (the keys and values, and the scratch of as many).
+fn budget(sorter: &Sorter, device: &dyn Backend, element_bytes: u64) -> usize {
+    let Some(bytes) = memory(sorter, device) else {
+        return usize::MAX;
     };
     let elements = bytes / (2 * element_bytes.max(1));
     usize::try_from(elements)
@@ -145,7 +153,10 @@ pub(crate) fn sort<K: SortKey, V: Word>(
 ) -> Result<()> {
     let devices: Vec<&dyn Backend> = sorter.device_backends().take(plan.devices).collect();
     #[cfg(feature = "cuda")]
-    if values.is_none() && spread_over_cuda(sorter, &devices, keys, descending)? {
+    if values.is_none()
+        && (spread_over_cuda(sorter, &devices, keys, descending)?
+            || in_device_ranges(sorter, devices[0], keys, descending)?)
+    {
         return Ok(());
     }
     sort_on_devices(sorter, &devices, plan.spans, keys, values, descending, 0)
@@ -191,6 +202,54 @@ fn spread_over_cuda<K: SortKey>(
     };
     match sort_host_spread(&cuda, words, KeyEncoding { kind, descending }) {
         Ok(()) => Ok(true),
+        Err(e @ Error::PartialResult { .. }) => Err(e),
+        Err(_) => Ok(false),
+    }
+}
+
+/// Keys of 32 or 64 bits without values that fit the memory of `device`, a CUDA device,
+/// but not beside the scratch of one sort of them all, outside all-or-nothing: sorted in
+/// ranges in its memory, crossing the bus once each way
+/// ([`crate::cuda::CudaBackend::sort_host_in_ranges`]). `Ok(false)` where that does not
+/// apply, or where it failed before anything was written to the slice (a range outgrew
+/// its region, the memory was not there), which the host partition then sorts.
+#[cfg(feature = "cuda")]
+fn in_device_ranges<K: SortKey>(
+    sorter: &Sorter,
+    device: &dyn Backend,
+    keys: &mut [K],
+    descending: bool,
+) -> Result<bool> {
+    use crate::cuda::CudaBackend;
+    use crate::keys::{KeyEncoding, KeyRepr};
+    use crate::schedule::device_ranges::{self, DeviceRanges};
+    let Some(cuda) = device
+        .as_any()
+        .and_then(|d| d.downcast_ref::<CudaBackend>())
+    else {
+        return Ok(false);
+    };
+    let (n, key_bytes) = (keys.len(), std::mem::size_of::<K>() as u64);
+    let available = memory(sorter, device).unwrap_or(u64::MAX);
+    if sorter.all_or_nothing || key_bytes < 4 || (n as u64).saturating_mul(key_bytes) > available {
+        return Ok(false);
+    }
+    let order = if descending {
+        Order::Descending
+    } else {
+        Order::Ascending
+    };
+    let sample = partition::sample(keys, device_ranges::sample_len(n), order, 0x5eed);
+    let splitters = Splitters::from_sorted_sample(&sample, device_ranges::ranges_wanted(n));
+    let layout = DeviceRanges::from_sample(n, &sample, &splitters);
+    if layout.device_bytes(key_bytes) > available {
+        return Ok(false);
+    }
+    let KeyRepr::Words(words, kind) = K::repr(keys) else {
+        return Ok(false);
+    };
+    match cuda.sort_host_in_ranges(words, KeyEncoding { kind, descending }, &splitters, &layout) {
+        Ok(sorted) => Ok(sorted),
         Err(e @ Error::PartialResult { .. }) => Err(e),
         Err(_) => Ok(false),
     }

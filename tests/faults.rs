@@ -200,6 +200,7 @@ fn main() {
         // Sorts in ranges have fault points of their own, on every backend.
         if !matches!(slot, Slot::Ready(t) if t.oblivious) {
             trials.push(slot.trial("faults::ranges", ranges::check_ranges));
+            trials.push(slot.trial("faults::in_device_memory", ranges::check_in_device_memory));
         }
         let cpu = match slot {
             Slot::Ready(t) => t.info.backend == BackendKind::Cpu,

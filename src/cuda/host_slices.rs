@@ -235,7 +235,7 @@ impl CudaBackend {
 
     /// The host-slice state, locked (one host-slice sort at a time), with the context
     /// current; first, an error if the device could never hold `requested` bytes.
-    fn lock_host(&self, requested: u64) -> Result<RayonLockGuard<'_, HostState>> {
+    pub(super) fn lock_host(&self, requested: u64) -> Result<RayonLockGuard<'_, HostState>> {
         if requested > self.info.memory_bytes {
             return Err(self.out_of_memory(requested));
         }

@@ -1,6 +1,8 @@
 //! The kernels: the PTX embedded at build time, one variant per compute capability, and the
 //! functions looked up in the loaded module.
 
+use std::ffi::c_void;
+
 use cust::module::Module;
 use cust::sys as cu;
 
@@ -173,3 +175,26 @@ pub(super) unsafe fn launch_kernel(
     };
     check("cuLaunchKernel", status)
 }
+
+/// A tuple of kernel parameters (device addresses and scalars) as the pointers
+/// `cuLaunchKernel` takes.
+pub(super) trait KernelParams {
+    /// Pointers to each parameter, in order.
+    fn pointers(&mut self) -> Vec<*mut c_void>;
+}
+
+macro_rules! kernel_params {
+    ($($t:ident $i:tt),+) => {
+        impl<$($t: Copy),+> KernelParams for ($($t,)+) {
+            fn pointers(&mut self) -> Vec<*mut c_void> {
+                vec![$(&mut self.$i as *mut $t as *mut c_void),+]
+            }
+        }
+    };
+}
+
+kernel_params!(A 0, B 1, C 2, D 3, E 4);
+kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5);
+kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

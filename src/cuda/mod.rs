@@ -50,6 +50,7 @@ use crate::pinned::PinnedMemory;
 use crate::rayon_lock::lock_shared_with_rayon;
 
 mod device_bits;
+mod device_ranges;
 mod device_slices;
 mod driver;
 mod host_slices;
@@ -150,6 +151,9 @@ pub struct CudaBackend {
     top_k_kernels: top_k::TopKKernels,
     /// The counts and merges of sorts spread over devices (`spread.rs`).
     spread_kernels: spread::SpreadKernels,
+    /// The range scatter of host slices sorted in ranges in device memory
+    /// (`device_ranges.rs`), for 32- and 64-bit words.
+    range_kernels: [kernels::Kernel; 2],
     /// Serializes sorts of host slices: they share the stream, the device buffers and the
     /// pinned staging.
     busy: Mutex<HostState>,
@@ -234,6 +238,7 @@ impl CudaBackend {
         };
         let top_k_kernels = top_k::load_top_k_kernels(&module)?;
         let spread_kernels = spread::load_spread_kernels(&module)?;
+        let range_kernels = device_ranges::load_range_kernels(&module)?;
         let mut limits = limits;
         limits.clusters = !cluster_kernels.is_empty();
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
@@ -255,6 +260,7 @@ impl CudaBackend {
             }),
             top_k_kernels,
             spread_kernels,
+            range_kernels,
             busy: Mutex::new(HostState::default()),
             cache_stats: CacheStats::default(),
             stream,

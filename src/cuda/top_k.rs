@@ -14,7 +14,7 @@ use cust::sys as cu;
 use super::CudaBackend;
 use super::device_slices::DeviceWords;
 use super::driver::{driver_error, on};
-use super::kernels::{Kernel, launch_kernel, load_kernel};
+use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
 use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::kernel_contract::{TOP_K_THREADS, TopKArgs, padded_words};
@@ -546,25 +546,3 @@ impl CudaBackend {
         Ok(Some((values, indices)))
     }
 }
-
-/// A tuple of kernel parameters (device addresses and scalars) as the pointers
-/// `cuLaunchKernel` takes.
-trait KernelParams {
-    fn pointers(&mut self) -> Vec<*mut c_void>;
-}
-
-macro_rules! kernel_params {
-    ($($t:ident $i:tt),+) => {
-        impl<$($t: Copy),+> KernelParams for ($($t,)+) {
-            fn pointers(&mut self) -> Vec<*mut c_void> {
-                vec![$(&mut self.$i as *mut $t as *mut c_void),+]
-            }
-        }
-    };
-}
-
-kernel_params!(A 0, B 1, C 2, D 3, E 4);
-kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5);
-kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
-kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
-kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

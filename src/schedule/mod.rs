@@ -186,6 +186,9 @@ impl Pass {
     }
 }
 
+// Only the CUDA backend sorts in ranges in device memory.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) mod device_ranges;
 mod emulate;
 mod index;
 pub mod merge_path;

@@ -118,3 +118,68 @@ pub fn check_ranges(t: &Target) -> Result<(), Failed> {
     }
     Ok(())
 }
+
+/// Keys of the in-device trial: 16 chunks of 2048 keys, 8 blocks of the range scatter.
+const IN_DEVICE_N: usize = 32_768;
+
+/// Failures of a sort of keys that fit the device's memory limit but not beside a whole
+/// sort's scratch: on CUDA sorted in ranges in device memory, at every point (the scatter of
+/// each chunk, each range's sort, each download). A failure before the first range comes
+/// back leaves the slice untouched and has the host partition sort it (the sort succeeds);
+/// one during the downloads returns the error, `PartialResult` once a range was written;
+/// one in the host partition's own sorts leaves the slice untouched or sorted. The CUDA
+/// path must have been taken: its scatter point must have failed once.
+pub fn check_in_device_memory(t: &Target) -> Result<(), Failed> {
+    let _disarm = Disarm;
+    let id = "faults::in_device_memory";
+    let keys: Vec<u32> = Pattern::Random.keys(IN_DEVICE_N, &mut rng_for(input_seed(t.seed, id, 0)));
+    let sorter = Sorter::builder()
+        .ignore_env()
+        .backend(t.info.backend)
+        .device_index(t.info.index)
+        .host_threshold(0)
+        .device_memory_limit((IN_DEVICE_N * 4 * 8 / 5) as u64)
+        .build()?;
+    let mut want = keys.clone();
+    want.sort_unstable();
+    let mut tripped = Vec::new();
+    for k in 0.. {
+        if k > MAX_POINTS {
+            return Err(format!("more than {MAX_POINTS} fault points").into());
+        }
+        let mut got = keys.clone();
+        fault::arm(k);
+        let result = sorter.sort(&mut got, Order::Ascending);
+        fault::disarm();
+        let Some(call) = fault::tripped() else {
+            result?;
+            if got != want {
+                return Err(format!("the sort past every point (k = {k}) is not sorted").into());
+            }
+            break;
+        };
+        let (untouched, sorted) = (got == keys, got == want);
+        let fine = match &result {
+            Ok(()) => sorted,
+            Err(Error::PartialResult { .. }) => true,
+            Err(_) => untouched || sorted,
+        };
+        if !fine {
+            return Err(format!(
+                "fault {k} at {call}: {result:?} with the slice untouched {untouched}, \
+                 sorted {sorted}"
+            )
+            .into());
+        }
+        tripped.push(call);
+    }
+    if t.info.backend == BackendKind::Cuda && !tripped.contains(&"range scatter") {
+        return Err(format!("no fault at \"range scatter\" among {tripped:?}").into());
+    }
+    let mut got = keys.clone();
+    sorter.sort(&mut got, Order::Ascending)?;
+    if got != want {
+        return Err("the sort after the faults is not sorted".into());
+    }
+    Ok(())
+}

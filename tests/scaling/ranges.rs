@@ -196,6 +196,25 @@ pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
         }
         Ok(())
     }));
+    // Slices that fit the device's memory limit, but not beside the scratch of one sort of
+    // them all: on CUDA sorted in ranges in device memory (keys of 32 and 64 bits), elsewhere
+    // through the host partition. Lengths around the range scatter's blocks of 4096 keys and
+    // the upload's chunks of a sixteenth.
+    trials.push(slot.trial("ranges::in_device_memory", |t| {
+        for n in [4, 4095, 4096, 4097, 65_537, 196_613, (1 << 20) + 1] {
+            for pattern in [
+                Pattern::Random,
+                Pattern::Few,
+                Pattern::Equal,
+                Pattern::Special,
+                Pattern::Reversed,
+            ] {
+                check_in_device_memory::<u32>(t, pattern, n)?;
+                check_in_device_memory::<f64>(t, pattern, n)?;
+            }
+        }
+        Ok(())
+    }));
     trials.push(slot.trial("ranges::empty_device_list", |t| {
         match sorter(t, |b| b.devices(&[])) {
             Err(bitonic::Error::InvalidConfig(_)) => Ok(()),
@@ -206,6 +225,31 @@ pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
             .into()),
         }
     }));
+}
+
+/// `n` keys of `pattern` under a memory limit of the keys and half as much again: the
+/// ranges' regions, scratch and staging fit in it, a whole sort's scratch does not. Exactly
+/// the reference, descending for odd lengths.
+fn check_in_device_memory<K: TestKey>(
+    t: &Target,
+    pattern: Pattern,
+    n: usize,
+) -> Result<(), Failed> {
+    let seed = input_seed(t.seed, "ranges::in_device_memory", n);
+    let input: Vec<K> = pattern.keys(n, &mut rng_for(seed));
+    let limit = (n * std::mem::size_of::<K>() * 8 / 5) as u64;
+    let s = sorter(t, |b| b.device_memory_limit(limit))?;
+    let descending = n % 2 == 1;
+    let mut keys = input.clone();
+    sort_keys(&s, &mut keys, descending)?;
+    check_keys(&keys, &expected(&input, descending)).map_err(|e| {
+        let bytes = std::mem::size_of::<K>();
+        format!(
+            "{} n {n}, {bytes}-byte keys, seed {seed:#x}: {e}",
+            pattern.name()
+        )
+        .into()
+    })
 }
 
 /// Random words from a fixed seed, generated on every core: fast enough for billions.

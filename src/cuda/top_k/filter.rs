@@ -5,8 +5,9 @@
 use cust::stream::Stream;
 use cust::sys as cu;
 
+use super::super::kernels::KernelParams;
 use super::super::kernels::launch_kernel;
-use super::{CudaBackend, KernelParams, StreamBuffers, TopKJob, narrow};
+use super::{CudaBackend, StreamBuffers, TopKJob, narrow};
 use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::kernel_contract::{TOP_K_FILTER_CHUNK, TOP_K_THREADS, padded_words};
