@@ -11,7 +11,8 @@
 //!   sorter that names its device twice (`SorterBuilder::devices`), spread over both: keys
 //!   exactly as the reference sort, pairs as the same multiset.
 //! - `measure::...` (ignored; run with `--ignored` on a machine with GPUs): a host slice of
-//!   `BITONIC_SCALING_LOG2` (default 30) `u32` keys on one GPU and on every GPU, timed.
+//!   `BITONIC_SCALING_LOG2` (default 30) `u32` keys on one GPU and on every GPU, timed, under
+//!   a device memory limit of `BITONIC_SCALING_LIMIT` bytes where that is set.
 //!
 //! Targets and gating are the suite's (`support/targets.rs`).
 

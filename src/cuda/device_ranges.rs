@@ -141,16 +141,15 @@ impl CudaBackend {
                 if fill == 0 {
                     continue;
                 }
-                if let Some(event) = done[r].take() {
-                    wait(&self.stream, event)?;
-                }
                 let mut column = Column::Words(part(&mut keys, first..first + fill));
-                let downloaded = host.download(
-                    &link,
-                    (&mut column, at(r)),
-                    None,
-                    self.cache_stats.copy_back(),
-                );
+                let downloaded = done[r]
+                    .take()
+                    .map_or(Ok(()), |event| wait(&self.stream, event))
+                    .and_then(|()| {
+                        let copy_back = self.cache_stats.copy_back();
+                        host.download(&link, (&mut column, at(r)), None, copy_back)
+                    });
+                // Once a range has been written, any failure leaves the slice a mix.
                 match downloaded {
                     Err(e) if first > 0 && !matches!(e, Error::PartialResult { .. }) => {
                         return Err(Error::PartialResult { cause: Box::new(e) });

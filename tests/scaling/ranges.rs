@@ -269,13 +269,17 @@ fn random_words<W: Send>(n: usize, word: fn(u64) -> W) -> Vec<W> {
 /// `u64` keys with `u64` values when `BITONIC_SCALING_PAIRS=1`, on the first CUDA device and
 /// on every CUDA device, twice each (the first run allocates), and checks every result. The
 /// input is made anew for each run, so that host memory holds it once beside the sort's
-/// own copy.
+/// own copy. `BITONIC_SCALING_LIMIT` (bytes), where set, is the sorters' device memory limit.
 pub fn measure() -> Result<(), Failed> {
     let log2 = crate::support::env_number("BITONIC_SCALING_LOG2")?.unwrap_or(30);
     let pairs = crate::support::env_number("BITONIC_SCALING_PAIRS")?.unwrap_or(0) == 1;
+    let limit = crate::support::env_number("BITONIC_SCALING_LIMIT")?.unwrap_or(0);
     let n = 1usize << log2;
     for all in [false, true] {
-        let builder = Sorter::builder().ignore_env().backend(BackendKind::Cuda);
+        let mut builder = Sorter::builder().ignore_env().backend(BackendKind::Cuda);
+        if limit > 0 {
+            builder = builder.device_memory_limit(limit);
+        }
         let s = if all {
             builder.all_gpus()
         } else {
