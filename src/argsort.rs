@@ -111,7 +111,8 @@ fn u64_words<K: SortKey>(keys: &[K]) -> Option<(Vec<u64>, KeyKind)> {
     if width != 8 {
         return None;
     }
-    Some((bytemuck::try_cast_slice(keys).ok()?.to_vec(), kind))
+    let words: &[u64] = bytemuck::try_cast_slice(keys).ok()?;
+    Some((map_indices(words.len(), |i| words[i]), kind))
 }
 
 /// The key whose 32-bit word is `word` (the inverse of [`u32_of_key`]): its raw bits for
@@ -260,27 +261,48 @@ impl Sorter {
             KeyEncoding { kind, descending },
             row_len,
         ))?;
-        // Runs of equal keys, numbered within each row.
-        let mut ties = false;
-        let mut composite = Vec::with_capacity(n);
-        let mut run = 0u64;
-        let mut column = 0;
-        for (i, &position) in order.iter().enumerate() {
-            if column == 0 {
-                run = 0;
-            } else if words[i] == words[i - 1] {
-                ties = true;
-            } else {
-                run += 1;
-            }
-            composite.push(run << 32 | u64::from(position));
-            column = if column + 1 == row_len { 0 } else { column + 1 };
-        }
+        // A key opens a run of equal keys where it starts a row or differs from the key
+        // before it.
+        let opens = |i: usize| i.is_multiple_of(row_len) || words[i] != words[i - 1];
+        let ties = (0..n).into_par_iter().any(|i| !opens(i));
         if !ties {
             return Ok(order);
         }
+        // Each key's run is numbered by the position in its row of the run's first key (the
+        // last opening at or before it): equal within a run, increasing along the row. In
+        // pieces on rayon's threads, each starting from the last opening before it.
+        const PIECE: usize = 1 << 14;
+        let pieces = n.div_ceil(PIECE);
+        let last_opening: Vec<Option<usize>> = (0..pieces)
+            .into_par_iter()
+            .map(|p| {
+                (p * PIECE..n.min((p + 1) * PIECE))
+                    .rev()
+                    .find(|&i| opens(i))
+            })
+            .collect();
+        let mut before = Vec::with_capacity(pieces);
+        let mut last = 0;
+        for opening in &last_opening {
+            before.push(last);
+            last = opening.unwrap_or(last);
+        }
+        let mut composite = vec![0u64; n];
+        composite
+            .par_chunks_mut(PIECE)
+            .enumerate()
+            .for_each(|(p, out)| {
+                let mut opening = before[p];
+                for (j, slot) in out.iter_mut().enumerate() {
+                    let i = p * PIECE + j;
+                    if opens(i) {
+                        opening = i;
+                    }
+                    *slot = ((opening % row_len) as u64) << 32 | u64::from(order[i]);
+                }
+            });
         self.sort_u64_rows(&mut composite, row_len)?;
-        Ok(composite.into_iter().map(|c| c as u32).collect())
+        Ok(map_indices(n, |i| composite[i] as u32))
     }
 
     fn segments<K: SortKey>(

@@ -31,6 +31,9 @@ pub const RAYON_SCALED_FROM: usize = 1 << 30;
 /// input over the bus and back, seconds at these sizes.
 pub const HUGE_BYTES: usize = 4 << 30;
 
+/// The largest input whose host partition [`partition_phases`] times.
+const PARTITION_PHASES_MAX: usize = 1 << 31;
+
 /// Timed runs of an input of at least [`HUGE_BYTES`].
 pub const HUGE_RUNS: usize = 3;
 
@@ -215,12 +218,13 @@ pub fn make_input<K: ScalingKey>(
     with_values: bool,
     seed: u64,
 ) -> (Vec<K>, Option<Vec<u32>>) {
-    let mut keys: Vec<K> = Vec::with_capacity(n);
-    keys.par_extend((0..n.div_ceil(CHUNK)).into_par_iter().flat_map_iter(|c| {
+    // Zeroed pages from the allocator, each first touched by the thread that fills it: at
+    // 2^34 keys a sequential pass over the memory takes longer than the sorts.
+    let mut keys: Vec<K> = bytemuck::zeroed_vec(n);
+    keys.par_chunks_mut(CHUNK).enumerate().for_each(|(c, out)| {
         let mut rng = StdRng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let len = CHUNK.min(n - c * CHUNK);
-        (0..len).map(move |_| K::random(&mut rng))
-    }));
+        out.iter_mut().for_each(|k| *k = K::random(&mut rng));
+    });
     let values = with_values.then(|| (0..n).into_par_iter().map(|i| i as u32).collect());
     (keys, values)
 }
@@ -290,9 +294,9 @@ fn measure_size<K: ScalingKey>(
         note: String::new(),
     };
     let mut out = Vec::new();
-    // One work buffer for every sorter of this size.
-    let mut work_keys = keys.clone();
-    let mut work_values = values.clone();
+    // One work buffer for every sorter of this size, filled before each run.
+    let mut work_keys: Vec<K> = bytemuck::zeroed_vec(n);
+    let mut work_values: Option<Vec<u32>> = values.as_ref().map(|v| bytemuck::zeroed_vec(v.len()));
     for (gpus, list) in target.map(|t| t.lists.as_slice()).unwrap_or_default() {
         let mut r = row(OURS, *gpus);
         let t = target.expect("lists come from a target");
@@ -348,7 +352,16 @@ fn measure_size<K: ScalingKey>(
         out.push(r);
     }
     if target.is_some_and(|t| t.lists.len() > 1) {
-        partition_phases(&keys, values.as_deref());
+        if n <= PARTITION_PHASES_MAX {
+            partition_phases(&keys, values.as_deref());
+        } else {
+            println!(
+                "-- host partition of {}: not timed (past {}, six passes over the data take \
+                 longer than the sorts)",
+                size_label(n),
+                size_label(PARTITION_PHASES_MAX)
+            );
+        }
     }
     if !skips_name(cfg, RAYON) {
         out.push(time_rayon(
