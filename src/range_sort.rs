@@ -9,6 +9,10 @@
 //! Ranges that hold a single repeated key are sorted as they stand and skip the devices.
 //! Sorted ranges end to end are the sorted whole, so no merge follows.
 //!
+//! On CUDA, keys of 32 or 64 bits without values first try two paths without the host
+//! partition (`cuda.rs`): the devices' spread sort where equal shares fit every GPU, and the
+//! first GPU's ranges in device memory where the keys fit it once.
+//!
 //! Where the result goes: by default (keys of 32 or 64 bits) each span is uploaded from the
 //! buffer and downloaded straight into its place in the caller's slices; a failure then has
 //! the spans no device finished sorted on the host from the buffer, which the devices only
@@ -154,105 +158,12 @@ pub(crate) fn sort<K: SortKey, V: Word>(
     let devices: Vec<&dyn Backend> = sorter.device_backends().take(plan.devices).collect();
     #[cfg(feature = "cuda")]
     if values.is_none()
-        && (spread_over_cuda(sorter, &devices, keys, descending)?
-            || in_device_ranges(sorter, devices[0], keys, descending)?)
+        && (cuda::spread_over_cuda(sorter, &devices, keys, descending)?
+            || cuda::in_device_ranges(sorter, devices[0], keys, descending)?)
     {
         return Ok(());
     }
     sort_on_devices(sorter, &devices, plan.spans, keys, values, descending, 0)
-}
-
-/// Keys of 32 or 64 bits without values, on several different CUDA devices whose memory
-/// holds an equal share each with its spread sort's buffers, outside all-or-nothing (a
-/// failed download would leave the other devices' parts written): sorted without a host
-/// partition ([`crate::cuda::sort_host_spread`]). `Ok(false)` where that does not apply, or
-/// where it failed before anything was written to the slice, which the ranges then sort.
-#[cfg(feature = "cuda")]
-fn spread_over_cuda<K: SortKey>(
-    sorter: &Sorter,
-    devices: &[&dyn Backend],
-    keys: &mut [K],
-    descending: bool,
-) -> Result<bool> {
-    use crate::cuda::{CudaBackend, SPREAD_BYTES_PER_BYTE, sort_host_spread};
-    use crate::keys::{KeyEncoding, KeyRepr};
-    if devices.len() < 2 || sorter.all_or_nothing {
-        return Ok(false);
-    }
-    let cuda: Vec<&CudaBackend> = devices
-        .iter()
-        .filter_map(|d| d.as_any()?.downcast_ref::<CudaBackend>())
-        .collect();
-    let mut indices: Vec<usize> = cuda.iter().map(|c| c.device().index).collect();
-    indices.sort_unstable();
-    indices.dedup();
-    if cuda.len() != devices.len() || indices.len() != devices.len() {
-        return Ok(false);
-    }
-    let n = keys.len();
-    let key_bytes = std::mem::size_of::<K>() as u64;
-    let share = n.div_ceil(devices.len()) as u64;
-    let budget = smallest_budget(sorter, devices.iter().copied(), key_bytes) as u64;
-    // A budget counts two copies of an element; the spread sort holds three of its share.
-    if share.saturating_mul(SPREAD_BYTES_PER_BYTE) > budget.saturating_mul(2) {
-        return Ok(false);
-    }
-    let KeyRepr::Words(words, kind) = K::repr(keys) else {
-        return Ok(false);
-    };
-    match sort_host_spread(&cuda, words, KeyEncoding { kind, descending }) {
-        Ok(()) => Ok(true),
-        Err(e @ Error::PartialResult { .. }) => Err(e),
-        Err(_) => Ok(false),
-    }
-}
-
-/// Keys of 32 or 64 bits without values that fit the memory of `device`, a CUDA device,
-/// but not beside the scratch of one sort of them all, outside all-or-nothing: sorted in
-/// ranges in its memory, crossing the bus once each way
-/// ([`crate::cuda::CudaBackend::sort_host_in_ranges`]). `Ok(false)` where that does not
-/// apply, or where it failed before anything was written to the slice (a range outgrew
-/// its region, the memory was not there), which the host partition then sorts.
-#[cfg(feature = "cuda")]
-fn in_device_ranges<K: SortKey>(
-    sorter: &Sorter,
-    device: &dyn Backend,
-    keys: &mut [K],
-    descending: bool,
-) -> Result<bool> {
-    use crate::cuda::CudaBackend;
-    use crate::keys::{KeyEncoding, KeyRepr};
-    use crate::schedule::device_ranges::{self, DeviceRanges};
-    let Some(cuda) = device
-        .as_any()
-        .and_then(|d| d.downcast_ref::<CudaBackend>())
-    else {
-        return Ok(false);
-    };
-    let (n, key_bytes) = (keys.len(), std::mem::size_of::<K>() as u64);
-    let available = memory(sorter, device).unwrap_or(u64::MAX);
-    if sorter.all_or_nothing || key_bytes < 4 || (n as u64).saturating_mul(key_bytes) > available {
-        return Ok(false);
-    }
-    let order = if descending {
-        Order::Descending
-    } else {
-        Order::Ascending
-    };
-    let sample = partition::sample(keys, device_ranges::sample_len(n), order, 0x5eed);
-    let splitters = Splitters::from_sorted_sample(&sample, device_ranges::ranges_wanted(n));
-    let layout = DeviceRanges::from_sample(n, &sample, &splitters);
-    if layout.device_bytes(key_bytes) > available {
-        return Ok(false);
-    }
-    let KeyRepr::Words(words, kind) = K::repr(keys) else {
-        return Ok(false);
-    };
-    match cuda.sort_host_in_ranges(words, KeyEncoding { kind, descending }, &splitters, &layout) {
-        Ok(sorted) => Ok(sorted),
-        Err(e @ Error::PartialResult { .. }) => Err(e),
-        Err(_) => Ok(false),
-    }
 }
 
 /// [`sort`] on the given devices, aiming for `spans` spans.
@@ -609,5 +520,7 @@ fn copy_into<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
+#[cfg(feature = "cuda")]
+mod cuda;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,100 @@
+//! The CUDA paths of a sort in ranges that skip the host partition: a slice spread over
+//! several GPUs' memory, and a slice that fits one GPU's memory but not beside its scratch.
+
+use super::{memory, smallest_budget};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::keys::{Order, SortKey};
+use crate::partition::{self, Splitters};
+use crate::sorter::Sorter;
+
+/// Keys of 32 or 64 bits without values, on several different CUDA devices whose memory
+/// holds an equal share each with its spread sort's buffers, outside all-or-nothing (a
+/// failed download would leave the other devices' parts written): sorted without a host
+/// partition ([`crate::cuda::sort_host_spread`]). `Ok(false)` where that does not apply, or
+/// where it failed before anything was written to the slice, which the ranges then sort.
+pub(super) fn spread_over_cuda<K: SortKey>(
+    sorter: &Sorter,
+    devices: &[&dyn Backend],
+    keys: &mut [K],
+    descending: bool,
+) -> Result<bool> {
+    use crate::cuda::{CudaBackend, SPREAD_BYTES_PER_BYTE, sort_host_spread};
+    use crate::keys::{KeyEncoding, KeyRepr};
+    if devices.len() < 2 || sorter.all_or_nothing {
+        return Ok(false);
+    }
+    let cuda: Vec<&CudaBackend> = devices
+        .iter()
+        .filter_map(|d| d.as_any()?.downcast_ref::<CudaBackend>())
+        .collect();
+    let mut indices: Vec<usize> = cuda.iter().map(|c| c.device().index).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    if cuda.len() != devices.len() || indices.len() != devices.len() {
+        return Ok(false);
+    }
+    let n = keys.len();
+    let key_bytes = std::mem::size_of::<K>() as u64;
+    let share = n.div_ceil(devices.len()) as u64;
+    let budget = smallest_budget(sorter, devices.iter().copied(), key_bytes) as u64;
+    // A budget counts two copies of an element; the spread sort holds three of its share.
+    if share.saturating_mul(SPREAD_BYTES_PER_BYTE) > budget.saturating_mul(2) {
+        return Ok(false);
+    }
+    let KeyRepr::Words(words, kind) = K::repr(keys) else {
+        return Ok(false);
+    };
+    match sort_host_spread(&cuda, words, KeyEncoding { kind, descending }) {
+        Ok(()) => Ok(true),
+        Err(e @ Error::PartialResult { .. }) => Err(e),
+        Err(_) => Ok(false),
+    }
+}
+
+/// Keys of 32 or 64 bits without values that fit the memory of `device`, a CUDA device,
+/// but not beside the scratch of one sort of them all, outside all-or-nothing: sorted in
+/// ranges in its memory, crossing the bus once each way
+/// ([`crate::cuda::CudaBackend::sort_host_in_ranges`]). `Ok(false)` where that does not
+/// apply, or where it failed before anything was written to the slice (a range outgrew
+/// its region, the memory was not there), which the host partition then sorts.
+pub(super) fn in_device_ranges<K: SortKey>(
+    sorter: &Sorter,
+    device: &dyn Backend,
+    keys: &mut [K],
+    descending: bool,
+) -> Result<bool> {
+    use crate::cuda::CudaBackend;
+    use crate::keys::{KeyEncoding, KeyRepr};
+    use crate::schedule::device_ranges::{self, DeviceRanges};
+    let Some(cuda) = device
+        .as_any()
+        .and_then(|d| d.downcast_ref::<CudaBackend>())
+    else {
+        return Ok(false);
+    };
+    let (n, key_bytes) = (keys.len(), std::mem::size_of::<K>() as u64);
+    let available = memory(sorter, device).unwrap_or(u64::MAX);
+    if sorter.all_or_nothing || key_bytes < 4 || (n as u64).saturating_mul(key_bytes) > available {
+        return Ok(false);
+    }
+    let order = if descending {
+        Order::Descending
+    } else {
+        Order::Ascending
+    };
+    let sample = partition::sample(keys, device_ranges::sample_len(n), order, 0x5eed);
+    let splitters = Splitters::from_sorted_sample(&sample, device_ranges::ranges_wanted(n));
+    let layout = DeviceRanges::from_sample(n, &sample, &splitters);
+    if layout.device_bytes(key_bytes) > available {
+        return Ok(false);
+    }
+    let KeyRepr::Words(words, kind) = K::repr(keys) else {
+        return Ok(false);
+    };
+    match cuda.sort_host_in_ranges(words, KeyEncoding { kind, descending }, &splitters, &layout) {
+        Ok(sorted) => Ok(sorted),
+        Err(e @ Error::PartialResult { .. }) => Err(e),
+        Err(_) => Ok(false),
+    }
+}
