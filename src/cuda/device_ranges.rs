@@ -4,15 +4,14 @@
 //! otherwise take reads and writes the whole slice in host memory and first touches a buffer
 //! of its size, which costs several times the bus (see `docs/scaling.md`).
 
-use cust::event::{Event, EventFlags};
+use cust::event::Event;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use cust::module::Module;
-use cust::stream::{Stream, StreamWaitEventFlags};
 use cust::sys as cu;
 
 use super::driver::on;
 use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
-use super::link::{CudaLink, hand_over};
+use super::link::{CudaLink, hand_over, record, wait_for};
 use super::plan::Widths;
 use super::{CudaBackend, Job};
 use crate::backend::BackendKind;
@@ -30,23 +29,6 @@ pub(super) fn load_range_kernels(module: &Module) -> Result<[Kernel; 2]> {
         load_kernel(module, "range_scatter_u32", 0)?,
         load_kernel(module, "range_scatter_u64", 0)?,
     ])
-}
-
-/// A new event recorded on `stream`: what was enqueued on it so far.
-fn mark(stream: &Stream) -> Result<Event> {
-    crate::fault::point(BackendKind::Cuda, "cuEventRecord")?;
-    let event = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
-    event.record(stream).map_err(on("cuEventRecord"))?;
-    Ok(event)
-}
-
-/// Makes what is enqueued on `stream` from now on wait for `event`.
-fn wait(stream: &Stream, event: Event) -> Result<()> {
-    crate::fault::point(BackendKind::Cuda, "cuStreamWaitEvent")?;
-    // The driver destroys the event once the wait is resolved.
-    stream
-        .wait_event(event, StreamWaitEventFlags::DEFAULT)
-        .map_err(on("cuStreamWaitEvent"))
 }
 
 /// `words[range]`, as words of the same width.
@@ -133,7 +115,7 @@ impl CudaBackend {
                     scratch,
                 };
                 self.enqueue(&job, self.sort_stream.as_inner())?;
-                done.push(Some(mark(&self.sort_stream)?));
+                done.push(Some(record(&self.sort_stream)?));
             }
             let mut first = 0usize;
             for (r, &fill) in fills.iter().enumerate() {
@@ -144,7 +126,7 @@ impl CudaBackend {
                 let mut column = Column::Words(part(&mut keys, first..first + fill));
                 let downloaded = done[r]
                     .take()
-                    .map_or(Ok(()), |event| wait(&self.stream, event))
+                    .map_or(Ok(()), |event| wait_for(&self.stream, event))
                     .and_then(|()| {
                         let copy_back = self.cache_stats.copy_back();
                         host.download(&link, (&mut column, at(r)), None, copy_back)
@@ -208,7 +190,7 @@ impl CudaBackend {
             let stage = staging + (slot * layout.chunk) as u64 * word_bytes;
             // The staging slot is free once the scatter of two chunks ago has read it.
             if let Some(event) = scattered[slot].take() {
-                wait(&self.stream, event)?;
+                wait_for(&self.stream, event)?;
             }
             let column = Column::Words(part(keys, first..first + len));
             host.upload(link, (&column, stage), None, &mut |_| Ok(()))?;
@@ -240,7 +222,7 @@ impl CudaBackend {
                     &mut params.pointers(),
                 )
             }?;
-            scattered[slot] = Some(mark(&self.sort_stream)?);
+            scattered[slot] = Some(record(&self.sort_stream)?);
         }
         self.sort_stream
             .synchronize()

@@ -94,10 +94,7 @@ impl Link for CudaLink<'_> {
     }
 
     fn mark(&self) -> Result<Event> {
-        let event = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
-        point(BackendKind::Cuda, "cuEventRecord")?;
-        event.record(self.stream).map_err(on("cuEventRecord"))?;
-        Ok(event)
+        record(self.stream)
     }
 
     fn wait(&self, mark: Event) -> Result<()> {
@@ -111,17 +108,28 @@ impl Link for CudaLink<'_> {
     }
 }
 
+/// A new event recorded on `stream`: everything enqueued on it so far.
+pub(crate) fn record(stream: &Stream) -> Result<Event> {
+    let event = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
+    point(BackendKind::Cuda, "cuEventRecord")?;
+    event.record(stream).map_err(on("cuEventRecord"))?;
+    Ok(event)
+}
+
+/// Makes the work enqueued on `stream` from now on wait for `event`, without blocking the
+/// host.
+pub(crate) fn wait_for(stream: &Stream, event: Event) -> Result<()> {
+    point(BackendKind::Cuda, "cuStreamWaitEvent")?;
+    // The driver destroys the event once the wait is resolved.
+    stream
+        .wait_event(event, StreamWaitEventFlags::DEFAULT)
+        .map_err(on("cuStreamWaitEvent"))
+}
+
 /// Makes the work enqueued on `later` from now on wait for everything enqueued on `earlier`
 /// so far (an event recorded on one, waited for by the other), without blocking the host.
 pub(crate) fn hand_over(earlier: &Stream, later: &Stream) -> Result<()> {
-    let event = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
-    point(BackendKind::Cuda, "cuEventRecord")?;
-    event.record(earlier).map_err(on("cuEventRecord"))?;
-    point(BackendKind::Cuda, "cuStreamWaitEvent")?;
-    // The driver destroys the event once the wait is resolved.
-    later
-        .wait_event(event, StreamWaitEventFlags::DEFAULT)
-        .map_err(on("cuStreamWaitEvent"))
+    wait_for(later, record(earlier)?)
 }
 
 /// A caller's pinned buffer ([`crate::pinned`]): memory from `cuMemAllocHost`,
