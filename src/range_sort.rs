@@ -53,6 +53,18 @@ const OUT_OF_MEMORY_SPANS: usize = 4;
 /// Elements per piece of the parallel copy back into the caller's slices.
 const COPY_PIECE: usize = 1 << 16;
 
+/// The seed of the samples here, so that a slice is partitioned the same way on every run.
+const SAMPLE_SEED: u64 = 0x5eed;
+
+/// The order of a sort that is `descending` or not.
+fn order_of(descending: bool) -> Order {
+    if descending {
+        Order::Descending
+    } else {
+        Order::Ascending
+    }
+}
+
 /// How a sort of one host slice is split.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Plan {
@@ -179,14 +191,10 @@ fn sort_on_devices<K: SortKey, V: Word>(
     let kind = devices[0].device().backend;
     crate::fault::point(kind, "partition")?;
     let n = keys.len();
-    let order = if descending {
-        Order::Descending
-    } else {
-        Order::Ascending
-    };
+    let order = order_of(descending);
     let ranges = spans * RANGES_PER_SPAN;
     let count = ranges.saturating_mul(partition::OVERSAMPLING).max(1024);
-    let sample = partition::sample(keys, count, order, 0x5eed + u64::from(depth));
+    let sample = partition::sample(keys, count, order, SAMPLE_SEED + u64::from(depth));
     let splitters = Splitters::from_sorted_sample(&sample, ranges);
     let mut sorted_keys: Vec<K> = host_buffer(n)?;
     let mut sorted_values: Option<Vec<V>> = match &values {

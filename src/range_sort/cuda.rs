@@ -1,10 +1,10 @@
 //! The CUDA paths of a sort in ranges that skip the host partition: a slice spread over
 //! several GPUs' memory, and a slice that fits one GPU's memory but not beside its scratch.
 
-use super::{memory, smallest_budget};
+use super::{SAMPLE_SEED, memory, order_of, smallest_budget};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::keys::{Order, SortKey};
+use crate::keys::SortKey;
 use crate::partition::{self, Splitters};
 use crate::sorter::Sorter;
 
@@ -45,11 +45,9 @@ pub(super) fn spread_over_cuda<K: SortKey>(
     let KeyRepr::Words(words, kind) = K::repr(keys) else {
         return Ok(false);
     };
-    match sort_host_spread(&cuda, words, KeyEncoding { kind, descending }) {
-        Ok(()) => Ok(true),
-        Err(e @ Error::PartialResult { .. }) => Err(e),
-        Err(_) => Ok(false),
-    }
+    declined_unless_written(
+        sort_host_spread(&cuda, words, KeyEncoding { kind, descending }).map(|()| true),
+    )
 }
 
 /// Keys of 32 or 64 bits without values that fit the memory of `device`, a CUDA device,
@@ -78,12 +76,8 @@ pub(super) fn in_device_ranges<K: SortKey>(
     if sorter.all_or_nothing || key_bytes < 4 || (n as u64).saturating_mul(key_bytes) > available {
         return Ok(false);
     }
-    let order = if descending {
-        Order::Descending
-    } else {
-        Order::Ascending
-    };
-    let sample = partition::sample(keys, device_ranges::sample_len(n), order, 0x5eed);
+    let order = order_of(descending);
+    let sample = partition::sample(keys, device_ranges::sample_len(n), order, SAMPLE_SEED);
     let splitters = Splitters::from_sorted_sample(&sample, device_ranges::ranges_wanted(n));
     let layout = DeviceRanges::from_sample(n, &sample, &splitters);
     if layout.device_bytes(key_bytes) > available {
@@ -92,9 +86,21 @@ pub(super) fn in_device_ranges<K: SortKey>(
     let KeyRepr::Words(words, kind) = K::repr(keys) else {
         return Ok(false);
     };
-    match cuda.sort_host_in_ranges(words, KeyEncoding { kind, descending }, &splitters, &layout) {
-        Ok(sorted) => Ok(sorted),
+    declined_unless_written(cuda.sort_host_in_ranges(
+        words,
+        KeyEncoding { kind, descending },
+        &splitters,
+        &layout,
+    ))
+}
+
+/// The result of a path here: whether it sorted the slice. A failure that wrote nothing to
+/// the slice declines too (the host partition then sorts the untouched slice); a partial
+/// result is the caller's error.
+fn declined_unless_written(result: Result<bool>) -> Result<bool> {
+    match result {
         Err(e @ Error::PartialResult { .. }) => Err(e),
         Err(_) => Ok(false),
+        sorted => sorted,
     }
 }
