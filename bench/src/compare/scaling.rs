@@ -19,6 +19,8 @@ use rayon::prelude::*;
 use super::{Case, CompareConfig, Failures, skips_name};
 use crate::common::{median, minimum, size_label};
 
+mod partition_phases;
+
 /// Rayon is timed on the whole input up to this many keys; above it, at
 /// [`RAYON_SCALED_FROM`] keys and scaled by n log n, since a full sort would take minutes.
 pub const RAYON_DIRECT_MAX: usize = 1 << 31;
@@ -30,9 +32,6 @@ pub const RAYON_SCALED_FROM: usize = 1 << 30;
 /// [`HUGE_RUNS`] timed runs, whatever `--roundtrip-runs` says: each run moves the whole
 /// input over the bus and back, seconds at these sizes.
 pub const HUGE_BYTES: usize = 4 << 30;
-
-/// The largest input whose host partition [`partition_phases`] times.
-const PARTITION_PHASES_MAX: usize = 1 << 31;
 
 /// Timed runs of an input of at least [`HUGE_BYTES`].
 pub const HUGE_RUNS: usize = 3;
@@ -352,16 +351,7 @@ fn measure_size<K: ScalingKey>(
         out.push(r);
     }
     if target.is_some_and(|t| t.lists.len() > 1) {
-        if n <= PARTITION_PHASES_MAX {
-            partition_phases(&keys, values.as_deref());
-        } else {
-            println!(
-                "-- host partition of {}: not timed (past {}, six passes over the data take \
-                 longer than the sorts)",
-                size_label(n),
-                size_label(PARTITION_PHASES_MAX)
-            );
-        }
+        partition_phases::print(&keys, values.as_deref());
     }
     if !skips_name(cfg, RAYON) {
         out.push(time_rayon(
@@ -375,53 +365,6 @@ fn measure_size<K: ScalingKey>(
         ));
     }
     out
-}
-
-/// Prints the host side of a sort over several GPUs, timed on its own with the public
-/// partitioner (16 ranges, the sorter's seed aside): the sample and splitters, the stable
-/// scatter into a new buffer (whose pages are first touched by the scatter, as in a sort),
-/// and the same scatter into a buffer already touched; each the median of three.
-fn partition_phases<K: ScalingKey>(keys: &[K], values: Option<&[u32]>) {
-    use bitonic::partition::{self, Splitters};
-    let ranges = 16;
-    let time = |f: &mut dyn FnMut()| {
-        let mut ms: Vec<f64> = (0..3)
-            .map(|_| {
-                let start = Instant::now();
-                f();
-                start.elapsed().as_secs_f64() * 1e3
-            })
-            .collect();
-        ms.sort_by(f64::total_cmp);
-        ms[1]
-    };
-    let mut splitters = None;
-    let sample_ms = time(&mut || {
-        let sample = partition::sample(keys, ranges * 1024, Order::Ascending, 7);
-        splitters = Some(Splitters::from_sorted_sample(&sample, ranges));
-    });
-    let splitters = splitters.expect("timed at least once");
-    let mut out_values: Option<Vec<u32>> = values.map(|v| vec![0; v.len()]);
-    let mut scatter = |out: &mut [K]| {
-        let _ = partition::scatter(
-            keys,
-            values,
-            &splitters,
-            Order::Ascending,
-            out,
-            out_values.as_deref_mut(),
-        );
-    };
-    // Zeroed pages from the allocator, first touched by the scatter, as in a sort.
-    let fresh_ms = time(&mut || scatter(&mut bytemuck::zeroed_vec(keys.len())));
-    let mut out: Vec<K> = keys.to_vec();
-    let touched_ms = time(&mut || scatter(&mut out));
-    println!(
-        "-- host partition of {} keys ({} rayon threads): sample and splitters {sample_ms:.1} ms, \
-         scatter into a new buffer {fresh_ms:.1} ms, into a touched buffer {touched_ms:.1} ms",
-        size_label(keys.len()),
-        rayon::current_num_threads()
-    );
 }
 
 /// Checks the sorted buffers against the input's fingerprint.
