@@ -12,7 +12,9 @@
 //! `tripped()` names the call. The countdown fires once, then the thread is disarmed. The
 //! state is per thread, so test threads running side by side do not disturb each other, and
 //! a sort that someone else's thread runs is never affected. (Both GPU backends make every
-//! driver call of a sort on the calling thread.)
+//! driver call of a sort on one device on the calling thread; a sort over several devices
+//! runs each device's uploads, sorts and downloads on a thread of its own, and only its steps
+//! on the calling thread, such as the exchange between devices, can be failed.)
 //!
 //! The feature is for tests only: nothing else should enable it.
 

@@ -181,7 +181,27 @@ pub enum WordsMut<'a> {
     U64(&'a mut [u64]),
 }
 
-impl WordsMut<'_> {
+impl<'a> WordsMut<'a> {
+    /// The words cut into consecutive pieces of `lens` words, in order (the lengths add up
+    /// to at most [`WordsMut::len`]; words past their sum are left out).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn cut(self, lens: &[usize]) -> Vec<WordsMut<'a>> {
+        fn pieces<'w, T>(words: &'w mut [T], lens: &[usize]) -> Vec<&'w mut [T]> {
+            let mut rest = words;
+            lens.iter()
+                .map(|&len| {
+                    let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
+                    rest = tail;
+                    head
+                })
+                .collect()
+        }
+        match self {
+            WordsMut::U32(w) => pieces(w, lens).into_iter().map(WordsMut::U32).collect(),
+            WordsMut::U64(w) => pieces(w, lens).into_iter().map(WordsMut::U64).collect(),
+        }
+    }
+
     /// Number of words.
     pub fn len(&self) -> usize {
         match self {
@@ -444,6 +464,18 @@ narrow_key!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_gives_consecutive_pieces_in_order() {
+        let mut words: Vec<u64> = (0..10).collect();
+        let pieces = WordsMut::U64(&mut words).cut(&[3, 0, 5]);
+        let lens: Vec<usize> = pieces.iter().map(WordsMut::len).collect();
+        assert_eq!(lens, [3, 0, 5]);
+        let WordsMut::U64(last) = &pieces[2] else {
+            panic!("a piece changed its width");
+        };
+        assert_eq!(**last, [3, 4, 5, 6, 7]);
+    }
 
     fn check_f32(values: &[f32]) {
         for descending in [false, true] {

@@ -171,7 +171,7 @@ pub(crate) fn sort<K: SortKey, V: Word>(
     #[cfg(feature = "cuda")]
     if values.is_none()
         && (cuda::spread_over_cuda(sorter, &devices, keys, descending)?
-            || cuda::in_device_ranges(sorter, devices[0], keys, descending)?)
+            || cuda::in_device_ranges(sorter, &devices, keys, descending)?)
     {
         return Ok(());
     }

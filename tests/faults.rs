@@ -211,6 +211,14 @@ fn main() {
             register(slot, &mut trials);
         }
     }
+    // Runs where the machine has two CUDA devices or more; ignored (not passed) elsewhere.
+    trials.push(
+        Trial::test(
+            "faults::every_gpu::in_device_memory",
+            ranges::every_gpu_in_device_memory,
+        )
+        .with_ignored_flag(targets::cuda_devices() < 2),
+    );
     if gpu_slots == 0 {
         eprintln!("bitonic faults: no GPU backend is compiled in; nothing to inject faults into");
         trials.push(

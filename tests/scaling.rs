@@ -38,19 +38,14 @@ fn main() {
     }
     trials.push(Trial::test("measure::host_u32", ranges::measure).with_ignored_flag(true));
     // Runs where the machine has two CUDA devices or more; ignored (not passed) elsewhere.
-    let gpus = cuda_devices();
+    let gpus = targets::cuda_devices();
     trials.push(Trial::test("every_gpu::spread", ranges::every_gpu).with_ignored_flag(gpus < 2));
+    trials.push(
+        Trial::test(
+            "every_gpu::in_device_memory",
+            ranges::every_gpu_in_device_memory,
+        )
+        .with_ignored_flag(gpus < 2),
+    );
     libtest_mimic::run(&args, trials).exit()
-}
-
-/// CUDA devices this build sees (none without the `cuda` feature).
-fn cuda_devices() -> usize {
-    #[cfg(feature = "cuda")]
-    {
-        bitonic::cuda::devices().map_or(0, |d| d.len())
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        0
-    }
 }

@@ -240,9 +240,14 @@ impl CudaBackend {
             return Err(self.out_of_memory(requested));
         }
         let host = lock_shared_with_rayon(&self.busy);
-        crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
-        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
+        self.make_current()?;
         Ok(host)
+    }
+
+    /// Makes this device's context current on the calling thread.
+    pub(super) fn make_current(&self) -> Result<()> {
+        crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
+        CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))
     }
 
     /// Uploads `keys` (words) through the pinned ring into the device buffer kept for

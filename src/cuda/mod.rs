@@ -62,6 +62,7 @@ mod spread;
 mod spread_host;
 mod top_k;
 
+pub(crate) use device_ranges::sort_host_in_ranges;
 pub use driver::devices;
 use driver::{check, driver_error, init, on, probe};
 use kernels::{

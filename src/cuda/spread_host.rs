@@ -18,6 +18,7 @@ use super::spread::{Side, spread, synchronize};
 use crate::error::{Error, Result};
 use crate::host_transfer::Column;
 use crate::keys::{KeyEncoding, WordsMut};
+use crate::schedule::device_ranges::parts;
 
 /// Extra device memory of a spread sort per byte of its share: the received keys and the
 /// scratch of the share's own sort, beside the share itself.
@@ -36,14 +37,14 @@ pub(crate) fn sort_host_spread(
     let devices = backends.len();
     let n = keys.len();
     let word_bytes = keys.word_bytes();
-    let shares = split(keys, devices);
+    let lens: Vec<usize> = parts(n, devices).iter().map(|p| p.len()).collect();
+    let shares = keys.cut(&lens);
     // Each device's thread uploads, waits at the barrier while this thread runs the spread
     // sort over every device's words, then downloads if it succeeded.
     let barrier = Barrier::new(devices + 1);
     let uploaded: Vec<Mutex<Option<cu::CUdeviceptr>>> =
         (0..devices).map(|_| Mutex::new(None)).collect();
     let sorted: Mutex<bool> = Mutex::new(false);
-    let lens: Vec<usize> = (0..devices).map(|d| share(n, devices, d).len()).collect();
     let mut spread_result = Ok(());
     let results: Vec<Result<()>> = std::thread::scope(|scope| {
         let handles: Vec<_> = backends
@@ -134,63 +135,5 @@ pub(crate) fn sort_host_spread(
         Some(e @ Error::PartialResult { .. }) => Err(e),
         Some(e) if written => Err(Error::PartialResult { cause: Box::new(e) }),
         Some(e) => Err(e),
-    }
-}
-
-/// The elements of share `d` of `devices` equal shares of `n` (the first ones one shorter
-/// where `n` does not divide).
-fn share(n: usize, devices: usize, d: usize) -> std::ops::Range<usize> {
-    (n * d / devices)..(n * (d + 1) / devices)
-}
-
-/// `keys` cut into the shares of [`share`].
-fn split(keys: WordsMut<'_>, devices: usize) -> Vec<WordsMut<'_>> {
-    match keys {
-        WordsMut::U32(words) => shares_of(words, devices).map(WordsMut::U32).collect(),
-        WordsMut::U64(words) => shares_of(words, devices).map(WordsMut::U64).collect(),
-    }
-}
-
-/// `words` cut into the shares of [`share`], in order.
-fn shares_of<T>(words: &mut [T], devices: usize) -> impl Iterator<Item = &mut [T]> {
-    let n = words.len();
-    let mut rest = words;
-    (0..devices).map(move |d| {
-        let (head, tail) = std::mem::take(&mut rest).split_at_mut(share(n, devices, d).len());
-        rest = tail;
-        head
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shares_cover_the_slice_in_order() {
-        for devices in 1..=5 {
-            for n in [0usize, 1, 2, 3, 4, 7, 1000, 1001] {
-                let mut words: Vec<u64> = (0..n as u64).collect();
-                let shares = split(WordsMut::U64(&mut words), devices);
-                assert_eq!(shares.len(), devices);
-                let mut next = 0u64;
-                for (d, piece) in shares.into_iter().enumerate() {
-                    let WordsMut::U64(piece) = piece else {
-                        panic!("a share changed its width");
-                    };
-                    assert_eq!(
-                        piece.len(),
-                        share(n, devices, d).len(),
-                        "{n} over {devices}"
-                    );
-                    assert!(piece.len() + 1 >= n / devices && piece.len() <= n.div_ceil(devices));
-                    for &w in piece.iter() {
-                        assert_eq!(w, next);
-                        next += 1;
-                    }
-                }
-                assert_eq!(next, n as u64);
-            }
-        }
     }
 }

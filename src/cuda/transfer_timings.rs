@@ -16,6 +16,9 @@ use cust::event::{Event, EventFlags};
 thread_local! {
     /// Set while a timing runs host-slice sorts that upload everything before sorting.
     pub(super) static SORT_AFTER_UPLOAD: Cell<bool> = const { Cell::new(false) };
+    /// The end of each step of a sort in ranges in device memory (`device_ranges.rs`).
+    pub(super) static RANGE_STEPS: std::cell::RefCell<Vec<(&'static str, Instant)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Backend 0, its context current on this thread.
@@ -398,5 +401,49 @@ fn cuda_sorting_while_uploading() {
             median(times[0].clone()),
             median(times[1].clone())
         );
+    }
+}
+
+/// The steps of a host slice sorted in ranges in device memory: `2^BITONIC_TIMING_LOG2`
+/// (default 32) random `u32` keys, under a device memory limit of `BITONIC_TIMING_LIMIT`
+/// bytes where set, on every CUDA device where `BITONIC_TIMING_ALL=1`; for each of three
+/// runs, the time from the call to the end of each step, and the whole call. Fails unless
+/// the sort took that path and the keys come back sorted. `cargo test --release --features
+/// cuda --lib cuda_range_steps -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs a CUDA device; a timing, with a check of the result"]
+fn cuda_range_steps() {
+    use rayon::prelude::*;
+    let number = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let n = 1usize << number("BITONIC_TIMING_LOG2").unwrap_or(32);
+    let mut builder = crate::Sorter::builder()
+        .ignore_env()
+        .backend(crate::BackendKind::Cuda);
+    if let Some(limit) = number("BITONIC_TIMING_LIMIT") {
+        builder = builder.device_memory_limit(limit);
+    }
+    if number("BITONIC_TIMING_ALL") == Some(1) {
+        builder = builder.all_gpus();
+    }
+    let sorter = builder.build().expect("sorter");
+    for run in 0..3 {
+        let mut keys: Vec<u32> = (0..n as u64)
+            .into_par_iter()
+            .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 29) as u32 ^ (i as u32))
+            .collect();
+        RANGE_STEPS.with(|steps| steps.borrow_mut().clear());
+        let start = Instant::now();
+        sorter
+            .sort(&mut keys, crate::Order::Ascending)
+            .expect("sort");
+        let total = start.elapsed();
+        let steps = RANGE_STEPS.with(|steps| steps.take());
+        assert!(!steps.is_empty(), "the sort did not go through the ranges");
+        let mut line = format!("run {run}, 2^{} keys:", n.trailing_zeros());
+        for (step, at) in steps {
+            line += &format!(" {step} {:.3} s,", (at - start).as_secs_f64());
+        }
+        eprintln!("{line} all {:.3} s", total.as_secs_f64());
+        assert!(keys.par_windows(2).all(|w| w[0] <= w[1]), "not sorted");
     }
 }

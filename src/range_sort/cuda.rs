@@ -50,47 +50,97 @@ pub(super) fn spread_over_cuda<K: SortKey>(
     )
 }
 
-/// Keys of 32 or 64 bits without values that fit the memory of `device`, a CUDA device,
-/// but not beside the scratch of one sort of them all, outside all-or-nothing: sorted in
-/// ranges in its memory, crossing the bus once each way
-/// ([`crate::cuda::CudaBackend::sort_host_in_ranges`]). `Ok(false)` where that does not
-/// apply, or where it failed before anything was written to the slice (a range outgrew
-/// its region, the memory was not there), which the host partition then sorts.
+/// Keys of 32 or 64 bits without values that fit the memory of the CUDA devices among
+/// `devices`, but not beside the scratch of one sort of them all, outside all-or-nothing:
+/// sorted in ranges in their memory, crossing the bus once each way
+/// ([`crate::cuda::sort_host_in_ranges`]). Every different CUDA device takes a part where
+/// each one's share fits it; otherwise the first device alone, where the slice fits it.
+/// `Ok(false)` where neither applies, or where it failed before anything was written to the
+/// slice (a range outgrew its region, the memory was not there), which the host partition
+/// then sorts.
 pub(super) fn in_device_ranges<K: SortKey>(
     sorter: &Sorter,
-    device: &dyn Backend,
+    devices: &[&dyn Backend],
     keys: &mut [K],
     descending: bool,
 ) -> Result<bool> {
     use crate::cuda::CudaBackend;
-    use crate::keys::{KeyEncoding, KeyRepr};
-    use crate::schedule::device_ranges::{self, DeviceRanges};
-    let Some(cuda) = device
-        .as_any()
-        .and_then(|d| d.downcast_ref::<CudaBackend>())
-    else {
+    let key_bytes = std::mem::size_of::<K>() as u64;
+    if sorter.all_or_nothing || key_bytes < 4 {
         return Ok(false);
-    };
+    }
+    let mut cuda: Vec<(&CudaBackend, u64)> = Vec::with_capacity(devices.len());
+    for &device in devices {
+        let Some(backend) = device
+            .as_any()
+            .and_then(|d| d.downcast_ref::<CudaBackend>())
+        else {
+            continue;
+        };
+        if cuda
+            .iter()
+            .all(|(c, _)| c.device().index != backend.device().index)
+        {
+            cuda.push((backend, memory(sorter, device).unwrap_or(u64::MAX)));
+        }
+    }
+    if cuda.len() > 1 && in_ranges_over(&cuda, keys, descending)? {
+        return Ok(true);
+    }
+    match cuda.first() {
+        Some(&first) => in_ranges_over(&[first], keys, descending),
+        None => Ok(false),
+    }
+}
+
+/// [`in_device_ranges`] over `devices`, each with the memory it may take: `Ok(false)` where
+/// one device's part does not fit it.
+fn in_ranges_over<K: SortKey>(
+    devices: &[(&crate::cuda::CudaBackend, u64)],
+    keys: &mut [K],
+    descending: bool,
+) -> Result<bool> {
+    use crate::keys::{KeyEncoding, KeyRepr};
+    use crate::schedule::device_ranges::{self, RangesOverDevices};
+    use rayon::prelude::*;
     let (n, key_bytes) = (keys.len(), std::mem::size_of::<K>() as u64);
-    let available = memory(sorter, device).unwrap_or(u64::MAX);
-    if sorter.all_or_nothing || key_bytes < 4 || (n as u64).saturating_mul(key_bytes) > available {
+    let share = n.div_ceil(devices.len()) as u64;
+    if devices
+        .iter()
+        .any(|&(_, memory)| share.saturating_mul(key_bytes) > memory)
+    {
         return Ok(false);
     }
     let order = order_of(descending);
-    let sample = partition::sample(keys, device_ranges::sample_len(n), order, SAMPLE_SEED);
-    let splitters = Splitters::from_sorted_sample(&sample, device_ranges::ranges_wanted(n));
-    let layout = DeviceRanges::from_sample(n, &sample, &splitters);
-    if layout.device_bytes(key_bytes) > available {
+    let parts = device_ranges::parts(n, devices.len());
+    let count = device_ranges::part_sample_len(n, devices.len());
+    let samples: Vec<Vec<u64>> = parts
+        .iter()
+        .map(|part| partition::sample(&keys[part.clone()], count, order, SAMPLE_SEED))
+        .collect();
+    let mut all: Vec<u64> = samples.concat();
+    if samples.len() > 1 {
+        all.par_sort_unstable();
+    }
+    let splitters = Splitters::from_sorted_sample(&all, device_ranges::ranges_wanted(n));
+    drop(all);
+    let plan = RangesOverDevices::from_samples(parts, &samples, &splitters, key_bytes as usize);
+    let fits = |(layout, &(_, memory)): (&device_ranges::DeviceRanges, _)| {
+        layout.device_bytes(key_bytes) <= memory
+    };
+    if !plan.layouts.iter().zip(devices).all(fits) {
         return Ok(false);
     }
     let KeyRepr::Words(words, kind) = K::repr(keys) else {
         return Ok(false);
     };
-    declined_unless_written(cuda.sort_host_in_ranges(
+    let backends: Vec<_> = devices.iter().map(|&(backend, _)| backend).collect();
+    declined_unless_written(crate::cuda::sort_host_in_ranges(
+        &backends,
         words,
         KeyEncoding { kind, descending },
         &splitters,
-        &layout,
+        &plan,
     ))
 }
 

@@ -11,7 +11,7 @@ use libtest_mimic::Failed;
 
 use crate::inject::Disarm;
 use crate::support::{Pattern, TestValue, input_seed, rng_for};
-use crate::targets::Target;
+use crate::targets::{Target, every_gpu_ranges_limit};
 
 /// The points of the sort in ranges itself; each must have failed once in a trial.
 const RANGE_POINTS: [&str; 3] = ["partition", "range sort", "write-back"];
@@ -130,9 +130,6 @@ const IN_DEVICE_N: usize = 32_768;
 /// one in the host partition's own sorts leaves the slice untouched or sorted. The CUDA
 /// path must have been taken: its scatter point must have failed once.
 pub fn check_in_device_memory(t: &Target) -> Result<(), Failed> {
-    let _disarm = Disarm;
-    let id = "faults::in_device_memory";
-    let keys: Vec<u32> = Pattern::Random.keys(IN_DEVICE_N, &mut rng_for(input_seed(t.seed, id, 0)));
     let sorter = Sorter::builder()
         .ignore_env()
         .backend(t.info.backend)
@@ -140,6 +137,49 @@ pub fn check_in_device_memory(t: &Target) -> Result<(), Failed> {
         .host_threshold(0)
         .device_memory_limit((IN_DEVICE_N * 4 * 8 / 5) as u64)
         .build()?;
+    let required: &[&str] = if t.info.backend == BackendKind::Cuda {
+        &["range scatter"]
+    } else {
+        &[]
+    };
+    fault_loop(
+        &sorter,
+        input_seed(t.seed, "faults::in_device_memory", 0),
+        required,
+    )
+}
+
+/// The faults of [`check_in_device_memory`] on every CUDA device of the machine (at least
+/// two): without a memory limit the devices' spread sort, whose exchange must fail once;
+/// under [`every_gpu_ranges_limit`], the ranges in the memory of every device, whose
+/// exchange must fail once.
+pub fn every_gpu_in_device_memory() -> Result<(), Failed> {
+    let devices = crate::targets::cuda_devices();
+    let limit = every_gpu_ranges_limit(IN_DEVICE_N * 4, devices);
+    for (limit, required) in [(None, "cuMemcpyPeerAsync"), (Some(limit), "range exchange")] {
+        let mut builder = Sorter::builder()
+            .ignore_env()
+            .backend(BackendKind::Cuda)
+            .all_gpus()
+            .split_from(0)
+            .host_threshold(0);
+        if let Some(limit) = limit {
+            builder = builder.device_memory_limit(limit);
+        }
+        let sorter = builder.build()?;
+        if sorter.devices().len() < 2 {
+            return Err("this trial needs two CUDA devices".into());
+        }
+        fault_loop(&sorter, 0x5eed, &[required]).map_err(|e| format!("limit {limit:?}: {e:?}"))?;
+    }
+    Ok(())
+}
+
+/// Fails each point of `sorter`'s sort of `IN_DEVICE_N` random `u32` keys in turn, as
+/// [`check_in_device_memory`] says; every point of `required` must have failed once.
+fn fault_loop(sorter: &Sorter, seed: u64, required: &[&str]) -> Result<(), Failed> {
+    let _disarm = Disarm;
+    let keys: Vec<u32> = Pattern::Random.keys(IN_DEVICE_N, &mut rng_for(seed));
     let mut want = keys.clone();
     want.sort_unstable();
     let mut tripped = Vec::new();
@@ -173,8 +213,10 @@ pub fn check_in_device_memory(t: &Target) -> Result<(), Failed> {
         }
         tripped.push(call);
     }
-    if t.info.backend == BackendKind::Cuda && !tripped.contains(&"range scatter") {
-        return Err(format!("no fault at \"range scatter\" among {tripped:?}").into());
+    for point in required {
+        if !tripped.contains(point) {
+            return Err(format!("no fault at {point:?} among {tripped:?}").into());
+        }
     }
     let mut got = keys.clone();
     sorter.sort(&mut got, Order::Ascending)?;

@@ -372,6 +372,50 @@ pub fn every_gpu() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Host-slice sorts on every CUDA device of the machine (at least two) under the memory
+/// limit of `targets::every_gpu_ranges_limit`: too little for one device to hold the slice
+/// beside its staging and scratch, or for the spread sort (three times a device's share), so
+/// the slice is sorted in ranges in the memory of every device, each range pulled together
+/// on the device that sorts it. Lengths around the scatter's 4096-key blocks and the devices' parts;
+/// patterns whose parts differ (sorted, reversed) and repeat (equal, few). Keys exactly the
+/// reference, both orders.
+pub fn every_gpu_in_device_memory() -> Result<(), Failed> {
+    let lengths = [5usize, 4095, 8193, 65_537, (1 << 20) + 1, 3 << 20];
+    for pattern in [
+        Pattern::Random,
+        Pattern::Equal,
+        Pattern::Few,
+        Pattern::Special,
+        Pattern::Reversed,
+        Pattern::Sorted,
+    ] {
+        for &n in &lengths {
+            let seed = 0x5eed ^ n as u64;
+            for key_bytes in [4usize, 8] {
+                let s = Sorter::builder()
+                    .ignore_env()
+                    .backend(BackendKind::Cuda)
+                    .all_gpus()
+                    .host_threshold(0)
+                    .device_memory_limit(crate::targets::every_gpu_ranges_limit(
+                        n * key_bytes,
+                        crate::targets::cuda_devices(),
+                    ))
+                    .build()?;
+                if s.devices().len() < 2 {
+                    return Err("this trial needs two CUDA devices".into());
+                }
+                if key_bytes == 4 {
+                    every_gpu_keys::<u32>(&s, pattern, n, seed)?;
+                } else {
+                    every_gpu_keys::<f64>(&s, pattern, n, seed)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn every_gpu_keys<K: TestKey>(
     s: &Sorter,
     pattern: Pattern,

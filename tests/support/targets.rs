@@ -260,3 +260,26 @@ pub fn find(binary: &str) -> Found {
     }
     found
 }
+
+/// CUDA devices this build sees (none without the `cuda` feature).
+pub fn cuda_devices() -> usize {
+    #[cfg(feature = "cuda")]
+    {
+        bitonic::cuda::devices().map_or(0, |d| d.len())
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        0
+    }
+}
+
+/// A device memory limit under which a sorter over `devices` different CUDA devices sorts
+/// a host slice of `bytes` of keys in ranges in every device's memory: below the spread
+/// sort's three copies of each device's share (`3 / devices` times the keys), above what one
+/// device's ranges take there (its share, about as much again that it pulls from the others,
+/// two chunks of staging and one range's scratch: 0.92 times the keys on 2 devices, 0.58 on
+/// 4 at 32768 keys), and below what one device alone would need for the whole slice.
+pub fn every_gpu_ranges_limit(bytes: usize, devices: usize) -> u64 {
+    let factor = (2.7 / devices.max(1) as f64).min(1.1);
+    (bytes as f64 * factor) as u64
+}
