@@ -327,6 +327,17 @@ pub fn measure() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The patterns of the trials on every GPU: random, repeated (equal, few, edge values), and
+/// sorted either way, whose parts fall into different ranges.
+const EVERY_GPU_PATTERNS: [Pattern; 6] = [
+    Pattern::Random,
+    Pattern::Equal,
+    Pattern::Few,
+    Pattern::Special,
+    Pattern::Reversed,
+    Pattern::Sorted,
+];
+
 /// Host-slice sorts on every CUDA device of the machine (at least two, each named once),
 /// from any length on (`split_from(0)`): 32- and 64-bit keys go through the devices'
 /// spread sort, pairs through the ranges. Keys exactly the reference, pairs the same
@@ -345,14 +356,7 @@ pub fn every_gpu() -> Result<(), Failed> {
     }
     let mut lengths = vec![0usize, 1, 2, 3, devices - 1, devices + 1, 1000, 4097];
     lengths.extend([(1 << 20) + 3, (1 << 22) - 1, 3 << 22]);
-    for pattern in [
-        Pattern::Random,
-        Pattern::Equal,
-        Pattern::Few,
-        Pattern::Special,
-        Pattern::Reversed,
-        Pattern::Sorted,
-    ] {
+    for pattern in EVERY_GPU_PATTERNS {
         for &n in &lengths {
             let seed = 0x5eed ^ n as u64;
             every_gpu_keys::<u32>(&s, pattern, n, seed)?;
@@ -381,14 +385,7 @@ pub fn every_gpu() -> Result<(), Failed> {
 /// reference, both orders.
 pub fn every_gpu_in_device_memory() -> Result<(), Failed> {
     let lengths = [5usize, 4095, 8193, 65_537, (1 << 20) + 1, 3 << 20];
-    for pattern in [
-        Pattern::Random,
-        Pattern::Equal,
-        Pattern::Few,
-        Pattern::Special,
-        Pattern::Reversed,
-        Pattern::Sorted,
-    ] {
+    for pattern in EVERY_GPU_PATTERNS {
         for &n in &lengths {
             let seed = 0x5eed ^ n as u64;
             for key_bytes in [4usize, 8] {
