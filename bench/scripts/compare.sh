@@ -16,8 +16,8 @@
 #   scaling-30, scaling-34, scaling-pairs
 #             host-slice sorts over the first 1, 2 and 4 GPUs (--gpus 1,2,4) beside rayon:
 #             u32 keys at 2^30, u32 keys at 2^34 (64 GiB, past one GPU's memory; rayon timed
-#             at 2^30 and scaled by n log n) and u32 keys with u32 values at 2^32; `scaling`
-#             runs all three. Host memory: about three copies of the data (2^34: ~192 GiB).
+#             at 2^30 and scaled by n log n), u32 keys with u32 values at 2^32 and u64 keys
+#             with u64 values at 2^32 (scaling-pairs: both); `scaling` runs all three. Host memory: about three copies of the data (2^34: ~192 GiB).
 # Each part fits one command of at most 10 minutes; `compare patterns` is the default.
 #
 # Run it on the GPU machine from the repository root, with the `bitonic` binary that
@@ -76,7 +76,7 @@ for part in "${parts[@]}"; do
                 case $sub in
                     scaling-30) spec="--cases u32 --sizes 2^30" ;;
                     scaling-34) spec="--cases u32 --sizes 2^34" ;;
-                    scaling-pairs) spec="--cases kv --sizes 2^32" ;;
+                    scaling-pairs) spec="--cases kv,kv64 --sizes 2^32" ;;
                 esac
                 timeout 570 $bitonic bench --compare $spec --gpus 1,2,4 \
                     --skip pocl,skylake,epyc,xeon,opencl,cub,torch,oblivious --roundtrip-runs 5 \

@@ -131,6 +131,9 @@ pub fn config(a: &BenchArgs) -> Result<CompareConfig, String> {
     if cfg.cases.is_empty() {
         return Err("no case to run".into());
     }
+    if cfg.gpus.is_empty() && cfg.cases.contains(&Case::Kv64) {
+        return Err("--cases kv64 is measured over GPUs only: give --gpus (1 for one GPU)".into());
+    }
     Ok(cfg)
 }
 
@@ -140,6 +143,7 @@ pub(super) fn parse_case(c: &str) -> Result<Case, String> {
         "u32" => Case::U32,
         "kv" | "u32+u32" => Case::Kv,
         "u64" => Case::U64,
+        "kv64" | "u64+u64" => Case::Kv64,
         "rows" => Case::Rows {
             rows: 16384,
             cols: 1024,
@@ -157,7 +161,7 @@ pub(super) fn parse_case(c: &str) -> Result<Case, String> {
         }
         other => {
             return Err(format!(
-                "--cases: unknown case {other:?} (u32, kv, u64, rows, rowsRxC, topk, \
+                "--cases: unknown case {other:?} (u32, kv, u64, kv64, rows, rowsRxC, topk, \
                  topkRxC:K, bf16, arrow)"
             ));
         }

@@ -53,6 +53,8 @@ pub enum Case {
     Kv,
     /// `u64` keys.
     U64,
+    /// `u64` keys with `u64` values, measured over GPUs only (`--gpus`).
+    Kv64,
     /// `rows` rows of `cols` `u32` keys, each row sorted on its own (all rows at once).
     Rows {
         /// Number of rows.
@@ -76,6 +78,7 @@ impl Case {
             Case::U32 => "u32".into(),
             Case::Kv => "u32+u32".into(),
             Case::U64 => "u64".into(),
+            Case::Kv64 => "u64+u64".into(),
             Case::Rows { rows, cols } => format!("rows{rows}x{cols}"),
             Case::TopK(None) => "topk".into(),
             Case::TopK(Some(shape)) => format!("topk{}", shape.label()),
@@ -90,6 +93,7 @@ impl Case {
             Case::U32 => "u32 keys".into(),
             Case::Kv => "u32 keys + u32 values (sort by key)".into(),
             Case::U64 => "u64 keys".into(),
+            Case::Kv64 => "u64 keys + u64 values (sort by key)".into(),
             Case::Rows { rows, cols } => {
                 format!("{rows} rows x {cols} u32 keys, each row sorted independently")
             }
@@ -293,7 +297,8 @@ pub fn run(cfg: &CompareConfig) -> Result<(), String> {
                 Case::Rows { cols, .. } => {
                     measure::<u32>(cfg, case, n, false, cols, seed, &entries, &mut failures)
                 }
-                Case::TopK(_) | Case::Bf16 | Case::Arrow => Vec::new(), // measured above
+                // Measured above, or over GPUs only (the configuration asks for --gpus).
+                Case::TopK(_) | Case::Bf16 | Case::Arrow | Case::Kv64 => Vec::new(),
             };
             rows.extend(new_rows);
         }
@@ -355,6 +360,7 @@ fn case_id(case: Case) -> u64 {
         Case::TopK(_) => 5,
         Case::Bf16 => 6,
         Case::Arrow => 7,
+        Case::Kv64 => 8,
     }
 }
 

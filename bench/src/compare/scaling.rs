@@ -1,5 +1,5 @@
 //! `bitonic bench --compare --gpus 1,2,4`: host-slice sorts (u32 keys, u32 keys with u32
-//! values, u64 keys) on a sorter over the first N GPUs (`SorterBuilder::devices`), timed as
+//! values, u64 keys, u64 keys with u64 values) on a sorter over the first N GPUs (`SorterBuilder::devices`), timed as
 //! a host round trip from a `Vec` (the partition pass included), beside rayon's
 //! `par_sort_unstable`; speedup over one GPU and efficiency (speedup / N). Sizes may exceed
 //! one GPU's memory (the sorter partitions them into ranges). Memory stays bounded: the
@@ -130,7 +130,7 @@ pub fn scaling_runs(cfg: &CompareConfig, bytes: usize) -> (usize, usize) {
 
 /// Whether `case` is measured here when `--gpus` is given.
 pub fn is_scaling_case(case: Case) -> bool {
-    matches!(case, Case::U32 | Case::Kv | Case::U64)
+    matches!(case, Case::U32 | Case::Kv | Case::U64 | Case::Kv64)
 }
 
 /// The target over the first N CUDA devices, with notes for the counts skipped.
@@ -179,9 +179,10 @@ pub(super) fn run_case(
     for (i, &n) in cfg.sizes.iter().enumerate() {
         let seed = cfg.seed ^ ((i as u64 + 1) << 32) ^ 0x5CA1_0000_0000_0000;
         let new_rows = match case {
-            Case::U32 => measure_size::<u32>(cfg, case, n, false, seed, target, failures),
-            Case::Kv => measure_size::<u32>(cfg, case, n, true, seed, target, failures),
-            Case::U64 => measure_size::<u64>(cfg, case, n, false, seed, target, failures),
+            Case::U32 => measure_size::<u32, u32>(cfg, case, n, false, seed, target, failures),
+            Case::Kv => measure_size::<u32, u32>(cfg, case, n, true, seed, target, failures),
+            Case::U64 => measure_size::<u64, u32>(cfg, case, n, false, seed, target, failures),
+            Case::Kv64 => measure_size::<u64, u64>(cfg, case, n, true, seed, target, failures),
             _ => Vec::new(),
         };
         print_rows(&new_rows);
@@ -208,15 +209,33 @@ impl ScalingKey for u64 {
     }
 }
 
+/// Values of the cases measured here: each input position's own, folded into a fingerprint.
+pub trait ScalingValue: bytemuck::Pod + Send + Sync + Into<u64> {
+    /// The value of position `i`.
+    fn at(i: usize) -> Self;
+}
+
+impl ScalingValue for u32 {
+    fn at(i: usize) -> Self {
+        i as u32
+    }
+}
+
+impl ScalingValue for u64 {
+    fn at(i: usize) -> Self {
+        i as u64
+    }
+}
+
 /// Elements made per seeded chunk of the input (the same input for any thread count).
 const CHUNK: usize = 1 << 20;
 
 /// `n` random keys (and values `0..n` when `with_values`), made in parallel.
-pub fn make_input<K: ScalingKey>(
+pub fn make_input<K: ScalingKey, V: ScalingValue>(
     n: usize,
     with_values: bool,
     seed: u64,
-) -> (Vec<K>, Option<Vec<u32>>) {
+) -> (Vec<K>, Option<Vec<V>>) {
     // Zeroed pages from the allocator, each first touched by the thread that fills it: at
     // 2^34 keys a sequential pass over the memory takes longer than the sorts.
     let mut keys: Vec<K> = bytemuck::zeroed_vec(n);
@@ -224,7 +243,7 @@ pub fn make_input<K: ScalingKey>(
         let mut rng = StdRng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         out.iter_mut().for_each(|k| *k = K::random(&mut rng));
     });
-    let values = with_values.then(|| (0..n).into_par_iter().map(|i| i as u32).collect());
+    let values = with_values.then(|| (0..n).into_par_iter().map(V::at).collect());
     (keys, values)
 }
 
@@ -237,7 +256,7 @@ fn mix(mut x: u64) -> u64 {
 
 /// A fingerprint of the multiset of (key, value) pairs, the same for any order: the
 /// wrapping sum and the xor of a mix of each pair.
-pub fn fingerprint<K: ScalingKey>(keys: &[K], values: Option<&[u32]>) -> (u64, u64) {
+pub fn fingerprint<K: ScalingKey, V: ScalingValue>(keys: &[K], values: Option<&[V]>) -> (u64, u64) {
     let one = |k: K, v: u64| mix(mix(k.into()) ^ v.wrapping_mul(0xD6E8_FEB8_6659_FD93));
     let fold = |(s, x): (u64, u64), h: u64| (s.wrapping_add(h), x ^ h);
     let join = |a: (u64, u64), b: (u64, u64)| (a.0.wrapping_add(b.0), a.1 ^ b.1);
@@ -245,7 +264,7 @@ pub fn fingerprint<K: ScalingKey>(keys: &[K], values: Option<&[u32]>) -> (u64, u
         Some(v) => keys
             .par_iter()
             .zip(v.par_iter())
-            .map(|(&k, &v)| one(k, u64::from(v) + 1))
+            .map(|(&k, &v)| one(k, v.into().wrapping_add(1)))
             .fold(|| (0, 0), fold)
             .reduce(|| (0, 0), join),
         None => keys
@@ -270,7 +289,7 @@ fn copy_into<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
 
 /// Every row of one case and size: N GPUs for each device list of `target`, then rayon.
 #[allow(clippy::too_many_arguments)]
-fn measure_size<K: ScalingKey>(
+fn measure_size<K: ScalingKey, V: ScalingValue>(
     cfg: &CompareConfig,
     case: Case,
     n: usize,
@@ -279,9 +298,14 @@ fn measure_size<K: ScalingKey>(
     target: Option<&Target>,
     failures: &mut Failures,
 ) -> Vec<ScalingRow> {
-    let bytes = n * (std::mem::size_of::<K>() + if with_values { 4 } else { 0 });
+    let value_bytes = if with_values {
+        std::mem::size_of::<V>()
+    } else {
+        0
+    };
+    let bytes = n * (std::mem::size_of::<K>() + value_bytes);
     let (warmup, runs) = scaling_runs(cfg, bytes);
-    let (keys, values) = make_input::<K>(n, with_values, seed);
+    let (keys, values) = make_input::<K, V>(n, with_values, seed);
     let expected = fingerprint(&keys, values.as_deref());
     let row = |sorter: &str, gpus: usize| ScalingRow {
         case: case.name(),
@@ -295,7 +319,7 @@ fn measure_size<K: ScalingKey>(
     let mut out = Vec::new();
     // One work buffer for every sorter of this size, filled before each run.
     let mut work_keys: Vec<K> = bytemuck::zeroed_vec(n);
-    let mut work_values: Option<Vec<u32>> = values.as_ref().map(|v| bytemuck::zeroed_vec(v.len()));
+    let mut work_values: Option<Vec<V>> = values.as_ref().map(|v| bytemuck::zeroed_vec(v.len()));
     for (gpus, list) in target.map(|t| t.lists.as_slice()).unwrap_or_default() {
         let mut r = row(OURS, *gpus);
         let t = target.expect("lists come from a target");
@@ -368,9 +392,9 @@ fn measure_size<K: ScalingKey>(
 }
 
 /// Checks the sorted buffers against the input's fingerprint.
-fn check<K: ScalingKey>(
+fn check<K: ScalingKey, V: ScalingValue>(
     keys: &[K],
-    values: Option<&[u32]>,
+    values: Option<&[V]>,
     expected: (u64, u64),
     r: &mut ScalingRow,
     failures: &mut Failures,
@@ -396,11 +420,11 @@ fn check<K: ScalingKey>(
 /// Rayon's `par_sort_unstable` (pairs: by key) on the input, or on its first
 /// [`RAYON_SCALED_FROM`] keys scaled by n log n. Uses the work buffers' front as its buffer
 /// for keys alone; pairs are zipped into a buffer of their own (of the measured size).
-fn time_rayon<K: ScalingKey>(
+fn time_rayon<K: ScalingKey, V: ScalingValue>(
     keys: &[K],
-    values: Option<&[u32]>,
+    values: Option<&[V]>,
     work_keys: &mut [K],
-    work_values: Option<&mut [u32]>,
+    work_values: Option<&mut [V]>,
     (warmup, runs): (usize, usize),
     mut r: ScalingRow,
     failures: &mut Failures,
@@ -410,7 +434,7 @@ fn time_rayon<K: ScalingKey>(
     let mut ms = Vec::new();
     match values {
         Some(values) => {
-            let pristine: Vec<(K, u32)> = keys[..m]
+            let pristine: Vec<(K, V)> = keys[..m]
                 .par_iter()
                 .copied()
                 .zip(values[..m].par_iter().copied())
@@ -450,8 +474,8 @@ fn time_rayon<K: ScalingKey>(
                     ms.push(start.elapsed().as_secs_f64() * 1e3);
                 }
             }
-            let expected = fingerprint(&keys[..m], None);
-            check(buf, None, expected, &mut r, failures);
+            let expected = fingerprint::<K, V>(&keys[..m], None);
+            check::<K, V>(buf, None, expected, &mut r, failures);
         }
     }
     if m < n {

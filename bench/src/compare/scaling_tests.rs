@@ -18,6 +18,11 @@ fn gpus_and_out_of_core_sizes_reach_the_config() {
     assert!(parse("--compare --gpus 0").is_err());
     assert!(is_scaling_case(Case::U32) && is_scaling_case(Case::Kv));
     assert!(is_scaling_case(Case::U64) && !is_scaling_case(Case::Bf16));
+    // u64 pairs are measured over GPUs only.
+    let cfg = parse("--compare --gpus 1,2 --cases kv64").unwrap();
+    assert_eq!(cfg.cases, [Case::Kv64]);
+    assert!(is_scaling_case(Case::Kv64));
+    assert!(parse("--compare --cases kv64").is_err());
 }
 
 #[test]
@@ -65,7 +70,7 @@ fn huge_inputs_take_three_runs() {
 
 #[test]
 fn fingerprint_ignores_order_and_sees_changes() {
-    let (keys, values) = make_input::<u32>(5000, true, 7);
+    let (keys, values) = make_input::<u32, u32>(5000, true, 7);
     let values = values.unwrap();
     assert_eq!(values.len(), 5000);
     let fp = fingerprint(&keys, Some(&values));
@@ -83,11 +88,17 @@ fn fingerprint_ignores_order_and_sees_changes() {
     let mut k2 = k.clone();
     k2[1] = k2[0];
     assert_ne!(fingerprint(&k2, Some(&v)), fp);
-    assert_ne!(fingerprint(&k, None), fp);
+    assert_ne!(fingerprint::<u32, u32>(&k, None), fp);
+    // 64-bit values count in full: a change in their high half is seen.
+    let (keys, values) = make_input::<u64, u64>(5000, true, 7);
+    let fp = fingerprint(&keys, values.as_deref());
+    let mut high = values.clone().unwrap();
+    high[3] ^= 1 << 40;
+    assert_ne!(fingerprint(&keys, Some(&high)), fp);
     // The input is the same for any chunking of the work.
     assert_eq!(
-        make_input::<u64>(3 << 20, false, 5).0,
-        make_input::<u64>(3 << 20, false, 5).0
+        make_input::<u64, u32>(3 << 20, false, 5).0,
+        make_input::<u64, u32>(3 << 20, false, 5).0
     );
     assert!(ascends::<u32>(&[]) && ascends(&[1u32]));
 }
@@ -123,7 +134,12 @@ fn tiny_cpu_run(case: &str) -> (Vec<ScalingRow>, Failures) {
 
 #[test]
 fn tiny_runs_on_a_repeated_cpu_device_measure_and_check() {
-    for (case, name) in [("u32", "u32"), ("kv", "u32+u32"), ("u64", "u64")] {
+    for (case, name) in [
+        ("u32", "u32"),
+        ("kv", "u32+u32"),
+        ("u64", "u64"),
+        ("kv64", "u64+u64"),
+    ] {
         let (rows, failures) = tiny_cpu_run(case);
         assert!(failures.wrong.is_empty(), "{case}: {:?}", failures.wrong);
         assert_eq!(failures.errors, 0, "{case}: {rows:?}");

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use bitonic::Order;
 
-use super::ScalingKey;
+use super::{ScalingKey, ScalingValue};
 use crate::common::size_label;
 
 /// The largest input whose host partition [`print`] times.
@@ -13,7 +13,7 @@ const PARTITION_PHASES_MAX: usize = 1 << 31;
 
 /// Prints the phases of the host partition of `keys` (and `values`) as [`time_phases`] measures
 /// them, or that they were not timed past [`PARTITION_PHASES_MAX`] keys.
-pub(super) fn print<K: ScalingKey>(keys: &[K], values: Option<&[u32]>) {
+pub(super) fn print<K: ScalingKey, V: ScalingValue>(keys: &[K], values: Option<&[V]>) {
     if keys.len() <= PARTITION_PHASES_MAX {
         time_phases(keys, values);
     } else {
@@ -30,7 +30,7 @@ pub(super) fn print<K: ScalingKey>(keys: &[K], values: Option<&[u32]>) {
 /// partitioner (16 ranges, the sorter's seed aside): the sample and splitters, the stable
 /// scatter into a new buffer (whose pages are first touched by the scatter, as in a sort),
 /// and the same scatter into a buffer already touched; each the median of three.
-fn time_phases<K: ScalingKey>(keys: &[K], values: Option<&[u32]>) {
+fn time_phases<K: ScalingKey, V: ScalingValue>(keys: &[K], values: Option<&[V]>) {
     use bitonic::partition::{self, Splitters};
     let ranges = 16;
     let time = |f: &mut dyn FnMut()| {
@@ -50,7 +50,7 @@ fn time_phases<K: ScalingKey>(keys: &[K], values: Option<&[u32]>) {
         splitters = Some(Splitters::from_sorted_sample(&sample, ranges));
     });
     let splitters = splitters.expect("timed at least once");
-    let mut out_values: Option<Vec<u32>> = values.map(|v| vec![0; v.len()]);
+    let mut out_values: Option<Vec<V>> = values.map(|v| bytemuck::zeroed_vec(v.len()));
     let mut scatter = |out: &mut [K]| {
         let _ = partition::scatter(
             keys,
