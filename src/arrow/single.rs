@@ -32,12 +32,53 @@ pub(super) fn nulls_of(array: &dyn Array) -> Option<&NullBuffer> {
     array.nulls().filter(|n| n.null_count() > 0)
 }
 
-/// The positions of the valid and of the null rows, each in input order.
+/// The positions of the valid and of the null rows, each in input order. Many rows are
+/// split into blocks: each block's valid rows are counted, then each block writes its
+/// positions into its own part of the two lists, on rayon's threads.
 pub(super) fn partition(nulls: &NullBuffer) -> (Vec<u32>, Vec<u32>) {
-    let valid = nulls.inner().set_indices_u32().collect();
-    let null = (!nulls.inner()).set_indices_u32().collect();
+    let bits = nulls.inner();
+    let n = bits.len();
+    if n < PARALLEL_FROM {
+        let valid = bits.set_indices_u32().collect();
+        let null = (!bits).set_indices_u32().collect();
+        return (valid, null);
+    }
+    let block = |b: usize| {
+        let start = b * PARTITION_BLOCK;
+        (start, bits.slice(start, PARTITION_BLOCK.min(n - start)))
+    };
+    let blocks = n.div_ceil(PARTITION_BLOCK);
+    let ones: Vec<usize> = (0..blocks)
+        .into_par_iter()
+        .map(|b| block(b).1.count_set_bits())
+        .collect();
+    let valid_len: usize = ones.iter().sum();
+    let mut valid = vec![0u32; valid_len];
+    let mut null = vec![0u32; n - valid_len];
+    let (mut valid_rest, mut null_rest) = (&mut valid[..], &mut null[..]);
+    let mut parts = Vec::with_capacity(blocks);
+    for (b, &set) in ones.iter().enumerate() {
+        let unset = block(b).1.len() - set;
+        let (v, rest) = std::mem::take(&mut valid_rest).split_at_mut(set);
+        valid_rest = rest;
+        let (z, rest) = std::mem::take(&mut null_rest).split_at_mut(unset);
+        null_rest = rest;
+        parts.push((b, v, z));
+    }
+    parts.into_par_iter().for_each(|(b, v, z)| {
+        let (start, bits) = block(b);
+        for (out, i) in v.iter_mut().zip(bits.set_indices()) {
+            *out = (start + i) as u32;
+        }
+        for (out, i) in z.iter_mut().zip((!&bits).set_indices()) {
+            *out = (start + i) as u32;
+        }
+    });
     (valid, null)
 }
+
+/// Rows per block of [`partition`]: a few thousand blocks at 2^26 rows.
+const PARTITION_BLOCK: usize = 1 << 15;
 
 /// Below this many rows the gathers here stay on the calling thread: waking rayon's threads
 /// costs more than the loop.
@@ -52,9 +93,20 @@ pub(super) fn gather<T: Copy + Send + Sync>(source: &[T], rows: &[u32]) -> Vec<T
     }
 }
 
+/// [`gather`] into `out` (as long as `rows`).
+fn gather_into<T: Copy + Send + Sync>(out: &mut [T], source: &[T], rows: &[u32]) {
+    let one = |(o, &row): (&mut T, &u32)| *o = source[row as usize];
+    if rows.len() < PARALLEL_FROM {
+        out.iter_mut().zip(rows).for_each(one);
+    } else {
+        out.par_iter_mut().zip(rows.par_iter()).for_each(one);
+    }
+}
+
 /// The rows `valid[by_key[0]], valid[by_key[1]], ...` (the valid rows in sorted order) with
 /// the null rows `nulls` (in the order given) before or after them, the first `limit` rows
-/// kept.
+/// kept. Written in place into one list, so that its pages are first touched by the
+/// threads that fill them.
 pub(super) fn place_nulls(
     valid: &[u32],
     by_key: &[u32],
@@ -63,15 +115,20 @@ pub(super) fn place_nulls(
     limit: usize,
 ) -> Vec<u32> {
     let limit = limit.min(by_key.len() + nulls.len());
-    let mut out = Vec::with_capacity(limit);
-    if nulls_first {
-        let leading = nulls.len().min(limit);
-        out.extend_from_slice(&nulls[..leading]);
-        out.extend(gather(valid, &by_key[..limit - leading]));
+    let mut out = vec![0u32; limit];
+    let leading = if nulls_first {
+        nulls.len()
     } else {
-        let leading = by_key.len().min(limit);
-        out.extend(gather(valid, &by_key[..leading]));
-        out.extend_from_slice(&nulls[..limit - leading]);
+        by_key.len()
+    }
+    .min(limit);
+    let (head, tail) = out.split_at_mut(leading);
+    if nulls_first {
+        gather_into(tail, valid, &by_key[..limit - leading]);
+        head.copy_from_slice(&nulls[..leading]);
+    } else {
+        gather_into(head, valid, &by_key[..leading]);
+        tail.copy_from_slice(&nulls[..limit - leading]);
     }
     out
 }
@@ -218,4 +275,71 @@ pub(super) fn take(array: &dyn Array, indices: &[u32]) -> Result<ArrayRef> {
     for_key_type!(array.data_type(), T => {
         Ok(take_typed(primitive::<T>(array)?, indices))
     }, other => Err(unsupported(other)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_buffer::BooleanBuffer;
+
+    /// The positions of the set and the unset bits, one by one.
+    fn model(bits: &[bool]) -> (Vec<u32>, Vec<u32>) {
+        let pick = |want: bool| {
+            (0..bits.len() as u32)
+                .filter(|&i| bits[i as usize] == want)
+                .collect()
+        };
+        (pick(true), pick(false))
+    }
+
+    #[test]
+    fn partition_in_blocks_equals_the_model() {
+        // Lengths on both sides of the parallel switch and of the blocks' edges; validity
+        // random, all valid, all null, and one null at a block's last row.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for n in [
+            PARALLEL_FROM - 1,
+            PARALLEL_FROM,
+            PARTITION_BLOCK - 1,
+            PARTITION_BLOCK,
+            PARTITION_BLOCK + 1,
+            3 * PARTITION_BLOCK + 7,
+        ] {
+            for shape in 0..4 {
+                let bits: Vec<bool> = (0..n)
+                    .map(|i| match shape {
+                        0 => {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            !x.is_multiple_of(3)
+                        }
+                        1 => true,
+                        2 => false,
+                        _ => i != PARTITION_BLOCK - 1,
+                    })
+                    .collect();
+                let nulls = NullBuffer::new(BooleanBuffer::from(bits.clone()));
+                assert_eq!(partition(&nulls), model(&bits), "n {n}, shape {shape}");
+            }
+        }
+    }
+
+    #[test]
+    fn place_nulls_puts_them_first_or_last_and_cuts_at_the_limit() {
+        let valid = [10u32, 11, 12];
+        let by_key = [2u32, 0, 1];
+        let nulls = [5u32, 7];
+        assert_eq!(
+            place_nulls(&valid, &by_key, &nulls, true, 9),
+            [5, 7, 12, 10, 11]
+        );
+        assert_eq!(
+            place_nulls(&valid, &by_key, &nulls, false, 9),
+            [12, 10, 11, 5, 7]
+        );
+        assert_eq!(place_nulls(&valid, &by_key, &nulls, true, 3), [5, 7, 12]);
+        assert_eq!(place_nulls(&valid, &by_key, &nulls, false, 1), [12]);
+        assert!(place_nulls(&valid, &by_key, &nulls, true, 0).is_empty());
+    }
 }
