@@ -20,7 +20,10 @@
 //! Every case runs twice: with the default copy back, and with `all_or_nothing(true)`.
 //! `faults::host_threshold` checks that short sorts run on the host (no driver call at all).
 //! `faults::ranges` (`faults/ranges.rs`, every backend, the CPU's too) fails each point of a
-//! sort in ranges past `device_memory_limit`, whose slices must stay untouched.
+//! sort in ranges past `device_memory_limit`, whose slices must stay untouched;
+//! `faults::in_device_memory` each point of a sort in ranges in one device's memory, and
+//! `faults::every_gpu::in_device_memory` (machines with two CUDA devices or more; ignored
+//! elsewhere) those of the spread sort and of the ranges in every GPU's memory.
 //!
 //! The successful sort ends the loop and must also be exact; it must come at k = the number
 //! of points of the unarmed sort, and at least `inject::MIN_DISTINCT_CALLS` different calls must

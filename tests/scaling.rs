@@ -10,6 +10,9 @@
 //!   go through the partitioned path at small sizes (on the CPU backend too), and sorts on a
 //!   sorter that names its device twice (`SorterBuilder::devices`), spread over both: keys
 //!   exactly as the reference sort, pairs as the same multiset.
+//! - `every_gpu::...` (machines with two CUDA devices or more; ignored elsewhere): host-slice
+//!   sorts over every GPU through the spread sort and, under a memory limit, through the
+//!   ranges in every GPU's memory, against the reference sort.
 //! - `measure::...` (ignored; run with `--ignored` on a machine with GPUs): a host slice of
 //!   `BITONIC_SCALING_LOG2` (default 30) `u32` keys on one GPU and on every GPU, timed, under
 //!   a device memory limit of `BITONIC_SCALING_LIMIT` bytes where that is set.
