@@ -124,6 +124,15 @@ pub enum Order {
 }
 
 impl Order {
+    /// [`Order::Descending`] where `descending`, else [`Order::Ascending`].
+    pub(crate) fn from_descending(descending: bool) -> Order {
+        if descending {
+            Order::Descending
+        } else {
+            Order::Ascending
+        }
+    }
+
     /// Whether this is [`Order::Descending`].
     pub fn is_descending(self) -> bool {
         self == Order::Descending

@@ -10,8 +10,8 @@
 //! Sorted ranges end to end are the sorted whole, so no merge follows.
 //!
 //! On CUDA, keys of 32 or 64 bits without values first try two paths without the host
-//! partition (`cuda.rs`): the devices' spread sort where equal shares fit every GPU, and the
-//! first GPU's ranges in device memory where the keys fit it once.
+//! partition (`cuda.rs`): the devices' spread sort where equal shares fit every GPU, and
+//! ranges in the GPUs' memory where the keys fit them once.
 //!
 //! Where the result goes: by default (keys of 32 or 64 bits) each span is uploaded from the
 //! buffer and downloaded straight into its place in the caller's slices; a failure then has
@@ -55,15 +55,6 @@ const COPY_PIECE: usize = 1 << 16;
 
 /// The seed of the samples here, so that a slice is partitioned the same way on every run.
 const SAMPLE_SEED: u64 = 0x5eed;
-
-/// The order of a sort that is `descending` or not.
-fn order_of(descending: bool) -> Order {
-    if descending {
-        Order::Descending
-    } else {
-        Order::Ascending
-    }
-}
 
 /// How a sort of one host slice is split.
 #[derive(Clone, Copy, Debug)]
@@ -191,7 +182,7 @@ fn sort_on_devices<K: SortKey, V: Word>(
     let kind = devices[0].device().backend;
     crate::fault::point(kind, "partition")?;
     let n = keys.len();
-    let order = order_of(descending);
+    let order = Order::from_descending(descending);
     let ranges = spans * RANGES_PER_SPAN;
     let count = ranges.saturating_mul(partition::OVERSAMPLING).max(1024);
     let sample = partition::sample(keys, count, order, SAMPLE_SEED + u64::from(depth));

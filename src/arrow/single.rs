@@ -19,11 +19,7 @@ use crate::sorter::Sorter;
 
 /// The sorter's order for arrow's `descending`.
 pub(super) fn order_of(options: SortOptions) -> Order {
-    if options.descending {
-        Order::Descending
-    } else {
-        Order::Ascending
-    }
+    Order::from_descending(options.descending)
 }
 
 /// The null buffer of `array` when it holds at least one null: a buffer of valid bits

@@ -103,21 +103,24 @@ pub(crate) fn sort_host_in_ranges(
         }
     }
     let sorted = match sorted {
-        Err(e) if written.load(Ordering::Acquire) && !matches!(e, Error::PartialResult { .. }) => {
-            Err(Error::PartialResult { cause: Box::new(e) })
+        Ok(sorted) => Ok(sorted),
+        Err(e) => {
+            let mut failed = match e {
+                e @ Error::PartialResult { .. } => Err(e),
+                e if written.load(Ordering::Acquire) => {
+                    Err(Error::PartialResult { cause: Box::new(e) })
+                }
+                e => Err(e),
+            };
+            // Out of memory, every device's regions give way to the next sort's buffers, as
+            // a host-slice sort's buffers do.
+            for side in &mut sides {
+                failed = side.host.after_sort(failed);
+            }
+            failed.map(|()| false)
         }
-        sorted => sorted,
     };
-    // Out of memory, the regions give way to the next sort's buffers, as a host-slice
-    // sort's buffers do.
-    let out_of_memory = matches!(&sorted, Err(e) if matches!(
-        e,
-        Error::OutOfMemory { .. }
-    ) || matches!(e, Error::PartialResult { cause } if matches!(**cause, Error::OutOfMemory { .. })));
-    for side in &mut sides {
-        if out_of_memory {
-            side.host.buffers = BufferCache::default();
-        }
+    for side in &sides {
         side.backend.cache_stats.keep(side.host);
     }
     sorted
@@ -173,8 +176,7 @@ fn sort_in_regions(
     let word_bytes = keys.word_bytes() as u64;
     // 1. Each device uploads its part and appends it to its regions.
     let lens: Vec<usize> = plan.parts.iter().map(|p| p.len()).collect();
-    let n = keys.len();
-    let parts = within(keys, 0..n).cut(&lens);
+    let parts = keys.reborrow().cut(&lens);
     let fills = on_each(sides, parts, |side, part| {
         scatter(side, part, encoding, splitters)
     });
@@ -200,7 +202,7 @@ fn sort_in_regions(
         .map(|owned| totals[owned.clone()].iter().sum::<u64>() as usize)
         .collect();
     // The devices' ranges follow each other, so their spans do.
-    let spans = within(keys, 0..n).cut(&span_lens);
+    let spans = keys.reborrow().cut(&span_lens);
     let work = spans.into_iter().zip(plan.owned.iter().cloned());
     let done = on_each(sides, work, |side, (span, owned)| {
         sort_and_write_back(side, span, encoding, owned, &totals, written)
@@ -247,14 +249,6 @@ fn on_each<'s, W: Send, T: Send>(
             })
             .collect()
     })
-}
-
-/// `words[range]`, as words of the same width.
-fn within<'w>(words: &'w mut WordsMut<'_>, range: std::ops::Range<usize>) -> WordsMut<'w> {
-    match words {
-        WordsMut::U32(w) => WordsMut::U32(&mut w[range]),
-        WordsMut::U64(w) => WordsMut::U64(&mut w[range]),
-    }
 }
 
 /// Whether a range outgrew its region on some device: its own part's keys on a device
@@ -332,7 +326,7 @@ fn exchange(
 /// the copy stream after its sort. `written` is set before the first download.
 fn sort_and_write_back(
     side: &mut Side<'_>,
-    mut span: WordsMut<'_>,
+    span: WordsMut<'_>,
     encoding: KeyEncoding,
     owned: std::ops::Range<usize>,
     totals: &[u64],
@@ -374,16 +368,16 @@ fn sort_and_write_back(
         stream: &backend.stream,
         context: backend.context.as_raw(),
     };
-    let mut first = 0usize;
-    for (r, sorted) in owned.zip(done) {
-        let len = totals[r] as usize;
-        if len == 0 {
+    let lens: Vec<usize> = owned.clone().map(|r| totals[r] as usize).collect();
+    let pieces = span.cut(&lens);
+    for ((r, sorted), piece) in owned.zip(done).zip(pieces) {
+        if piece.is_empty() {
             continue;
         }
         if let Some(event) = sorted {
             wait_for(&backend.stream, event)?;
         }
-        let mut column = Column::Words(within(&mut span, first..first + len));
+        let mut column = Column::Words(piece);
         written.store(true, Ordering::Release);
         let copy_back = backend.cache_stats.copy_back();
         side.host.download(
@@ -392,7 +386,6 @@ fn sort_and_write_back(
             None,
             copy_back,
         )?;
-        first += len;
     }
     Ok(())
 }
@@ -403,7 +396,7 @@ fn sort_and_write_back(
 /// region).
 fn scatter(
     side: &mut Side<'_>,
-    mut part: WordsMut<'_>,
+    part: WordsMut<'_>,
     encoding: KeyEncoding,
     splitters: &Splitters,
 ) -> Result<Vec<u64>> {
@@ -427,16 +420,21 @@ fn scatter(
         context: backend.context.as_raw(),
     };
     let n = part.len();
+    let chunk = layout.chunk.max(1);
+    let lens: Vec<usize> = (0..n)
+        .step_by(chunk)
+        .map(|first| chunk.min(n - first))
+        .collect();
     let mut scattered: [Option<Event>; 2] = [None, None];
-    for (i, first) in (0..n).step_by(layout.chunk.max(1)).enumerate() {
-        let len = layout.chunk.min(n - first);
+    for (i, words) in part.cut(&lens).into_iter().enumerate() {
+        let len = words.len();
         let slot = i % 2;
         let stage = staging + (slot * layout.chunk) as u64 * word_bytes;
         // The staging slot is free once the scatter of two chunks ago has read it.
         if let Some(event) = scattered[slot].take() {
             wait_for(&backend.stream, event)?;
         }
-        let column = Column::Words(within(&mut part, first..first + len));
+        let column = Column::Words(words);
         side.host
             .upload(&link, (&column, stage), None, &mut |_| Ok(()))?;
         hand_over(&backend.stream, &backend.sort_stream)?;

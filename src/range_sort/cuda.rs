@@ -1,10 +1,12 @@
 //! The CUDA paths of a sort in ranges that skip the host partition: a slice spread over
-//! several GPUs' memory, and a slice that fits one GPU's memory but not beside its scratch.
+//! several GPUs' memory (the spread sort), and a slice that fits the GPUs' memory but not
+//! beside its scratch (ranges in their memory).
 
-use super::{SAMPLE_SEED, memory, order_of, smallest_budget};
+use super::{SAMPLE_SEED, memory, smallest_budget};
 use crate::backend::Backend;
+use crate::cuda::CudaBackend;
 use crate::error::{Error, Result};
-use crate::keys::SortKey;
+use crate::keys::{Order, SortKey};
 use crate::partition::{self, Splitters};
 use crate::sorter::Sorter;
 
@@ -19,19 +21,16 @@ pub(super) fn spread_over_cuda<K: SortKey>(
     keys: &mut [K],
     descending: bool,
 ) -> Result<bool> {
-    use crate::cuda::{CudaBackend, SPREAD_BYTES_PER_BYTE, sort_host_spread};
+    use crate::cuda::{SPREAD_BYTES_PER_BYTE, sort_host_spread};
     use crate::keys::{KeyEncoding, KeyRepr};
     if devices.len() < 2 || sorter.all_or_nothing {
         return Ok(false);
     }
-    let cuda: Vec<&CudaBackend> = devices
-        .iter()
-        .filter_map(|d| d.as_any()?.downcast_ref::<CudaBackend>())
+    let cuda: Vec<&CudaBackend> = different_cuda(sorter, devices)
+        .into_iter()
+        .map(|(backend, _)| backend)
         .collect();
-    let mut indices: Vec<usize> = cuda.iter().map(|c| c.device().index).collect();
-    indices.sort_unstable();
-    indices.dedup();
-    if cuda.len() != devices.len() || indices.len() != devices.len() {
+    if cuda.len() != devices.len() {
         return Ok(false);
     }
     let n = keys.len();
@@ -64,26 +63,11 @@ pub(super) fn in_device_ranges<K: SortKey>(
     keys: &mut [K],
     descending: bool,
 ) -> Result<bool> {
-    use crate::cuda::CudaBackend;
     let key_bytes = std::mem::size_of::<K>() as u64;
     if sorter.all_or_nothing || key_bytes < 4 {
         return Ok(false);
     }
-    let mut cuda: Vec<(&CudaBackend, u64)> = Vec::with_capacity(devices.len());
-    for &device in devices {
-        let Some(backend) = device
-            .as_any()
-            .and_then(|d| d.downcast_ref::<CudaBackend>())
-        else {
-            continue;
-        };
-        if cuda
-            .iter()
-            .all(|(c, _)| c.device().index != backend.device().index)
-        {
-            cuda.push((backend, memory(sorter, device).unwrap_or(u64::MAX)));
-        }
-    }
+    let cuda = different_cuda(sorter, devices);
     if cuda.len() > 1 && in_ranges_over(&cuda, keys, descending)? {
         return Ok(true);
     }
@@ -96,7 +80,7 @@ pub(super) fn in_device_ranges<K: SortKey>(
 /// [`in_device_ranges`] over `devices`, each with the memory it may take: `Ok(false)` where
 /// one device's part does not fit it.
 fn in_ranges_over<K: SortKey>(
-    devices: &[(&crate::cuda::CudaBackend, u64)],
+    devices: &[(&CudaBackend, u64)],
     keys: &mut [K],
     descending: bool,
 ) -> Result<bool> {
@@ -111,7 +95,7 @@ fn in_ranges_over<K: SortKey>(
     {
         return Ok(false);
     }
-    let order = order_of(descending);
+    let order = Order::from_descending(descending);
     let parts = device_ranges::parts(n, devices.len());
     let count = device_ranges::part_sample_len(n, devices.len());
     let samples: Vec<Vec<u64>> = parts
@@ -142,6 +126,27 @@ fn in_ranges_over<K: SortKey>(
         &splitters,
         &plan,
     ))
+}
+
+/// The CUDA devices among `devices`, each once (its first opening), in order, with the memory
+/// a sort may take on each ([`memory`]).
+fn different_cuda<'d>(sorter: &Sorter, devices: &[&'d dyn Backend]) -> Vec<(&'d CudaBackend, u64)> {
+    let mut cuda: Vec<(&CudaBackend, u64)> = Vec::with_capacity(devices.len());
+    for &device in devices {
+        let Some(backend) = device
+            .as_any()
+            .and_then(|d| d.downcast_ref::<CudaBackend>())
+        else {
+            continue;
+        };
+        if cuda
+            .iter()
+            .all(|(c, _)| c.device().index != backend.device().index)
+        {
+            cuda.push((backend, memory(sorter, device).unwrap_or(u64::MAX)));
+        }
+    }
+    cuda
 }
 
 /// The result of a path here: whether it sorted the slice. A failure that wrote nothing to
