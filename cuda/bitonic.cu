@@ -213,3 +213,6 @@ BITONIC_KERNEL(u16, u16, u64, u64, 1)
 
 // The range scatter of host slices sorted in ranges in one device's memory.
 #include "ranges.cuh"
+
+// The counting sort of one row of 16-bit keys alone.
+#include "counting.cuh"

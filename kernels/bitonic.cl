@@ -319,3 +319,8 @@ __kernel void bitonic_global(__global KEY_STORE_T *restrict keys VALUES_ARG,
         }
     }
 }
+
+// The counting sort of one row of 16-bit keys alone, in the program of such keys only.
+#if defined(COUNTING_KERNELS) && COUNTING_KERNELS
+#include "counting.clh"
+#endif

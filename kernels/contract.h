@@ -82,6 +82,15 @@
 #define RANGE_SCATTER_KEYS 4096
 #define RANGE_MAX_SPLITTERS 511
 
+// The counting sort of 16-bit keys alone (src/schedule/counting.rs, cuda/counting.cuh,
+// kernels/counting.clh): 2^COUNT_KEY_BITS counters, one per ordered word; a thread of the count
+// and fill launches takes COUNT_KEYS_PER_THREAD consecutive keys; the one block of the starts
+// launch has COUNT_STARTS_THREADS threads, each scanning 2^COUNT_KEY_BITS / COUNT_STARTS_THREADS
+// words.
+#define COUNT_KEY_BITS 16
+#define COUNT_KEYS_PER_THREAD 8
+#define COUNT_STARTS_THREADS 256
+
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in
 // src/kernel_contract.rs). The OpenCL merge kernels take the same quantities as separate

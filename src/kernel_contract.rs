@@ -123,6 +123,18 @@ pub const RANGE_SCATTER_KEYS: u32 = 4096;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const RANGE_MAX_SPLITTERS: u32 = 511;
 
+/// Bits of a key of the counting sort (`COUNT_KEY_BITS`): one counter per ordered word,
+/// `2^COUNT_KEY_BITS` in all.
+pub const COUNT_KEY_BITS: u32 = 16;
+
+/// Consecutive keys that one thread of the counting sort's count and fill launches takes
+/// (`COUNT_KEYS_PER_THREAD`).
+pub const COUNT_KEYS_PER_THREAD: u32 = 8;
+
+/// Threads of the one block of the counting sort's starts launch (`COUNT_STARTS_THREADS`),
+/// each scanning `2^COUNT_KEY_BITS / COUNT_STARTS_THREADS` words.
+pub const COUNT_STARTS_THREADS: u32 = 256;
+
 /// The parameter block of every CUDA merge pass and its splitter pass (`struct MergeArgs` in
 /// `kernels/contract.h`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -257,6 +269,9 @@ mod tests {
             ("RANGE_SCATTER_THREADS", RANGE_SCATTER_THREADS),
             ("RANGE_SCATTER_KEYS", RANGE_SCATTER_KEYS),
             ("RANGE_MAX_SPLITTERS", RANGE_MAX_SPLITTERS),
+            ("COUNT_KEY_BITS", COUNT_KEY_BITS),
+            ("COUNT_KEYS_PER_THREAD", COUNT_KEYS_PER_THREAD),
+            ("COUNT_STARTS_THREADS", COUNT_STARTS_THREADS),
         ] {
             assert_eq!(number(name), value, "{name}");
         }

@@ -26,6 +26,11 @@ impl CudaBackend {
                 self.launch_pass(job, &plan.tile_sort, stream)?;
                 self.launch_merges(job, &plan.merges, 0, stream)
             }
+            SortPlan::Counting(counting) => {
+                // Refused before any launch.
+                let scratch = job.merge_scratch()?;
+                self.launch_counting(job.keys, counting, scratch.splits, stream)
+            }
         }
     }
 

@@ -42,13 +42,14 @@ use cust::stream::{Stream, StreamFlags};
 use cust::sys as cu;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo};
-use crate::buffer_cache::{DeviceBytes, Scratch};
+use crate::buffer_cache::{DeviceBytes, Scratch, grow};
 use crate::error::{Error, Result};
 use crate::host_transfer::{CacheStats, Column, HostStateOf};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
 use crate::rayon_lock::lock_shared_with_rayon;
 
+mod counting;
 mod device_bits;
 mod device_ranges;
 mod device_slices;
@@ -82,15 +83,16 @@ struct Job {
     kernels: Kernels,
     widths: Widths,
     plan: SortPlan,
-    /// The merge passes' buffers; `Some` exactly when `plan` is a merge-path plan.
+    /// The merge passes' or the counting sort's buffers; `Some` exactly when `plan` is a
+    /// merge-path or counting plan.
     scratch: Option<ScratchWords>,
 }
 
 impl Job {
-    /// The merge passes' buffers, which a merge-path job must have.
+    /// The scratch buffers, which a merge-path or counting job must have.
     fn merge_scratch(&self) -> Result<ScratchWords> {
         self.scratch.ok_or_else(|| {
-            Error::Unsupported("a merge-path sort without its scratch buffers".into())
+            Error::Unsupported("a merge-path or counting sort without its scratch buffers".into())
         })
     }
 }
@@ -155,6 +157,8 @@ pub struct CudaBackend {
     /// The range scatter of host slices sorted in ranges in device memory
     /// (`device_ranges.rs`), for 32- and 64-bit words.
     range_kernels: [kernels::Kernel; 2],
+    /// The counting sort of 16-bit keys alone (`counting.rs`).
+    counting_kernels: counting::CountingKernels,
     /// Serializes sorts of host slices: they share the stream, the device buffers and the
     /// pinned staging.
     busy: Mutex<HostState>,
@@ -240,6 +244,8 @@ impl CudaBackend {
         let top_k_kernels = top_k::load_top_k_kernels(&module)?;
         let spread_kernels = spread::load_spread_kernels(&module)?;
         let range_kernels = device_ranges::load_range_kernels(&module)?;
+        let counting_kernels =
+            counting::load_counting_kernels(&module, limits.shared_bytes_per_block)?;
         let mut limits = limits;
         limits.clusters = !cluster_kernels.is_empty();
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
@@ -262,6 +268,7 @@ impl CudaBackend {
             top_k_kernels,
             spread_kernels,
             range_kernels,
+            counting_kernels,
             busy: Mutex::new(HostState::default()),
             cache_stats: CacheStats::default(),
             stream,
@@ -279,7 +286,7 @@ impl CudaBackend {
     }
 
     /// The plan of a sort and the scratch it needs, grown in `scratch`; the network's plan
-    /// where a merge-path plan's scratch does not fit in device memory.
+    /// where a merge-path or counting plan's scratch does not fit in device memory.
     fn plan_with_scratch(
         &self,
         scratch: &mut Scratch<DeviceBuffer<u8>>,
@@ -289,11 +296,33 @@ impl CudaBackend {
         encoding: u32,
     ) -> Result<(SortPlan, Option<ScratchWords>)> {
         let plan = self.plan(row_len, rows, widths, encoding);
-        let SortPlan::MergePath(merge) = &plan else {
-            return Ok((plan, None));
-        };
         let n = (row_len * rows) as usize;
         let requested = (n as u64).saturating_mul(widths.element());
+        let network = || {
+            let network = plan::plan(&self.limits, row_len, rows, widths, encoding, None);
+            Ok((SortPlan::Network(network), None))
+        };
+        let merge = match &plan {
+            SortPlan::Network(_) => return Ok((plan, None)),
+            SortPlan::MergePath(merge) => merge,
+            SortPlan::Counting(counting) => {
+                // The counts and starts take the splitters' buffer.
+                let bytes = counting.plan.scratch_bytes() as usize;
+                return match grow(&mut scratch.splits, bytes, |len| self.alloc(len, requested)) {
+                    Ok(buffer) => {
+                        let splits = buffer.as_device_ptr().as_raw();
+                        let words = ScratchWords {
+                            keys: 0,
+                            values: 0,
+                            splits,
+                        };
+                        Ok((plan, Some(words)))
+                    }
+                    Err(Error::OutOfMemory { .. }) => network(),
+                    Err(e) => Err(e),
+                };
+            }
+        };
         let grown = scratch.grow(
             n * widths.key as usize,
             n * widths.value as usize,
@@ -301,8 +330,7 @@ impl CudaBackend {
             |len| self.alloc(len, requested),
         )?;
         if !grown {
-            let network = plan::plan(&self.limits, row_len, rows, widths, encoding, None);
-            return Ok((SortPlan::Network(network), None));
+            return network();
         }
         let address =
             |b: &Option<DeviceBuffer<u8>>| b.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());

@@ -161,7 +161,7 @@ impl<'a> ChunkedSort<'a> {
 }
 
 /// The sub-buffer of `bytes` bytes of `whole` from byte `origin`.
-fn sub_buffer(
+pub(super) fn sub_buffer(
     backend: &OpenClBackend,
     whole: cl_mem,
     origin: u64,

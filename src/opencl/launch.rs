@@ -6,10 +6,14 @@ use std::ptr;
 use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 use opencl3::kernel::Kernel;
+use opencl3::memory::ClMem;
 use opencl3::types::cl_mem;
 
+use super::chunked::sub_buffer;
 use super::driver::driver;
-use super::plan::{Kind, Launch, MergeLaunch, MergePathPlan, Shape, SortPlan};
+use super::plan::{
+    COUNT_GROUP, CountingLaunches, Kind, Launch, MergeLaunch, MergePathPlan, Shape, SortPlan,
+};
 use super::programs::{Kernels, MergeKernels};
 use super::{MergeScratch, OpenClBackend, Operands};
 use crate::backend::BackendKind;
@@ -339,10 +343,118 @@ impl OpenClBackend {
             (SortPlan::MergePath(merge), Some(scratch)) => self
                 .enqueue_merge_path(queue, kernels, buffers, scratch, merge, encoding, requested)
                 .map(Some),
-            (SortPlan::MergePath(_), None) => Err(crate::error::Error::Unsupported(
-                "a merge-path sort without its scratch buffers".into(),
-            )),
+            (SortPlan::Counting(counting), Some((_, scratch))) => self
+                .enqueue_counting(
+                    queue,
+                    kernels,
+                    buffers.keys,
+                    scratch,
+                    counting,
+                    encoding,
+                    requested,
+                )
+                .map(Some),
+            (SortPlan::MergePath(_) | SortPlan::Counting(_), None) => {
+                Err(crate::error::Error::Unsupported(
+                    "a merge-path or counting sort without its scratch buffers".into(),
+                ))
+            }
         }
+    }
+
+    /// Enqueues the counting sort of the `counting.plan.n` 16-bit keys of `keys` on `queue`,
+    /// with `scratch` holding [`crate::schedule::counting::CountingPlan::scratch_bytes`];
+    /// returns the fill's event.
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_counting(
+        &self,
+        queue: &CommandQueue,
+        kernels: &Kernels,
+        keys: cl_mem,
+        scratch: cl_mem,
+        counting: &CountingLaunches,
+        encoding: KeyEncoding,
+        requested: u64,
+    ) -> Result<Event> {
+        let Some(k) = &kernels.counting else {
+            return Err(crate::error::Error::Unsupported(
+                "a counting sort in a program without its kernels".into(),
+            ));
+        };
+        let plan = &counting.plan;
+        // The starts follow the counts at a multiple of 2^18 bytes, aligned for a
+        // sub-buffer on every device.
+        let starts_bytes = plan.scratch_bytes() - plan.starts_offset();
+        let starts = sub_buffer(self, scratch, plan.starts_offset(), starts_bytes)?;
+        let enqueued = (|| {
+            let mut args = Args {
+                kernel: &k.count,
+                index: 0,
+            };
+            args.buffer(keys)?;
+            args.u64(plan.n)?;
+            args.u64(plan.keys_per_block)?;
+            args.u32(encoding.code())?;
+            args.u32(plan.window_log)?;
+            args.buffer(scratch)?;
+            args.local(4 << plan.window_log)?;
+            // SAFETY: `count_keys16(keys, n, keys_per_block, encoding, window_log, counts,
+            // on_chip)` with its arguments set just above; `keys` holds `n` keys, `counts`
+            // (the scratch) `blocks * 2^16` words, the local memory the window's counters.
+            unsafe {
+                self.enqueue_kernel(
+                    queue,
+                    &k.count,
+                    plan.blocks as usize,
+                    COUNT_GROUP,
+                    requested,
+                )?
+            };
+            let mut args = Args {
+                kernel: &k.totals,
+                index: 0,
+            };
+            args.buffer(scratch)?;
+            args.u64(plan.blocks)?;
+            args.buffer(starts.get())?;
+            let words = 1usize << crate::kernel_contract::COUNT_KEY_BITS;
+            // SAFETY: `count_totals(counts, blocks, starts)` with its arguments set just
+            // above; a work item per word, each reading its counts and writing its start.
+            unsafe {
+                self.enqueue_kernel(
+                    queue,
+                    &k.totals,
+                    words / COUNT_GROUP,
+                    COUNT_GROUP,
+                    requested,
+                )?
+            };
+            let mut args = Args {
+                kernel: &k.starts,
+                index: 0,
+            };
+            args.buffer(starts.get())?;
+            // SAFETY: `count_starts(starts)` with its argument set just above, one work-group
+            // of `COUNT_STARTS_THREADS` (`COUNT_GROUP`) over the `2^16 + 1` starts.
+            unsafe { self.enqueue_kernel(queue, &k.starts, 1, COUNT_GROUP, requested)? };
+            let mut args = Args {
+                kernel: &k.fill,
+                index: 0,
+            };
+            args.buffer(keys)?;
+            args.u64(plan.n)?;
+            args.buffer(starts.get())?;
+            args.u32(encoding.code())?;
+            let groups = plan.fill_threads().div_ceil(COUNT_GROUP as u64) as usize;
+            // SAFETY: `fill_keys16(keys, n, starts, encoding)` with its arguments set just
+            // above; each work item writes only positions below `n`.
+            unsafe { self.enqueue_kernel(queue, &k.fill, groups, COUNT_GROUP, requested) }
+        })();
+        if enqueued.is_err() {
+            // Let what was enqueued drain before the buffers go.
+            let _ = queue.finish();
+        }
+        enqueued
     }
 
     /// Enqueues every launch of a sort on `queue`; returns the launches' events. On failure,

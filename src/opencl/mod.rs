@@ -100,6 +100,13 @@ pub struct OpenClBackend {
     /// The largest tile allowed ([`MAX_LOG_TILE`]; smaller in tests, to exercise the global
     /// passes with short inputs).
     max_log_tile: u32,
+    /// The largest window of the counting sort's count work-groups, as log2 of its
+    /// counters (16; smaller in tests, to exercise several sweeps on devices whose local
+    /// memory holds every counter).
+    max_count_window_log: u32,
+    /// One row of 16-bit keys alone takes the counting sort from this many keys on
+    /// (`plan::COUNTING_FROM`; lower in tests, to reach its edges with short rows).
+    counting_from: u64,
     /// log2 of the registers per round ([`LOG_E`]; smaller in tests, to exercise more
     /// rounds and tiled global passes with short inputs).
     log_e: u32,
@@ -228,6 +235,8 @@ impl OpenClBackend {
             host: Mutex::new(HostState::default()),
             cache_stats: CacheStats::default(),
             max_log_tile: MAX_LOG_TILE,
+            max_count_window_log: crate::kernel_contract::COUNT_KEY_BITS,
+            counting_from: plan::COUNTING_FROM,
             log_e: LOG_E,
             own_split_max_tiles: plan::POLICY.own_split_max_tiles,
             oblivious: AtomicBool::new(false),
@@ -305,8 +314,36 @@ impl OpenClBackend {
         requested: u64,
     ) -> Result<(SortPlan, Option<MergeScratch>)> {
         let plan = self.plan(variant, shape, key_bytes, value_bytes);
-        let SortPlan::MergePath(merge) = &plan else {
-            return Ok((plan, None));
+        let network = || {
+            let network = plan::plan(&variant.limits, shape, (key_bytes, value_bytes));
+            Ok((SortPlan::Network(network), None))
+        };
+        let merge = match &plan {
+            SortPlan::Network(_) => return Ok((plan, None)),
+            SortPlan::MergePath(merge) => merge,
+            SortPlan::Counting(counting) => {
+                // The counts and starts take the splitters' buffer; the scratch's key
+                // operands are not used.
+                let bytes = counting.plan.scratch_bytes();
+                if requested.saturating_add(bytes) > self.limits.global_mem {
+                    return network();
+                }
+                return match grow(&mut scratch.splits, bytes as usize, |len| {
+                    self.alloc(len, requested)
+                }) {
+                    Ok(splits) => {
+                        let unused = Operands {
+                            keys: std::ptr::null_mut(),
+                            values: None,
+                            key_bytes: 0,
+                            value_bytes: 0,
+                        };
+                        Ok((plan, Some((unused, splits.get()))))
+                    }
+                    Err(Error::OutOfMemory { .. }) => network(),
+                    Err(e) => Err(e),
+                };
+            }
         };
         // Drivers may put off an allocation until a command first uses the buffer, so a
         // scratch that cannot fit beside the data is not asked for: on NVIDIA's OpenCL such
@@ -337,10 +374,7 @@ impl OpenClBackend {
                 };
                 Ok((plan, Some((words, splits.get()))))
             }
-            _ => {
-                let network = plan::plan(&variant.limits, shape, (key_bytes, value_bytes));
-                Ok((SortPlan::Network(network), None))
-            }
+            _ => network(),
         }
     }
 

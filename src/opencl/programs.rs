@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::rayon_lock::lock_shared_with_rayon;
 
 /// The kernel source files, embedded: the main file first, then the files it includes.
-const SOURCE_FILES: [(&str, &str); 7] = [
+const SOURCE_FILES: [(&str, &str); 8] = [
     ("bitonic.cl", include_str!("../../kernels/bitonic.cl")),
     ("contract.h", include_str!("../../kernels/contract.h")),
     ("words.clh", include_str!("../../kernels/words.clh")),
@@ -25,6 +25,7 @@ const SOURCE_FILES: [(&str, &str); 7] = [
         include_str!("../../kernels/merge_path.clh"),
     ),
     ("top_k.clh", include_str!("../../kernels/top_k.clh")),
+    ("counting.clh", include_str!("../../kernels/counting.clh")),
 ];
 
 /// The program's source as one string: `kernels/bitonic.cl` with each `#include "name"` of
@@ -118,10 +119,12 @@ impl VariantKey {
             None => "-D HAS_VALUES=0".to_string(),
             Some(v) => format!("-D HAS_VALUES=1 -D VAL_T={}", v.cl_type()),
         };
-        let stored = if self.key == Width::W16 {
-            " -D KEY_STORE_T=ushort -D KEY_STORE_BITS=16"
-        } else {
-            ""
+        let stored = match (self.key, self.value) {
+            (Width::W16, None) => {
+                " -D KEY_STORE_T=ushort -D KEY_STORE_BITS=16 -D COUNTING_KERNELS=1"
+            }
+            (Width::W16, Some(_)) => " -D KEY_STORE_T=ushort -D KEY_STORE_BITS=16",
+            _ => "",
         };
         format!(
             "-D KEY_T={}{stored} {values} -D LOG_E={}",
@@ -159,6 +162,16 @@ pub(super) struct Kernels {
     pub(super) global: Kernel,
     /// The merge passes' kernels.
     pub(super) merge: MergeKernels,
+    /// The counting sort's kernels, in the program of 16-bit keys alone only.
+    pub(super) counting: Option<CountingKernels>,
+}
+
+/// The counting sort's kernels (`kernels/counting.clh`).
+pub(super) struct CountingKernels {
+    pub(super) count: Kernel,
+    pub(super) totals: Kernel,
+    pub(super) starts: Kernel,
+    pub(super) fill: Kernel,
 }
 
 /// The merge passes' kernels (`kernels/merge_path.clh`): the splitter, the merge that reads
@@ -261,10 +274,20 @@ impl OpenClBackend {
             pass: pair(MERGE_PASS_KERNELS)?,
             pass_own_splits: pair(MERGE_PASS_OWN_SPLITS_KERNELS)?,
         };
+        let counting = match (key.key, key.value) {
+            (Width::W16, None) => Some(CountingKernels {
+                count: create("count_keys16")?,
+                totals: create("count_totals")?,
+                starts: create("count_starts")?,
+                fill: create("fill_keys16")?,
+            }),
+            _ => None,
+        };
         let kernels = Kernels {
             tile: create(TILE_KERNEL)?,
             global: create(GLOBAL_KERNEL)?,
             merge,
+            counting,
         };
         let kernel_limit = |kernel: &Kernel| -> Result<usize> {
             Ok(kernel
@@ -286,6 +309,18 @@ impl OpenClBackend {
                 }
                 limit
             },
+            count_group: match &kernels.counting {
+                Some(c) => {
+                    let mut limit = usize::MAX;
+                    for kernel in [&c.count, &c.totals, &c.starts, &c.fill] {
+                        limit = limit.min(kernel_limit(kernel)?);
+                    }
+                    limit
+                }
+                None => 0,
+            },
+            max_count_window_log: self.max_count_window_log,
+            counting_from: self.counting_from,
             log_e: key.log_e,
             max_log_tile: self.max_log_tile,
             own_split_max_tiles: self.own_split_max_tiles,

@@ -177,6 +177,7 @@ fn assert_same_pairs<K: bytemuck::Pod, V: bytemuck::Pod>(
     );
 }
 
+mod counting;
 mod fused_tails;
 mod keys;
 mod launches;

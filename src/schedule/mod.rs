@@ -188,6 +188,7 @@ impl Pass {
 
 // Only the CUDA backend sorts in ranges in device memory.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub mod counting;
 pub(crate) mod device_ranges;
 mod emulate;
 mod index;

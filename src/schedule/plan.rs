@@ -6,6 +6,8 @@
 
 use std::ops::RangeInclusive;
 
+pub use super::counting::COUNTING_FROM;
+use super::counting::CountingPlan;
 use super::merge_path::{
     MergePlan, TiledPass, choose_rows_sort_tile, choose_sort_tile, pair_sort_tile,
 };
@@ -74,6 +76,13 @@ pub struct DeviceFacts {
     /// launch spread over several blocks: the network's tile is then the whole row, and keys
     /// alone of these lengths keep the network. `None` where the backend has no such launch.
     pub whole_row_logs: Option<RangeInclusive<u32>>,
+    /// Where the backend has the counting sort's kernels for this sort's widths (16-bit
+    /// keys alone): log2 of the counters a block holds on chip
+    /// ([`CountingPlan::window_log`]). `None` otherwise.
+    pub count_window_log: Option<u32>,
+    /// One row takes the counting sort from this many keys on ([`COUNTING_FROM`], lower in
+    /// tests that reach its edges with short rows).
+    pub counting_from: u64,
 }
 
 impl DeviceFacts {
@@ -102,6 +111,9 @@ pub enum SortPlan {
     /// The tile sort and the merge passes; they need a scratch buffer as large as the data
     /// and a splitter buffer ([`MergePathPlan::splits`]).
     MergePath(MergePathPlan),
+    /// The counting sort of one row of 16-bit keys alone ([`super::counting`]); it needs
+    /// [`CountingPlan::scratch_bytes`] of scratch.
+    Counting(CountingPlan),
 }
 
 /// A merge-path sort of one row, or of rows each on its own: the network's local sort of
@@ -152,10 +164,11 @@ pub fn network_tile(facts: &DeviceFacts, row_len: u64, rows: u64) -> u32 {
 }
 
 /// The plan of a sort of `rows` rows of `row_len` elements (`row_len >= 2`) of these
-/// widths: merge path for one row where [`merge_path_plan`] gives one (keys alone that the
-/// backend sorts whole in one launch excepted) and for rows where [`rows_merge_path_plan`]
-/// does, unless `oblivious` asks for the network, whose memory accesses depend only on the
-/// shape.
+/// widths: the counting sort for one row of 16-bit keys alone of at least
+/// [`DeviceFacts::counting_from`] keys where the backend has its kernels; merge path for
+/// one row where [`merge_path_plan`] gives one (keys alone that the backend sorts whole in
+/// one launch excepted) and for rows where [`rows_merge_path_plan`] does; unless
+/// `oblivious` asks for the network, whose memory accesses depend only on the shape.
 pub fn choose(
     facts: &DeviceFacts,
     row_len: u64,
@@ -163,6 +176,13 @@ pub fn choose(
     widths: Widths,
     oblivious: bool,
 ) -> SortPlan {
+    if let Some(window_log) = facts.count_window_log
+        && !oblivious
+        && rows == 1
+        && row_len >= facts.counting_from
+    {
+        return SortPlan::Counting(CountingPlan::new(row_len, facts.compute_units, window_log));
+    }
     // Pairs skip the whole-row test: their choice must not depend on the device.
     let merge = if oblivious {
         None

@@ -9,6 +9,9 @@
 //!   k = 10, 13, 15, 17, 20 (around tiles and merges), random bits.
 //! - `device::sixteen::<key>::pairs`: u32 positions as values move with their keys.
 //! - `device::sixteen::<key>::top_k`: on-chip and sort routes against a model.
+//! - `device::sixteen::<key>::counting`: the counting sort of one row from 2^20 keys on:
+//!   lengths around that threshold, eight patterns, both orders, whole buffers and
+//!   sub-slices whose keys are not 16-byte aligned.
 
 use std::cmp::Ordering;
 
@@ -225,12 +228,80 @@ fn top_k<K: Key16>(t: &Target) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Patterns of `n` 16-bit words for the counting sort: random bits, every pattern repeated
+/// and shuffled, few distinct, one repeated, ascending, descending, a saw and an organ pipe.
+fn counting_patterns(rng: &mut impl Rng, n: usize) -> Vec<(&'static str, Vec<u16>)> {
+    let mut every: Vec<u16> = (0..n).map(|i| i as u16).collect();
+    every.shuffle(rng);
+    vec![
+        ("random", (0..n).map(|_| rng.r#gen()).collect()),
+        ("every", every),
+        (
+            "few",
+            (0..n).map(|_| rng.gen_range(0..4u16) * 0x5555).collect(),
+        ),
+        ("equal", vec![0x7e00; n]),
+        ("ascending", (0..n).map(|i| i as u16).collect()),
+        ("descending", (0..n).map(|i| (n - i) as u16).collect()),
+        ("saw", (0..n).map(|i| (i % 37) as u16).collect()),
+        ("organ", (0..n).map(|i| i.min(n - 1 - i) as u16).collect()),
+    ]
+}
+
+/// One row of at least 2^20 keys takes the counting sort: lengths
+/// around that threshold and its blocks' edges, every pattern, both orders, in a buffer of
+/// its own and in a sub-slice that starts 2 bytes into one (its keys not 16-byte aligned),
+/// nothing outside the sub-slice touched.
+fn counting<K: Key16>(t: &Target) -> Result<(), Failed> {
+    let dev = CuDev::open(t)?;
+    let from = 1usize << 20;
+    let lens = [
+        from - 1,
+        from,
+        from + 1,
+        from + 7,
+        3 * from + 5,
+        (1 << 24) + 3,
+    ];
+    for (l, &n) in lens.iter().enumerate() {
+        let at = format!("{}::device::sixteen::{}::counting::{n}", t.label, K::NAME);
+        let mut rng = rng_for(input_seed(t.seed, &at, n));
+        for (p, (name, input)) in counting_patterns(&mut rng, n).into_iter().enumerate() {
+            for order in [Order::Ascending, Order::Descending] {
+                if (l + p) % 2 == 0 {
+                    let got =
+                        sort_rows::<K>(&dev, &input, n, order).map_err(|e| format!("{at}: {e}"))?;
+                    check_rows::<K>(&got, &input, n, order)
+                        .map_err(|e| format!("{at} {name} {order:?}: {e}"))?;
+                    continue;
+                }
+                let mut padded = vec![0xabcdu16];
+                padded.extend(&input);
+                padded.push(0x1234);
+                let buffer = dev.upload(&padded)?;
+                let mut inside = buffer.index(1..1 + n);
+                dev.cuda()
+                    .sort_device_bits_rows::<K>(&mut inside, n, order, &dev.stream)
+                    .map_err(|e| format!("{at}: a sub-slice: {e:?}"))?;
+                let got = dev.download(&buffer)?;
+                if got[0] != 0xabcd || got[n + 1] != 0x1234 {
+                    return Err(format!("{at} {name} {order:?}: a key outside moved").into());
+                }
+                check_rows::<K>(&got[1..=n], &input, n, order)
+                    .map_err(|e| format!("{at} {name} {order:?}, a sub-slice: {e}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn register_key<K: Key16>(slot: &Slot, trials: &mut Vec<Trial>) {
     let name = |what: &str| format!("device::sixteen::{}::{what}", K::NAME);
     trials.push(slot.trial(&name("every_pattern"), every_pattern::<K>));
     trials.push(slot.trial(&name("lengths"), lengths::<K>));
     trials.push(slot.trial(&name("pairs"), pairs::<K>));
     trials.push(slot.trial(&name("top_k"), top_k::<K>));
+    trials.push(slot.trial(&name("counting"), counting::<K>));
 }
 
 pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {

@@ -11,6 +11,8 @@
 //!   keys sorted, every value the position its key came from.
 //! - `device::sixteen::<key>::top_k`: `top_k_device_rows` against a model, on the on-chip
 //!   route and the sort route.
+//! - `device::sixteen::<key>::counting`: the counting sort of one row from 2^20 keys on,
+//!   lengths around that threshold.
 
 use std::cmp::Ordering;
 use std::ptr;
@@ -240,6 +242,43 @@ fn lengths<K: Key16>(t: &Target) -> Result<(), Failed> {
     Ok(())
 }
 
+/// One row of at least 2^20 keys takes the counting sort:
+/// lengths around that threshold, random bits, few distinct and one repeated key, both
+/// orders.
+fn counting<K: Key16>(t: &Target) -> Result<(), Failed> {
+    let dev = Dev::open(t)?;
+    let from = 1usize << 20;
+    for (l, n) in [from - 1, from, from + 1, from + 7, 2 * from + 3]
+        .into_iter()
+        .enumerate()
+    {
+        let at = format!(
+            "{}::device::sixteen::{}::counting: n = {n}",
+            t.label,
+            K::NAME
+        );
+        let mut rng = rng_for(input_seed(t.seed, &at, n));
+        let input: Vec<K> = (0..n)
+            .map(|_| {
+                K::from_bits(match l % 3 {
+                    0 => rng.r#gen(),
+                    1 => rng.gen_range(0..3) * 0x7001,
+                    _ => 0xfc01,
+                })
+            })
+            .collect();
+        for order in [Order::Ascending, Order::Descending] {
+            let mut keys = dev.upload(&input).map_err(|e| format!("{at}: {e}"))?;
+            dev.cl()
+                .sort_device(&mut keys, order, &dev.queue)
+                .map_err(|e| format!("{at}: sort_device returned {e:?}"))?;
+            let got = dev.download(&keys).map_err(|e| format!("{at}: {e}"))?;
+            check_sorted(&got, &input, order).map_err(|e| format!("{at} {order:?}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
 fn pairs<K: Key16>(t: &Target) -> Result<(), Failed> {
     let dev = Dev::open(t)?;
     for n in [3usize, 4097, 70_001] {
@@ -339,6 +378,7 @@ fn register_key<K: Key16>(slot: &Slot, trials: &mut Vec<Trial>) {
     trials.push(slot.trial(&format!("device::sixteen::{name}::lengths"), lengths::<K>));
     trials.push(slot.trial(&format!("device::sixteen::{name}::pairs"), pairs::<K>));
     trials.push(slot.trial(&format!("device::sixteen::{name}::top_k"), top_k::<K>));
+    trials.push(slot.trial(&format!("device::sixteen::{name}::counting"), counting::<K>));
 }
 
 pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {

@@ -16,7 +16,8 @@
 
 use std::ops::RangeInclusive;
 
-use crate::schedule::plan::{self as neutral, DeviceFacts, network_tile};
+use crate::schedule::counting::CountingPlan;
+use crate::schedule::plan::{self as neutral, COUNTING_FROM, DeviceFacts, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, Transform};
 
 pub use crate::kernel_contract::{
@@ -156,6 +157,38 @@ pub enum SortPlan {
     /// The tile sort and the merges; they need a scratch buffer as large as the data and a
     /// splitter buffer.
     MergePath(MergePathPlan),
+    /// The counting sort of one row of 16-bit keys alone (`cuda/counting.cuh`); it needs
+    /// [`CountingPlan::scratch_bytes`] of scratch.
+    Counting(CountingLaunches),
+}
+
+/// Threads of a block of the counting sort's count, totals and fill launches
+/// (`COUNT_THREADS` in `cuda/counting.cuh`).
+pub(crate) const COUNT_THREADS: u32 = 512;
+
+/// The counting sort's launches: `count_keys_u16` (`plan.blocks` blocks, with
+/// `4 << plan.window_log` bytes of dynamic shared memory), `count_totals`, `count_starts`
+/// and `fill_keys_u16`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountingLaunches {
+    /// The neutral plan.
+    pub plan: CountingPlan,
+    /// `ENCODING_*` bits.
+    pub encoding: u32,
+}
+
+impl CountingLaunches {
+    /// Dynamic shared memory of a count block: its window of 4-byte counters.
+    pub fn count_shared_bytes(&self) -> u32 {
+        4 << self.plan.window_log
+    }
+}
+
+/// log2 of the 4-byte counters a count block holds in its shared memory (the opt-in
+/// limit less the driver's reserve), at most one per 16-bit word.
+fn count_window_log(limits: &DeviceLimits) -> u32 {
+    let counters = u64::from(limits.shared_bytes_per_block) / 4;
+    (counters.max(1).ilog2()).min(crate::kernel_contract::COUNT_KEY_BITS)
 }
 
 /// Blocks per multiprocessor the kernel for these widths is compiled for (`MIN_BLOCKS` in
@@ -250,6 +283,8 @@ pub(crate) fn facts(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> 
         min_log_merge_bytes: 0,
         max_merge_rows: u64::MAX,
         whole_row_logs: cluster_logs(limits, widths, cap),
+        count_window_log: (widths.key == 2 && widths.value == 0).then(|| count_window_log(limits)),
+        counting_from: COUNTING_FROM,
     }
 }
 
@@ -283,6 +318,9 @@ pub fn choose(
         neutral::SortPlan::Network { log_tile } => {
             let shape = (row_len, rows);
             SortPlan::Network(network(limits, &facts, shape, log_tile, widths, encoding))
+        }
+        neutral::SortPlan::Counting(plan) => {
+            SortPlan::Counting(CountingLaunches { plan, encoding })
         }
     }
 }

@@ -16,6 +16,8 @@
 //! `merge_split` and one of `merge_pass` (`kernels/merge_path.clh`), or, for a pass of few
 //! tiles, one launch of `merge_pass_own_splits` (`merge.rs`).
 
+use crate::schedule::counting::CountingPlan;
+pub use crate::schedule::plan::COUNTING_FROM;
 use crate::schedule::plan::{self as neutral, DeviceFacts, Widths, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2};
 
@@ -107,6 +109,16 @@ pub struct Limits {
     /// The largest work-group the merge kernels may be launched with (0: the program has
     /// none).
     pub merge_group: usize,
+    /// The largest work-group the counting sort's kernels may be launched with (0: the
+    /// program has none; only the program of 16-bit keys alone has them).
+    pub count_group: usize,
+    /// The largest window of a counting sort's count work-group, as log2 of its counters
+    /// (16; tests lower it to exercise several sweeps where local memory holds every
+    /// counter).
+    pub max_count_window_log: u32,
+    /// One row of 16-bit keys alone takes the counting sort from this many keys on
+    /// ([`COUNTING_FROM`]; lower in tests, to reach its edges with short rows).
+    pub counting_from: u64,
     /// log2 of the registers per round the program was built with.
     pub log_e: u32,
     /// The largest tile allowed (tests lower it to exercise global passes on short inputs).
@@ -217,6 +229,9 @@ pub enum SortPlan {
     /// The tile sort and the merges; needs a scratch buffer as large as the keys and a
     /// splitter buffer.
     MergePath(MergePathPlan),
+    /// The counting sort of one row of 16-bit keys alone; needs
+    /// [`CountingPlan::scratch_bytes`] of scratch.
+    Counting(CountingLaunches),
 }
 
 /// The largest tile whose padded keys and values fit the local memory (less the margin),
@@ -287,7 +302,34 @@ pub(crate) fn facts(limits: &Limits, (key_bytes, value_bytes): (u64, u64)) -> De
         min_log_merge_bytes: limits.min_log_merge_bytes,
         max_merge_rows: limits.max_merge_rows,
         whole_row_logs: None,
+        count_window_log: (value_bytes == 0 && limits.count_group >= COUNT_GROUP)
+            .then(|| count_window_log(limits)),
+        counting_from: limits.counting_from,
     }
+}
+
+/// Work items of a counting sort's count, totals and fill work-groups; the starts
+/// work-group has `COUNT_STARTS_THREADS` (as many).
+pub const COUNT_GROUP: usize = crate::kernel_contract::COUNT_STARTS_THREADS as usize;
+
+/// log2 of the 4-byte counters a count work-group holds in local memory (less the margin
+/// every launch leaves), at most [`Limits::max_count_window_log`].
+fn count_window_log(limits: &Limits) -> u32 {
+    let counters = limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN) / 4;
+    counters
+        .max(1)
+        .ilog2()
+        .min(limits.max_count_window_log)
+        .min(crate::kernel_contract::COUNT_KEY_BITS)
+}
+
+/// The counting sort's launches: `count_keys16` (`plan.blocks` work-groups of
+/// [`COUNT_GROUP`], with `4 << plan.window_log` bytes of local memory), `count_totals`,
+/// `count_starts` (one work-group) and `fill_keys16`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountingLaunches {
+    /// The neutral plan.
+    pub plan: CountingPlan,
 }
 
 /// The plan of a sort of `shape` with keys of `key_bytes` and values of `value_bytes` (or
@@ -313,6 +355,7 @@ pub fn choose(
             let schedule = Schedule::new(shape.row_len, tile_params(log_tile));
             SortPlan::Network(launches(limits, shape, widths.element(), &schedule))
         }
+        neutral::SortPlan::Counting(plan) => SortPlan::Counting(CountingLaunches { plan }),
     }
 }
 

@@ -15,6 +15,9 @@ fn nvidia_limits() -> Limits {
         merge_group: 1024,
         min_log_merge_bytes: POLICY.gpu_min_log_merge_bytes,
         max_merge_rows: POLICY.gpu_max_merge_rows,
+        count_group: 0,
+        max_count_window_log: 16,
+        counting_from: COUNTING_FROM,
         log_e: LOG_E,
         max_log_tile: MAX_LOG_TILE,
         uniform_groups: false,
@@ -113,7 +116,7 @@ fn fused_tails_take_fewer_launches() {
 fn merge_path(limits: &Limits, shape: Shape, widths: (u64, u64)) -> Option<MergePathPlan> {
     match choose(limits, shape, widths.0, widths.1, false) {
         SortPlan::MergePath(p) => Some(p),
-        SortPlan::Network(_) => None,
+        SortPlan::Network(_) | SortPlan::Counting(_) => None,
     }
 }
 

@@ -17,6 +17,8 @@ fn gpu() -> DeviceFacts {
         min_log_merge_bytes: 0,
         max_merge_rows: u64::MAX,
         whole_row_logs: None,
+        count_window_log: None,
+        counting_from: COUNTING_FROM,
     }
 }
 
@@ -163,7 +165,7 @@ fn choose_takes_merge_path_unless_oblivious_or_one_launch() {
     };
     let network = |p: SortPlan| match p {
         SortPlan::Network { log_tile } => Some(log_tile),
-        SortPlan::MergePath(_) => None,
+        SortPlan::MergePath(_) | SortPlan::Counting(_) => None,
     };
     assert_eq!(network(choose(&whole, 1 << 16, 1, keys, false)), Some(16));
     assert_eq!(network(choose(&whole, 40_000, 1, keys, false)), Some(16));
@@ -245,4 +247,44 @@ fn chunks_sorted_while_uploading_take_the_whole_sorts_first_passes() {
             assert!(part.splits() <= whole.splits());
         }
     }
+}
+
+/// One row of 16-bit keys alone takes the counting sort from the backend's threshold on,
+/// where the backend has its kernels; rows, pairs, the oblivious mode and shorter rows do not.
+#[test]
+fn counting_sort_of_sixteen_bit_keys() {
+    let counting = DeviceFacts {
+        count_window_log: Some(15),
+        ..gpu()
+    };
+    let keys = Widths { key: 4, value: 0 };
+    let n = COUNTING_FROM;
+    match choose(&counting, n, 1, keys, false) {
+        SortPlan::Counting(p) => assert_eq!(p, CountingPlan::new(n, 132, 15)),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        choose(&counting, n - 1, 1, keys, false),
+        SortPlan::MergePath(_)
+    ));
+    assert!(matches!(
+        choose(&counting, n, 2, keys, false),
+        SortPlan::MergePath(_)
+    ));
+    assert!(matches!(
+        choose(&counting, n, 1, keys, true),
+        SortPlan::Network { .. }
+    ));
+    assert!(matches!(
+        choose(&gpu(), n, 1, keys, false),
+        SortPlan::MergePath(_)
+    ));
+    let low = DeviceFacts {
+        counting_from: 2,
+        ..counting
+    };
+    assert!(matches!(
+        choose(&low, 2, 1, keys, false),
+        SortPlan::Counting(_)
+    ));
 }
