@@ -81,16 +81,7 @@ pub trait Backend: Send + Sync {
         descending: bool,
         row_len: usize,
     ) -> Result<()> {
-        let mut wide = vec![0u32; keys.len()];
-        keys.widen(0, &mut wide);
-        self.sort_rows_words(
-            WordsMut::U32(&mut wide),
-            values,
-            KeyEncoding::narrow(descending),
-            row_len,
-        )?;
-        keys.narrow(0, &wide);
-        Ok(())
+        sort_narrow_as_words(self, keys, values, descending, row_len)
     }
 
     /// The `k` best keys of each row of `row_len` raw 32-bit key words of `encoding.kind`
@@ -156,4 +147,25 @@ pub trait Backend: Send + Sync {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
+}
+
+/// Narrow keys sorted as [`Backend::sort_rows_words`] sorts their ordered 32-bit words,
+/// widened into a new vector and narrowed back.
+pub(crate) fn sort_narrow_as_words<B: Backend + ?Sized>(
+    backend: &B,
+    keys: &mut dyn NarrowKeys,
+    values: Option<WordsMut<'_>>,
+    descending: bool,
+    row_len: usize,
+) -> Result<()> {
+    let mut wide = vec![0u32; keys.len()];
+    keys.widen(0, &mut wide);
+    backend.sort_rows_words(
+        WordsMut::U32(&mut wide),
+        values,
+        KeyEncoding::narrow(descending),
+        row_len,
+    )?;
+    keys.narrow(0, &wide);
+    Ok(())
 }

@@ -6,7 +6,6 @@
 
 use std::ops::RangeInclusive;
 
-pub use super::counting::COUNTING_FROM;
 use super::counting::CountingPlan;
 use super::merge_path::{
     MergePlan, TiledPass, choose_rows_sort_tile, choose_sort_tile, pair_sort_tile,
@@ -80,7 +79,8 @@ pub struct DeviceFacts {
     /// keys alone): log2 of the counters a block holds on chip
     /// ([`CountingPlan::window_log`]). `None` otherwise.
     pub count_window_log: Option<u32>,
-    /// One row takes the counting sort from this many keys on ([`COUNTING_FROM`], lower in
+    /// One row takes the counting sort from this many keys on
+    /// ([`super::counting::COUNTING_FROM`], lower in
     /// tests that reach its edges with short rows).
     pub counting_from: u64,
 }

@@ -16,8 +16,8 @@
 
 use std::ops::RangeInclusive;
 
-use crate::schedule::counting::CountingPlan;
-use crate::schedule::plan::{self as neutral, COUNTING_FROM, DeviceFacts, network_tile};
+use crate::schedule::counting::{COUNTING_FROM, CountingPlan};
+use crate::schedule::plan::{self as neutral, DeviceFacts, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, Transform};
 
 pub use crate::kernel_contract::{

@@ -16,8 +16,8 @@
 //! `merge_split` and one of `merge_pass` (`kernels/merge_path.clh`), or, for a pass of few
 //! tiles, one launch of `merge_pass_own_splits` (`merge.rs`).
 
+pub use crate::schedule::counting::COUNTING_FROM;
 use crate::schedule::counting::CountingPlan;
-pub use crate::schedule::plan::COUNTING_FROM;
 use crate::schedule::plan::{self as neutral, DeviceFacts, Widths, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2};
 

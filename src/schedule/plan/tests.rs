@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::schedule::POLICY;
+use crate::schedule::counting::COUNTING_FROM;
 use crate::schedule::merge_path::upload_chunk;
 
 /// A large GPU without thresholds of its own: 132 compute units, network tiles of 2^14,
