@@ -1,0 +1,245 @@
+//! Tests of the CPU backend: the network's order of short pairs, merge path's order of
+//! long ones, the counting of narrow keys, and timings against rayon.
+
+use super::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Network order of `keys` (ordered words) with `values`, from the whole network's
+/// schedule for their length.
+fn network(keys: &[u32], values: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let (mut k, mut v) = (keys.to_vec(), values.to_vec());
+    let schedule = Schedule::new(k.len() as u64, CPU_TILE);
+    schedule::emulate(&schedule, &mut k, Some(&mut v));
+    (k, v)
+}
+
+/// Short pairs of `u32` keys and values: distinct keys through the packed radix sort
+/// (every encoding, lengths around its byte digits), ties through the network, both
+/// exactly as the network orders them.
+#[test]
+fn short_u32_pairs_match_the_network() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let kinds = [
+        (crate::keys::KeyKind::Unsigned, false),
+        (crate::keys::KeyKind::Signed, true),
+        (crate::keys::KeyKind::Float, false),
+        (crate::keys::KeyKind::Float, true),
+    ];
+    for n in [0usize, 1, 2, 3, 255, 256, 257, 1000, 4096, (1 << 14) - 1] {
+        for (i, &(kind, descending)) in kinds.iter().enumerate() {
+            let enc = KeyEncoding { kind, descending };
+            // Distinct keys spread over every byte, or a few repeated ones.
+            let keys: Vec<u32> = if i % 2 == 0 {
+                let mut k: Vec<u32> = (0..n as u32)
+                    .map(|j| j.wrapping_mul(0x9e37_79b9) ^ 0x5bd1_e995)
+                    .collect();
+                k.sort_unstable();
+                k.dedup();
+                k.iter()
+                    .map(|&x| x.rotate_left(rng.gen_range(0..32)) | 1)
+                    .collect()
+            } else {
+                (0..n).map(|_| rng.gen_range(0..9)).collect()
+            };
+            let n = keys.len();
+            let values: Vec<u32> = (0..n as u32).map(|j| j ^ 0xffff).collect();
+            let (mut k, mut v) = (keys.clone(), values.clone());
+            sort_pairs(&mut k, &mut v, enc, None, false);
+            let encoded: Vec<u32> = keys.iter().map(|&x| enc.encode(x)).collect();
+            let (wk, wv) = network(&encoded, &values);
+            let wk: Vec<u32> = wk.into_iter().map(|x| enc.decode(x)).collect();
+            assert_eq!((k, v), (wk, wv), "n = {n}, {enc:?}");
+        }
+    }
+}
+
+/// The CPU backend's sort of 2^10 and 2^11 random `u32` keys with `u32` values (what a
+/// GPU sorter runs below `DEFAULT_HOST_THRESHOLD`) against rayon's `par_sort_unstable_by_key`
+/// of the same pairs, taking turns, medians of 3000; the result checked once. A timing:
+/// `cargo test --release --lib cpu_short_pairs_against_rayon -- --ignored --nocapture`.
+#[test]
+#[ignore = "a timing, not a check"]
+fn cpu_short_pairs_against_rayon() {
+    use std::time::Instant;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let cpu = CpuBackend::new();
+    let enc = KeyEncoding {
+        kind: crate::keys::KeyKind::Unsigned,
+        descending: false,
+    };
+    let mut rng = StdRng::seed_from_u64(12345);
+    for n in [1usize << 10, 1 << 11] {
+        let keys: Vec<u32> = (0..n).map(|_| rng.r#gen()).collect();
+        let values: Vec<u32> = (0..n as u32).collect();
+        let pairs: Vec<(u32, u32)> = keys.iter().copied().zip(values.iter().copied()).collect();
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for round in 0..3000 {
+            let (mut k, mut v) = (keys.clone(), values.clone());
+            let start = Instant::now();
+            cpu.sort_rows_words(WordsMut::U32(&mut k), Some(WordsMut::U32(&mut v)), enc, n)
+                .expect("sort");
+            ours.push(start.elapsed().as_secs_f64() * 1e6);
+            let mut p = pairs.clone();
+            let start = Instant::now();
+            p.par_sort_unstable_by_key(|p| p.0);
+            theirs.push(start.elapsed().as_secs_f64() * 1e6);
+            if round == 0 {
+                let want: (Vec<u32>, Vec<u32>) = p.into_iter().unzip();
+                assert_eq!((k, v), want, "n = {n}");
+            }
+        }
+        eprintln!(
+            "{n} u32 pairs: ours {:.2} us, rayon par_sort_unstable_by_key {:.2} us (medians of 3000, {} rayon threads)",
+            median(ours),
+            median(theirs),
+            rayon::current_num_threads()
+        );
+    }
+}
+
+/// Past the threshold, one row of pairs comes out in merge path's order: sorted keys,
+/// and the pairs of each tile of `2^pair_sort_tile` inputs in the order the network
+/// gives that tile alone, tile after tile among equal keys. In the oblivious mode, and
+/// in rows, the whole network's order.
+#[test]
+fn long_pairs_take_merge_paths_order() {
+    let n = (1usize << 20) + 4099;
+    let log_tile = pair_sort_tile(n as u64, 8).expect("past the threshold");
+    let mut rng = StdRng::seed_from_u64(41);
+    let keys: Vec<u32> = (0..n).map(|_| rng.gen_range(0..50)).collect();
+    let values: Vec<u32> = (0..n as u32).collect();
+    let cpu = CpuBackend::new();
+    let enc = KeyEncoding {
+        kind: crate::keys::KeyKind::Unsigned,
+        descending: false,
+    };
+    let (mut k, mut v) = (keys.clone(), values.clone());
+    cpu.sort_rows_words(WordsMut::U32(&mut k), Some(WordsMut::U32(&mut v)), enc, n)
+        .expect("sort");
+    assert!(k.windows(2).all(|w| w[0] <= w[1]), "keys out of order");
+    let mut tiles: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n.div_ceil(1 << log_tile)];
+    let mut last_tile = vec![0usize; 50];
+    for (&key, &value) in k.iter().zip(&v) {
+        assert_eq!(keys[value as usize], key, "a value left its key");
+        let tile = (value >> log_tile) as usize;
+        assert!(
+            tile >= last_tile[key as usize],
+            "key {key}: tile {tile} after a later one"
+        );
+        last_tile[key as usize] = tile;
+        tiles[tile].push((key, value));
+    }
+    for (t, got) in tiles.iter().enumerate() {
+        let range = (t << log_tile)..n.min((t + 1) << log_tile);
+        let (wk, wv) = network(&keys[range.clone()], &values[range]);
+        let want: Vec<(u32, u32)> = wk.into_iter().zip(wv).collect();
+        // Stable merges keep a tile's pairs in its order: the tile's pairs by key, each
+        // key's in the tile network's order.
+        let mut by_key = want.clone();
+        by_key.sort_by_key(|p| p.0);
+        assert_eq!(got, &by_key, "tile {t}");
+    }
+    // Rows, and the oblivious mode: the whole network.
+    let half = n / 2 - 1;
+    let (mut k, mut v) = (keys[..2 * half].to_vec(), values[..2 * half].to_vec());
+    cpu.sort_rows_words(
+        WordsMut::U32(&mut k),
+        Some(WordsMut::U32(&mut v)),
+        enc,
+        half,
+    )
+    .expect("rows");
+    for r in 0..2 {
+        let rows = r * half..(r + 1) * half;
+        let (wk, wv) = network(&keys[rows.clone()], &values[rows.clone()]);
+        assert!(k[rows.clone()] == wk[..] && v[rows] == wv[..], "row {r}");
+    }
+    cpu.set_oblivious(true);
+    let (mut k, mut v) = (keys.clone(), values.clone());
+    cpu.sort_rows_words(WordsMut::U32(&mut k), Some(WordsMut::U32(&mut v)), enc, n)
+        .expect("oblivious");
+    let (wk, wv) = network(&keys, &values);
+    assert!(
+        k == wk && v == wv,
+        "the oblivious mode is the network's order"
+    );
+}
+
+/// One row of narrow keys alone from [`COUNT_NARROW_FROM`] keys on is counted: every
+/// 16-bit pattern several times over, and lengths around the pieces, in both orders,
+/// equal to a sort of the ordered words.
+#[test]
+fn counted_narrow_keys_match_a_sort() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let every: Vec<i16> = (0..3).flat_map(|_| i16::MIN..=i16::MAX).collect();
+    let mut cases = vec![every];
+    for n in [
+        COUNT_NARROW_FROM,
+        COUNT_NARROW_FROM + 1,
+        COUNT_PIECE - 1,
+        COUNT_PIECE + 1,
+        5 * COUNT_PIECE + 3,
+    ] {
+        cases.push((0..n).map(|_| rng.r#gen()).collect());
+        cases.push((0..n).map(|_| rng.gen_range(-2..2i16) * 7000).collect());
+        cases.push(vec![-5; n]);
+    }
+    let b = CpuBackend::new();
+    for keys in cases {
+        for descending in [false, true] {
+            let mut got = keys.clone();
+            let mut narrow: &mut [i16] = &mut got;
+            b.sort_rows_narrow(&mut narrow, None, descending, keys.len())
+                .expect("a sort");
+            let mut want = keys.clone();
+            want.sort_unstable();
+            if descending {
+                want.reverse();
+            }
+            assert!(got == want, "n={} descending={descending}", keys.len());
+        }
+    }
+}
+
+/// Times the counting sort of narrow keys against the widened sort it replaces and
+/// rayon's `par_sort_unstable` of the keys themselves (best of 5, random `u16`):
+/// `cargo test --release --lib cpu_counting_against_rayon -- --ignored --nocapture`.
+#[test]
+#[ignore = "a timing, not a check: run it by name"]
+fn cpu_counting_against_rayon() {
+    let mut rng = StdRng::seed_from_u64(1);
+    let b = CpuBackend::new();
+    for log in [18u32, 20, 24] {
+        let n = 1usize << log;
+        let keys: Vec<u16> = (0..n).map(|_| rng.r#gen()).collect();
+        let mut best = [f64::MAX; 3];
+        let time = |best: &mut f64, f: &mut dyn FnMut()| {
+            let t = std::time::Instant::now();
+            f();
+            *best = best.min(t.elapsed().as_secs_f64() * 1e3);
+        };
+        for _ in 0..5 {
+            let (mut a, mut c, mut d) = (keys.clone(), keys.clone(), keys.clone());
+            time(&mut best[0], &mut || {
+                let mut narrow: &mut [u16] = &mut a;
+                count_narrow(&mut narrow, false);
+            });
+            time(&mut best[1], &mut || {
+                let mut narrow: &mut [u16] = &mut c;
+                crate::backend::sort_narrow_as_words(&b, &mut narrow, None, false, n)
+                    .expect("a sort");
+            });
+            time(&mut best[2], &mut || d.par_sort_unstable());
+            assert!(a == c && a == d, "2^{log}");
+        }
+        eprintln!(
+            "2^{log} u16: counted {:.2} ms, widened and sorted {:.2} ms, rayon \
+             par_sort_unstable {:.2} ms",
+            best[0], best[1], best[2]
+        );
+    }
+}
