@@ -105,14 +105,9 @@ fn of_copies(sorted: Result<()>) -> Result<()> {
     }
 }
 
-/// The raw 64-bit words of 8-byte keys (one copy) and their kind; `None` for narrower keys.
-fn u64_words<K: SortKey>(keys: &[K]) -> Option<(Vec<u64>, KeyKind)> {
-    let (width, kind) = word_kind::<K>();
-    if width != 8 {
-        return None;
-    }
-    let words: &[u64] = bytemuck::try_cast_slice(keys).ok()?;
-    Some((map_indices(words.len(), |i| words[i]), kind))
+/// The raw bits of an 8-byte key (the caller has checked its width).
+fn u64_of_key<K: SortKey>(key: K) -> u64 {
+    bytemuck::cast_slice::<K, u64>(std::slice::from_ref(&key))[0]
 }
 
 /// The key whose 32-bit word is `word` (the inverse of [`u32_of_key`]): its raw bits for
@@ -235,26 +230,62 @@ impl Sorter {
     ) -> Result<Vec<u32>> {
         check_rows(keys.len(), row_len)?;
         check_indexable(row_len, "an argsort row")?;
-        let n = keys.len();
+        self.argsort_labelled(|i| keys[i], keys.len(), row_len, None, descending)
+    }
+
+    /// The labels `rows` (strictly increasing) ordered stably by the keys `keys[rows[0]],
+    /// keys[rows[1]], ...`: the rows of those keys in sorted order, equal keys by row. What
+    /// [`Sorter::argsort`] of the gathered keys, mapped back through `rows`, would give,
+    /// without the gathered copy or the mapping. At most 2^32 rows.
+    pub(crate) fn argsort_of_rows<K: SortKey>(
+        &self,
+        keys: &[K],
+        rows: &[u32],
+        order: Order,
+    ) -> Result<Vec<u32>> {
+        check_indexable(rows.len(), "an argsort")?;
+        debug_assert!(rows.windows(2).all(|w| w[0] < w[1]), "rows must increase");
+        let n = rows.len();
+        let key_at = |i: usize| keys[rows[i] as usize];
+        self.argsort_labelled(key_at, n, n.max(1), Some(rows), order.is_descending())
+    }
+
+    /// The argsort of `n` keys (`key_at(i)`) in rows of `row_len`: each key labelled by its
+    /// position in its row, or, for one row, by `labels[i]` (increasing, so that ordering
+    /// equal keys by label orders them by position); the labels in sorted order.
+    fn argsort_labelled<K: SortKey>(
+        &self,
+        key_at: impl Fn(usize) -> K + Sync + Send,
+        n: usize,
+        row_len: usize,
+        labels: Option<&[u32]>,
+        descending: bool,
+    ) -> Result<Vec<u32>> {
         if n <= 1 || row_len <= 1 {
-            return Ok(vec![0; n]);
+            return Ok(match labels {
+                Some(l) => l.to_vec(),
+                None => vec![0; n],
+            });
         }
+        let label = |i: usize, position: u32| labels.map_or(position, |l| l[i]);
         if let Some(kind) = u32_kind::<K>() {
-            // One sort of `ordered key << 32 | position`.
+            // One sort of `ordered key << 32 | label`.
             let enc = KeyEncoding { kind, descending };
             let mut composite = map_rows(n, row_len, |i, position| {
-                u64::from(enc.encode(u32_of_key(keys[i]))) << 32 | u64::from(position)
+                u64::from(enc.encode(u32_of_key(key_at(i)))) << 32 | u64::from(label(i, position))
             });
             self.sort_u64_rows(&mut composite, row_len)?;
             return Ok(map_indices(n, |i| composite[i] as u32));
         }
-        let mut order = map_rows(n, row_len, |_, position| position);
-        let Some((mut words, kind)) = u64_words(keys) else {
+        let (width, kind) = word_kind::<K>();
+        if width != 8 {
             return Err(Error::Unsupported(format!(
                 "argsort of {}-byte keys",
                 std::mem::size_of::<K>()
             )));
-        };
+        }
+        let mut order = map_rows(n, row_len, label);
+        let mut words = map_indices(n, |i| u64_of_key(key_at(i)));
         of_copies(self.backend_for(n).sort_rows_words(
             WordsMut::U64(&mut words),
             Some(WordsMut::U32(&mut order)),

@@ -1,8 +1,10 @@
 //! One column: its sort indices, and its sorted values.
 //!
-//! The valid values are gathered once from the values buffer (no copy at all when the array
-//! has no nulls) and sorted by one call of the sorter; the nulls, which arrow-ord keeps in
-//! their input order whatever the direction, are placed before or after them on the host.
+//! The valid rows are argsorted by one call of the sorter, which reads their values where
+//! they lie in the values buffer and labels them with their rows (no gathered copy, and no
+//! mapping of positions back to rows); the sorted values are gathered once. The nulls,
+//! which arrow-ord keeps in their input order whatever the direction, are placed before or
+//! after the valid rows on the host.
 
 use std::sync::Arc;
 
@@ -149,14 +151,27 @@ fn indices_of<K: SortKey>(
     if options.nulls_first && limit <= null.len() {
         return Ok(null[..limit].to_vec());
     }
-    let by_key = sorter.argsort(&gather(values, &valid), order)?;
-    Ok(place_nulls(
-        &valid,
-        &by_key,
-        &null,
-        options.nulls_first,
-        limit,
-    ))
+    // The valid rows increase, so ordering equal keys by row is the stable order.
+    let sorted = sorter.argsort_of_rows(values, &valid, order)?;
+    Ok(around_nulls(sorted, &null, options.nulls_first, limit))
+}
+
+/// The valid rows in sorted order, `sorted`, with the null rows `nulls` (in the order given)
+/// before or after them, the first `limit` rows kept.
+fn around_nulls(mut sorted: Vec<u32>, nulls: &[u32], nulls_first: bool, limit: usize) -> Vec<u32> {
+    let limit = limit.min(sorted.len() + nulls.len());
+    if nulls_first {
+        let leading = nulls.len().min(limit);
+        let mut out = Vec::with_capacity(limit);
+        out.extend_from_slice(&nulls[..leading]);
+        out.extend_from_slice(&sorted[..limit - leading]);
+        out
+    } else {
+        sorted.truncate(limit);
+        let trailing = limit - sorted.len();
+        sorted.extend_from_slice(&nulls[..trailing]);
+        sorted
+    }
 }
 
 /// The sort indices of `array` (see [`super::sort_to_indices`]).
@@ -337,5 +352,26 @@ mod tests {
         assert_eq!(place_nulls(&valid, &by_key, &nulls, true, 3), [5, 7, 12]);
         assert_eq!(place_nulls(&valid, &by_key, &nulls, false, 1), [12]);
         assert!(place_nulls(&valid, &by_key, &nulls, true, 0).is_empty());
+    }
+
+    #[test]
+    fn around_nulls_puts_them_first_or_last_and_cuts_at_the_limit() {
+        let sorted = vec![12u32, 10, 11];
+        let nulls = [5u32, 7];
+        assert_eq!(
+            around_nulls(sorted.clone(), &nulls, true, 9),
+            [5, 7, 12, 10, 11]
+        );
+        assert_eq!(
+            around_nulls(sorted.clone(), &nulls, false, 9),
+            [12, 10, 11, 5, 7]
+        );
+        assert_eq!(around_nulls(sorted.clone(), &nulls, true, 3), [5, 7, 12]);
+        assert_eq!(
+            around_nulls(sorted.clone(), &nulls, false, 4),
+            [12, 10, 11, 5]
+        );
+        assert_eq!(around_nulls(sorted.clone(), &nulls, false, 1), [12]);
+        assert!(around_nulls(sorted, &nulls, true, 0).is_empty());
     }
 }
