@@ -237,6 +237,7 @@ impl Sorter {
     /// keys[rows[1]], ...`: the rows of those keys in sorted order, equal keys by row. What
     /// [`Sorter::argsort`] of the gathered keys, mapped back through `rows`, would give,
     /// without the gathered copy or the mapping. At most 2^32 rows.
+    #[cfg(feature = "arrow")]
     pub(crate) fn argsort_of_rows<K: SortKey>(
         &self,
         keys: &[K],

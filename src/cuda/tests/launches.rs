@@ -187,3 +187,43 @@ fn kernel_model_sorts_every_plan() {
         }
     }
 }
+
+/// One row of 16-bit keys alone from `COUNTING_FROM` keys takes the counting sort, with the
+/// window of counters the opt-in shared memory holds (2^15 of 227 KiB, 2^13 of 48 KiB) and a
+/// block per 2^16 keys up to one per multiprocessor; pairs, rows, shorter rows, wider keys
+/// and the oblivious mode keep their plans.
+#[test]
+fn sixteen_bit_keys_alone_are_counted() {
+    use crate::schedule::counting::COUNTING_FROM;
+    let keys16 = Widths::keys(2);
+    let counted = |limits: &DeviceLimits, n: u64| match plan::choose(limits, n, 1, keys16, 0, false)
+    {
+        SortPlan::Counting(c) => Some(c),
+        _ => None,
+    };
+    let c = counted(&LARGE_GPU, COUNTING_FROM).expect("counted");
+    assert_eq!((c.plan.window_log, c.count_shared_bytes()), (15, 128 << 10));
+    assert_eq!(c.plan.blocks, COUNTING_FROM >> 16);
+    let c = counted(&LARGE_GPU, 1 << 28).expect("counted");
+    assert_eq!(c.plan.blocks, 132);
+    let small = DeviceLimits {
+        shared_bytes_per_block: 48 * 1024,
+        ..LARGE_GPU
+    };
+    assert_eq!(
+        counted(&small, 1 << 24).expect("counted").plan.window_log,
+        13
+    );
+    assert!(counted(&LARGE_GPU, COUNTING_FROM - 1).is_none());
+    let other = |n: u64, rows: u64, widths: Widths, oblivious: bool| {
+        !matches!(
+            plan::choose(&LARGE_GPU, n, rows, widths, 0, oblivious),
+            SortPlan::Counting(_)
+        )
+    };
+    let pairs16 = Widths { key: 2, value: 4 };
+    assert!(other(COUNTING_FROM, 1, pairs16, false));
+    assert!(other(COUNTING_FROM, 2, keys16, false));
+    assert!(other(COUNTING_FROM, 1, Widths::keys(4), false));
+    assert!(other(COUNTING_FROM, 1, keys16, true));
+}
