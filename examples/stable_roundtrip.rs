@@ -15,6 +15,10 @@
 //! explain the argsort's time: `u64 sort ms`, a sort of `n` 64-bit keys from a `Vec` that
 //! was written before (what argsort sorts), and `fresh ms`, writing a newly allocated `Vec`
 //! of `n` 64-bit words on rayon's threads (what argsort allocates and fills).
+//!
+//! A second table times the argsort of 8-byte keys (distinct `f64`: one sort of the keys with
+//! their positions, no ties) beside the sorts it is made of, from `Vec`s written before:
+//! `u64` keys with `u32` values, `u64` keys alone, and `u32` keys with `u32` values.
 
 use std::time::Instant;
 
@@ -141,6 +145,68 @@ fn main() -> Result<(), bitonic::Error> {
                 median(fresh)
             );
         }
+    }
+    eight_byte_keys(&sorter, max_log, runs)
+}
+
+/// The argsort of distinct `f64` keys (one sort of the keys with their positions, and a scan
+/// that finds no ties) beside the sorts it is made of, each from `Vec`s written before:
+/// `u64` keys with `u32` values, `u64` keys alone, and `u32` keys with `u32` values.
+fn eight_byte_keys(sorter: &Sorter, max_log: u32, runs: usize) -> Result<(), bitonic::Error> {
+    println!(
+        "{:>6} {:>18} {:>18} {:>14} {:>18}",
+        "n", "f64 argsort ms", "u64+u32 pairs ms", "u64 sort ms", "u32+u32 pairs ms"
+    );
+    for log in (16..=max_log).step_by(2) {
+        let n = 1usize << log;
+        // Distinct keys: an odd multiplier permutes the 64-bit words.
+        let bits: Vec<u64> = (0..n as u64)
+            .into_par_iter()
+            .map(|i| (i ^ 0x5555).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 2)
+            .collect();
+        let keys: Vec<f64> = bits.par_iter().map(|&b| f64::from_bits(b)).collect();
+        let mut times = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        for run in 0..=runs {
+            let mut ms = [0.0; 4];
+            let started = Instant::now();
+            let order = sorter.argsort(&keys, bitonic::Order::Ascending)?;
+            ms[0] = started.elapsed().as_secs_f64() * 1e3;
+            assert!(
+                order
+                    .windows(2)
+                    .all(|w| keys[w[0] as usize] < keys[w[1] as usize])
+            );
+            let (mut k, mut v): (Vec<u64>, Vec<u32>) = (bits.clone(), (0..n as u32).collect());
+            let started = Instant::now();
+            sorter.sort_by_key(&mut k, &mut v, bitonic::Order::Ascending)?;
+            ms[1] = started.elapsed().as_secs_f64() * 1e3;
+            assert!(k.windows(2).all(|w| w[0] < w[1]) && bits[v[0] as usize] == k[0]);
+            let mut k = bits.clone();
+            let started = Instant::now();
+            sorter.sort(&mut k, bitonic::Order::Ascending)?;
+            ms[2] = started.elapsed().as_secs_f64() * 1e3;
+            assert!(k.windows(2).all(|w| w[0] < w[1]));
+            let mut k: Vec<u32> = bits.par_iter().map(|&b| (b >> 30) as u32).collect();
+            let mut v: Vec<u32> = (0..n as u32).collect();
+            let started = Instant::now();
+            sorter.sort_by_key(&mut k, &mut v, bitonic::Order::Ascending)?;
+            ms[3] = started.elapsed().as_secs_f64() * 1e3;
+            assert!(k.windows(2).all(|w| w[0] <= w[1]));
+            if run > 0 {
+                for (t, m) in times.iter_mut().zip(ms) {
+                    t.push(m);
+                }
+            }
+        }
+        let [a, b, c, d] = times.map(median);
+        println!(
+            "{:>6} {:>18.3} {:>18.3} {:>14.3} {:>18.3}",
+            format!("2^{log}"),
+            a,
+            b,
+            c,
+            d
+        );
     }
     Ok(())
 }

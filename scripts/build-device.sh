@@ -2,7 +2,8 @@
 # Builds, on a machine with Rust, the binaries a GPU machine without Rust runs, into .device/:
 # the `bitonic` command with CUDA and OpenCL (not the test-only fault injection), and, with
 # every feature, the test suite, the 2^32+3 test, properties, threads, the fault-injection
-# test (faults), Arrow, top-k, scaling (sorts in ranges), spread (device-resident sorts over several GPUs) and the library's unit tests.
+# test (faults), Arrow, top-k, scaling (sorts in ranges), spread (device-resident sorts over
+# several GPUs) and the library's unit tests; and the argsort timing example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -21,5 +22,8 @@ for line in sys.stdin:
         shutil.copy(m["executable"], ".device/" + name)
         print("built", name, file=sys.stderr)
 '
+# The argsort timing (examples/stable_roundtrip.rs), on CUDA.
+cargo build --release -p bitonic --features cuda --example stable_roundtrip
+cp "$CARGO_TARGET_DIR"/release/examples/stable_roundtrip .device/stable_roundtrip
 strip .device/* 2>/dev/null || true
 ls -la .device
