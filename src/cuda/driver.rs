@@ -103,6 +103,7 @@ pub(super) fn probe(ordinal: u32) -> Result<(Device, DeviceInfo, DeviceLimits)> 
         max_grid_x: attribute(DeviceAttribute::MaxGridDimX)?.max(1),
         multiprocessors: compute_units.max(1),
         clusters: attribute(DeviceAttribute::ComputeCapabilityMajor)? >= 9,
+        counting_from: super::plan::COUNTING_FROM,
     };
     let info = DeviceInfo {
         backend: BackendKind::Cuda,

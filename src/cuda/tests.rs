@@ -18,6 +18,7 @@ const LARGE_GPU: DeviceLimits = DeviceLimits {
     max_grid_x: i32::MAX as u32,
     multiprocessors: 132,
     clusters: true,
+    counting_from: plan::COUNTING_FROM,
 };
 
 /// A small deterministic generator.

@@ -16,7 +16,8 @@
 
 use std::ops::RangeInclusive;
 
-use crate::schedule::counting::{COUNTING_FROM, CountingPlan};
+pub use crate::schedule::counting::COUNTING_FROM;
+use crate::schedule::counting::CountingPlan;
 use crate::schedule::plan::{self as neutral, DeviceFacts, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, Transform};
 
@@ -119,6 +120,9 @@ pub struct DeviceLimits {
     /// newer), which sort one row of `2^POLICY.min_cluster_log ..= 2^POLICY.max_cluster_log`
     /// elements in one launch.
     pub clusters: bool,
+    /// One row of 16-bit keys alone takes the counting sort from this many keys on
+    /// ([`COUNTING_FROM`]; lower in tests, to reach its edges with short rows).
+    pub counting_from: u64,
 }
 
 /// One kernel launch.
@@ -284,7 +288,7 @@ pub(crate) fn facts(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> 
         max_merge_rows: u64::MAX,
         whole_row_logs: cluster_logs(limits, widths, cap),
         count_window_log: (widths.key == 2 && widths.value == 0).then(|| count_window_log(limits)),
-        counting_from: COUNTING_FROM,
+        counting_from: limits.counting_from,
     }
 }
 

@@ -34,6 +34,14 @@ fn ptx_has_every_kernel() {
     for ptx in [PTX, PTX_SM80, PTX_SM90] {
         assert!(ptx.contains(".entry warp_sort_u32("), "warp_sort_u32");
         assert!(ptx.contains(".entry warps_sort_u32("), "warps_sort_u32");
+        for kernel in [
+            "count_keys_u16",
+            "count_totals",
+            "count_starts",
+            "fill_keys_u16",
+        ] {
+            assert!(ptx.contains(&format!(".entry {kernel}(")), "{kernel}");
+        }
     }
     // The benchmark's hold kernel is the benchmark crate's, not the library's.
     assert!(!PTX.contains(".entry hold_stream("));
@@ -204,6 +212,62 @@ fn gpu_matches_cpu() {
 /// alone): keys with their positions as values come out sorted, and the merges keep the
 /// order that the tile sort gave equal keys (they are stable), so the result is the tile
 /// sort's network on each tile, then a stable sort by key.
+/// The counting sort of 16-bit keys alone, its threshold lowered to two keys so that short
+/// rows reach every edge (a thread's keys cut by the end, one block and several, a short
+/// last block, keys not 16-byte aligned), against `sort_unstable`, both orders.
+#[test]
+#[ignore = "needs a CUDA device: scripts/gpu-check.sh runs it with --ignored"]
+fn counting_sort_matches_a_sort() {
+    use cust::memory::DeviceBuffer;
+    use cust::stream::{Stream, StreamFlags};
+    let mut gpu = CudaBackend::open(0).expect("open device 0");
+    gpu.limits.counting_from = 2;
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
+    let mut next = lcg(16);
+    let mut lengths: Vec<usize> = (2..=40).collect();
+    for k in [10, 13, 16, 17, 19] {
+        lengths.extend([(1 << k) - 1, 1 << k, (1 << k) + 1]);
+    }
+    for n in lengths {
+        let plan = gpu.plan(n as u64, 1, Widths::keys(2), 0);
+        assert!(matches!(plan, SortPlan::Counting(_)), "n={n}: {plan:?}");
+        for pattern in 0..4u64 {
+            let keys: Vec<u16> = (0..n as u64)
+                .map(|i| match pattern {
+                    0 => next() as u16,
+                    1 => (next() % 3) as u16 * 0x7001,
+                    2 => 0x8000,
+                    _ => (n as u64 - i) as u16,
+                })
+                .collect();
+            for (descending, offset) in [(false, 0usize), (true, 1)] {
+                // One key before the row, so that with offset 1 it starts 2 bytes in.
+                let mut padded = vec![0x1234u16; n + 1];
+                padded[offset..offset + n].copy_from_slice(&keys);
+                let buffer = DeviceBuffer::from_slice(&padded).expect("a buffer");
+                let mut row = buffer.index(offset..offset + n);
+                gpu.sort_device(&mut row, crate::Order::from_descending(descending), &stream)
+                    .expect("the sort");
+                stream.synchronize().expect("the sort's end");
+                let mut got = vec![0u16; n + 1];
+                buffer.copy_to(&mut got[..]).expect("the download");
+                let mut want = keys.clone();
+                want.sort_unstable();
+                if descending {
+                    want.reverse();
+                }
+                assert!(
+                    got[offset..offset + n] == want[..],
+                    "n={n} pattern {pattern} descending {descending}"
+                );
+                let outside = if offset == 1 { got[0] } else { got[n] };
+                assert_eq!(outside, 0x1234, "n={n}: a key outside the row moved");
+            }
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
 fn merge_kernels_are_stable_merges() {

@@ -162,6 +162,7 @@ fn kernel_model_sorts_every_plan() {
         max_grid_x: 65535,
         multiprocessors: 4,
         clusters: true,
+        counting_from: plan::COUNTING_FROM,
     };
     let mut next = lcg(7);
     for cap in [3u32, 6, 9, 13] {
@@ -194,7 +195,7 @@ fn kernel_model_sorts_every_plan() {
 /// and the oblivious mode keep their plans.
 #[test]
 fn sixteen_bit_keys_alone_are_counted() {
-    use crate::schedule::counting::COUNTING_FROM;
+    use plan::COUNTING_FROM;
     let keys16 = Widths::keys(2);
     let counted = |limits: &DeviceLimits, n: u64| match plan::choose(limits, n, 1, keys16, 0, false)
     {
