@@ -16,9 +16,10 @@
 //! was written before (what argsort sorts), and `fresh ms`, writing a newly allocated `Vec`
 //! of `n` 64-bit words on rayon's threads (what argsort allocates and fills).
 //!
-//! A second table times the argsort of 8-byte keys (distinct `f64`: one sort of the keys with
-//! their positions, no ties) beside the sorts it is made of, from `Vec`s written before:
-//! `u64` keys with `u32` values, `u64` keys alone, and `u32` keys with `u32` values.
+//! A second table times the argsort of 8-byte keys (distinct `f64`: one sort of `high half <<
+//! 32 | position`, then the runs of equal high halves on the host) beside a sort of `u64`
+//! keys alone (what it sorts), of `u64` keys with `u32` values (what it sorted before), and
+//! of `u32` keys with `u32` values, each from `Vec`s written before.
 
 use std::time::Instant;
 
@@ -149,9 +150,8 @@ fn main() -> Result<(), bitonic::Error> {
     eight_byte_keys(&sorter, max_log, runs)
 }
 
-/// The argsort of distinct `f64` keys (one sort of the keys with their positions, and a scan
-/// that finds no ties) beside the sorts it is made of, each from `Vec`s written before:
-/// `u64` keys with `u32` values, `u64` keys alone, and `u32` keys with `u32` values.
+/// The argsort of distinct `f64` keys beside sorts from `Vec`s written before: `u64` keys
+/// with `u32` values, `u64` keys alone, and `u32` keys with `u32` values.
 fn eight_byte_keys(sorter: &Sorter, max_log: u32, runs: usize) -> Result<(), bitonic::Error> {
     println!(
         "{:>6} {:>18} {:>18} {:>14} {:>18}",

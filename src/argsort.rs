@@ -2,12 +2,13 @@
 //!
 //! Keys of at most 32 bits take one sort of 64-bit words: `ordered key << 32 | position` for
 //! argsort (positions break ties, so the order is the stable one whatever the sort does with
-//! equal words, which are equal), `segment << 32 | ordered key` for segments. Wider keys take
-//! two: the first sorts the keys with their positions as values; a host scan numbers the
-//! runs of equal keys; when there are ties, a second sort of the 64-bit words `run << 32 |
-//! position` puts every run in position order. Segments use the same idea with the segment
-//! number as the high word. Every sort runs on the sorter's device; positions are 32-bit, so
-//! one array (or row) holds at most 2^32 elements here.
+//! equal words, which are equal), `segment << 32 | ordered key` for segments. An argsort of
+//! 8-byte keys takes one sort of `high half of the ordered key << 32 | position`, then puts
+//! each run of equal high halves in order of (low half, position) on rayon's threads: a
+//! sort of keys alone, where sorting the keys with their positions as values moves half as
+//! many bytes again. Segments of 8-byte keys take two sorts: the keys with their positions,
+//! then `segment << 32 | rank`. Every sort runs on the sorter's device; positions are
+//! 32-bit, so one array (or row) holds at most 2^32 elements here.
 
 use crate::error::{Error, Result};
 use crate::keys::{KeyEncoding, KeyKind, KeyRepr, Order, SortKey, WordsMut};
@@ -120,6 +121,75 @@ pub(crate) fn key_of_u32<K: SortKey>(word: u32) -> K {
     }
 }
 
+/// The high half of a 64-bit word.
+const HIGH_HALF: u64 = !0 << 32;
+
+/// Words per region of [`order_tied_high_halves`] at least: regions end at the first run
+/// boundary from there on, so that each holds whole runs.
+const TIE_REGION: usize = 1 << 16;
+
+/// Orders each run of words with equal high halves, within each row of `row_len`, by
+/// `(low_half(row, label), label)`, where the label is a word's low half, and keeps the high
+/// halves: after a sort of `high << 32 | label`, this gives the order of `(high, low,
+/// label)`. In regions of whole runs on rayon's threads; a long run is sorted on rayon's
+/// threads itself.
+fn order_tied_high_halves(
+    words: &mut [u64],
+    row_len: usize,
+    low_half: impl Fn(usize, u32) -> u32 + Sync,
+) {
+    let n = words.len();
+    let opens =
+        |w: &[u64], i: usize| i.is_multiple_of(row_len) || (w[i] ^ w[i - 1]) & HIGH_HALF != 0;
+    // Region boundaries: the first run opening in each stretch of TIE_REGION words after the
+    // first (none in a stretch inside one run, whose region then goes on).
+    let cuts: Vec<usize> = (1..n.div_ceil(TIE_REGION))
+        .into_par_iter()
+        .filter_map(|r| (r * TIE_REGION..n.min((r + 1) * TIE_REGION)).find(|&i| opens(words, i)))
+        .collect();
+    let mut regions = Vec::with_capacity(cuts.len() + 1);
+    let (mut rest, mut at) = (&mut words[..], 0);
+    for &cut in &cuts {
+        let (region, tail) = rest.split_at_mut(cut - at);
+        regions.push((at, region));
+        (rest, at) = (tail, cut);
+    }
+    regions.push((at, rest));
+    regions.into_par_iter().for_each(|(first, region)| {
+        let mut by_low: Vec<u64> = Vec::new();
+        let mut start = 0;
+        while start < region.len() {
+            // The run ends where a row starts or the high half changes.
+            let mut end = start + 1;
+            while end < region.len()
+                && !(first + end).is_multiple_of(row_len)
+                && (region[end] ^ region[end - 1]) & HIGH_HALF == 0
+            {
+                end += 1;
+            }
+            if end - start > 1 {
+                let row = (first + start) / row_len;
+                let run = &mut region[start..end];
+                let high = run[0] & HIGH_HALF;
+                by_low.clear();
+                by_low.extend(
+                    run.iter()
+                        .map(|&w| u64::from(low_half(row, w as u32)) << 32 | (w & !HIGH_HALF)),
+                );
+                if by_low.len() > TIE_REGION {
+                    by_low.par_sort_unstable();
+                } else {
+                    by_low.sort_unstable();
+                }
+                for (w, &b) in run.iter_mut().zip(&by_low) {
+                    *w = high | (b & !HIGH_HALF);
+                }
+            }
+            start = end;
+        }
+    });
+}
+
 impl Sorter {
     /// The permutation that sorts `keys` in `order`, stably: ascending, `keys[p[0]] <=
     /// keys[p[1]] <= ...`, and equal keys keep their input order in either order (numpy's
@@ -220,8 +290,8 @@ impl Sorter {
     }
 
     /// Stable argsort of rows: for keys of at most 32 bits one sort of `ordered key << 32 |
-    /// position` within each row; for wider keys a sort of keys with their positions, then,
-    /// where equal keys exist, a sort of `run << 32 | position` within each row.
+    /// position` within each row; for 8-byte keys one sort of `high half << 32 | position`,
+    /// then the runs of equal high halves ordered on the host.
     fn argsort_rows_impl<K: SortKey>(
         &self,
         keys: &[K],
@@ -230,7 +300,13 @@ impl Sorter {
     ) -> Result<Vec<u32>> {
         check_rows(keys.len(), row_len)?;
         check_indexable(row_len, "an argsort row")?;
-        self.argsort_labelled(|i| keys[i], keys.len(), row_len, None, descending)
+        self.argsort_labelled(
+            |i| keys[i],
+            |row, label| keys[row * row_len + label as usize],
+            (keys.len(), row_len),
+            None,
+            descending,
+        )
     }
 
     /// The labels `rows` (strictly increasing) ordered stably by the keys `keys[rows[0]],
@@ -247,18 +323,24 @@ impl Sorter {
         check_indexable(rows.len(), "an argsort")?;
         debug_assert!(rows.windows(2).all(|w| w[0] < w[1]), "rows must increase");
         let n = rows.len();
-        let key_at = |i: usize| keys[rows[i] as usize];
-        self.argsort_labelled(key_at, n, n.max(1), Some(rows), order.is_descending())
+        self.argsort_labelled(
+            |i| keys[rows[i] as usize],
+            |_, row| keys[row as usize],
+            (n, n.max(1)),
+            Some(rows),
+            order.is_descending(),
+        )
     }
 
     /// The argsort of `n` keys (`key_at(i)`) in rows of `row_len`: each key labelled by its
     /// position in its row, or, for one row, by `labels[i]` (increasing, so that ordering
     /// equal keys by label orders them by position); the labels in sorted order.
+    /// `key_of_label(row, label)` is the key that carries `label` in row `row`.
     fn argsort_labelled<K: SortKey>(
         &self,
         key_at: impl Fn(usize) -> K + Sync + Send,
-        n: usize,
-        row_len: usize,
+        key_of_label: impl Fn(usize, u32) -> K + Sync + Send,
+        (n, row_len): (usize, usize),
         labels: Option<&[u32]>,
         descending: bool,
     ) -> Result<Vec<u32>> {
@@ -285,55 +367,19 @@ impl Sorter {
                 std::mem::size_of::<K>()
             )));
         }
-        let mut order = map_rows(n, row_len, label);
-        let mut words = map_indices(n, |i| u64_of_key(key_at(i)));
-        of_copies(self.backend_for(n).sort_rows_words(
-            WordsMut::U64(&mut words),
-            Some(WordsMut::U32(&mut order)),
-            KeyEncoding { kind, descending },
-            row_len,
-        ))?;
-        // A key opens a run of equal keys where it starts a row or differs from the key
-        // before it.
-        let opens = |i: usize| i.is_multiple_of(row_len) || words[i] != words[i - 1];
-        let ties = (0..n).into_par_iter().any(|i| !opens(i));
-        if !ties {
-            return Ok(order);
-        }
-        // Each key's run is numbered by the position in its row of the run's first key (the
-        // last opening at or before it): equal within a run, increasing along the row. In
-        // pieces on rayon's threads, each starting from the last opening before it.
-        const PIECE: usize = 1 << 14;
-        let pieces = n.div_ceil(PIECE);
-        let last_opening: Vec<Option<usize>> = (0..pieces)
-            .into_par_iter()
-            .map(|p| {
-                (p * PIECE..n.min((p + 1) * PIECE))
-                    .rev()
-                    .find(|&i| opens(i))
-            })
-            .collect();
-        let mut before = Vec::with_capacity(pieces);
-        let mut last = 0;
-        for opening in &last_opening {
-            before.push(last);
-            last = opening.unwrap_or(last);
-        }
-        let mut composite = vec![0u64; n];
-        composite
-            .par_chunks_mut(PIECE)
-            .enumerate()
-            .for_each(|(p, out)| {
-                let mut opening = before[p];
-                for (j, slot) in out.iter_mut().enumerate() {
-                    let i = p * PIECE + j;
-                    if opens(i) {
-                        opening = i;
-                    }
-                    *slot = ((opening % row_len) as u64) << 32 | u64::from(order[i]);
-                }
-            });
+        // One sort of `high half of the ordered key << 32 | label`, then each run of equal
+        // high halves in a row put in order of (low half, label) on the host: a sort of keys
+        // alone, where sorting the keys with their labels as values would move half as many
+        // bytes again, and then a second sort wherever two keys are equal.
+        let enc = KeyEncoding { kind, descending };
+        let ordered = |key: K| enc.encode(u64_of_key(key));
+        let mut composite = map_rows(n, row_len, |i, position| {
+            ordered(key_at(i)) & HIGH_HALF | u64::from(label(i, position))
+        });
         self.sort_u64_rows(&mut composite, row_len)?;
+        order_tied_high_halves(&mut composite, row_len, |row, label| {
+            ordered(key_of_label(row, label)) as u32
+        });
         Ok(map_indices(n, |i| composite[i] as u32))
     }
 
@@ -396,5 +442,88 @@ impl Sorter {
             .collect();
         span.copy_from_slice(&sorted);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BackendKind;
+    use rand::{Rng, SeedableRng};
+
+    /// The stable argsort of each row of `keys` by `total_cmp`-like order on ordered bits.
+    fn model(keys: &[f64], row_len: usize, descending: bool) -> Vec<u32> {
+        keys.chunks(row_len)
+            .flat_map(|row| {
+                let mut p: Vec<u32> = (0..row.len() as u32).collect();
+                p.sort_by(|&a, &b| {
+                    let o = row[a as usize].total_cmp(&row[b as usize]);
+                    if descending { o.reverse() } else { o }
+                });
+                p
+            })
+            .collect()
+    }
+
+    /// 8-byte keys whose high halves tie in long and short runs (one high half for every
+    /// key, few high halves, and random keys), in one row and in rows, both orders, at
+    /// lengths around the tie regions, against a stable sort; and the argsort of labelled
+    /// rows against the argsort of the gathered keys.
+    #[test]
+    fn eight_byte_keys_with_tied_high_halves() {
+        let sorter = Sorter::builder()
+            .backend(BackendKind::Cpu)
+            .build()
+            .expect("a CPU sorter");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(64);
+        for n in [
+            2usize,
+            3,
+            1000,
+            TIE_REGION - 1,
+            TIE_REGION + 1,
+            3 * TIE_REGION + 5,
+        ] {
+            for shape in 0..4 {
+                let keys: Vec<f64> = (0..n)
+                    .map(|_| {
+                        let low = u64::from(rng.r#gen::<u32>() % 50);
+                        let bits = match shape {
+                            0 => 0x4000_0000_0000_0000 | low,
+                            1 => (rng.gen_range(0..3u64) << 62 | 0x10 << 32) | low,
+                            2 => rng.r#gen::<u64>(),
+                            _ => 0xfff8_0000_0000_0000 | low << 20,
+                        };
+                        f64::from_bits(bits)
+                    })
+                    .collect();
+                for descending in [false, true] {
+                    let order = Order::from_descending(descending);
+                    for row_len in [n, 1000.min(n), 7.min(n)] {
+                        let n = n / row_len * row_len;
+                        let got = sorter
+                            .argsort_rows(&keys[..n], row_len, order)
+                            .expect("an argsort");
+                        assert!(
+                            got == model(&keys[..n], row_len, descending),
+                            "n={n} rows of {row_len} shape {shape} {order:?}"
+                        );
+                    }
+                    #[cfg(feature = "arrow")]
+                    {
+                        let rows: Vec<u32> = (0..n as u32).filter(|r| r % 3 != 1).collect();
+                        let gathered: Vec<f64> = rows.iter().map(|&r| keys[r as usize]).collect();
+                        let want: Vec<u32> = model(&gathered, gathered.len().max(1), descending)
+                            .into_iter()
+                            .map(|p| rows[p as usize])
+                            .collect();
+                        let got = sorter
+                            .argsort_of_rows(&keys, &rows, order)
+                            .expect("labelled");
+                        assert!(got == want, "labelled n={n} shape {shape} {order:?}");
+                    }
+                }
+            }
+        }
     }
 }
