@@ -16,8 +16,8 @@
 //! was written before (what argsort sorts), and `fresh ms`, writing a newly allocated `Vec`
 //! of `n` 64-bit words on rayon's threads (what argsort allocates and fills).
 //!
-//! A second table times the argsort of 8-byte keys (distinct `f64`: one sort of `high half <<
-//! 32 | position`, then the runs of equal high halves on the host) beside a sort of `u64`
+//! A second table times the argsort of 8-byte keys (distinct `f64`: one sort of the keys'
+//! leading bits with their positions, then the runs of equal leading bits on the host) beside a sort of `u64`
 //! keys alone (what it sorts), of `u64` keys with `u32` values (what it sorted before), and
 //! of `u32` keys with `u32` values, each from `Vec`s written before.
 

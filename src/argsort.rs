@@ -3,10 +3,10 @@
 //! Keys of at most 32 bits take one sort of 64-bit words: `ordered key << 32 | position` for
 //! argsort (positions break ties, so the order is the stable one whatever the sort does with
 //! equal words, which are equal), `segment << 32 | ordered key` for segments. An argsort of
-//! 8-byte keys takes one sort of `high half of the ordered key << 32 | position`, then puts
-//! each run of equal high halves in order of (low half, position) on rayon's threads: a
-//! sort of keys alone, where sorting the keys with their positions as values moves half as
-//! many bytes again. Segments of 8-byte keys take two sorts: the keys with their positions,
+//! 8-byte keys takes one sort of the ordered key's leading bits with the position in the
+//! rest (as few bits as the positions need), then puts each run of equal leading bits in
+//! order of (the key's other bits, position) on rayon's threads: a sort of keys alone,
+//! where sorting the keys with their positions as values moves half as many bytes again. Segments of 8-byte keys take two sorts: the keys with their positions,
 //! then `segment << 32 | rank`. Every sort runs on the sorter's device; positions are
 //! 32-bit, so one array (or row) holds at most 2^32 elements here.
 
@@ -121,26 +121,24 @@ pub(crate) fn key_of_u32<K: SortKey>(word: u32) -> K {
     }
 }
 
-/// The high half of a 64-bit word.
-const HIGH_HALF: u64 = !0 << 32;
-
-/// Words per region of [`order_tied_high_halves`] at least: regions end at the first run
+/// Words per region of [`order_tied_prefixes`] at least: regions end at the first run
 /// boundary from there on, so that each holds whole runs.
 const TIE_REGION: usize = 1 << 16;
 
-/// Orders each run of words with equal high halves, within each row of `row_len`, by
-/// `(low_half(row, label), label)`, where the label is a word's low half, and keeps the high
-/// halves: after a sort of `high << 32 | label`, this gives the order of `(high, low,
-/// label)`. In regions of whole runs on rayon's threads; a long run is sorted on rayon's
-/// threads itself.
-fn order_tied_high_halves(
+/// Orders each run of words with equal bits above `label_bits`, within each row of
+/// `row_len`, by `(low(row, label), label)`, where the label is a word's low `label_bits`
+/// bits (at most 32), and keeps the bits above: after a sort of `prefix << label_bits |
+/// label`, this gives the order of `(prefix, low, label)`. In regions of whole runs on
+/// rayon's threads; a long run is sorted on rayon's threads itself.
+fn order_tied_prefixes(
     words: &mut [u64],
     row_len: usize,
-    low_half: impl Fn(usize, u32) -> u32 + Sync,
+    label_bits: u32,
+    low: impl Fn(usize, u32) -> u32 + Sync,
 ) {
     let n = words.len();
-    let opens =
-        |w: &[u64], i: usize| i.is_multiple_of(row_len) || (w[i] ^ w[i - 1]) & HIGH_HALF != 0;
+    let labels = (1u64 << label_bits) - 1;
+    let opens = |w: &[u64], i: usize| i.is_multiple_of(row_len) || (w[i] ^ w[i - 1]) & !labels != 0;
     // Region boundaries: the first run opening in each stretch of TIE_REGION words after the
     // first (none in a stretch inside one run, whose region then goes on).
     let cuts: Vec<usize> = (1..n.div_ceil(TIE_REGION))
@@ -159,30 +157,30 @@ fn order_tied_high_halves(
         let mut by_low: Vec<u64> = Vec::new();
         let mut start = 0;
         while start < region.len() {
-            // The run ends where a row starts or the high half changes.
+            // The run ends where a row starts or the prefix changes.
             let mut end = start + 1;
             while end < region.len()
                 && !(first + end).is_multiple_of(row_len)
-                && (region[end] ^ region[end - 1]) & HIGH_HALF == 0
+                && (region[end] ^ region[end - 1]) & !labels == 0
             {
                 end += 1;
             }
             if end - start > 1 {
                 let row = (first + start) / row_len;
                 let run = &mut region[start..end];
-                let high = run[0] & HIGH_HALF;
+                let prefix = run[0] & !labels;
                 by_low.clear();
-                by_low.extend(
-                    run.iter()
-                        .map(|&w| u64::from(low_half(row, w as u32)) << 32 | (w & !HIGH_HALF)),
-                );
+                by_low.extend(run.iter().map(|&w| {
+                    let label = (w & labels) as u32;
+                    u64::from(low(row, label)) << 32 | u64::from(label)
+                }));
                 if by_low.len() > TIE_REGION {
                     by_low.par_sort_unstable();
                 } else {
                     by_low.sort_unstable();
                 }
                 for (w, &b) in run.iter_mut().zip(&by_low) {
-                    *w = high | (b & !HIGH_HALF);
+                    *w = prefix | u64::from(b as u32);
                 }
             }
             start = end;
@@ -290,8 +288,8 @@ impl Sorter {
     }
 
     /// Stable argsort of rows: for keys of at most 32 bits one sort of `ordered key << 32 |
-    /// position` within each row; for 8-byte keys one sort of `high half << 32 | position`,
-    /// then the runs of equal high halves ordered on the host.
+    /// position` within each row; for 8-byte keys one sort of the key's leading bits with the
+    /// position in the rest, then the runs of equal leading bits ordered on the host.
     fn argsort_rows_impl<K: SortKey>(
         &self,
         keys: &[K],
@@ -367,20 +365,24 @@ impl Sorter {
                 std::mem::size_of::<K>()
             )));
         }
-        // One sort of `high half of the ordered key << 32 | label`, then each run of equal
-        // high halves in a row put in order of (low half, label) on the host: a sort of keys
-        // alone, where sorting the keys with their labels as values would move half as many
-        // bytes again, and then a second sort wherever two keys are equal.
+        // One sort of `prefix of the ordered key << label_bits | label`, the label in as few
+        // bits as the largest label needs, then each run of equal prefixes in a row put in
+        // order of (the key's remaining bits, label) on the host: a sort of keys alone, where
+        // sorting the keys with their labels as values would move half as many bytes again,
+        // and then a second sort wherever two keys are equal.
+        let largest = labels.map_or(row_len - 1, |l| l.last().map_or(0, |&l| l as usize));
+        let label_bits = (usize::BITS - largest.leading_zeros()).max(1);
+        let rest = (1u64 << label_bits) - 1;
         let enc = KeyEncoding { kind, descending };
         let ordered = |key: K| enc.encode(u64_of_key(key));
         let mut composite = map_rows(n, row_len, |i, position| {
-            ordered(key_at(i)) & HIGH_HALF | u64::from(label(i, position))
+            ordered(key_at(i)) & !rest | u64::from(label(i, position))
         });
         self.sort_u64_rows(&mut composite, row_len)?;
-        order_tied_high_halves(&mut composite, row_len, |row, label| {
-            ordered(key_of_label(row, label)) as u32
+        order_tied_prefixes(&mut composite, row_len, label_bits, |row, label| {
+            (ordered(key_of_label(row, label)) & rest) as u32
         });
-        Ok(map_indices(n, |i| composite[i] as u32))
+        Ok(map_indices(n, |i| (composite[i] & rest) as u32))
     }
 
     fn segments<K: SortKey>(
@@ -465,12 +467,13 @@ mod tests {
             .collect()
     }
 
-    /// 8-byte keys whose high halves tie in long and short runs (one high half for every
-    /// key, few high halves, and random keys), in one row and in rows, both orders, at
+    /// 8-byte keys whose leading bits tie in long and short runs (keys that differ only in
+    /// their lowest bits, few distinct prefixes, keys that differ in bits 20-25, and random
+    /// keys), in one row and in rows, both orders, at
     /// lengths around the tie regions, against a stable sort; and the argsort of labelled
     /// rows against the argsort of the gathered keys.
     #[test]
-    fn eight_byte_keys_with_tied_high_halves() {
+    fn eight_byte_keys_with_tied_prefixes() {
         let sorter = Sorter::builder()
             .backend(BackendKind::Cpu)
             .build()
