@@ -6,9 +6,10 @@
 //! 8-byte keys takes one sort of the ordered key's leading bits with the position in the
 //! rest (as few bits as the positions need), then puts each run of equal leading bits in
 //! order of (the key's other bits, position) on rayon's threads: a sort of keys alone,
-//! where sorting the keys with their positions as values moves half as many bytes again. Segments of 8-byte keys take two sorts: the keys with their positions,
-//! then `segment << 32 | rank`. Every sort runs on the sorter's device; positions are
-//! 32-bit, so one array (or row) holds at most 2^32 elements here.
+//! where sorting the keys with their positions as values moves half as many bytes again.
+//! Segments of 8-byte keys take that argsort, then a sort of `segment << 32 | rank`. Every
+//! sort runs on the sorter's device; positions are 32-bit, so one array (or row) holds at
+//! most 2^32 elements here.
 
 use crate::error::{Error, Result};
 use crate::keys::{KeyEncoding, KeyKind, KeyRepr, Order, SortKey, WordsMut};
@@ -424,12 +425,9 @@ impl Sorter {
             span.copy_from_slice(&sorted);
             return Ok(());
         }
-        // Key order of the whole span (stability is not needed: equal keys are equal).
-        let mut by_key: Vec<u32> = (0..span.len() as u32).collect();
-        {
-            let mut keys = span.to_vec();
-            of_copies(self.run_rows(&mut keys, Some(&mut by_key), descending, span.len()))?;
-        }
+        // Key order of the whole span: the argsort, one sort of keys alone (its stability is
+        // not needed: equal keys are equal).
+        let by_key = self.argsort_rows_impl(span, span.len(), descending)?;
         // Segment-major order keeping key order.
         let mut composite: Vec<u64> = by_key
             .iter()
