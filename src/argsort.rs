@@ -139,12 +139,16 @@ fn order_tied_prefixes(
 ) {
     let n = words.len();
     let labels = (1u64 << label_bits) - 1;
-    let opens = |w: &[u64], i: usize| i.is_multiple_of(row_len) || (w[i] ^ w[i - 1]) & !labels != 0;
+    // A run opens at word `i` of `w`, which is word `at` of all: where a row starts or the
+    // prefix changes.
+    let opens = |w: &[u64], i: usize, at: usize| {
+        at.is_multiple_of(row_len) || (w[i] ^ w[i - 1]) & !labels != 0
+    };
     // Region boundaries: the first run opening in each stretch of TIE_REGION words after the
     // first (none in a stretch inside one run, whose region then goes on).
     let cuts: Vec<usize> = (1..n.div_ceil(TIE_REGION))
         .into_par_iter()
-        .filter_map(|r| (r * TIE_REGION..n.min((r + 1) * TIE_REGION)).find(|&i| opens(words, i)))
+        .filter_map(|r| (r * TIE_REGION..n.min((r + 1) * TIE_REGION)).find(|&i| opens(words, i, i)))
         .collect();
     let mut regions = Vec::with_capacity(cuts.len() + 1);
     let (mut rest, mut at) = (&mut words[..], 0);
@@ -158,12 +162,8 @@ fn order_tied_prefixes(
         let mut by_low: Vec<u64> = Vec::new();
         let mut start = 0;
         while start < region.len() {
-            // The run ends where a row starts or the prefix changes.
             let mut end = start + 1;
-            while end < region.len()
-                && !(first + end).is_multiple_of(row_len)
-                && (region[end] ^ region[end - 1]) & !labels == 0
-            {
+            while end < region.len() && !opens(region, end, first + end) {
                 end += 1;
             }
             if end - start > 1 {
@@ -467,9 +467,9 @@ mod tests {
 
     /// 8-byte keys whose leading bits tie in long and short runs (keys that differ only in
     /// their lowest bits, few distinct prefixes, keys that differ in bits 20-25, and random
-    /// keys), in one row and in rows, both orders, at
-    /// lengths around the tie regions, against a stable sort; and the argsort of labelled
-    /// rows against the argsort of the gathered keys.
+    /// keys), in one row and in rows, both orders, at lengths around the tie regions, against
+    /// a stable sort; and the argsort of labelled rows against the argsort of the gathered
+    /// keys.
     #[test]
     fn eight_byte_keys_with_tied_prefixes() {
         let sorter = Sorter::builder()
