@@ -91,20 +91,9 @@ pub(super) fn gather<T: Copy + Send + Sync>(source: &[T], rows: &[u32]) -> Vec<T
     }
 }
 
-/// [`gather`] into `out` (as long as `rows`).
-fn gather_into<T: Copy + Send + Sync>(out: &mut [T], source: &[T], rows: &[u32]) {
-    let one = |(o, &row): (&mut T, &u32)| *o = source[row as usize];
-    if rows.len() < PARALLEL_FROM {
-        out.iter_mut().zip(rows).for_each(one);
-    } else {
-        out.par_iter_mut().zip(rows.par_iter()).for_each(one);
-    }
-}
-
 /// The rows `valid[by_key[0]], valid[by_key[1]], ...` (the valid rows in sorted order) with
 /// the null rows `nulls` (in the order given) before or after them, the first `limit` rows
-/// kept. Written in place into one list, so that its pages are first touched by the
-/// threads that fill them.
+/// kept ([`around_nulls`] of the valid rows that can be kept, gathered).
 pub(super) fn place_nulls(
     valid: &[u32],
     by_key: &[u32],
@@ -112,23 +101,13 @@ pub(super) fn place_nulls(
     nulls_first: bool,
     limit: usize,
 ) -> Vec<u32> {
-    let limit = limit.min(by_key.len() + nulls.len());
-    let mut out = vec![0u32; limit];
-    let leading = if nulls_first {
-        nulls.len()
+    let room = if nulls_first {
+        limit.saturating_sub(nulls.len())
     } else {
-        by_key.len()
-    }
-    .min(limit);
-    let (head, tail) = out.split_at_mut(leading);
-    if nulls_first {
-        gather_into(tail, valid, &by_key[..limit - leading]);
-        head.copy_from_slice(&nulls[..leading]);
-    } else {
-        gather_into(head, valid, &by_key[..leading]);
-        tail.copy_from_slice(&nulls[..limit - leading]);
-    }
-    out
+        limit
+    };
+    let kept = &by_key[..room.min(by_key.len())];
+    around_nulls(gather(valid, kept), nulls, nulls_first, limit)
 }
 
 /// The sort indices of the keys `values` with validity `nulls`: one stable argsort of the
@@ -158,7 +137,12 @@ fn indices_of<K: SortKey>(
 
 /// The valid rows in sorted order, `sorted`, with the null rows `nulls` (in the order given)
 /// before or after them, the first `limit` rows kept.
-fn around_nulls(mut sorted: Vec<u32>, nulls: &[u32], nulls_first: bool, limit: usize) -> Vec<u32> {
+fn around_nulls(
+    mut sorted: Vec<u32>,
+    nulls: &[u32],
+    nulls_first: bool,
+    limit: usize,
+) -> Vec<u32> {
     let limit = limit.min(sorted.len() + nulls.len());
     if nulls_first {
         let leading = nulls.len().min(limit);
