@@ -137,12 +137,7 @@ fn indices_of<K: SortKey>(
 
 /// The valid rows in sorted order, `sorted`, with the null rows `nulls` (in the order given)
 /// before or after them, the first `limit` rows kept.
-fn around_nulls(
-    mut sorted: Vec<u32>,
-    nulls: &[u32],
-    nulls_first: bool,
-    limit: usize,
-) -> Vec<u32> {
+fn around_nulls(mut sorted: Vec<u32>, nulls: &[u32], nulls_first: bool, limit: usize) -> Vec<u32> {
     let limit = limit.min(sorted.len() + nulls.len());
     if nulls_first {
         let leading = nulls.len().min(limit);

@@ -38,6 +38,12 @@ const MIN_KEYS_PER_BLOCK: u64 = 1 << COUNT_KEY_BITS;
 /// largest window its on-chip memory allows.
 const BLOCKS_PER_UNIT: u64 = 1;
 
+/// log2 of the 4-byte counters that `on_chip_bytes` of a block's on-chip memory hold, at
+/// most one per word (`2^COUNT_KEY_BITS`): the largest window a backend can offer.
+pub fn window_log_for(on_chip_bytes: u64) -> u32 {
+    (on_chip_bytes / 4).max(1).ilog2().min(COUNT_KEY_BITS)
+}
+
 /// The launches of the counting sort of one row of `n` keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CountingPlan {
@@ -176,6 +182,10 @@ mod tests {
         assert_eq!(p.scratch_bytes(), (16 << 16) + 8 * 65537);
         assert_eq!(CountingPlan::new(10, 4, 20).window_log, 16);
         assert_eq!(CountingPlan::new(17, 4, 16).fill_threads(), 3);
+        assert_eq!(window_log_for(232_448), 15);
+        assert_eq!(window_log_for(48 * 1024 - 1024), 13);
+        assert_eq!(window_log_for(1 << 20), 16);
+        assert_eq!(window_log_for(3), 0);
     }
 
     #[test]

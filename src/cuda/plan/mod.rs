@@ -17,7 +17,7 @@
 use std::ops::RangeInclusive;
 
 pub use crate::schedule::counting::COUNTING_FROM;
-use crate::schedule::counting::CountingPlan;
+use crate::schedule::counting::{CountingPlan, window_log_for};
 use crate::schedule::plan::{self as neutral, DeviceFacts, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, Transform};
 
@@ -188,11 +188,9 @@ impl CountingLaunches {
     }
 }
 
-/// log2 of the 4-byte counters a count block holds in its shared memory (the opt-in
-/// limit less the driver's reserve), at most one per 16-bit word.
+/// log2 of the 4-byte counters a count block holds in the shared memory one block may use.
 fn count_window_log(limits: &DeviceLimits) -> u32 {
-    let counters = u64::from(limits.shared_bytes_per_block) / 4;
-    (counters.max(1).ilog2()).min(crate::kernel_contract::COUNT_KEY_BITS)
+    window_log_for(u64::from(limits.shared_bytes_per_block))
 }
 
 /// Blocks per multiprocessor the kernel for these widths is compiled for (`MIN_BLOCKS` in

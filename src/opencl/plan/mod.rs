@@ -17,7 +17,7 @@
 //! tiles, one launch of `merge_pass_own_splits` (`merge.rs`).
 
 pub use crate::schedule::counting::COUNTING_FROM;
-use crate::schedule::counting::CountingPlan;
+use crate::schedule::counting::{CountingPlan, window_log_for};
 use crate::schedule::plan::{self as neutral, DeviceFacts, Widths, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2};
 
@@ -315,12 +315,8 @@ pub const COUNT_GROUP: usize = crate::kernel_contract::COUNT_STARTS_THREADS as u
 /// log2 of the 4-byte counters a count work-group holds in local memory (less the margin
 /// every launch leaves), at most [`Limits::max_count_window_log`].
 fn count_window_log(limits: &Limits) -> u32 {
-    let counters = limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN) / 4;
-    counters
-        .max(1)
-        .ilog2()
+    window_log_for(limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN))
         .min(limits.max_count_window_log)
-        .min(crate::kernel_contract::COUNT_KEY_BITS)
 }
 
 /// The counting sort's launches: `count_keys16` (`plan.blocks` work-groups of
