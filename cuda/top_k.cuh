@@ -11,7 +11,7 @@
 
 #pragma once
 
-#include "words.cuh"
+#include "warp_sort.cuh"
 
 // The lower index of comparator j of a level of stride 2^h: j with a zero bit inserted at h.
 __device__ __forceinline__ u32 tk_lower(u32 j, u32 h) {
@@ -74,6 +74,86 @@ __device__ __forceinline__ void tile_select(u64 *t, u32 size, u32 log_k) {
     }
 }
 
+// The half-cleaners of a tile held 32 words a thread (tile_select_registers): those on
+// thread bits high - 1 .. 0 (between warps through `shared`, else between lanes), then those
+// in registers; lower halves keep the smaller word.
+__device__ __forceinline__ void tk_clean_below(u64 (&v)[32], u64 *shared, u32 high) {
+    const u32 tid = threadIdx.x;
+    NoValue none[32];
+    for (u32 bit = high; bit-- > 0;) {
+        if (bit >= 5u) {
+            warps_level<u64, false>(v, shared, tid, tid ^ (1u << bit), ((tid >> bit) & 1u) == 0);
+        } else {
+            lane_level<u64, false>(v, 1u << bit, (((tid & 31u) >> bit) & 1u) == 0);
+        }
+    }
+    round_network<u64, NoValue, 5, false>(v, none);
+}
+
+// A flip level on thread mask `mask`, registers reversed; `lower` keeps the smaller word.
+__device__ __forceinline__ void tk_flip(u64 (&v)[32], u64 *shared, u32 mask, bool lower) {
+    if (mask >= 32u) {
+        warps_level<u64, true>(v, shared, threadIdx.x, threadIdx.x ^ mask, lower);
+    } else {
+        lane_level<u64, true>(v, mask, lower);
+    }
+}
+
+// The same selection in registers, for tiles of 2^log_size >= 2^TOP_K_REGISTER_LOG_TILE words
+// and blocks of exactly 2^(log_size - 5) threads (kernels/contract.h): a network in shared
+// memory pays a barrier and two shared loads for every comparator, where here thread t holds
+// the tile's words 32t .. 32t + 31 in registers, as the warp sort does (cuda/warp_sort.cuh),
+// and only levels between warps go through shared memory. The runs are K' = max(K, 32)
+// words, each on G = K'/32 consecutive threads: a thread's best 32 hold any K < 32 in order.
+// 1. Each thread sorts its 32 words, then stages 6 .. log K' sort runs of K' across threads.
+// 2. Merge level m pairs every run with the run G << m threads away, word i against word
+//    K'-1-i (thread mask (G-1) | G << m, registers reversed), and both keep the smaller:
+//    each pair of runs then holds the best K' of the two twice over, as a bitonic sequence,
+//    which the half-cleaners across the run's threads and in registers sort. After log(T/G)
+//    levels every run holds the tile's best K'.
+// Reads the tile from `t` (padded) and leaves the best K' in order at its start; the caller
+// synchronizes before.
+__device__ __forceinline__ void tile_select_registers(u64 *t, u32 log_size, u32 log_k) {
+    const u32 tid = threadIdx.x;
+    const u32 threads = 1u << (log_size - 5);
+    const u32 log_run = log_k > 5u ? log_k : 5u;
+    const u32 group = 1u << (log_run - 5);
+    u64 v[32];
+    NoValue none[32];
+#pragma unroll
+    for (u32 r = 0; r < 32; ++r) {
+        v[r] = t[pad(32u * tid + r)];
+    }
+    sort_registers<u64, NoValue, 32, 5>(v, none);
+    for (u32 stage = 6; stage <= log_run; ++stage) {
+        const u32 high = stage - 6;
+        tk_flip(v, t, (1u << (high + 1)) - 1u, ((tid >> high) & 1u) == 0);
+        tk_clean_below(v, t, high);
+    }
+    for (u32 far = group; far < threads; far <<= 1) {
+        tk_flip(v, t, (group - 1u) | far, true);
+        tk_clean_below(v, t, log_run - 5);
+    }
+    __syncthreads(); // every thread has read the last exchange's words
+    if (tid < group) {
+#pragma unroll
+        for (u32 r = 0; r < 32; ++r) {
+            t[pad(32u * tid + r)] = v[r];
+        }
+    }
+    __syncthreads();
+}
+
+// The best K of the tile at the start of `t`: in registers where the tile and the block are
+// those of tile_select_registers, else by the network in shared memory.
+__device__ __forceinline__ void tile_best(u64 *t, u32 log_size, u32 log_k) {
+    if (log_size >= TOP_K_REGISTER_LOG_TILE && blockDim.x == (1u << (log_size - 5))) {
+        tile_select_registers(t, log_size, log_k);
+    } else {
+        tile_select(t, 1u << log_size, log_k);
+    }
+}
+
 // Which rows a tile launch serves, by the counts of the candidate filter (top_k_filter):
 // every row with its whole `len` (ROWS_ALL); every row, reading only its first
 // min(count, len) words (ROWS_COUNTED: the candidates); or only the rows whose count lies
@@ -124,7 +204,7 @@ __device__ __forceinline__ void top_k_tiles(const K *__restrict__ keys, const u6
             t[pad(i)] = w;
         }
         __syncthreads();
-        tile_select(t, size, a.log_k);
+        tile_best(t, a.log_tile, a.log_k);
         for (u32 i = threadIdx.x; i < k; i += blockDim.x) {
             out[g * k + i] = t[pad(i)];
         }
@@ -172,7 +252,7 @@ __device__ __forceinline__ void top_k_sample(const K *__restrict__ keys, u64 *__
             t[pad(j)] = ((u64)encode_as<K>((u32)keys[row * len + col], encoding) << 32) | col;
         }
         __syncthreads();
-        tile_select(t, size, log_rank);
+        tile_best(t, log_sample, log_rank);
         if (threadIdx.x == 0) {
             thresholds[row] = t[pad(rank - 1u)];
         }

@@ -73,6 +73,9 @@
 #define TOP_K_THREADS 256
 // Keys of a row that one block of the CUDA top-k filter reads: a multiple of 4 * TOP_K_THREADS.
 #define TOP_K_FILTER_CHUNK 4096
+// A CUDA top-k tile of at least 2^TOP_K_REGISTER_LOG_TILE words is selected in registers by a
+// block of one thread per 32 words (whole warps); OpenCL work-groups select in local memory.
+#define TOP_K_REGISTER_LOG_TILE 10
 
 // The CUDA range scatter (cuda/ranges.cuh, src/cuda/device_ranges.rs): a block of
 // RANGE_SCATTER_THREADS threads appends RANGE_SCATTER_KEYS consecutive keys to the regions

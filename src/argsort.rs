@@ -11,10 +11,17 @@
 //! sort runs on the sorter's device; positions are 32-bit, so one array (or row) holds at
 //! most 2^32 elements here.
 
+use crate::device::BackendKind;
 use crate::error::{Error, Result};
 use crate::keys::{KeyEncoding, KeyKind, KeyRepr, Order, SortKey, WordsMut};
 use crate::sorter::{Sorter, check_rows};
 use rayon::prelude::*;
+
+/// The order of unsigned words, ascending: the sorts here sort words already ordered.
+const UNSIGNED: KeyEncoding = KeyEncoding {
+    kind: KeyKind::Unsigned,
+    descending: false,
+};
 
 /// The most elements whose positions fit the 32-bit indices these calls use.
 const MAX_INDEXED: u64 = 1 << 32;
@@ -41,16 +48,11 @@ fn map_indices<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T
     }
 }
 
-/// `f(index, position in its row)` for every index of `n` elements in rows of `row_len`, in
-/// pieces (one division per piece, not per element), on rayon's threads from
+/// `out[i] = f(i, position of i in its row)` for every index of `out`, in rows of `row_len`,
+/// in pieces (one division per piece, not per element), on rayon's threads from
 /// [`SEQUENTIAL_BELOW`] elements on.
-fn map_rows<T>(n: usize, row_len: usize, f: impl Fn(usize, u32) -> T + Sync + Send) -> Vec<T>
-where
-    T: Copy + Default + Send + Sync,
-{
+fn fill_rows<T: Send>(out: &mut [T], row_len: usize, f: impl Fn(usize, u32) -> T + Sync + Send) {
     const PIECE: usize = 1 << 14;
-    // Zeroed pages from the allocator: no pass over the memory before the fill.
-    let mut out = vec![T::default(); n];
     let fill = |(p, piece): (usize, &mut [T])| {
         let start = p * PIECE;
         let mut position = start % row_len.max(1);
@@ -62,11 +64,21 @@ where
             }
         }
     };
-    if n < SEQUENTIAL_BELOW {
+    if out.len() < SEQUENTIAL_BELOW {
         out.chunks_mut(PIECE).enumerate().for_each(fill);
     } else {
         out.par_chunks_mut(PIECE).enumerate().for_each(fill);
     }
+}
+
+/// [`fill_rows`] of a new vector of `n` elements.
+fn map_rows<T>(n: usize, row_len: usize, f: impl Fn(usize, u32) -> T + Sync + Send) -> Vec<T>
+where
+    T: Copy + Default + Send + Sync,
+{
+    // Zeroed pages from the allocator: no pass over the memory before the fill.
+    let mut out = vec![T::default(); n];
+    fill_rows(&mut out, row_len, f);
     out
 }
 
@@ -126,6 +138,61 @@ pub(crate) fn key_of_u32<K: SortKey>(word: u32) -> K {
 /// boundary from there on, so that each holds whole runs.
 const TIE_REGION: usize = 1 << 16;
 
+/// The starts of the regions after the first that [`order_tied_prefixes`] and
+/// [`order_equal_keys`] split `0..n` into: the first position where a run opens
+/// (`opens(i)`, never asked of 0) in each stretch of [`TIE_REGION`] after the first, so that
+/// each region holds whole runs (a stretch inside one run has none, and its region goes on).
+fn region_starts(n: usize, opens: impl Fn(usize) -> bool + Sync) -> Vec<usize> {
+    (1..n.div_ceil(TIE_REGION))
+        .into_par_iter()
+        .filter_map(|r| (r * TIE_REGION..n.min((r + 1) * TIE_REGION)).find(|&i| opens(i)))
+        .collect()
+}
+
+/// `data` cut at `starts` (increasing, inside it): each piece with the position of its
+/// first element.
+fn split_at_starts<'a, T>(mut data: &'a mut [T], starts: &[usize]) -> Vec<(usize, &'a mut [T])> {
+    let mut pieces = Vec::with_capacity(starts.len() + 1);
+    let mut at = 0;
+    for &start in starts {
+        let (piece, rest) = std::mem::take(&mut data).split_at_mut(start - at);
+        pieces.push((at, piece));
+        (data, at) = (rest, start);
+    }
+    pieces.push((at, data));
+    pieces
+}
+
+/// Calls `each(first, end)` for every run `first..end` of more than one element in
+/// `first..first + len` (whole runs), where a run opens at `i` if `opens(i)`.
+fn for_each_run(
+    first: usize,
+    len: usize,
+    opens: impl Fn(usize) -> bool,
+    mut each: impl FnMut(usize, usize),
+) {
+    let mut start = first;
+    while start < first + len {
+        let mut end = start + 1;
+        while end < first + len && !opens(end) {
+            end += 1;
+        }
+        if end - start > 1 {
+            each(start, end);
+        }
+        start = end;
+    }
+}
+
+/// Sorts `v` on rayon's threads if it is long, else on this one.
+fn sort_run<T: Ord + Send>(v: &mut [T]) {
+    if v.len() > TIE_REGION {
+        v.par_sort_unstable();
+    } else {
+        v.sort_unstable();
+    }
+}
+
 /// Orders each run of words with equal bits above `label_bits`, within each row of
 /// `row_len`, by `(low(row, label), label)`, where the label is a word's low `label_bits`
 /// bits (at most 32), and keeps the bits above: after a sort of `prefix << label_bits |
@@ -137,56 +204,50 @@ fn order_tied_prefixes(
     label_bits: u32,
     low: impl Fn(usize, u32) -> u32 + Sync,
 ) {
-    let n = words.len();
     let labels = (1u64 << label_bits) - 1;
-    // A run opens at word `i` of `w`, which is word `at` of all: where a row starts or the
-    // prefix changes.
+    // A run opens where a row starts or the prefix changes.
     let opens = |w: &[u64], i: usize, at: usize| {
         at.is_multiple_of(row_len) || (w[i] ^ w[i - 1]) & !labels != 0
     };
-    // Region boundaries: the first run opening in each stretch of TIE_REGION words after the
-    // first (none in a stretch inside one run, whose region then goes on).
-    let cuts: Vec<usize> = (1..n.div_ceil(TIE_REGION))
+    let starts = region_starts(words.len(), |i| opens(words, i, i));
+    split_at_starts(words, &starts)
         .into_par_iter()
-        .filter_map(|r| (r * TIE_REGION..n.min((r + 1) * TIE_REGION)).find(|&i| opens(words, i, i)))
-        .collect();
-    let mut regions = Vec::with_capacity(cuts.len() + 1);
-    let (mut rest, mut at) = (&mut words[..], 0);
-    for &cut in &cuts {
-        let (region, tail) = rest.split_at_mut(cut - at);
-        regions.push((at, region));
-        (rest, at) = (tail, cut);
-    }
-    regions.push((at, rest));
-    regions.into_par_iter().for_each(|(first, region)| {
-        let mut by_low: Vec<u64> = Vec::new();
-        let mut start = 0;
-        while start < region.len() {
-            let mut end = start + 1;
-            while end < region.len() && !opens(region, end, first + end) {
-                end += 1;
-            }
-            if end - start > 1 {
-                let row = (first + start) / row_len;
-                let run = &mut region[start..end];
+        .for_each(|(first, region)| {
+            let mut by_low: Vec<u64> = Vec::new();
+            let region_opens = |at: usize| opens(region, at - first, at);
+            let mut runs = Vec::new();
+            for_each_run(first, region.len(), region_opens, |a, b| runs.push((a, b)));
+            for (a, b) in runs {
+                let row = a / row_len;
+                let run = &mut region[a - first..b - first];
                 let prefix = run[0] & !labels;
                 by_low.clear();
                 by_low.extend(run.iter().map(|&w| {
                     let label = (w & labels) as u32;
                     u64::from(low(row, label)) << 32 | u64::from(label)
                 }));
-                if by_low.len() > TIE_REGION {
-                    by_low.par_sort_unstable();
-                } else {
-                    by_low.sort_unstable();
-                }
+                sort_run(&mut by_low);
                 for (w, &b) in run.iter_mut().zip(&by_low) {
                     *w = prefix | u64::from(b as u32);
                 }
             }
-            start = end;
-        }
-    });
+        });
+}
+
+/// Puts the labels of each run of equal `keys` within each row of `row_len` in increasing
+/// order: after a sort of the keys with their labels as values, whatever it did with equal
+/// keys, this gives the order of `(key, label)`. In regions of whole runs on rayon's
+/// threads.
+fn order_equal_keys(keys: &[u64], labels: &mut [u32], row_len: usize) {
+    let opens = |i: usize| i.is_multiple_of(row_len) || keys[i] != keys[i - 1];
+    let starts = region_starts(keys.len(), opens);
+    split_at_starts(labels, &starts)
+        .into_par_iter()
+        .for_each(|(first, region)| {
+            for_each_run(first, region.len(), opens, |a, b| {
+                sort_run(&mut region[a - first..b - first]);
+            });
+        });
 }
 
 impl Sorter {
@@ -265,10 +326,7 @@ impl Sorter {
         of_copies(self.backend_for(words.len()).sort_rows_words(
             WordsMut::U64(words),
             None,
-            KeyEncoding {
-                kind: KeyKind::Unsigned,
-                descending: false,
-            },
+            UNSIGNED,
             row_len,
         ))
     }
@@ -289,8 +347,7 @@ impl Sorter {
     }
 
     /// Stable argsort of rows: for keys of at most 32 bits one sort of `ordered key << 32 |
-    /// position` within each row; for 8-byte keys one sort of the key's leading bits with the
-    /// position in the rest, then the runs of equal leading bits ordered on the host.
+    /// position` within each row; for 8-byte keys see [`Sorter::argsort_labelled_into`].
     fn argsort_rows_impl<K: SortKey>(
         &self,
         keys: &[K],
@@ -299,65 +356,82 @@ impl Sorter {
     ) -> Result<Vec<u32>> {
         check_rows(keys.len(), row_len)?;
         check_indexable(row_len, "an argsort row")?;
-        self.argsort_labelled(
+        // Zeroed pages from the allocator: the fill touches them first, on rayon's threads.
+        let mut out = vec![0u32; keys.len()];
+        self.argsort_labelled_into(
             |i| keys[i],
             |row, label| keys[row * row_len + label as usize],
-            (keys.len(), row_len),
+            row_len,
             None,
             descending,
-        )
+            &mut out,
+        )?;
+        Ok(out)
     }
 
-    /// The labels `rows` (strictly increasing) ordered stably by the keys `keys[rows[0]],
-    /// keys[rows[1]], ...`: the rows of those keys in sorted order, equal keys by row. What
-    /// [`Sorter::argsort`] of the gathered keys, mapped back through `rows`, would give,
-    /// without the gathered copy or the mapping. At most 2^32 rows.
+    /// Writes into `out` the labels `rows` (strictly increasing, as many as `out`) ordered
+    /// stably by the keys `keys[rows[0]], keys[rows[1]], ...`: the rows of those keys in
+    /// sorted order, equal keys by row. What [`Sorter::argsort`] of the gathered keys, mapped
+    /// back through `rows`, would give, without the gathered copy or the mapping; `out` may
+    /// be part of a larger result. At most 2^32 rows.
     #[cfg(feature = "arrow")]
-    pub(crate) fn argsort_of_rows<K: SortKey>(
+    pub(crate) fn argsort_of_rows_into<K: SortKey>(
         &self,
         keys: &[K],
         rows: &[u32],
         order: Order,
-    ) -> Result<Vec<u32>> {
+        out: &mut [u32],
+    ) -> Result<()> {
         check_indexable(rows.len(), "an argsort")?;
         debug_assert!(rows.windows(2).all(|w| w[0] < w[1]), "rows must increase");
-        let n = rows.len();
-        self.argsort_labelled(
+        debug_assert_eq!(rows.len(), out.len());
+        self.argsort_labelled_into(
             |i| keys[rows[i] as usize],
             |_, row| keys[row as usize],
-            (n, n.max(1)),
+            rows.len().max(1),
             Some(rows),
             order.is_descending(),
+            out,
         )
     }
 
-    /// The argsort of `n` keys (`key_at(i)`) in rows of `row_len`: each key labelled by its
-    /// position in its row, or, for one row, by `labels[i]` (increasing, so that ordering
-    /// equal keys by label orders them by position); the labels in sorted order.
-    /// `key_of_label(row, label)` is the key that carries `label` in row `row`.
-    fn argsort_labelled<K: SortKey>(
+    /// The argsort of `out.len()` keys (`key_at(i)`) in rows of `row_len`, into `out`: each
+    /// key labelled by its position in its row, or, for one row, by `labels[i]` (increasing,
+    /// so that ordering equal keys by label orders them by position); the labels in sorted
+    /// order. `key_of_label(row, label)` is the key that carries `label` in row `row`.
+    ///
+    /// Keys of at most 32 bits take one sort of `ordered key << 32 | label`. 8-byte keys:
+    /// - on a device, the ordered keys sort with their labels as values, and each run of
+    ///   equal keys is then put in label order on the host. On an H100, from host memory at
+    ///   2^26 keys, that sort took 46.5 ms against 26.3 ms for the keys alone, and the route
+    ///   below 107 ms: its runs of equal prefixes look their keys up at random in host memory;
+    /// - on the host, one sort of `prefix of the ordered key << label_bits | label` (the label
+    ///   in as few bits as the largest label needs), then each run of equal prefixes in a row
+    ///   put in order of (the key's remaining bits, label): on 2 cores at 2^24 keys, 0.33 s
+    ///   against 1.07 s for rayon's sort of the pairs.
+    fn argsort_labelled_into<K: SortKey>(
         &self,
         key_at: impl Fn(usize) -> K + Sync + Send,
         key_of_label: impl Fn(usize, u32) -> K + Sync + Send,
-        (n, row_len): (usize, usize),
+        row_len: usize,
         labels: Option<&[u32]>,
         descending: bool,
-    ) -> Result<Vec<u32>> {
-        if n <= 1 || row_len <= 1 {
-            return Ok(match labels {
-                Some(l) => l.to_vec(),
-                None => vec![0; n],
-            });
-        }
+        out: &mut [u32],
+    ) -> Result<()> {
+        let n = out.len();
         let label = |i: usize, position: u32| labels.map_or(position, |l| l[i]);
+        if n <= 1 || row_len <= 1 {
+            fill_rows(out, row_len, label);
+            return Ok(());
+        }
         if let Some(kind) = u32_kind::<K>() {
-            // One sort of `ordered key << 32 | label`.
             let enc = KeyEncoding { kind, descending };
             let mut composite = map_rows(n, row_len, |i, position| {
                 u64::from(enc.encode(u32_of_key(key_at(i)))) << 32 | u64::from(label(i, position))
             });
             self.sort_u64_rows(&mut composite, row_len)?;
-            return Ok(map_indices(n, |i| composite[i] as u32));
+            fill_rows(out, row_len, |i, _| composite[i] as u32);
+            return Ok(());
         }
         let (width, kind) = word_kind::<K>();
         if width != 8 {
@@ -366,16 +440,24 @@ impl Sorter {
                 std::mem::size_of::<K>()
             )));
         }
-        // One sort of `prefix of the ordered key << label_bits | label`, the label in as few
-        // bits as the largest label needs, then each run of equal prefixes in a row put in
-        // order of (the key's remaining bits, label) on the host: a sort of keys alone, where
-        // sorting the keys with their labels as values would move half as many bytes again,
-        // and then a second sort wherever two keys are equal.
+        let enc = KeyEncoding { kind, descending };
+        let ordered = |key: K| enc.encode(u64_of_key(key));
+        let backend = self.backend_for(n);
+        if backend.device().backend != BackendKind::Cpu {
+            let mut keys = map_rows(n, row_len, |i, _| ordered(key_at(i)));
+            fill_rows(out, row_len, label);
+            of_copies(backend.sort_rows_words(
+                WordsMut::U64(&mut keys),
+                Some(WordsMut::U32(out)),
+                UNSIGNED,
+                row_len,
+            ))?;
+            order_equal_keys(&keys, out, row_len);
+            return Ok(());
+        }
         let largest = labels.map_or(row_len - 1, |l| l.last().map_or(0, |&l| l as usize));
         let label_bits = (usize::BITS - largest.leading_zeros()).max(1);
         let rest = (1u64 << label_bits) - 1;
-        let enc = KeyEncoding { kind, descending };
-        let ordered = |key: K| enc.encode(u64_of_key(key));
         let mut composite = map_rows(n, row_len, |i, position| {
             ordered(key_at(i)) & !rest | u64::from(label(i, position))
         });
@@ -383,7 +465,8 @@ impl Sorter {
         order_tied_prefixes(&mut composite, row_len, label_bits, |row, label| {
             (ordered(key_of_label(row, label)) & rest) as u32
         });
-        Ok(map_indices(n, |i| (composite[i] & rest) as u32))
+        fill_rows(out, row_len, |i, _| (composite[i] & rest) as u32);
+        Ok(())
     }
 
     fn segments<K: SortKey>(
@@ -470,6 +553,56 @@ mod tests {
     /// keys), in one row and in rows, both orders, at lengths around the tie regions, against
     /// a stable sort; and the argsort of labelled rows against the argsort of the gathered
     /// keys.
+    /// After a sort of keys with labels that left equal keys' labels in any order, each run
+    /// of equal keys in a row gets its labels in increasing order, and nothing else moves:
+    /// runs short and long (one key throughout), across region and row boundaries.
+    #[test]
+    fn equal_keys_get_their_labels_in_order() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+        for n in [
+            0usize,
+            1,
+            2,
+            1000,
+            TIE_REGION,
+            TIE_REGION + 1,
+            3 * TIE_REGION + 5,
+        ] {
+            for distinct in [1u64, 3, 1000, u64::MAX] {
+                for row_len in [n.max(1), 7, 1000] {
+                    let n = n / row_len * row_len;
+                    let mut pairs: Vec<(u64, u32)> = (0..n)
+                        .map(|i| (rng.r#gen::<u64>() % distinct, (i % row_len) as u32))
+                        .collect();
+                    for row in pairs.chunks_mut(row_len) {
+                        row.sort_unstable_by_key(|p| p.0);
+                    }
+                    // Labels scrambled among equal keys, as an unstable sort may leave them.
+                    let mut labels: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+                    let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
+                    let mut start = 0;
+                    while start < n {
+                        let mut end = start + 1;
+                        while end < n && end % row_len != 0 && keys[end] == keys[start] {
+                            end += 1;
+                        }
+                        labels[start..end].reverse();
+                        start = end;
+                    }
+                    order_equal_keys(&keys, &mut labels, row_len);
+                    for row in pairs.chunks_mut(row_len) {
+                        row.sort_unstable();
+                    }
+                    let want: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+                    assert!(
+                        labels == want,
+                        "n={n} distinct={distinct} rows of {row_len}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn eight_byte_keys_with_tied_prefixes() {
         let sorter = Sorter::builder()
@@ -518,8 +651,9 @@ mod tests {
                             .into_iter()
                             .map(|p| rows[p as usize])
                             .collect();
-                        let got = sorter
-                            .argsort_of_rows(&keys, &rows, order)
+                        let mut got = vec![0; rows.len()];
+                        sorter
+                            .argsort_of_rows_into(&keys, &rows, order, &mut got)
                             .expect("labelled");
                         assert!(got == want, "labelled n={n} shape {shape} {order:?}");
                     }

@@ -109,6 +109,10 @@ pub const TOP_K_THREADS: u32 = 256;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const TOP_K_FILTER_CHUNK: u32 = 4096;
 
+/// log2 of the smallest CUDA top-k tile selected in registers (`TOP_K_REGISTER_LOG_TILE`): its
+/// block has one thread per 32 words, whole warps from this size on.
+pub const TOP_K_REGISTER_LOG_TILE: u32 = 10;
+
 /// Threads of a block of the CUDA range scatter (`RANGE_SCATTER_THREADS`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const RANGE_SCATTER_THREADS: u32 = 256;
@@ -266,6 +270,7 @@ mod tests {
             ("TOP_K_MAX_LOG_TILE", TOP_K_MAX_LOG_TILE),
             ("TOP_K_THREADS", TOP_K_THREADS),
             ("TOP_K_FILTER_CHUNK", TOP_K_FILTER_CHUNK),
+            ("TOP_K_REGISTER_LOG_TILE", TOP_K_REGISTER_LOG_TILE),
             ("RANGE_SCATTER_THREADS", RANGE_SCATTER_THREADS),
             ("RANGE_SCATTER_KEYS", RANGE_SCATTER_KEYS),
             ("RANGE_MAX_SPLITTERS", RANGE_MAX_SPLITTERS),

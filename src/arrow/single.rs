@@ -130,9 +130,23 @@ fn indices_of<K: SortKey>(
     if options.nulls_first && limit <= null.len() {
         return Ok(null[..limit].to_vec());
     }
-    // The valid rows increase, so ordering equal keys by row is the stable order.
-    let sorted = sorter.argsort_of_rows(values, &valid, order)?;
-    Ok(around_nulls(sorted, &null, options.nulls_first, limit))
+    // The valid rows increase, so ordering equal keys by row is the stable order. They are
+    // sorted into their place in the result, beside the nulls, so that no copy follows.
+    let mut out = vec![0u32; valid.len() + null.len()];
+    let (sorted, nulls_at) = if options.nulls_first {
+        let (nulls_at, sorted) = out.split_at_mut(null.len());
+        (sorted, nulls_at)
+    } else {
+        out.split_at_mut(valid.len())
+    };
+    sorter.argsort_of_rows_into(values, &valid, order, sorted)?;
+    // On rayon's threads: the result's pages are touched first here.
+    nulls_at
+        .par_chunks_mut(1 << 16)
+        .zip(null.par_chunks(1 << 16))
+        .for_each(|(to, from)| to.copy_from_slice(from));
+    out.truncate(limit);
+    Ok(out)
 }
 
 /// The valid rows in sorted order, `sorted`, with the null rows `nulls` (in the order given)

@@ -17,7 +17,7 @@ use super::driver::{driver_error, on};
 use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernel_contract::{TOP_K_THREADS, TopKArgs, padded_words};
+use crate::kernel_contract::{TOP_K_REGISTER_LOG_TILE, TOP_K_THREADS, TopKArgs, padded_words};
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
 use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKFilter, TopKPlan, TopKRoute};
@@ -54,6 +54,27 @@ pub(super) struct TopKKernels {
 /// 16-bit keys, 0 for 32-bit ones.
 fn narrow(key_bytes: usize) -> usize {
     usize::from(key_bytes == 2)
+}
+
+/// log2 of the smallest `K` whose tiles are selected in registers. On an H100 (`compare.sh
+/// topk`, against the shared-memory network in the run before), registers took 4 x 131072
+/// with k = 2048 from 0.142 to 0.102 ms and 2048 x 131072 with k = 1024 from 3.13 to 3.01
+/// ms, but 64 x 131072 with k = 50 from 0.075 to 0.089 ms: with a small `K`, a tile's
+/// merges are few and short, and a quarter of the threads each doing 32 words' work makes
+/// the launches of few blocks longer.
+const REGISTER_FROM_LOG_K: u32 = 10;
+
+/// Threads of a block that selects the best `2^log_k` of a tile of `2^log_tile` words: one
+/// per 32 words where registers select it (from [`TOP_K_REGISTER_LOG_TILE`] and
+/// [`REGISTER_FROM_LOG_K`] on: `tile_select_registers` in `cuda/top_k.cuh` takes a tile in
+/// registers exactly when its block is this), else one per two words, at most
+/// [`TOP_K_THREADS`].
+pub(super) fn tile_block(log_tile: u32, log_k: u32) -> u32 {
+    if log_tile >= TOP_K_REGISTER_LOG_TILE && log_k >= REGISTER_FROM_LOG_K {
+        1 << (log_tile - 5)
+    } else {
+        TOP_K_THREADS.min(1 << log_tile.saturating_sub(1))
+    }
 }
 
 /// Looks up the top-k kernels; `top_k_tiles_*` may use the shared memory of the largest
@@ -425,7 +446,7 @@ impl CudaBackend {
                 _ => MAX_GRID,
             };
             let grid = self.grid((rows * pass.tiles).min(most));
-            let block = TOP_K_THREADS.min(1 << (pass.log_tile - 1));
+            let block = tile_block(pass.log_tile, plan.log_k);
             let shared = (padded_words(pass.log_tile) * 8) as u32;
             // SAFETY: the parameters match `top_k_tiles_<key>(const K *keys, const u64 *words,
             // u64 *out, TopKArgs a, const u32 *counts, u32 lo, u32 hi, u32 mode)`, K of

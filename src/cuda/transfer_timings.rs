@@ -405,8 +405,9 @@ fn cuda_sorting_while_uploading() {
 }
 
 /// The steps of a host slice sorted in ranges in device memory: `2^BITONIC_TIMING_LOG2`
-/// (default 32) random `u32` keys, under a device memory limit of `BITONIC_TIMING_LIMIT`
-/// bytes where set, on every CUDA device where `BITONIC_TIMING_ALL=1`; for each of three
+/// (default 30) random `u32` keys, under a device memory limit of `BITONIC_TIMING_LIMIT`
+/// bytes (default: a quarter of the keys' bytes, so that any GPU sorts them in ranges), on
+/// every CUDA device where `BITONIC_TIMING_ALL=1`; for each of three
 /// runs, the time from the call to the end of each step, and the whole call. Fails unless
 /// the sort took that path and the keys come back sorted. `cargo test --release --features
 /// cuda --lib cuda_range_steps -- --ignored --nocapture`.
@@ -415,13 +416,12 @@ fn cuda_sorting_while_uploading() {
 fn cuda_range_steps() {
     use rayon::prelude::*;
     let number = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let n = 1usize << number("BITONIC_TIMING_LOG2").unwrap_or(32);
+    let n = 1usize << number("BITONIC_TIMING_LOG2").unwrap_or(30);
+    let limit = number("BITONIC_TIMING_LIMIT").unwrap_or(n as u64);
     let mut builder = crate::Sorter::builder()
         .ignore_env()
-        .backend(crate::BackendKind::Cuda);
-    if let Some(limit) = number("BITONIC_TIMING_LIMIT") {
-        builder = builder.device_memory_limit(limit);
-    }
+        .backend(crate::BackendKind::Cuda)
+        .device_memory_limit(limit);
     if number("BITONIC_TIMING_ALL") == Some(1) {
         builder = builder.all_gpus();
     }

@@ -9,7 +9,7 @@
 //!   k = 10, 13, 15, 17, 20 (around tiles and merges), random bits.
 //! - `device::sixteen::<key>::pairs`: u32 positions as values move with their keys.
 //! - `device::sixteen::<key>::top_k`: on-chip and sort routes against a model.
-//! - `device::sixteen::<key>::counting`: the counting sort of one row from 2^20 keys on:
+//! - `device::sixteen::<key>::counting`: the counting sort of one row from 2^23 keys on:
 //!   lengths around that threshold, eight patterns, both orders, whole buffers and
 //!   sub-slices whose keys are not 16-byte aligned.
 
@@ -248,13 +248,13 @@ fn counting_patterns(rng: &mut impl Rng, n: usize) -> Vec<(&'static str, Vec<u16
     ]
 }
 
-/// One row of at least 2^20 keys takes the counting sort: lengths
+/// One row of at least 2^23 keys takes the counting sort: lengths
 /// around that threshold and its blocks' edges, every pattern, both orders, in a buffer of
 /// its own and in a sub-slice that starts 2 bytes into one (its keys not 16-byte aligned),
 /// nothing outside the sub-slice touched.
 fn counting<K: Key16>(t: &Target) -> Result<(), Failed> {
     let dev = CuDev::open(t)?;
-    let from = 1usize << 20;
+    let from = 1usize << 23;
     let lens = [
         from - 1,
         from,

@@ -4,6 +4,20 @@
 use super::*;
 use crate::keys::KeyKind;
 
+/// Tiles of a large `K` get one thread per 32 words (the kernel then selects in
+/// registers), whole warps; others one thread per two words, at most a full block.
+#[test]
+fn register_tiles_get_a_thread_per_32_words() {
+    use super::super::top_k::tile_block;
+    assert_eq!(tile_block(12, 11), 128);
+    assert_eq!(tile_block(12, 10), 128);
+    assert_eq!(tile_block(11, 10), 64);
+    assert_eq!(tile_block(12, 9), 256);
+    assert_eq!(tile_block(10, 5), 256);
+    assert_eq!(tile_block(7, 3), 64);
+    assert_eq!(tile_block(1, 0), 1);
+}
+
 #[test]
 fn ptx_has_the_top_k_kernels() {
     for ptx in [PTX, PTX_SM80, PTX_SM90] {

@@ -71,7 +71,7 @@ impl CudaBackend {
             filter.rank,
             job.encoding.code(),
         );
-        let block = TOP_K_THREADS.min(1 << filter.log_sample.saturating_sub(1));
+        let block = super::tile_block(filter.log_sample, log_rank);
         let shared = (padded_words(filter.log_sample) * 8) as u32;
         // SAFETY: `top_k_sample_<key>(const K *keys, u64 *thresholds, u64 rows, u64 len, u32
         // log_sample, u32 log_rank, u32 rank, u32 encoding)` reads keys inside each row (the

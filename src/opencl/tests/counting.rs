@@ -86,7 +86,13 @@ fn counting_sort_of_sixteen_bit_keys() {
                 0,
             );
             match plan {
-                SortPlan::Counting(c) => assert_eq!(c.plan.window_log, window_log, "n={n}"),
+                // The window is the knob's, or less where local memory holds fewer counters
+                // (48 KiB on NVIDIA's OpenCL: 2^13); every device with the kernels holds 2^13.
+                SortPlan::Counting(c) => assert!(
+                    (13..=window_log).contains(&c.plan.window_log),
+                    "n={n}: window 2^{} for a knob of 2^{window_log}",
+                    c.plan.window_log
+                ),
                 other if n < 2 => assert!(matches!(other, SortPlan::Network(_)), "n={n}"),
                 other => panic!("n={n}: {other:?}, not the counting sort"),
             }
