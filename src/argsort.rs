@@ -3,10 +3,11 @@
 //! Keys of at most 32 bits take one sort of 64-bit words: `ordered key << 32 | position` for
 //! argsort (positions break ties, so the order is the stable one whatever the sort does with
 //! equal words, which are equal), `segment << 32 | ordered key` for segments. An argsort of
-//! 8-byte keys takes one sort of the ordered key's leading bits with the position in the
-//! rest (as few bits as the positions need), then puts each run of equal leading bits in
-//! order of (the key's other bits, position) on rayon's threads: a sort of keys alone,
-//! where sorting the keys with their positions as values moves half as many bytes again.
+//! 8-byte keys on a device sorts the ordered keys with their positions as values, then puts
+//! the positions of each run of equal keys in order on rayon's threads; on the host it sorts
+//! the ordered key's leading bits with the position in the rest (as few bits as the
+//! positions need), then puts each run of equal leading bits in order of (the key's other
+//! bits, position): each the faster of the two where it runs.
 //! Segments of 8-byte keys take that argsort, then a sort of `segment << 32 | rank`. Every
 //! sort runs on the sorter's device; positions are 32-bit, so one array (or row) holds at
 //! most 2^32 elements here.

@@ -111,6 +111,7 @@ pub const TOP_K_FILTER_CHUNK: u32 = 4096;
 
 /// log2 of the smallest CUDA top-k tile selected in registers (`TOP_K_REGISTER_LOG_TILE`): its
 /// block has one thread per 32 words, whole warps from this size on.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const TOP_K_REGISTER_LOG_TILE: u32 = 10;
 
 /// Threads of a block of the CUDA range scatter (`RANGE_SCATTER_THREADS`).

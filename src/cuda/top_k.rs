@@ -56,12 +56,13 @@ fn narrow(key_bytes: usize) -> usize {
     usize::from(key_bytes == 2)
 }
 
-/// log2 of the smallest `K` whose tiles are selected in registers. On an H100 (`compare.sh
-/// topk`, against the shared-memory network in the run before), registers took 4 x 131072
-/// with k = 2048 from 0.142 to 0.102 ms and 2048 x 131072 with k = 1024 from 3.13 to 3.01
-/// ms, but 64 x 131072 with k = 50 from 0.075 to 0.089 ms: with a small `K`, a tile's
-/// merges are few and short, and a quarter of the threads each doing 32 words' work makes
-/// the launches of few blocks longer.
+/// log2 of the smallest `K` whose tiles are selected in registers. On H100s (`compare.sh
+/// topk`, two runs on two machines of the same kind, one with the shared-memory network and
+/// one with registers for every tile of 2^10 words or more), registers took 4 x 131072 with
+/// k = 2048 from 0.142 to 0.102 ms and 2048 x 131072 with k = 1024 from 3.13 to 3.01 ms,
+/// but 64 x 131072 with k = 50 from 0.075 to 0.089 ms: with a small `K` a tile's merges are
+/// few and short, and a quarter of the threads each doing 32 words' work makes launches of
+/// few blocks longer.
 const REGISTER_FROM_LOG_K: u32 = 10;
 
 /// Threads of a block that selects the best `2^log_k` of a tile of `2^log_tile` words: one
