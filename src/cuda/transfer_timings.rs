@@ -406,8 +406,9 @@ fn cuda_sorting_while_uploading() {
 
 /// The steps of a host slice sorted in ranges in device memory: `2^BITONIC_TIMING_LOG2`
 /// (default 30) random `u32` keys, under a device memory limit of `BITONIC_TIMING_LIMIT`
-/// bytes (default: a quarter of the keys' bytes, so that any GPU sorts them in ranges), on
-/// every CUDA device where `BITONIC_TIMING_ALL=1`; for each of three
+/// bytes (by default none where the keys and their scratch exceed the first GPU's memory,
+/// else a quarter of the keys' bytes, so that the sort goes through ranges), on every CUDA
+/// device where `BITONIC_TIMING_ALL=1`; for each of three
 /// runs, the time from the call to the end of each step, and the whole call. Fails unless
 /// the sort took that path and the keys come back sorted. `cargo test --release --features
 /// cuda --lib cuda_range_steps -- --ignored --nocapture`.
@@ -417,11 +418,19 @@ fn cuda_range_steps() {
     use rayon::prelude::*;
     let number = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
     let n = 1usize << number("BITONIC_TIMING_LOG2").unwrap_or(30);
-    let limit = number("BITONIC_TIMING_LIMIT").unwrap_or(n as u64);
     let mut builder = crate::Sorter::builder()
         .ignore_env()
-        .backend(crate::BackendKind::Cuda)
-        .device_memory_limit(limit);
+        .backend(crate::BackendKind::Cuda);
+    let memory = builder
+        .clone()
+        .build()
+        .expect("sorter")
+        .device()
+        .memory_bytes;
+    let fits = (n as u64) * 8 <= memory;
+    if let Some(limit) = number("BITONIC_TIMING_LIMIT").or(fits.then_some(n as u64)) {
+        builder = builder.device_memory_limit(limit);
+    }
     if number("BITONIC_TIMING_ALL") == Some(1) {
         builder = builder.all_gpus();
     }
