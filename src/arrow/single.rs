@@ -6,6 +6,7 @@
 //! which arrow-ord keeps in their input order whatever the direction, are placed before or
 //! after the valid rows on the host.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray};
@@ -82,18 +83,67 @@ const PARTITION_BLOCK: usize = 1 << 15;
 /// costs more than the loop.
 const PARALLEL_FROM: usize = 1 << 14;
 
-/// `source[rows[0]], source[rows[1]], ...`, on rayon's threads for many rows.
-pub(super) fn gather<T: Copy + Send + Sync>(source: &[T], rows: &[u32]) -> Vec<T> {
+/// `source[rows[0]], source[rows[1]], ...` into `out` (as long as `rows`), on rayon's
+/// threads for many rows.
+fn gather_into<T: Copy + Send + Sync>(out: &mut [T], source: &[T], rows: &[u32]) {
+    let one = |(o, &row): (&mut T, &u32)| *o = source[row as usize];
     if rows.len() < PARALLEL_FROM {
-        rows.iter().map(|&row| source[row as usize]).collect()
+        out.iter_mut().zip(rows).for_each(one);
     } else {
-        rows.par_iter().map(|&row| source[row as usize]).collect()
+        out.par_iter_mut().zip(rows.par_iter()).for_each(one);
     }
+}
+
+/// [`gather_into`] a new vector.
+pub(super) fn gather<T: bytemuck::Pod + Send + Sync>(source: &[T], rows: &[u32]) -> Vec<T> {
+    // Zeroed pages from the allocator: the gather touches them first.
+    let mut out = bytemuck::zeroed_vec(rows.len());
+    gather_into(&mut out, source, rows);
+    out
+}
+
+/// The result of `valid` valid rows and the null rows `nulls` (in the order given) before or
+/// after them, the first `limit` rows kept: `fill_valid` writes the valid rows in sorted
+/// order into the part of the result it is given (`valid` long; what lies past the limit
+/// may be left), and the nulls are copied beside it. One list, filled in place, so that no
+/// copy follows and its pages are first touched by the threads that fill them.
+fn beside_nulls<E>(
+    valid: usize,
+    nulls: &[u32],
+    nulls_first: bool,
+    limit: usize,
+    fill_valid: impl FnOnce(&mut [u32]) -> std::result::Result<(), E>,
+) -> std::result::Result<Vec<u32>, E> {
+    let mut out = vec![0u32; valid + nulls.len()];
+    let (valid_at, nulls_at) = if nulls_first {
+        let (nulls_at, valid_at) = out.split_at_mut(nulls.len());
+        (valid_at, nulls_at)
+    } else {
+        out.split_at_mut(valid)
+    };
+    fill_valid(valid_at)?;
+    // Only the nulls that land before the limit.
+    let kept = if nulls_first {
+        limit
+    } else {
+        limit.saturating_sub(valid)
+    }
+    .min(nulls.len());
+    let (to, from) = (&mut nulls_at[..kept], &nulls[..kept]);
+    if kept < PARALLEL_FROM {
+        to.copy_from_slice(from);
+    } else {
+        to.par_chunks_mut(PARALLEL_FROM)
+            .zip(from.par_chunks(PARALLEL_FROM))
+            .for_each(|(to, from)| to.copy_from_slice(from));
+    }
+    out.truncate(limit);
+    Ok(out)
 }
 
 /// The rows `valid[by_key[0]], valid[by_key[1]], ...` (the valid rows in sorted order) with
 /// the null rows `nulls` (in the order given) before or after them, the first `limit` rows
-/// kept ([`around_nulls`] of the valid rows that can be kept, gathered).
+/// kept ([`beside_nulls`], gathering only the valid rows that can be kept).
 pub(super) fn place_nulls(
     valid: &[u32],
     by_key: &[u32],
@@ -107,7 +157,11 @@ pub(super) fn place_nulls(
         limit
     };
     let kept = &by_key[..room.min(by_key.len())];
-    around_nulls(gather(valid, kept), nulls, nulls_first, limit)
+    let placed = beside_nulls(by_key.len(), nulls, nulls_first, limit, |valid_at| {
+        gather_into(&mut valid_at[..kept.len()], valid, kept);
+        Ok::<(), Infallible>(())
+    });
+    placed.unwrap_or_else(|never| match never {})
 }
 
 /// The sort indices of the keys `values` with validity `nulls`: one stable argsort of the
@@ -132,39 +186,9 @@ fn indices_of<K: SortKey>(
     }
     // The valid rows increase, so ordering equal keys by row is the stable order. They are
     // sorted into their place in the result, beside the nulls, so that no copy follows.
-    let mut out = vec![0u32; valid.len() + null.len()];
-    let (sorted, nulls_at) = if options.nulls_first {
-        let (nulls_at, sorted) = out.split_at_mut(null.len());
-        (sorted, nulls_at)
-    } else {
-        out.split_at_mut(valid.len())
-    };
-    sorter.argsort_of_rows_into(values, &valid, order, sorted)?;
-    // On rayon's threads: the result's pages are touched first here.
-    nulls_at
-        .par_chunks_mut(1 << 16)
-        .zip(null.par_chunks(1 << 16))
-        .for_each(|(to, from)| to.copy_from_slice(from));
-    out.truncate(limit);
-    Ok(out)
-}
-
-/// The valid rows in sorted order, `sorted`, with the null rows `nulls` (in the order given)
-/// before or after them, the first `limit` rows kept.
-fn around_nulls(mut sorted: Vec<u32>, nulls: &[u32], nulls_first: bool, limit: usize) -> Vec<u32> {
-    let limit = limit.min(sorted.len() + nulls.len());
-    if nulls_first {
-        let leading = nulls.len().min(limit);
-        let mut out = Vec::with_capacity(limit);
-        out.extend_from_slice(&nulls[..leading]);
-        out.extend_from_slice(&sorted[..limit - leading]);
-        out
-    } else {
-        sorted.truncate(limit);
-        let trailing = limit - sorted.len();
-        sorted.extend_from_slice(&nulls[..trailing]);
-        sorted
-    }
+    beside_nulls(valid.len(), &null, options.nulls_first, limit, |sorted| {
+        sorter.argsort_of_rows_into(values, &valid, order, sorted)
+    })
 }
 
 /// The sort indices of `array` (see [`super::sort_to_indices`]).
@@ -263,7 +287,11 @@ pub(super) fn sort_limit(
 
 /// The rows `indices` of `array`, in that order, nulls included (arrow's `take` for the
 /// types sorted here). The caller guarantees every index is in bounds.
-fn take_typed<T: ArrowPrimitiveType>(array: &PrimitiveArray<T>, indices: &[u32]) -> ArrayRef {
+fn take_typed<T>(array: &PrimitiveArray<T>, indices: &[u32]) -> ArrayRef
+where
+    T: ArrowPrimitiveType,
+    T::Native: SortKey,
+{
     let values = gather(array.values(), indices);
     let nulls = nulls_of(array)
         .map(|nulls| NullBuffer::from_iter(indices.iter().map(|&i| nulls.is_valid(i as usize))));
@@ -345,6 +373,15 @@ mod tests {
         assert_eq!(place_nulls(&valid, &by_key, &nulls, true, 3), [5, 7, 12]);
         assert_eq!(place_nulls(&valid, &by_key, &nulls, false, 1), [12]);
         assert!(place_nulls(&valid, &by_key, &nulls, true, 0).is_empty());
+    }
+
+    /// [`beside_nulls`] of the valid rows `sorted`, written whole.
+    fn around_nulls(sorted: Vec<u32>, nulls: &[u32], nulls_first: bool, limit: usize) -> Vec<u32> {
+        beside_nulls(sorted.len(), nulls, nulls_first, limit, |valid_at| {
+            valid_at.copy_from_slice(&sorted);
+            Ok::<(), Infallible>(())
+        })
+        .unwrap_or_else(|never| match never {})
     }
 
     #[test]
