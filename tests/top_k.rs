@@ -11,7 +11,8 @@
 //!   `k` = the row length.
 //! - `top_k::large`: (3, 70001, 2048) in u32 and f32 edge values, both orders (the largest
 //!   `k` on chip with 2^12-word tiles).
-//! - `top_k::sort_path`: `k` past every on-chip limit (4097 and the row) and 64-bit keys.
+//! - `top_k::sort_path`: `k` past every on-chip limit (4097 and the row), 64-bit keys, and
+//!   rows of 131073 with k = 4097 and 3000 (filtered before the sort on CUDA).
 //!
 //! Targets and gating are the suite's (`support/targets.rs`): a backend compiled in but
 //! unavailable has its trials listed as ignored with the reason, never passed.
@@ -243,7 +244,12 @@ fn sort_path(target: &Target) -> Result<(), Failed> {
     let u = input::<u32>(Pattern::Few, 2 * 5000, target.seed);
     let f = input::<f32>(Pattern::Edges, 5000, target.seed + 1);
     let w = input::<u64>(Pattern::Random, 3 * 1000, target.seed + 2);
+    // Rows long enough for CUDA's candidate filter in front of the sort.
+    let long_u = input::<u32>(Pattern::Few, 2 * 131_073, target.seed + 3);
+    let long_f = input::<f32>(Pattern::Edges, 131_073, target.seed + 4);
     for order in ORDERS {
+        check(target, &long_u, 131_073, 4097, order)?;
+        check(target, &long_f, 131_073, 3000, order)?;
         check(target, &u, 5000, 4097, order)?;
         check(target, &u, 5000, 5000, order)?;
         check(target, &f, 5000, 4500, order)?;

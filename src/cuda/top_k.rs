@@ -171,9 +171,12 @@ impl CudaBackend {
     ///
     /// Any `k` from 1 to `row_len`: keys of at most 32 bits with a `k` that fits the on-chip
     /// tile take the bitonic top-k, every other case sorts `(key, position)` words of the
-    /// rows on the device. Temporary buffers come from the device's stream-ordered memory
-    /// pool. The work is enqueued on `stream`, as for [`CudaBackend::sort_device`]; a bad
-    /// shape or a foreign slice or stream is an error before anything is enqueued.
+    /// rows on the device; long rows of keys of at most 32 bits are first filtered to a few
+    /// candidates per `k`. Temporary buffers come from the device's stream-ordered memory
+    /// pool. The work is enqueued on `stream`, as for [`CudaBackend::sort_device`], except
+    /// that a filtered `k` past the tile (more than 2048) waits for the stream once, to read
+    /// how many candidates each row kept; a bad shape or a foreign slice or stream is an
+    /// error before anything is enqueued.
     #[allow(clippy::too_many_arguments)]
     pub fn top_k_device_rows<K: WordKey + DeviceCopy>(
         &self,
@@ -261,40 +264,51 @@ impl CudaBackend {
         };
         let mut rescue = Rows::All;
         let mut rescued = 0;
-        let (words, stride) = match route {
-            TopKRoute::Tiles(plan) => match TopKFilter::new(job.row_len, job.k, TOP_K_MAX_LOG_TILE)
-            {
-                Some(filter) => {
-                    let (counts, candidates) =
-                        self.enqueue_filter(job, &filter, scratch, stream)?;
-                    rescue = Rows::Rescued {
-                        counts,
-                        lo: job.k as u32,
-                        hi: filter.capacity as u32,
-                    };
-                    let from = (candidates, Rows::Counted(counts));
-                    let words =
-                        self.enqueue_tiles(job, &filter.candidates, Some(from), scratch, stream)?;
-                    rescued = self.enqueue_tiles(job, plan, Some((0, rescue)), scratch, stream)?;
-                    (words, plan.run())
-                }
-                None => (
-                    self.enqueue_tiles(job, plan, None, scratch, stream)?,
-                    plan.run(),
+        let filter = TopKFilter::new(job.row_len, job.k, TOP_K_MAX_LOG_TILE);
+        let sort_all = |scratch: &mut StreamBuffers<'_>| -> Result<cu::CUdeviceptr> {
+            let words = sorted_words(scratch)?;
+            let mut params = (job.keys, words, n, job.row_len, job.encoding.code());
+            let compose = self.top_k_kernels.compose[narrow(job.key_bytes)];
+            // SAFETY: `top_k_compose_<key>(const K *keys, u64 *words, u64 n, u64 row_len, u32
+            // encoding)`, K of `key_bytes`, reads the `n` keys and writes `n` words, which the
+            // buffer holds.
+            unsafe { self.launch_elements(compose, n, &mut params, stream) }?;
+            self.sort_words(words, 8, None, unsigned, job.row_len, n, stream)?;
+            Ok(words)
+        };
+        let (words, stride) = match (route, &filter) {
+            (
+                TopKRoute::Tiles(plan),
+                Some(
+                    filter @ TopKFilter {
+                        candidates: Some(candidates),
+                        ..
+                    },
                 ),
-            },
-            TopKRoute::SortWords => {
-                let words = sorted_words(scratch)?;
-                let mut params = (job.keys, words, n, job.row_len, job.encoding.code());
-                let compose = self.top_k_kernels.compose[narrow(job.key_bytes)];
-                // SAFETY: `top_k_compose_<key>(const K *keys, u64 *words, u64 n, u64
-                // row_len, u32 encoding)`, K of `key_bytes`, reads the `n` keys and writes `n`
-                // words, which the buffer holds.
-                unsafe { self.launch_elements(compose, n, &mut params, stream) }?;
-                self.sort_words(words, 8, None, unsigned, job.row_len, n, stream)?;
-                (words, job.row_len)
+            ) => {
+                let (counts, kept) = self.enqueue_filter(job, filter, scratch, stream)?;
+                rescue = Rows::Rescued {
+                    counts,
+                    lo: job.k as u32,
+                    hi: filter.capacity as u32,
+                };
+                let from = (kept, Rows::Counted(counts));
+                let words = self.enqueue_tiles(job, candidates, Some(from), scratch, stream)?;
+                rescued = self.enqueue_tiles(job, plan, Some((0, rescue)), scratch, stream)?;
+                (words, plan.run())
             }
-            TopKRoute::SortRanked => {
+            (TopKRoute::Tiles(plan), _) => (
+                self.enqueue_tiles(job, plan, None, scratch, stream)?,
+                plan.run(),
+            ),
+            (TopKRoute::SortWords, Some(filter)) => {
+                match self.enqueue_filtered_sort(job, filter, scratch, stream)? {
+                    Some(sorted) => (sorted, filter.capacity),
+                    None => (sort_all(scratch)?, job.row_len),
+                }
+            }
+            (TopKRoute::SortWords, None) => (sort_all(scratch)?, job.row_len),
+            (TopKRoute::SortRanked, _) => {
                 let copy = scratch.alloc(self, n * 8)?;
                 let positions = scratch.alloc(self, n * 4)?;
                 let words = sorted_words(scratch)?;

@@ -100,7 +100,8 @@ const FILTER_MAX_LOG_SAMPLE: u32 = TOP_K_MAX_LOG_TILE;
 ///    smallest word;
 /// 2. one pass keeps the words at or below the threshold, at most `capacity` per row, and
 ///    counts them;
-/// 3. the tile plan [`TopKFilter::candidates`] selects from each row's candidates.
+/// 3. the tile plan [`TopKFilter::candidates`] selects from each row's candidates, or,
+///    where `2K` passes the largest tile, the rows of candidates are sorted.
 ///
 /// Words are distinct within a row (they hold the position), so the count is the rank of
 /// the threshold in the row, whatever the keys, including all-equal ones. A stratified
@@ -120,8 +121,9 @@ pub(crate) struct TopKFilter {
     /// Candidate slots of a row: a power of two of at least `2K`, at most an eighth of the
     /// row.
     pub(crate) capacity: u64,
-    /// The tile plan over rows of `capacity` candidates.
-    pub(crate) candidates: TopKPlan,
+    /// The tile plan over rows of `capacity` candidates; `None` where `2K` passes the largest
+    /// tile, and the candidates (empty slots padded with `u64::MAX`) are sorted as rows.
+    pub(crate) candidates: Option<TopKPlan>,
 }
 
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -146,7 +148,7 @@ impl TopKFilter {
         if capacity > row_len / 8 {
             return None;
         }
-        let candidates = TopKPlan::new(capacity, k, max_log_tile)?;
+        let candidates = TopKPlan::new(capacity, k, max_log_tile);
         Some(TopKFilter {
             log_sample,
             rank: rank as u32,
@@ -426,7 +428,11 @@ mod tests {
             kept.resize(filter.capacity as usize, u64::MAX);
             candidates.extend(kept);
         }
-        let selected = run_plan(&filter.candidates, &candidates, filter.capacity as usize);
+        let plan = filter
+            .candidates
+            .as_ref()
+            .expect("a tile plan of the candidates");
+        let selected = run_plan(plan, &candidates, filter.capacity as usize);
         let rescued = run_plan(full, words, row_len);
         let mut any = false;
         let rows = counts
@@ -457,12 +463,21 @@ mod tests {
             let filter = TopKFilter::new(row_len, k, 12).unwrap();
             assert!(filter.capacity * 8 <= row_len && filter.capacity.is_power_of_two());
             assert!(filter.capacity >= 2 * k && u64::from(filter.rank) <= 1 << filter.log_sample);
-            assert_eq!(filter.candidates.passes[0].len, filter.capacity);
+            let plan = filter.candidates.as_ref().expect("k fits a tile");
+            assert_eq!(plan.passes[0].len, filter.capacity);
             assert!(filter.rescues(k - 1, k) && !filter.rescues(k, k));
             assert!(filter.rescues(filter.capacity + 1, k));
         }
         // 2048 rows of 2^17, k = 1024: the sample of 4096 leaves one tile of candidates.
         assert_eq!(TopKFilter::new(131_072, 1024, 12).unwrap().capacity, 4096);
+        // Past the tile the candidates are sorted: a sixteenth of a row of 2^20 for k =
+        // 16384, an eighth of 2^17 for k = 4096.
+        for (row_len, k, capacity) in [(1u64 << 20, 16_384u64, 65_536u64), (131_072, 4096, 16_384)]
+        {
+            let filter = TopKFilter::new(row_len, k, 12).unwrap();
+            assert_eq!((filter.capacity, filter.candidates), (capacity, None));
+        }
+        assert!(TopKFilter::new(131_072, 16_384, 12).is_none());
         for e in 0..40 {
             let p = sample_position(3, 5, 1 << e | 77, 4.min(e));
             let lo = (5 * (1u64 << e | 77)) >> 4.min(e);

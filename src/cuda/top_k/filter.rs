@@ -1,16 +1,18 @@
 //! The candidate filter of long rows on CUDA ([`TopKFilter`]): the sample that gives each
-//! row its threshold, the pass that keeps the words at or below it, and which rows a tile
-//! launch then serves.
+//! row its threshold, the pass that keeps the words at or below it, which rows a tile
+//! launch then serves, and the sorted candidates of a `k` past the tile.
 
 use cust::stream::Stream;
 use cust::sys as cu;
 
+use super::super::driver::on;
 use super::super::kernels::KernelParams;
 use super::super::kernels::launch_kernel;
 use super::{CudaBackend, StreamBuffers, TopKJob, narrow};
 use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::kernel_contract::{TOP_K_FILTER_CHUNK, TOP_K_THREADS, padded_words};
+use crate::keys::{KeyEncoding, KeyKind};
 use crate::schedule::top_k::TopKFilter;
 
 /// Which rows a launch of `top_k_tiles_*` serves (`ROWS_*` in `cuda/top_k.cuh`), by the
@@ -54,11 +56,19 @@ impl CudaBackend {
         let thresholds = scratch.alloc(self, rows * 8)?;
         let counts = scratch.alloc(self, rows * 4)?;
         let candidates = scratch.alloc(self, rows * filter.capacity * 8)?;
-        crate::fault::point(BackendKind::Cuda, "cuMemsetD32Async")?;
-        // SAFETY: the counts buffer holds `rows` 32-bit words, set in the stream's order.
-        super::super::driver::check("cuMemsetD32Async", unsafe {
-            cu::cuMemsetD32Async(counts, 0, rows as usize, stream.as_inner())
-        })?;
+        let mut fills = vec![(counts, 0, rows)];
+        if filter.candidates.is_none() {
+            // The candidates' rows are sorted whole: empty slots must sort last.
+            fills.push((candidates, u32::MAX, rows * filter.capacity * 2));
+        }
+        for (at, value, words) in fills {
+            crate::fault::point(BackendKind::Cuda, "cuMemsetD32Async")?;
+            // SAFETY: the buffer at `at` holds `words` 32-bit words (allocated just above),
+            // set in the stream's order.
+            super::super::driver::check("cuMemsetD32Async", unsafe {
+                cu::cuMemsetD32Async(at, value, words as usize, stream.as_inner())
+            })?;
+        }
         let width = narrow(job.key_bytes);
         let log_rank = filter.rank.next_power_of_two().trailing_zeros();
         let mut params = (
@@ -110,5 +120,50 @@ impl CudaBackend {
             )
         }?;
         Ok((counts, candidates))
+    }
+
+    /// The filtered route of a `k` past the on-chip tile: the filter, then each row's
+    /// `capacity` candidates sorted as a row (empty slots, `u64::MAX`, last). Returns the
+    /// sorted candidates, `capacity` words per row, or `None` where a row's count lies
+    /// outside `k..=capacity` and every row must be sorted whole instead. Reading the
+    /// counts waits for the stream once, after the sort is enqueued: a rescue of only some
+    /// rows would need a sort of a number of rows known only on the device.
+    pub(super) fn enqueue_filtered_sort(
+        &self,
+        job: &TopKJob,
+        filter: &TopKFilter,
+        scratch: &mut StreamBuffers<'_>,
+        stream: &Stream,
+    ) -> Result<Option<cu::CUdeviceptr>> {
+        let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
+        let unsigned = KeyEncoding {
+            kind: KeyKind::Unsigned,
+            descending: false,
+        };
+        let slots = job.rows * filter.capacity;
+        self.sort_words(
+            candidates,
+            8,
+            None,
+            unsigned,
+            filter.capacity,
+            slots,
+            stream,
+        )?;
+        stream.synchronize().map_err(on("cuStreamSynchronize"))?;
+        let mut got = vec![0u32; job.rows as usize];
+        crate::fault::point(BackendKind::Cuda, "cuMemcpyDtoH")?;
+        // SAFETY: the counts buffer holds `rows` 32-bit words, written by the filter, which
+        // the stream has finished; `got` holds as many.
+        super::super::driver::check("cuMemcpyDtoH", unsafe {
+            cu::cuMemcpyDtoH_v2(
+                got.as_mut_ptr().cast(),
+                counts,
+                got.len() * std::mem::size_of::<u32>(),
+            )
+        })?;
+        let served =
+            |count: &u32| u64::from(*count) >= job.k && u64::from(*count) <= filter.capacity;
+        Ok(got.iter().all(served).then_some(candidates))
     }
 }
