@@ -163,3 +163,136 @@ fn cuda_merge_profile() {
         assert!(got == want, "u{} 2^{log_n}: not sorted", 8 * key);
     }
 }
+
+/// Device times of one range-partition pass over 2^28 random `u32` keys in device memory
+/// (`range_scatter_u32`, the pass an on-chip bucket sort would run twice), for 63 to 511
+/// splitters, beside the merge-path sort of the same keys; with `cuda_merge_profile`'s tile
+/// sort these give the cost of partition-then-bucket-sort before it is built. Checks that
+/// every range got exactly its keys. `cargo test --release --features cuda --lib
+/// cuda_partition_profile -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs a CUDA device; a timing, not a check"]
+fn cuda_partition_profile() {
+    use crate::kernel_contract::{RANGE_SCATTER_KEYS, RANGE_SCATTER_THREADS};
+    use crate::Order;
+    use crate::cuda::kernels::{KernelParams, launch_kernel};
+    use crate::partition::{Splitters, counts};
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let log_n: u32 = std::env::var("BITONIC_PARTITION_LOG2")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(28);
+    let n = 1usize << log_n;
+    let mut next = lcg(9);
+    let keys: Vec<u32> = (0..n).map(|_| next() as u32).collect();
+    let data = DeviceBuffer::from_slice(&keys).expect("upload");
+    let regions = DeviceBuffer::<u32>::zeroed(n).expect("regions");
+    let start = Event::new(EventFlags::DEFAULT).expect("event");
+    let stop = Event::new(EventFlags::DEFAULT).expect("event");
+    let timed = |what: &dyn Fn()| -> f64 {
+        let mut times: Vec<f64> = (0..6)
+            .map(|_| {
+                start.record(&gpu.stream).expect("record");
+                what();
+                stop.record(&gpu.stream).expect("record");
+                stop.synchronize().expect("sync");
+                f64::from(stop.elapsed_time_f32(&start).expect("elapsed"))
+            })
+            .skip(1)
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2]
+    };
+    let encoding = KeyEncoding::of::<u32>(Order::Ascending);
+    for m in [63usize, 127, 255, 511] {
+        let splitters = Splitters::choose(&keys, m + 1, Order::Ascending);
+        let want = counts(&keys, &splitters, Order::Ascending);
+        let ranges = want.len();
+        let mut offsets = vec![0u64; ranges];
+        for r in 1..ranges {
+            offsets[r] = offsets[r - 1] + want[r - 1] as u64;
+        }
+        let capacities: Vec<u64> = want.iter().map(|&c| c as u64).collect();
+        let split_words: Vec<u64> = splitters.bits().iter().copied().chain([0]).collect();
+        let split = DeviceBuffer::from_slice(&split_words).expect("splitters");
+        let offsets = DeviceBuffer::from_slice(&offsets).expect("offsets");
+        let capacities = DeviceBuffer::from_slice(&capacities).expect("capacities");
+        let fills = DeviceBuffer::from_slice(&vec![0u64; ranges]).expect("fills");
+        let kernel = gpu.range_kernels[0];
+        let scatter = || {
+            // SAFETY: the fills hold `ranges` 64-bit words.
+            unsafe {
+                cu::cuMemsetD32Async(
+                    fills.as_device_ptr().as_raw(),
+                    0,
+                    2 * ranges,
+                    gpu.stream.as_inner(),
+                );
+            }
+            let mut params = (
+                data.as_device_ptr().as_raw(),
+                n as u64,
+                split.as_device_ptr().as_raw(),
+                splitters.bits().len() as u32,
+                encoding.code(),
+                offsets.as_device_ptr().as_raw(),
+                capacities.as_device_ptr().as_raw(),
+                fills.as_device_ptr().as_raw(),
+                regions.as_device_ptr().as_raw(),
+            );
+            let grid = n.div_ceil(RANGE_SCATTER_KEYS as usize) as u32;
+            // SAFETY: `range_scatter_u32` as in `device_ranges.rs`: the tables hold an entry
+            // per range, the capacities are the exact counts, so every key lands inside the
+            // regions, which hold `n` keys.
+            unsafe {
+                launch_kernel(
+                    kernel,
+                    (grid, RANGE_SCATTER_THREADS, 0),
+                    gpu.stream.as_inner(),
+                    &mut params.pointers(),
+                )
+            }
+            .expect("scatter");
+        };
+        let ms = timed(&scatter);
+        let mut got = vec![0u64; ranges];
+        fills.copy_to(&mut got[..]).expect("fills");
+        let want: Vec<u64> = want.iter().map(|&c| c as u64).collect();
+        assert_eq!(got, want, "{m} splitters");
+        eprintln!(
+            "range scatter 2^{log_n} u32, {m} splitters ({ranges} ranges): {ms:.3} ms ({:.0} GB/s read + write)",
+            8.0 * n as f64 / ms / 1e6
+        );
+    }
+    let scratch = DeviceBuffer::<u32>::zeroed(n).expect("copy");
+    let sort = || {
+        // SAFETY: both buffers hold `n` keys.
+        unsafe {
+            cu::cuMemcpyDtoDAsync_v2(
+                scratch.as_device_ptr().as_raw(),
+                data.as_device_ptr().as_raw(),
+                n * 4,
+                gpu.stream.as_inner(),
+            );
+        }
+        gpu.sort_device(&mut scratch.index(..), Order::Ascending, &gpu.stream)
+            .expect("sort");
+    };
+    let copy_only = || {
+        // SAFETY: as above.
+        unsafe {
+            cu::cuMemcpyDtoDAsync_v2(
+                scratch.as_device_ptr().as_raw(),
+                data.as_device_ptr().as_raw(),
+                n * 4,
+                gpu.stream.as_inner(),
+            );
+        }
+    };
+    let (total, copy) = (timed(&sort), timed(&copy_only));
+    eprintln!(
+        "merge-path sort 2^{log_n} u32: {:.3} ms (a device copy of the keys, {copy:.3} ms, taken off)",
+        total - copy
+    );
+}
