@@ -49,5 +49,6 @@ mod device;
 mod kernel_model;
 mod launches;
 mod merge_path;
+mod partitioned;
 mod profiles;
 mod top_k;

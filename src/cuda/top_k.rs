@@ -6,15 +6,16 @@
 use std::ffi::c_void;
 
 use cust::context::CurrentContext;
-use cust::memory::{AsyncCopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
+use cust::memory::{AsyncCopyDestination, DeviceCopy, DeviceSlice};
 use cust::module::Module;
 use cust::stream::Stream;
 use cust::sys as cu;
 
 use super::CudaBackend;
 use super::device_slices::DeviceWords;
-use super::driver::{driver_error, on};
+use super::driver::on;
 use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
+use super::stream_buffers::StreamBuffers;
 use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::kernel_contract::{TOP_K_REGISTER_LOG_TILE, TOP_K_THREADS, TopKArgs, padded_words};
@@ -126,42 +127,6 @@ impl TopKJob {
     }
 }
 
-/// Temporary device buffers of one top-k, allocated and freed in the order of its stream.
-struct StreamBuffers<'s> {
-    stream: &'s Stream,
-    buffers: Vec<DeviceBuffer<u8>>,
-}
-
-impl StreamBuffers<'_> {
-    /// The address of a new buffer of `bytes`, usable by work enqueued after this call.
-    fn alloc(&mut self, backend: &CudaBackend, bytes: u64) -> Result<cu::CUdeviceptr> {
-        crate::fault::point(BackendKind::Cuda, "cuMemAllocAsync")?;
-        // SAFETY: the buffer is written by the launches enqueued after the allocation on the
-        // same stream before anything reads it, and freed in stream order (`free`).
-        let buffer =
-            unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes.max(1) as usize, self.stream) }
-                .map_err(|e| match e {
-                    cust::error::CudaError::OutOfMemory => backend.out_of_memory(bytes),
-                    e => driver_error("cuMemAllocAsync", e),
-                })?;
-        let address = buffer.as_device_ptr().as_raw();
-        self.buffers.push(buffer);
-        Ok(address)
-    }
-
-    /// Frees every buffer once the stream reaches this point; the first failure is returned.
-    fn free(self) -> Result<()> {
-        let mut result = Ok(());
-        for buffer in self.buffers {
-            let freed = buffer.drop_async(self.stream).map_err(on("cuMemFreeAsync"));
-            if result.is_ok() {
-                result = freed;
-            }
-        }
-        result
-    }
-}
-
 impl CudaBackend {
     /// The `k` best keys of each row of `row_len` keys in `keys` (the smallest for
     /// [`Order::Ascending`], the largest for [`Order::Descending`], floats in `total_cmp`
@@ -236,10 +201,7 @@ impl CudaBackend {
         if job.rows == 0 {
             return Ok(());
         }
-        let mut scratch = StreamBuffers {
-            stream,
-            buffers: Vec::new(),
-        };
+        let mut scratch = StreamBuffers::new(stream);
         let route = TopKRoute::new(job.key_bytes, job.row_len, job.k, TOP_K_MAX_LOG_TILE);
         let enqueued = self.enqueue_route(job, &route, &mut scratch, stream);
         // The buffers are freed in stream order after the launches that use them, whatever

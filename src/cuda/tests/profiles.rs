@@ -173,9 +173,9 @@ fn cuda_merge_profile() {
 #[test]
 #[ignore = "needs a CUDA device; a timing, not a check"]
 fn cuda_partition_profile() {
-    use crate::kernel_contract::{RANGE_SCATTER_KEYS, RANGE_SCATTER_THREADS};
     use crate::Order;
     use crate::cuda::kernels::{KernelParams, launch_kernel};
+    use crate::kernel_contract::{RANGE_SCATTER_KEYS, RANGE_SCATTER_THREADS};
     use crate::partition::{Splitters, counts};
     let gpu = CudaBackend::open(0).expect("open device 0");
     CurrentContext::set_current(&gpu.context).expect("context");
@@ -219,7 +219,7 @@ fn cuda_partition_profile() {
         let offsets = DeviceBuffer::from_slice(&offsets).expect("offsets");
         let capacities = DeviceBuffer::from_slice(&capacities).expect("capacities");
         let fills = DeviceBuffer::from_slice(&vec![0u64; ranges]).expect("fills");
-        let kernel = gpu.range_kernels[0];
+        let kernel = gpu.range_kernels.scatter[0];
         let scatter = || {
             // SAFETY: the fills hold `ranges` 64-bit words.
             unsafe {
