@@ -8,6 +8,10 @@
 //! the ordered key's leading bits with the position in the rest (as few bits as the
 //! positions need), then puts each run of equal leading bits in order of (the key's other
 //! bits, position): each the faster of the two where it runs.
+//! An argsort's keys and labels are written by blocks of its input ([`LabelledBlock`]), each
+//! into its own pieces of the sort's buffers on rayon's threads: blocks of a slice of keys,
+//! or of the valid rows of an Arrow column, which find those rows in its null bitmap as
+//! they write.
 //! Segments of 8-byte keys take that argsort, then a sort of `segment << 32 | rank`. Every
 //! sort runs on the sorter's device; positions are 32-bit, so one array (or row) holds at
 //! most 2^32 elements here.
@@ -17,6 +21,9 @@ use crate::error::{Error, Result};
 use crate::keys::{KeyEncoding, KeyKind, KeyRepr, Order, SortKey, WordsMut};
 use crate::sorter::{Sorter, check_rows};
 use rayon::prelude::*;
+
+pub(crate) use blocks::LabelledBlock;
+use blocks::{RowsBlock, fill_piece, for_each_block, map_blocks, with_pieces};
 
 /// The order of unsigned words, ascending: the sorts here sort words already ordered.
 const UNSIGNED: KeyEncoding = KeyEncoding {
@@ -49,13 +56,15 @@ fn map_indices<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T
     }
 }
 
+/// Positions per block of the host loops here: a few thousand blocks at 2^26 positions.
+const BLOCK: usize = 1 << 14;
+
 /// `out[i] = f(i, position of i in its row)` for every index of `out`, in rows of `row_len`,
-/// in pieces (one division per piece, not per element), on rayon's threads from
+/// in blocks (one division per block, not per element), on rayon's threads from
 /// [`SEQUENTIAL_BELOW`] elements on.
 fn fill_rows<T: Send>(out: &mut [T], row_len: usize, f: impl Fn(usize, u32) -> T + Sync + Send) {
-    const PIECE: usize = 1 << 14;
     let fill = |(p, piece): (usize, &mut [T])| {
-        let start = p * PIECE;
+        let start = p * BLOCK;
         let mut position = start % row_len.max(1);
         for (j, slot) in piece.iter_mut().enumerate() {
             *slot = f(start + j, position as u32);
@@ -66,21 +75,10 @@ fn fill_rows<T: Send>(out: &mut [T], row_len: usize, f: impl Fn(usize, u32) -> T
         }
     };
     if out.len() < SEQUENTIAL_BELOW {
-        out.chunks_mut(PIECE).enumerate().for_each(fill);
+        out.chunks_mut(BLOCK).enumerate().for_each(fill);
     } else {
-        out.par_chunks_mut(PIECE).enumerate().for_each(fill);
+        out.par_chunks_mut(BLOCK).enumerate().for_each(fill);
     }
-}
-
-/// [`fill_rows`] of a new vector of `n` elements.
-fn map_rows<T>(n: usize, row_len: usize, f: impl Fn(usize, u32) -> T + Sync + Send) -> Vec<T>
-where
-    T: Copy + Default + Send + Sync,
-{
-    // Zeroed pages from the allocator: no pass over the memory before the fill.
-    let mut out = vec![T::default(); n];
-    fill_rows(&mut out, row_len, f);
-    out
 }
 
 /// A key type's words as the sorts here see them, from one probe of its representation:
@@ -357,49 +355,58 @@ impl Sorter {
     ) -> Result<Vec<u32>> {
         check_rows(keys.len(), row_len)?;
         check_indexable(row_len, "an argsort row")?;
+        let blocks = keys
+            .chunks(BLOCK)
+            .enumerate()
+            .map(|(b, keys)| RowsBlock {
+                keys,
+                first: b * BLOCK,
+                row_len,
+            })
+            .collect();
         // Zeroed pages from the allocator: the fill touches them first, on rayon's threads.
         let mut out = vec![0u32; keys.len()];
         self.argsort_labelled_into(
-            |i| keys[i],
+            blocks,
             |row, label| keys[row * row_len + label as usize],
             row_len,
-            None,
+            row_len.saturating_sub(1),
             descending,
             &mut out,
         )?;
         Ok(out)
     }
 
-    /// Writes into `out` the labels `rows` (strictly increasing, as many as `out`) ordered
-    /// stably by the keys `keys[rows[0]], keys[rows[1]], ...`: the rows of those keys in
-    /// sorted order, equal keys by row. What [`Sorter::argsort`] of the gathered keys, mapped
-    /// back through `rows`, would give, without the gathered copy or the mapping; `out` may
-    /// be part of a larger result. At most 2^32 rows.
+    /// Writes into `out` the labels that `blocks` write with their keys (as many as `out`),
+    /// ordered stably by key: each label is the position in `keys` of the key written with
+    /// it, and the labels increase from each position to the next, so that ordering equal
+    /// keys by label keeps their input order. What [`Sorter::argsort`] of the keys written,
+    /// mapped back through their labels, would give, with no list of the keys' positions
+    /// (the blocks find them as they write); `out` may be part of a larger result. At most
+    /// 2^32 positions.
     #[cfg(feature = "arrow")]
-    pub(crate) fn argsort_of_rows_into<K: SortKey>(
+    pub(crate) fn argsort_blocks_into<K: SortKey, B: LabelledBlock<K>>(
         &self,
+        blocks: Vec<B>,
         keys: &[K],
-        rows: &[u32],
         order: Order,
         out: &mut [u32],
     ) -> Result<()> {
-        check_indexable(rows.len(), "an argsort")?;
-        debug_assert!(rows.windows(2).all(|w| w[0] < w[1]), "rows must increase");
-        debug_assert_eq!(rows.len(), out.len());
+        check_indexable(out.len(), "an argsort")?;
         self.argsort_labelled_into(
-            |i| keys[rows[i] as usize],
-            |_, row| keys[row as usize],
-            rows.len().max(1),
-            Some(rows),
+            blocks,
+            |_, label| keys[label as usize],
+            out.len().max(1),
+            keys.len().saturating_sub(1),
             order.is_descending(),
             out,
         )
     }
 
-    /// The argsort of `out.len()` keys (`key_at(i)`) in rows of `row_len`, into `out`: each
-    /// key labelled by its position in its row, or, for one row, by `labels[i]` (increasing,
-    /// so that ordering equal keys by label orders them by position); the labels in sorted
-    /// order. `key_of_label(row, label)` is the key that carries `label` in row `row`.
+    /// The argsort of the `out.len()` keys that `blocks` write with their labels, in rows of
+    /// `row_len`, into `out`: the labels in sorted order, equal keys of a row in label order.
+    /// Every label is at most `largest_label`; `key_of_label(row, label)` is the key that
+    /// carries `label` in row `row`.
     ///
     /// Keys of at most 32 bits take one sort of `ordered key << 32 | label`. 8-byte keys:
     /// - on a device, the ordered keys sort with their labels as values, and each run of
@@ -410,25 +417,27 @@ impl Sorter {
     ///   in as few bits as the largest label needs), then each run of equal prefixes in a row
     ///   put in order of (the key's remaining bits, label): on 2 cores at 2^24 keys, 0.33 s
     ///   against 1.07 s for rayon's sort of the pairs.
-    fn argsort_labelled_into<K: SortKey>(
+    fn argsort_labelled_into<K: SortKey, B: LabelledBlock<K>>(
         &self,
-        key_at: impl Fn(usize) -> K + Sync + Send,
+        blocks: Vec<B>,
         key_of_label: impl Fn(usize, u32) -> K + Sync + Send,
         row_len: usize,
-        labels: Option<&[u32]>,
+        largest_label: usize,
         descending: bool,
         out: &mut [u32],
     ) -> Result<()> {
         let n = out.len();
-        let label = |i: usize, position: u32| labels.map_or(position, |l| l[i]);
+        debug_assert_eq!(blocks.iter().map(B::positions).sum::<usize>(), n);
         if n <= 1 || row_len <= 1 {
-            fill_rows(out, row_len, label);
+            for_each_block(with_pieces(blocks, B::positions, out), |(block, piece)| {
+                fill_piece(block, piece, |_, label| label);
+            });
             return Ok(());
         }
         if let Some(kind) = u32_kind::<K>() {
             let enc = KeyEncoding { kind, descending };
-            let mut composite = map_rows(n, row_len, |i, position| {
-                u64::from(enc.encode(u32_of_key(key_at(i)))) << 32 | u64::from(label(i, position))
+            let mut composite = map_blocks(blocks, n, |key, label| {
+                u64::from(enc.encode(u32_of_key(key))) << 32 | u64::from(label)
             });
             self.sort_u64_rows(&mut composite, row_len)?;
             fill_rows(out, row_len, |i, _| composite[i] as u32);
@@ -445,8 +454,18 @@ impl Sorter {
         let ordered = |key: K| enc.encode(u64_of_key(key));
         let backend = self.backend_for(n);
         if backend.device().backend != BackendKind::Cpu {
-            let mut keys = map_rows(n, row_len, |i, _| ordered(key_at(i)));
-            fill_rows(out, row_len, label);
+            // Zeroed pages from the allocator: the blocks' threads touch them first.
+            let mut keys = vec![0u64; n];
+            let blocks = with_pieces(blocks, B::positions, &mut keys);
+            let blocks = with_pieces(blocks, |(block, _)| block.positions(), out);
+            for_each_block(blocks, |((block, keys), labels)| {
+                let mut slots = keys.iter_mut().zip(labels.iter_mut());
+                block.fill(|key, label| {
+                    if let Some((k, l)) = slots.next() {
+                        (*k, *l) = (ordered(key), label);
+                    }
+                });
+            });
             of_copies(backend.sort_rows_words(
                 WordsMut::U64(&mut keys),
                 Some(WordsMut::U32(out)),
@@ -456,11 +475,10 @@ impl Sorter {
             order_equal_keys(&keys, out, row_len);
             return Ok(());
         }
-        let largest = labels.map_or(row_len - 1, |l| l.last().map_or(0, |&l| l as usize));
-        let label_bits = (usize::BITS - largest.leading_zeros()).max(1);
+        let label_bits = (usize::BITS - largest_label.leading_zeros()).max(1);
         let rest = (1u64 << label_bits) - 1;
-        let mut composite = map_rows(n, row_len, |i, position| {
-            ordered(key_at(i)) & !rest | u64::from(label(i, position))
+        let mut composite = map_blocks(blocks, n, |key, label| {
+            ordered(key) & !rest | u64::from(label)
         });
         self.sort_u64_rows(&mut composite, row_len)?;
         order_tied_prefixes(&mut composite, row_len, label_bits, |row, label| {
@@ -529,5 +547,6 @@ impl Sorter {
     }
 }
 
+mod blocks;
 #[cfg(test)]
 mod tests;

@@ -71,6 +71,26 @@ fn equal_keys_get_their_labels_in_order() {
     }
 }
 
+/// The keys `keys[rows[0]], keys[rows[1]], ...`, labelled by their rows.
+#[cfg(feature = "arrow")]
+struct ListBlock<'a> {
+    keys: &'a [f64],
+    rows: &'a [u32],
+}
+
+#[cfg(feature = "arrow")]
+impl LabelledBlock<f64> for ListBlock<'_> {
+    fn positions(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn fill(self, mut emit: impl FnMut(f64, u32)) {
+        for &row in self.rows {
+            emit(self.keys[row as usize], row);
+        }
+    }
+}
+
 #[test]
 fn eight_byte_keys_with_tied_prefixes() {
     let sorter = Sorter::builder()
@@ -119,9 +139,23 @@ fn eight_byte_keys_with_tied_prefixes() {
                         .into_iter()
                         .map(|p| rows[p as usize])
                         .collect();
+                    // Blocks of uneven lengths, an empty one among them.
+                    let mut blocks = Vec::new();
+                    let mut rest = &rows[..];
+                    for len in [0, 1, 999].into_iter().cycle() {
+                        if rest.is_empty() {
+                            break;
+                        }
+                        let (block, tail) = rest.split_at(len.min(rest.len()));
+                        blocks.push(ListBlock {
+                            keys: &keys,
+                            rows: block,
+                        });
+                        rest = tail;
+                    }
                     let mut got = vec![0; rows.len()];
                     sorter
-                        .argsort_of_rows_into(&keys, &rows, order, &mut got)
+                        .argsort_blocks_into(blocks, &keys, order, &mut got)
                         .expect("labelled");
                     assert!(got == want, "labelled n={n} shape {shape} {order:?}");
                 }

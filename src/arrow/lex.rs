@@ -4,16 +4,17 @@
 //! After the pass of column `j` the rows are in the order of columns `j..` (most significant
 //! first), rows equal in all of them in input order: the pass orders the rows by column `j`
 //! alone, stably, so rows equal in column `j` keep the order of the columns after it. The
-//! first pass starts from the input order. Each pass is one stable argsort of the column's
-//! valid keys, gathered in the current order, with the column's nulls (equal to each other)
-//! placed before or after them in the current order.
+//! first pass starts from the input order: it is the column's own sort indices. Each later
+//! pass is one stable argsort of the column's valid keys, gathered in the current order,
+//! with the column's nulls (equal to each other) placed before or after them in the current
+//! order.
 
 use arrow_array::Array;
 use arrow_buffer::NullBuffer;
 use arrow_schema::SortOptions;
 
 use super::SortColumn;
-use super::single::{gather, nulls_of, order_of, partition, place_nulls, sort_to_indices};
+use super::single::{gather, indices_of, nulls_of, order_of, place_nulls, sort_to_indices};
 use super::types::for_key_type;
 use super::types::{check_rows, check_supported, primitive, unsupported};
 use crate::error::{Error, Result};
@@ -36,14 +37,13 @@ fn pass<K: SortKey>(
             let by_key = sorter.argsort(&gather(values, current), order)?;
             Ok(gather(current, &by_key))
         }
-        (Some(nulls), current) => {
+        // From the input order, the pass is the sort of the column alone.
+        (Some(nulls), None) => indices_of(sorter, values, Some(nulls), options, values.len()),
+        (Some(nulls), Some(current)) => {
             // The valid and the null rows, each in the current order.
-            let (valid, null) = match current {
-                None => partition(nulls),
-                Some(current) => current
-                    .iter()
-                    .partition::<Vec<u32>, _>(|&&row| nulls.is_valid(row as usize)),
-            };
+            let (valid, null) = current
+                .iter()
+                .partition::<Vec<u32>, _>(|&&row| nulls.is_valid(row as usize));
             let by_key = sorter.argsort(&gather(values, &valid), order)?;
             Ok(place_nulls(
                 &valid,

@@ -1,21 +1,22 @@
 //! One column: its sort indices, and its sorted values.
 //!
-//! The valid rows are argsorted by one call of the sorter, which reads their values where
-//! they lie in the values buffer and labels them with their rows (no gathered copy, and no
-//! mapping of positions back to rows); the sorted values are gathered once. The nulls,
-//! which arrow-ord keeps in their input order whatever the direction, are placed before or
-//! after the valid rows on the host.
+//! The valid rows are argsorted by one call of the sorter, whose keys and labels (the rows)
+//! are written by one pass over the null bitmap, in blocks on rayon's threads, straight from
+//! the values buffer (no list of valid rows, no gathered copy, no mapping of positions back
+//! to rows). The same pass writes the null rows, which arrow-ord keeps in their input order
+//! whatever the direction, into their places before or after the valid rows.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray};
-use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, NullBuffer, ScalarBuffer};
 use arrow_schema::SortOptions;
 use rayon::prelude::*;
 
 use super::types::for_key_type;
 use super::types::{check_rows, primitive, unsupported};
+use crate::argsort::LabelledBlock;
 use crate::error::Result;
 use crate::keys::{Order, SortKey};
 use crate::sorter::Sorter;
@@ -31,53 +32,95 @@ pub(super) fn nulls_of(array: &dyn Array) -> Option<&NullBuffer> {
     array.nulls().filter(|n| n.null_count() > 0)
 }
 
-/// The positions of the valid and of the null rows, each in input order. Many rows are
-/// split into blocks: each block's valid rows are counted, then each block writes its
-/// positions into its own part of the two lists, on rayon's threads.
-pub(super) fn partition(nulls: &NullBuffer) -> (Vec<u32>, Vec<u32>) {
-    let bits = nulls.inner();
-    let n = bits.len();
-    if n < PARALLEL_FROM {
-        let valid = bits.set_indices_u32().collect();
-        let null = (!bits).set_indices_u32().collect();
-        return (valid, null);
-    }
-    let block = |b: usize| {
-        let start = b * PARTITION_BLOCK;
-        (start, bits.slice(start, PARTITION_BLOCK.min(n - start)))
-    };
-    let blocks = n.div_ceil(PARTITION_BLOCK);
-    let ones: Vec<usize> = (0..blocks)
-        .into_par_iter()
-        .map(|b| block(b).1.count_set_bits())
-        .collect();
-    let valid_len: usize = ones.iter().sum();
-    let mut valid = vec![0u32; valid_len];
-    let mut null = vec![0u32; n - valid_len];
-    let (mut valid_rest, mut null_rest) = (&mut valid[..], &mut null[..]);
-    let mut parts = Vec::with_capacity(blocks);
-    for (b, &set) in ones.iter().enumerate() {
-        let unset = block(b).1.len() - set;
-        let (v, rest) = std::mem::take(&mut valid_rest).split_at_mut(set);
-        valid_rest = rest;
-        let (z, rest) = std::mem::take(&mut null_rest).split_at_mut(unset);
-        null_rest = rest;
-        parts.push((b, v, z));
-    }
-    parts.into_par_iter().for_each(|(b, v, z)| {
-        let (start, bits) = block(b);
-        for (out, i) in v.iter_mut().zip(bits.set_indices()) {
-            *out = (start + i) as u32;
-        }
-        for (out, i) in z.iter_mut().zip((!&bits).set_indices()) {
-            *out = (start + i) as u32;
-        }
-    });
-    (valid, null)
+/// Rows per block of the pass over a null bitmap: a few thousand blocks at 2^26 rows.
+const BLOCK_ROWS: usize = 1 << 15;
+
+/// The rows `start..start + bits.len()` of a column with validity `bits`. As a block of an
+/// argsort it writes its valid rows' keys, labelled by their rows; as it does, it writes its
+/// null rows into `nulls`, their places in the result: one pass over the bitmap finds both,
+/// with no list of valid rows to read back.
+struct RowsOf<'a, K> {
+    /// The block's values.
+    values: &'a [K],
+    /// The block's first row.
+    start: usize,
+    bits: BooleanBuffer,
+    valid: usize,
+    nulls: &'a mut [u32],
 }
 
-/// Rows per block of [`partition`]: a few thousand blocks at 2^26 rows.
-const PARTITION_BLOCK: usize = 1 << 15;
+impl<K: SortKey> LabelledBlock<K> for RowsOf<'_, K> {
+    fn positions(&self) -> usize {
+        self.valid
+    }
+
+    fn fill(self, mut emit: impl FnMut(K, u32)) {
+        let mut nulls = self.nulls.iter_mut();
+        let chunks = self.bits.bit_chunks();
+        let words = chunks.iter().map(|word| (word, u64::MAX));
+        let tail = (chunks.remainder_len() > 0).then(|| {
+            (
+                chunks.remainder_bits(),
+                (1u64 << chunks.remainder_len()) - 1,
+            )
+        });
+        for (w, (word, mask)) in words.chain(tail).enumerate() {
+            let base = w * 64;
+            let mut set = word & mask;
+            while set != 0 {
+                let at = base + set.trailing_zeros() as usize;
+                emit(self.values[at], (self.start + at) as u32);
+                set &= set - 1;
+            }
+            let mut unset = !word & mask;
+            while unset != 0 {
+                let at = base + unset.trailing_zeros() as usize;
+                if let Some(slot) = nulls.next() {
+                    *slot = (self.start + at) as u32;
+                }
+                unset &= unset - 1;
+            }
+        }
+    }
+}
+
+/// The blocks of the column `values` with validity `nulls` ([`RowsOf`]), the null rows'
+/// places in the result being `nulls_at` (as many as the nulls, in input order). The
+/// blocks' valid rows are counted on rayon's threads when there are several blocks.
+fn blocks_of<'a, K: SortKey>(
+    values: &'a [K],
+    nulls: &NullBuffer,
+    mut nulls_at: &'a mut [u32],
+) -> Vec<RowsOf<'a, K>> {
+    let n = values.len();
+    let block = |b: usize| {
+        let start = b * BLOCK_ROWS;
+        let len = BLOCK_ROWS.min(n - start);
+        let bits = nulls.inner().slice(start, len);
+        let valid = bits.count_set_bits();
+        (start, len, bits, valid)
+    };
+    let blocks = n.div_ceil(BLOCK_ROWS);
+    let counted: Vec<_> = if blocks < 2 {
+        (0..blocks).map(block).collect()
+    } else {
+        (0..blocks).into_par_iter().map(block).collect()
+    };
+    counted
+        .into_iter()
+        .map(|(start, len, bits, valid)| {
+            let (here, rest) = std::mem::take(&mut nulls_at).split_at_mut(len - valid);
+            nulls_at = rest;
+            RowsOf {
+                values: &values[start..start + len],
+                start,
+                bits,
+                valid,
+                nulls: here,
+            }
+        })
+        .collect()
+}
 
 /// Below this many rows the gathers here stay on the calling thread: waking rayon's threads
 /// costs more than the loop.
@@ -166,7 +209,7 @@ pub(super) fn place_nulls(
 
 /// The sort indices of the keys `values` with validity `nulls`: one stable argsort of the
 /// valid keys, nulls placed as `options` says, the first `limit` rows kept.
-fn indices_of<K: SortKey>(
+pub(super) fn indices_of<K: SortKey>(
     sorter: &Sorter,
     values: &[K],
     nulls: Option<&NullBuffer>,
@@ -179,16 +222,28 @@ fn indices_of<K: SortKey>(
         indices.truncate(limit);
         return Ok(indices);
     };
-    let (valid, null) = partition(nulls);
+    debug_assert_eq!(nulls.len(), values.len(), "one validity bit a row");
+    let null_count = nulls.null_count();
     // With nulls first and at most as many rows kept as there are nulls, no valid row is.
-    if options.nulls_first && limit <= null.len() {
-        return Ok(null[..limit].to_vec());
+    if options.nulls_first && limit <= null_count {
+        return Ok((!nulls.inner()).set_indices_u32().take(limit).collect());
     }
-    // The valid rows increase, so ordering equal keys by row is the stable order. They are
-    // sorted into their place in the result, beside the nulls, so that no copy follows.
-    beside_nulls(valid.len(), &null, options.nulls_first, limit, |sorted| {
-        sorter.argsort_of_rows_into(values, &valid, order, sorted)
-    })
+    let valid = values.len() - null_count;
+    // Zeroed pages from the allocator: the blocks' threads touch them first.
+    let mut out = vec![0u32; values.len()];
+    let (valid_at, nulls_at) = if options.nulls_first {
+        let (nulls_at, valid_at) = out.split_at_mut(null_count);
+        (valid_at, nulls_at)
+    } else {
+        out.split_at_mut(valid)
+    };
+    // The labels are the rows, increasing, so ordering equal keys by label is the stable
+    // order. The valid rows are sorted into their place in the result and the nulls written
+    // into theirs as the blocks are filled, so that no copy follows.
+    let blocks = blocks_of(values, nulls, nulls_at);
+    sorter.argsort_blocks_into(blocks, values, order, valid_at)?;
+    out.truncate(limit);
+    Ok(out)
 }
 
 /// The sort indices of `array` (see [`super::sort_to_indices`]).
@@ -314,45 +369,131 @@ mod tests {
     use super::*;
     use arrow_buffer::BooleanBuffer;
 
-    /// The positions of the set and the unset bits, one by one.
-    fn model(bits: &[bool]) -> (Vec<u32>, Vec<u32>) {
-        let pick = |want: bool| {
-            (0..bits.len() as u32)
-                .filter(|&i| bits[i as usize] == want)
-                .collect()
+    /// The sort indices of `keys` (`None` for a null) as arrow-ord orders them, ties by row:
+    /// a stable sort of the valid rows, the nulls in input order before or after them.
+    fn model<K: Copy>(
+        keys: &[Option<K>],
+        cmp: impl Fn(&K, &K) -> std::cmp::Ordering,
+        options: SortOptions,
+        limit: usize,
+    ) -> Vec<u32> {
+        let rows = |valid: bool| {
+            (0..keys.len() as u32).filter(move |&r| keys[r as usize].is_some() == valid)
         };
-        (pick(true), pick(false))
+        let mut valid: Vec<u32> = rows(true).collect();
+        valid.sort_by(|&a, &b| {
+            let o = cmp(&keys[a as usize].unwrap(), &keys[b as usize].unwrap());
+            if options.descending { o.reverse() } else { o }
+        });
+        let null = rows(false);
+        let mut all: Vec<u32> = if options.nulls_first {
+            null.chain(valid).collect()
+        } else {
+            valid.into_iter().chain(null).collect()
+        };
+        all.truncate(limit);
+        all
+    }
+
+    /// Validity of `n` rows in one of several shapes: random (one row in ten null), all
+    /// valid, all null, nulls only at both ends, nulls at the rows either side of each
+    /// block's edge.
+    fn validity(n: usize, shape: usize, x: &mut u64) -> Vec<bool> {
+        (0..n)
+            .map(|i| match shape {
+                0 => {
+                    *x ^= *x << 13;
+                    *x ^= *x >> 7;
+                    *x ^= *x << 17;
+                    !x.is_multiple_of(10)
+                }
+                1 => true,
+                2 => false,
+                3 => i != 0 && i + 1 != n,
+                _ => !matches!(i % BLOCK_ROWS, 0 | 1) && (i + 1) % BLOCK_ROWS != 0,
+            })
+            .collect()
+    }
+
+    /// Asserts that [`indices_of`] equals [`model`] for the keys `values` with validity
+    /// `nulls`.
+    fn check<K: SortKey>(
+        sorter: &Sorter,
+        values: &[K],
+        nulls: &NullBuffer,
+        cmp: impl Fn(&K, &K) -> std::cmp::Ordering,
+        options: SortOptions,
+        limit: usize,
+        case: &str,
+    ) {
+        let keys: Vec<Option<K>> = (0..values.len())
+            .map(|i| nulls.is_valid(i).then_some(values[i]))
+            .collect();
+        let got = indices_of(sorter, values, Some(nulls), options, limit).expect(case);
+        assert!(got == model(&keys, cmp, options, limit), "{case}");
     }
 
     #[test]
-    fn partition_in_blocks_equals_the_model() {
-        // Lengths on both sides of the parallel switch and of the blocks' edges; validity
-        // random, all valid, all null, and one null at a block's last row.
+    fn indices_equal_the_model_across_blocks() {
+        // Lengths on both sides of one block, two and several; a bitmap sliced at a bit
+        // offset or not; keys of 8 bytes (on the host the route of tied prefixes, on a
+        // device the pairs sort) and of 4 (one sort of key and label), few distinct so that
+        // ties are many; both directions and null placements; on the host, limits inside the
+        // nulls, at the cut between nulls and valid rows, and whole.
+        let cpu = Sorter::builder()
+            .backend(crate::BackendKind::Cpu)
+            .build()
+            .expect("a CPU sorter");
+        // An OpenCL device where one is found (PoCL on the host), every sort on it.
+        #[cfg(feature = "opencl")]
+        let device = Sorter::builder()
+            .backend(crate::BackendKind::OpenCl)
+            .host_threshold(0)
+            .build()
+            .ok();
+        #[cfg(not(feature = "opencl"))]
+        let device: Option<Sorter> = None;
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for n in [
-            PARALLEL_FROM - 1,
-            PARALLEL_FROM,
-            PARTITION_BLOCK - 1,
-            PARTITION_BLOCK,
-            PARTITION_BLOCK + 1,
-            3 * PARTITION_BLOCK + 7,
+            1,
+            2,
+            BLOCK_ROWS - 1,
+            BLOCK_ROWS,
+            BLOCK_ROWS + 1,
+            2 * BLOCK_ROWS + 1,
+            3 * BLOCK_ROWS + 7,
         ] {
-            for shape in 0..4 {
-                let bits: Vec<bool> = (0..n)
-                    .map(|i| match shape {
-                        0 => {
-                            x ^= x << 13;
-                            x ^= x >> 7;
-                            x ^= x << 17;
-                            !x.is_multiple_of(3)
+            for offset in [0, 3] {
+                let len = n + offset;
+                let wide: Vec<f64> = (0..len).map(|i| ((i * 7919) % 97) as f64 - 48.5).collect();
+                let narrow: Vec<i32> = (0..len).map(|i| ((i * 7919) % 89) as i32 - 44).collect();
+                let (wide, narrow) = (&wide[offset..], &narrow[offset..]);
+                for shape in 0..5 {
+                    let mut bits = vec![true; offset];
+                    bits.extend(validity(n, shape, &mut x));
+                    let nulls = NullBuffer::new(BooleanBuffer::from(bits)).slice(offset, n);
+                    let null_count = nulls.null_count();
+                    for descending in [false, true] {
+                        for nulls_first in [false, true] {
+                            let options = SortOptions {
+                                descending,
+                                nulls_first,
+                            };
+                            for limit in [1, null_count.max(1), null_count + 1, n] {
+                                let limit = limit.min(n);
+                                let case = format!(
+                                    "n {n} offset {offset} shape {shape} {options:?} limit {limit}"
+                                );
+                                check(&cpu, wide, &nulls, f64::total_cmp, options, limit, &case);
+                                check(&cpu, narrow, &nulls, i32::cmp, options, limit, &case);
+                            }
+                            if let Some(device) = &device {
+                                let case = format!("device n {n} offset {offset} shape {shape}");
+                                check(device, wide, &nulls, f64::total_cmp, options, n, &case);
+                            }
                         }
-                        1 => true,
-                        2 => false,
-                        _ => i != PARTITION_BLOCK - 1,
-                    })
-                    .collect();
-                let nulls = NullBuffer::new(BooleanBuffer::from(bits.clone()));
-                assert_eq!(partition(&nulls), model(&bits), "n {n}, shape {shape}");
+                    }
+                }
             }
         }
     }
