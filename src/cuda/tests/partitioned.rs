@@ -106,27 +106,31 @@ fn partitioned_sort_matches_a_sort() {
         (8, KeyKind::Signed),
         (8, KeyKind::Float),
     ] {
-        for n in [2usize, 3, 1000, 65_537, (1 << 20) + 1, 3_000_017] {
+        // One length past a million for the 32-bit keys: the host's sorts bound the time.
+        let longest = if word_bytes == 4 { 3_000_017 } else { 65_537 };
+        for n in [2usize, 3, 1000, 65_537, (1 << 20) + 1, longest] {
             for (name, raw) in patterns(n, word_bytes, n as u64 + word_bytes as u64) {
-                for splitters in [1u32, 7, 63, 511] {
-                    for descending in [false, true] {
-                        let encoding = KeyEncoding { kind, descending };
+                for descending in [false, true] {
+                    let encoding = KeyEncoding { kind, descending };
+                    let raw32: Vec<u32> = raw.iter().map(|&x| x as u32).collect();
+                    let (mut want, mut want32) = (raw.clone(), raw32.clone());
+                    if word_bytes == 4 {
+                        want32.sort_by_key(|&w| encoding.encode(w));
+                    } else {
+                        want.sort_by_key(|&w| encoding.encode(w));
+                    }
+                    for splitters in [1u32, 7, 63, 511] {
                         let what = format!(
                             "{kind:?}{} n {n} {name} m {splitters} {encoding:?}",
                             8 * word_bytes
                         );
-                        let got = if word_bytes == 4 {
-                            let raw: Vec<u32> = raw.iter().map(|&x| x as u32).collect();
-                            let mut want = raw.clone();
-                            want.sort_by_key(|&w| encoding.encode(w));
-                            partitioned(&gpu, &raw, encoding, splitters).map(|got| (got == want, 4))
+                        let equal = if word_bytes == 4 {
+                            partitioned(&gpu, &raw32, encoding, splitters).map(|got| got == want32)
                         } else {
-                            let mut want = raw.clone();
-                            want.sort_by_key(|&w| encoding.encode(w));
-                            partitioned(&gpu, &raw, encoding, splitters).map(|got| (got == want, 8))
+                            partitioned(&gpu, &raw, encoding, splitters).map(|got| got == want)
                         };
-                        match got {
-                            Some((equal, _)) => assert!(equal, "{what}"),
+                        match equal {
+                            Some(equal) => assert!(equal, "{what}"),
                             None => {
                                 // Only where the ranges' shares are too small to sample well.
                                 assert!(
