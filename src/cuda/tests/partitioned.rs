@@ -165,7 +165,7 @@ fn cuda_partitioned_profile() {
         let mut next = lcg(u64::from(log_n));
         let keys: Vec<u32> = (0..n).map(|_| next() as u32).collect();
         let mut want = keys.clone();
-        want.sort_unstable();
+        rayon::slice::ParallelSliceMut::par_sort_unstable(&mut want[..]);
         let data = DeviceBuffer::from_slice(&keys).expect("upload");
         let work = DeviceBuffer::<u32>::zeroed(n).expect("work");
         let words = DeviceWords {
