@@ -86,74 +86,11 @@ __device__ __forceinline__ void range_scatter(const K *__restrict__ keys, u64 n,
     }
 }
 
-// The device-resident sort through the range partition (src/cuda/partitioned_sort.rs): a
-// sample of the keys, the splitters picked from it once it is sorted, the ranges' counts (a
-// range scatter into regions of no capacity), the scatter into padded rows that are sorted as
-// rows, and then every range's keys placed at its start in the sorted whole.
-
-// sample[j] = the ordered word of the key at a hashed position of stratum j of 2^log_sample
-// (sample_position in top_k.cuh), for 2^log_sample <= n.
-template <typename K>
-__device__ __forceinline__ void range_sample(const K *__restrict__ keys, u64 n, u64 *__restrict__ sample,
-                                             u32 log_sample, u32 encoding) {
-    const u64 count = 1ull << log_sample;
-    for (u64 j = blockIdx.x * (u64)blockDim.x + threadIdx.x; j < count; j += (u64)gridDim.x * blockDim.x) {
-        sample[j] = (u64)encode_key<K>(keys[sample_position(0, j, n, log_sample)], encoding);
-    }
-}
-
-// splitters[i] = sorted[(i + 1) * count / (m + 1)] for i < m: m + 1 ranges of about equal
-// shares of the sample. Repeated words are kept; a key equal to several goes to the first's
-// range, and the ranges between them stay empty.
-extern "C" __global__ void range_pick(const u64 *__restrict__ sorted, u64 count, u64 *__restrict__ splitters,
-                                      u32 m) {
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
-        splitters[i] = sorted[(u64)(i + 1) * count / (m + 1)];
-    }
-}
-
-// to[i] for i < n: the key of range r at position i - to_at[r] of its region at from_at[r],
-// where r is the last range with to_at[r] <= i (to_at: the ranges' starts in the sorted
-// whole, increasing; an empty range shares its start with the next, which wins).
-template <typename K>
-__device__ __forceinline__ void range_place(const K *__restrict__ from, K *__restrict__ to, u64 n,
-                                            const u64 *__restrict__ from_at, const u64 *__restrict__ to_at,
-                                            u32 ranges) {
-    __shared__ u64 starts[RANGE_MAX_RANGES];
-    for (u32 r = threadIdx.x; r < ranges; r += blockDim.x) {
-        starts[r] = to_at[r];
-    }
-    __syncthreads();
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        u32 lo = 0;
-        u32 hi = ranges;
-        while (lo < hi) {
-            const u32 mid = (lo + hi) >> 1;
-            if (starts[mid] <= i) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        const u32 r = lo - 1u;
-        to[i] = from[from_at[r] + (i - starts[r])];
-    }
-}
-
 #define RANGE_KERNELS(KNAME, K)                                                                   \
     extern "C" __global__ void __launch_bounds__(RANGE_SCATTER_THREADS)                          \
         range_scatter_##KNAME(const K *keys, u64 n, const u64 *splitters, u32 m, u32 encoding,   \
                               const u64 *offsets, const u64 *capacities, u64 *fills, K *regions) { \
         range_scatter<K>(keys, n, splitters, m, encoding, offsets, capacities, fills, regions);  \
-    }                                                                                             \
-    extern "C" __global__ void range_sample_##KNAME(const K *keys, u64 n, u64 *sample, u32 log_sample,    \
-                                                    u32 encoding) {                                      \
-        range_sample<K>(keys, n, sample, log_sample, encoding);                                          \
-    }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(RANGE_SCATTER_THREADS)                                  \
-        range_place_##KNAME(const K *from, K *to, u64 n, const u64 *from_at, const u64 *to_at,           \
-                            u32 ranges) {                                                                \
-        range_place<K>(from, to, n, from_at, to_at, ranges);                                             \
     }
 
 RANGE_KERNELS(u32, u32)

@@ -323,6 +323,88 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
 TOP_K_FILTER_KERNELS(u32, u32)
 TOP_K_FILTER_KERNELS(u16, u16)
 
+// Where the candidates are sorted (k past the tile), a row the filter could not serve (its
+// count outside [k, capacity]) selects its k best words exactly, into its candidate slots,
+// before the sort: one block per row finds the k-th smallest word `key << 32 | position` by
+// a radix select of eight 8-bit digits (a pass over the row each, counting the words whose
+// higher digits match in shared memory), then a ninth pass writes every word at or below it
+// (exactly k: the words are distinct) and the slots past k are padded with u64::MAX. A row
+// the filter served costs one read of its count; rescued rows are rare (the sample's
+// margins), so one block's passes are fast enough for them.
+template <typename K>
+__device__ __forceinline__ void top_k_exact(const K *__restrict__ keys, const u32 *__restrict__ counts,
+                                            u64 *__restrict__ candidates, u64 rows, u64 len, u64 capacity,
+                                            u32 k, u32 encoding) {
+    __shared__ u32 hist[256];
+    __shared__ u64 chosen[2]; // prefix, words below it still to skip
+    __shared__ u32 written;
+    for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        const u32 count = counts[row];
+        if (count >= k && count <= capacity) {
+            continue;
+        }
+        const K *row_keys = keys + row * len;
+        u64 *slots = candidates + row * capacity;
+        u64 prefix = 0;
+        u64 mask = 0;
+        u64 need = k; // the rank (from 1) of the wanted word among those matching the prefix
+        for (int shift = 56; shift >= 0; shift -= 8) {
+            for (u32 d = threadIdx.x; d < 256; d += blockDim.x) {
+                hist[d] = 0;
+            }
+            __syncthreads();
+            for (u64 col = threadIdx.x; col < len; col += blockDim.x) {
+                const u64 w = ((u64)encode_as<K>((u32)row_keys[col], encoding) << 32) | col;
+                if ((w & mask) == prefix) {
+                    atomicAdd(&hist[(w >> shift) & 255u], 1u);
+                }
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                u64 below = 0;
+                u32 d = 0;
+                while (below + hist[d] < need) {
+                    below += hist[d];
+                    ++d;
+                }
+                chosen[0] = prefix | ((u64)d << shift);
+                chosen[1] = need - below;
+            }
+            __syncthreads();
+            prefix = chosen[0];
+            need = chosen[1];
+            mask |= 255ull << shift;
+            __syncthreads();
+        }
+        // `prefix` is now the k-th smallest word.
+        if (threadIdx.x == 0) {
+            written = 0;
+        }
+        __syncthreads();
+        for (u64 col = threadIdx.x; col < len; col += blockDim.x) {
+            const u64 w = ((u64)encode_as<K>((u32)row_keys[col], encoding) << 32) | col;
+            if (w <= prefix) {
+                slots[atomicAdd(&written, 1u)] = w;
+            }
+        }
+        for (u64 slot = k + threadIdx.x; slot < capacity; slot += blockDim.x) {
+            slots[slot] = ~0ull;
+        }
+        __syncthreads();
+    }
+}
+
+#define TOP_K_EXACT_KERNEL(KNAME, K)                                                                  \
+    extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                       \
+        top_k_exact_##KNAME(const K *__restrict__ keys, const u32 *__restrict__ counts,               \
+                            u64 *__restrict__ candidates, u64 rows, u64 len, u64 capacity, u32 k,     \
+                            u32 encoding) {                                                           \
+        top_k_exact<K>(keys, counts, candidates, rows, len, capacity, k, encoding);                   \
+    }
+
+TOP_K_EXACT_KERNEL(u32, u32)
+TOP_K_EXACT_KERNEL(u16, u16)
+
 // The sort path (k past the on-chip tile), as in kernels/top_k.clh, which describes it: each
 // row's elements become words that sort in the wanted order, the rows are sorted on the
 // device, and top_k_take keeps each row's first k. Every kernel visits its elements in a

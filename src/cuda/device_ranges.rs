@@ -30,39 +30,12 @@ use crate::keys::{KeyEncoding, WordsMut};
 use crate::partition::Splitters;
 use crate::schedule::device_ranges::{DeviceRanges, RangesOverDevices};
 
-/// The range partition's kernels (`cuda/ranges.cuh`); each pair is for 32- and 64-bit
-/// words, indexed by [`wide`].
-#[derive(Clone, Copy, Debug)]
-pub(super) struct RangeKernels {
-    /// `range_scatter_u32` and `range_scatter_u64`.
-    pub(super) scatter: [Kernel; 2],
-    /// `range_sample_u32` and `range_sample_u64`.
-    pub(super) sample: [Kernel; 2],
-    /// `range_place_u32` and `range_place_u64`.
-    pub(super) place: [Kernel; 2],
-    /// `range_pick`.
-    pub(super) pick: Kernel,
-}
-
-/// The index of words of `word_bytes` in [`RangeKernels`]' pairs.
-pub(super) fn wide(word_bytes: u64) -> usize {
-    usize::from(word_bytes == 8)
-}
-
-/// Looks up the range partition's kernels.
-pub(super) fn load_range_kernels(module: &Module) -> Result<RangeKernels> {
-    let pair = |name: &str| -> Result<[Kernel; 2]> {
-        Ok([
-            load_kernel(module, &format!("{name}_u32"), 0)?,
-            load_kernel(module, &format!("{name}_u64"), 0)?,
-        ])
-    };
-    Ok(RangeKernels {
-        scatter: pair("range_scatter")?,
-        sample: pair("range_sample")?,
-        place: pair("range_place")?,
-        pick: load_kernel(module, "range_pick", 0)?,
-    })
+/// `range_scatter_u32` and `range_scatter_u64` (`cuda/ranges.cuh`).
+pub(super) fn load_range_kernels(module: &Module) -> Result<[Kernel; 2]> {
+    Ok([
+        load_kernel(module, "range_scatter_u32", 0)?,
+        load_kernel(module, "range_scatter_u64", 0)?,
+    ])
 }
 
 /// One device's side of the sort: its backend, its locked host-slice state, its regions.
@@ -441,7 +414,7 @@ fn scatter(
     let capacities = table(&layout.capacities)?;
     let fills = table(&vec![0u64; ranges])?;
     let staging = side.regions + layout.total() * word_bytes;
-    let kernel = backend.range_kernels.scatter[wide(word_bytes)];
+    let kernel = backend.range_kernels[usize::from(word_bytes == 8)];
     let link = CudaLink {
         stream: &backend.stream,
         context: backend.context.as_raw(),

@@ -58,9 +58,6 @@ mod host_slices;
 mod kernels;
 mod launch;
 mod link;
-// Timed against the merge path by its tests, not yet a route of `sort_device`.
-#[cfg_attr(not(test), allow(dead_code))]
-mod partitioned_sort;
 mod plan;
 mod spread;
 mod spread_host;
@@ -158,10 +155,9 @@ pub struct CudaBackend {
     top_k_kernels: top_k::TopKKernels,
     /// The counts and merges of sorts spread over devices (`spread.rs`).
     spread_kernels: spread::SpreadKernels,
-    /// The range partition's kernels: the scatter of host slices sorted in ranges in device
-    /// memory (`device_ranges.rs`), and the device-resident sort through the partition
-    /// (`partitioned_sort.rs`).
-    range_kernels: device_ranges::RangeKernels,
+    /// The range scatter of host slices sorted in ranges in device memory
+    /// (`device_ranges.rs`), for 32- and 64-bit words.
+    range_kernels: [kernels::Kernel; 2],
     /// The counting sort of 16-bit keys alone (`counting.rs`).
     counting_kernels: counting::CountingKernels,
     /// Serializes sorts of host slices: they share the stream, the device buffers and the

@@ -9,8 +9,8 @@ use super::driver::{driver_error, on};
 use crate::backend::BackendKind;
 use crate::error::Result;
 
-/// Temporary device buffers of one operation (a top-k, a partitioned sort), allocated and
-/// freed in the order of its stream, from the device's stream-ordered memory pool.
+/// Temporary device buffers of one operation (a top-k), allocated and freed in the order of
+/// its stream, from the device's stream-ordered memory pool.
 pub(super) struct StreamBuffers<'s> {
     stream: &'s Stream,
     buffers: Vec<DeviceBuffer<u8>>,

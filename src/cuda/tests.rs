@@ -49,6 +49,5 @@ mod device;
 mod kernel_model;
 mod launches;
 mod merge_path;
-mod partitioned;
 mod profiles;
 mod top_k;

@@ -43,6 +43,8 @@ pub(super) struct TopKKernels {
     sample: [Kernel; 2],
     /// `top_k_filter_u32` and `top_k_filter_u16`.
     filter: [Kernel; 2],
+    /// `top_k_exact_u32` and `top_k_exact_u16`.
+    exact: [Kernel; 2],
     /// `top_k_compose_u32` and `top_k_compose_u16`.
     compose: [Kernel; 2],
     /// `top_k_positions_u64` and `top_k_rank_u64`.
@@ -57,27 +59,39 @@ fn narrow(key_bytes: usize) -> usize {
     usize::from(key_bytes == 2)
 }
 
-/// log2 of the smallest `K` whose tiles are selected in registers. On H100s (`compare.sh
-/// topk`, two runs on two machines of the same kind, one with the shared-memory network and
-/// one with registers for every tile of 2^10 words or more), registers took 4 x 131072 with
-/// k = 2048 from 0.142 to 0.102 ms and 2048 x 131072 with k = 1024 from 3.13 to 3.01 ms,
-/// but 64 x 131072 with k = 50 from 0.075 to 0.089 ms: with a small `K` a tile's merges are
-/// few and short, and a quarter of the threads each doing 32 words' work makes launches of
-/// few blocks longer.
+/// log2 of the smallest `K` whose tiles are selected in registers in launches of few
+/// blocks. On H100s (`compare.sh topk`, two runs on two machines of the same kind, one with
+/// the shared-memory network and one with registers for every tile of 2^10 words or more),
+/// registers took 4 x 131072 with k = 2048 from 0.142 to 0.102 ms and 2048 x 131072 with
+/// k = 1024 from 3.13 to 3.01 ms, but 64 x 131072 with k = 50 from 0.075 to 0.089 ms: with
+/// a small `K` a tile's merges are few and short, and a quarter of the threads each doing 32
+/// words' work makes launches of few blocks longer.
 const REGISTER_FROM_LOG_K: u32 = 10;
 
-/// Threads of a block that selects the best `2^log_k` of a tile of `2^log_tile` words: one
-/// per 32 words where registers select it (from [`TOP_K_REGISTER_LOG_TILE`] and
-/// [`REGISTER_FROM_LOG_K`] on: `tile_select_registers` in `cuda/top_k.cuh` takes a tile in
-/// registers exactly when its block is this), else one per two words, at most
+/// Blocks per multiprocessor from which a launch selects every tile of 2^10 words or more in
+/// registers, whatever `K`: with many tiles the blocks' barriers, not their threads, bound
+/// the shared-memory network. 16384 rows of 1024 with k = 32 took 0.36 ms in registers and
+/// 1.10 ms with the network (H100, `compare.sh topk`, two builds).
+const REGISTER_FROM_BLOCKS_PER_SM: u64 = 16;
+
+/// Threads of a block that selects the best `2^log_k` of a tile of `2^log_tile` words, in a
+/// launch of `blocks` blocks on `multiprocessors`: one per 32 words where registers select
+/// it (from [`TOP_K_REGISTER_LOG_TILE`] on, where [`REGISTER_FROM_LOG_K`] or
+/// [`REGISTER_FROM_BLOCKS_PER_SM`] says: `tile_select_registers` in `cuda/top_k.cuh` takes a
+/// tile in registers exactly when its block is this), else one per two words, at most
 /// [`TOP_K_THREADS`].
-pub(super) fn tile_block(log_tile: u32, log_k: u32) -> u32 {
-    if log_tile >= TOP_K_REGISTER_LOG_TILE && log_k >= REGISTER_FROM_LOG_K {
+pub(super) fn tile_block(log_tile: u32, log_k: u32, blocks: u64, multiprocessors: u32) -> u32 {
+    let many = blocks >= REGISTER_FROM_BLOCKS_PER_SM * u64::from(multiprocessors.max(1));
+    if log_tile >= TOP_K_REGISTER_LOG_TILE && (log_k >= REGISTER_FROM_LOG_K || many) {
         1 << (log_tile - 5)
     } else {
         TOP_K_THREADS.min(1 << log_tile.saturating_sub(1))
     }
 }
+
+/// log2 of the smallest `K` whose filtered candidates are sorted as rows rather than selected
+/// by tiles: the tiles' passes over a few runs of `K` are long launches of few blocks.
+const SORT_CANDIDATES_FROM_LOG_K: u32 = 10;
 
 /// Looks up the top-k kernels; `top_k_tiles_*` may use the shared memory of the largest
 /// tile.
@@ -90,6 +104,10 @@ pub(super) fn load_top_k_kernels(module: &Module) -> Result<TopKKernels> {
         filter: [
             load_kernel(module, "top_k_filter_u32", 0)?,
             load_kernel(module, "top_k_filter_u16", 0)?,
+        ],
+        exact: [
+            load_kernel(module, "top_k_exact_u32", 0)?,
+            load_kernel(module, "top_k_exact_u16", 0)?,
         ],
         compose: [
             load_kernel(module, "top_k_compose_u32", 0)?,
@@ -138,10 +156,8 @@ impl CudaBackend {
     /// tile take the bitonic top-k, every other case sorts `(key, position)` words of the
     /// rows on the device; long rows of keys of at most 32 bits are first filtered to a few
     /// candidates per `k`. Temporary buffers come from the device's stream-ordered memory
-    /// pool. The work is enqueued on `stream`, as for [`CudaBackend::sort_device`], except
-    /// that a filtered `k` past the tile (more than 2048) waits for the stream once, to read
-    /// how many candidates each row kept; a bad shape or a foreign slice or stream is an
-    /// error before anything is enqueued.
+    /// pool. The work is enqueued on `stream`, as for [`CudaBackend::sort_device`]; a bad
+    /// shape or a foreign slice or stream is an error before anything is enqueued.
     #[allow(clippy::too_many_arguments)]
     pub fn top_k_device_rows<K: WordKey + DeviceCopy>(
         &self,
@@ -239,6 +255,10 @@ impl CudaBackend {
             Ok(words)
         };
         let (words, stride) = match (route, &filter) {
+            (TopKRoute::Tiles(plan), Some(filter)) if plan.log_k >= SORT_CANDIDATES_FROM_LOG_K => (
+                self.enqueue_filtered_sort(job, filter, scratch, stream)?,
+                filter.capacity,
+            ),
             (
                 TopKRoute::Tiles(plan),
                 Some(
@@ -263,12 +283,10 @@ impl CudaBackend {
                 self.enqueue_tiles(job, plan, None, scratch, stream)?,
                 plan.run(),
             ),
-            (TopKRoute::SortWords, Some(filter)) => {
-                match self.enqueue_filtered_sort(job, filter, scratch, stream)? {
-                    Some(sorted) => (sorted, filter.capacity),
-                    None => (sort_all(scratch)?, job.row_len),
-                }
-            }
+            (TopKRoute::SortWords, Some(filter)) => (
+                self.enqueue_filtered_sort(job, filter, scratch, stream)?,
+                filter.capacity,
+            ),
             (TopKRoute::SortWords, None) => (sort_all(scratch)?, job.row_len),
             (TopKRoute::SortRanked, _) => {
                 let copy = scratch.alloc(self, n * 8)?;
@@ -423,7 +441,12 @@ impl CudaBackend {
                 _ => MAX_GRID,
             };
             let grid = self.grid((rows * pass.tiles).min(most));
-            let block = tile_block(pass.log_tile, plan.log_k);
+            let block = tile_block(
+                pass.log_tile,
+                plan.log_k,
+                u64::from(grid),
+                self.limits.multiprocessors,
+            );
             let shared = (padded_words(pass.log_tile) * 8) as u32;
             // SAFETY: the parameters match `top_k_tiles_<key>(const K *keys, const u64 *words,
             // u64 *out, TopKArgs a, const u32 *counts, u32 lo, u32 hi, u32 mode)`, K of

@@ -165,10 +165,10 @@ fn cuda_merge_profile() {
 }
 
 /// Device times of one range-partition pass over 2^28 random `u32` keys in device memory
-/// (`range_scatter_u32`, the pass an on-chip bucket sort would run twice), for 63 to 511
-/// splitters, beside the merge-path sort of the same keys; with `cuda_merge_profile`'s tile
-/// sort these give the cost of partition-then-bucket-sort before it is built. Checks that
-/// every range got exactly its keys. `cargo test --release --features cuda --lib
+/// (`range_scatter_u32`, the pass a sort through the partitioner runs at least twice: once
+/// to count, once to scatter), for 63 to 511 splitters, beside the merge-path sort of the
+/// same keys: why single-device sorts do not go through the partitioner
+/// (`docs/scaling.md`). Checks that every range got exactly its keys. `cargo test --release --features cuda --lib
 /// cuda_partition_profile -- --ignored --nocapture`.
 #[test]
 #[ignore = "needs a CUDA device; a timing, not a check"]
@@ -219,7 +219,7 @@ fn cuda_partition_profile() {
         let offsets = DeviceBuffer::from_slice(&offsets).expect("offsets");
         let capacities = DeviceBuffer::from_slice(&capacities).expect("capacities");
         let fills = DeviceBuffer::from_slice(&vec![0u64; ranges]).expect("fills");
-        let kernel = gpu.range_kernels.scatter[0];
+        let kernel = gpu.range_kernels[0];
         let scatter = || {
             // SAFETY: the fills hold `ranges` 64-bit words.
             unsafe {

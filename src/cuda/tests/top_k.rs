@@ -9,13 +9,17 @@ use crate::keys::KeyKind;
 #[test]
 fn register_tiles_get_a_thread_per_32_words() {
     use super::super::top_k::tile_block;
-    assert_eq!(tile_block(12, 11), 128);
-    assert_eq!(tile_block(12, 10), 128);
-    assert_eq!(tile_block(11, 10), 64);
-    assert_eq!(tile_block(12, 9), 256);
-    assert_eq!(tile_block(10, 5), 256);
-    assert_eq!(tile_block(7, 3), 64);
-    assert_eq!(tile_block(1, 0), 1);
+    let sms = 132;
+    assert_eq!(tile_block(12, 11, 8, sms), 128);
+    assert_eq!(tile_block(12, 10, 8, sms), 128);
+    assert_eq!(tile_block(11, 10, 8, sms), 64);
+    assert_eq!(tile_block(12, 9, 8, sms), 256);
+    assert_eq!(tile_block(10, 5, 64, sms), 256);
+    // Many tiles take registers whatever K: 16384 rows of 1024.
+    assert_eq!(tile_block(10, 5, 16384, sms), 32);
+    assert_eq!(tile_block(9, 5, 16384, sms), 256);
+    assert_eq!(tile_block(7, 3, 8, sms), 64);
+    assert_eq!(tile_block(1, 0, 1, sms), 1);
 }
 
 #[test]
@@ -33,6 +37,8 @@ fn ptx_has_the_top_k_kernels() {
             "top_k_take_u16",
             "top_k_sample_u32",
             "top_k_sample_u16",
+            "top_k_exact_u32",
+            "top_k_exact_u16",
             "top_k_filter_u32",
             "top_k_filter_u16",
         ] {

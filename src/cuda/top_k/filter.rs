@@ -5,7 +5,6 @@
 use cust::stream::Stream;
 use cust::sys as cu;
 
-use super::super::driver::on;
 use super::super::kernels::KernelParams;
 use super::super::kernels::launch_kernel;
 use super::{CudaBackend, StreamBuffers, TopKJob, narrow};
@@ -81,7 +80,12 @@ impl CudaBackend {
             filter.rank,
             job.encoding.code(),
         );
-        let block = super::tile_block(filter.log_sample, log_rank);
+        let block = super::tile_block(
+            filter.log_sample,
+            log_rank,
+            rows.min(super::MAX_GRID),
+            self.limits.multiprocessors,
+        );
         let shared = (padded_words(filter.log_sample) * 8) as u32;
         // SAFETY: `top_k_sample_<key>(const K *keys, u64 *thresholds, u64 rows, u64 len, u32
         // log_sample, u32 log_rank, u32 rank, u32 encoding)` reads keys inside each row (the
@@ -122,20 +126,46 @@ impl CudaBackend {
         Ok((counts, candidates))
     }
 
-    /// The filtered route of a `k` past the on-chip tile: the filter, then each row's
-    /// `capacity` candidates sorted as a row (empty slots, `u64::MAX`, last). Returns the
-    /// sorted candidates, `capacity` words per row, or `None` where a row's count lies
-    /// outside `k..=capacity` and every row must be sorted whole instead. Reading the
-    /// counts waits for the stream once, after the sort is enqueued: a rescue of only some
-    /// rows would need a sort of a number of rows known only on the device.
+    /// The filtered route of a `k` past the on-chip tile, or of a large `K`
+    /// (`SORT_CANDIDATES_FROM_LOG_K`): the filter, then each row's `capacity` candidates
+    /// sorted as a row (empty slots, `u64::MAX`, last); returns the sorted candidates,
+    /// `capacity` words per row. A row whose count lies outside `k..=capacity` first selects
+    /// its `k` best words exactly into its slots (`top_k_exact` in `cuda/top_k.cuh`), on the
+    /// device: nothing waits for the stream.
     pub(super) fn enqueue_filtered_sort(
         &self,
         job: &TopKJob,
         filter: &TopKFilter,
         scratch: &mut StreamBuffers<'_>,
         stream: &Stream,
-    ) -> Result<Option<cu::CUdeviceptr>> {
-        let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
+    ) -> Result<cu::CUdeviceptr> {
+        let sorted = TopKFilter {
+            candidates: None,
+            ..filter.clone()
+        };
+        let (counts, candidates) = self.enqueue_filter(job, &sorted, scratch, stream)?;
+        let mut params = (
+            job.keys,
+            counts,
+            candidates,
+            job.rows,
+            job.row_len,
+            filter.capacity,
+            job.k as u32,
+            job.encoding.code(),
+        );
+        // SAFETY: `top_k_exact_<key>(const K *keys, const u32 *counts, u64 *candidates, u64
+        // rows, u64 len, u64 capacity, u32 k, u32 encoding)` reads each row's count and, for
+        // the rows it rescues, the row's `len` keys, and writes the row's `capacity` slots
+        // (`k <= capacity`), which the buffer holds; the block is TOP_K_THREADS.
+        unsafe {
+            launch_kernel(
+                self.top_k_kernels.exact[narrow(job.key_bytes)],
+                (self.grid(job.rows), TOP_K_THREADS, 0),
+                stream.as_inner(),
+                &mut params.pointers(),
+            )
+        }?;
         let unsigned = KeyEncoding {
             kind: KeyKind::Unsigned,
             descending: false,
@@ -150,20 +180,6 @@ impl CudaBackend {
             slots,
             stream,
         )?;
-        stream.synchronize().map_err(on("cuStreamSynchronize"))?;
-        let mut got = vec![0u32; job.rows as usize];
-        crate::fault::point(BackendKind::Cuda, "cuMemcpyDtoH")?;
-        // SAFETY: the counts buffer holds `rows` 32-bit words, written by the filter, which
-        // the stream has finished; `got` holds as many.
-        super::super::driver::check("cuMemcpyDtoH", unsafe {
-            cu::cuMemcpyDtoH_v2(
-                got.as_mut_ptr().cast(),
-                counts,
-                got.len() * std::mem::size_of::<u32>(),
-            )
-        })?;
-        let served =
-            |count: &u32| u64::from(*count) >= job.k && u64::from(*count) <= filter.capacity;
-        Ok(got.iter().all(served).then_some(candidates))
+        Ok(candidates)
     }
 }
