@@ -390,6 +390,75 @@ fn sort_and_write_back(
     Ok(())
 }
 
+/// The device tables of one range scatter: the splitters' ordered words and their number
+/// `m`, and per range (`2m + 1`) its region's offset, its capacity and its fill.
+pub(super) struct ScatterTables {
+    pub(super) splitters: cu::CUdeviceptr,
+    pub(super) m: u32,
+    pub(super) offsets: cu::CUdeviceptr,
+    pub(super) capacities: cu::CUdeviceptr,
+    pub(super) fills: cu::CUdeviceptr,
+}
+
+impl ScatterTables {
+    /// The tables in these buffers: `m` splitters (the buffer holds at least one word, an
+    /// address even for none), and the ranges' offsets, capacities and fills.
+    pub(super) fn of(
+        splitters: &DeviceBuffer<u64>,
+        m: u32,
+        [offsets, capacities, fills]: [&DeviceBuffer<u64>; 3],
+    ) -> ScatterTables {
+        let at = |b: &DeviceBuffer<u64>| b.as_device_ptr().as_raw();
+        ScatterTables {
+            splitters: at(splitters),
+            m,
+            offsets: at(offsets),
+            capacities: at(capacities),
+            fills: at(fills),
+        }
+    }
+}
+
+/// Enqueues `kernel` (`range_scatter_<key>(const K *keys, u64 n, const u64 *splitters, u32 m,
+/// u32 encoding, const u64 *offsets, const u64 *capacities, u64 *fills, K *regions)`) over
+/// the `keys.1` keys at `keys.0` on `stream`: each key is appended to its range's region, or
+/// only counted where the region is full.
+///
+/// # Safety
+/// `keys` must hold that many keys of the kernel's width, the tables `m` splitters (at most
+/// `RANGE_MAX_SPLITTERS`) and `2m + 1` entries each, and `regions` at least `offsets[r] +
+/// capacities[r]` keys for every range (the kernel checks each capacity before writing).
+pub(super) unsafe fn launch_range_scatter(
+    kernel: Kernel,
+    stream: &cust::stream::Stream,
+    keys: (cu::CUdeviceptr, u64),
+    tables: &ScatterTables,
+    encoding: KeyEncoding,
+    regions: cu::CUdeviceptr,
+) -> Result<()> {
+    let mut params = (
+        keys.0,
+        keys.1,
+        tables.splitters,
+        tables.m,
+        encoding.code(),
+        tables.offsets,
+        tables.capacities,
+        tables.fills,
+        regions,
+    );
+    let grid = keys.1.div_ceil(u64::from(RANGE_SCATTER_KEYS)) as u32;
+    // SAFETY: the parameters are the kernel's, in order; the caller vouches for the extents.
+    unsafe {
+        launch_kernel(
+            kernel,
+            (grid.max(1), RANGE_SCATTER_THREADS, 0),
+            stream.as_inner(),
+            &mut params.pointers(),
+        )
+    }
+}
+
 /// On `side`'s thread: uploads `part` chunk by chunk into the staging after the regions
 /// and appends each chunk to its ranges' regions on the sort stream while the next one
 /// travels; returns each range's fill (past its capacity where the range outgrew its
@@ -438,31 +507,23 @@ fn scatter(
         side.host
             .upload(&link, (&column, stage), None, &mut |_| Ok(()))?;
         hand_over(&backend.stream, &backend.sort_stream)?;
-        let mut params = (
-            stage,
-            len as u64,
-            split.as_device_ptr().as_raw(),
+        let tables = ScatterTables::of(
+            &split,
             splitters.bits().len() as u32,
-            encoding.code(),
-            offsets.as_device_ptr().as_raw(),
-            capacities.as_device_ptr().as_raw(),
-            fills.as_device_ptr().as_raw(),
-            side.regions,
+            [&offsets, &capacities, &fills],
         );
         crate::fault::point(BackendKind::Cuda, "range scatter")?;
-        let grid = len.div_ceil(RANGE_SCATTER_KEYS as usize) as u32;
-        // SAFETY: `range_scatter_<key>(const K *keys, u64 n, const u64 *splitters, u32 m,
-        // u32 encoding, const u64 *offsets, const u64 *capacities, u64 *fills, K
-        // *regions)` reads the chunk's `len` staged keys, the `m` splitters (at most the
-        // kernel's limit, `ranges_wanted`) and a table entry per range, and writes a key
-        // only inside its range's region (it checks the capacity before writing): the
-        // tables hold `2m + 1` entries and the regions `offsets[r] + capacities[r]` keys.
+        // SAFETY: the chunk's `len` staged keys lie at `stage`; the `m` splitters are at most
+        // the kernel's limit (`ranges_wanted`), the tables hold `2m + 1` entries and the
+        // regions `offsets[r] + capacities[r]` keys.
         unsafe {
-            launch_kernel(
+            launch_range_scatter(
                 kernel,
-                (grid.max(1), RANGE_SCATTER_THREADS, 0),
-                backend.sort_stream.as_inner(),
-                &mut params.pointers(),
+                &backend.sort_stream,
+                (stage, len as u64),
+                &tables,
+                encoding,
+                side.regions,
             )
         }?;
         scattered[slot] = Some(record(&backend.sort_stream)?);

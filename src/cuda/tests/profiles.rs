@@ -174,8 +174,7 @@ fn cuda_merge_profile() {
 #[ignore = "needs a CUDA device; a timing, not a check"]
 fn cuda_partition_profile() {
     use crate::Order;
-    use crate::cuda::kernels::{KernelParams, launch_kernel};
-    use crate::kernel_contract::{RANGE_SCATTER_KEYS, RANGE_SCATTER_THREADS};
+    use crate::cuda::device_ranges::{ScatterTables, launch_range_scatter};
     use crate::partition::{Splitters, counts};
     let gpu = CudaBackend::open(0).expect("open device 0");
     CurrentContext::set_current(&gpu.context).expect("context");
@@ -230,27 +229,21 @@ fn cuda_partition_profile() {
                     gpu.stream.as_inner(),
                 );
             }
-            let mut params = (
-                data.as_device_ptr().as_raw(),
-                n as u64,
-                split.as_device_ptr().as_raw(),
+            let tables = ScatterTables::of(
+                &split,
                 splitters.bits().len() as u32,
-                encoding.code(),
-                offsets.as_device_ptr().as_raw(),
-                capacities.as_device_ptr().as_raw(),
-                fills.as_device_ptr().as_raw(),
-                regions.as_device_ptr().as_raw(),
+                [&offsets, &capacities, &fills],
             );
-            let grid = n.div_ceil(RANGE_SCATTER_KEYS as usize) as u32;
-            // SAFETY: `range_scatter_u32` as in `device_ranges.rs`: the tables hold an entry
-            // per range, the capacities are the exact counts, so every key lands inside the
-            // regions, which hold `n` keys.
+            // SAFETY: the tables hold an entry per range and the capacities are the exact
+            // counts, so every key lands inside the regions, which hold `n` keys.
             unsafe {
-                launch_kernel(
+                launch_range_scatter(
                     kernel,
-                    (grid, RANGE_SCATTER_THREADS, 0),
-                    gpu.stream.as_inner(),
-                    &mut params.pointers(),
+                    &gpu.stream,
+                    (data.as_device_ptr().as_raw(), n as u64),
+                    &tables,
+                    encoding,
+                    regions.as_device_ptr().as_raw(),
                 )
             }
             .expect("scatter");
@@ -266,7 +259,7 @@ fn cuda_partition_profile() {
         );
     }
     let scratch = DeviceBuffer::<u32>::zeroed(n).expect("copy");
-    let sort = || {
+    let copy_only = || {
         // SAFETY: both buffers hold `n` keys.
         unsafe {
             cu::cuMemcpyDtoDAsync_v2(
@@ -276,19 +269,11 @@ fn cuda_partition_profile() {
                 gpu.stream.as_inner(),
             );
         }
+    };
+    let sort = || {
+        copy_only();
         gpu.sort_device(&mut scratch.index(..), Order::Ascending, &gpu.stream)
             .expect("sort");
-    };
-    let copy_only = || {
-        // SAFETY: as above.
-        unsafe {
-            cu::cuMemcpyDtoDAsync_v2(
-                scratch.as_device_ptr().as_raw(),
-                data.as_device_ptr().as_raw(),
-                n * 4,
-                gpu.stream.as_inner(),
-            );
-        }
     };
     let (total, copy) = (timed(&sort), timed(&copy_only));
     eprintln!(
