@@ -336,7 +336,7 @@ __device__ __forceinline__ void top_k_exact(const K *__restrict__ keys, const u3
                                             u64 *__restrict__ candidates, u64 rows, u64 len, u64 capacity,
                                             u32 k, u32 encoding) {
     __shared__ u32 hist[256];
-    __shared__ u64 chosen[2]; // prefix, words below it still to skip
+    __shared__ u64 chosen[2]; // the prefix found, and the rank still wanted among its words
     __shared__ u32 written;
     for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
         const u32 count = counts[row];

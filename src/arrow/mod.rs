@@ -66,7 +66,8 @@
 //!
 //! One column takes one stable argsort of its valid values (as [`Sorter::argsort`] sorts),
 //! read where they lie in the values buffer by one pass over the null bitmap, which also
-//! writes the null rows into their places in the result on the host. [`sort`] and [`sort_limit`] sort the values themselves ([`Sorter::sort`]).
+//! writes the null rows into their places in the result on the host. [`sort`] and
+//! [`sort_limit`] sort the values themselves ([`Sorter::sort`]).
 //! [`lexsort_to_indices`] runs one such stable pass per column, the last column first.
 //! Errors of the sorter are returned as they are; with `?` in a function returning
 //! [`ArrowError`] they convert to [`ArrowError::ExternalError`].

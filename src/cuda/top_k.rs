@@ -89,10 +89,6 @@ pub(super) fn tile_block(log_tile: u32, log_k: u32, blocks: u64, multiprocessors
     }
 }
 
-/// log2 of the smallest `K` whose filtered candidates are sorted as rows rather than selected
-/// by tiles: the tiles' passes over a few runs of `K` are long launches of few blocks.
-const SORT_CANDIDATES_FROM_LOG_K: u32 = 10;
-
 /// Looks up the top-k kernels; `top_k_tiles_*` may use the shared memory of the largest
 /// tile.
 pub(super) fn load_top_k_kernels(module: &Module) -> Result<TopKKernels> {
@@ -243,22 +239,7 @@ impl CudaBackend {
         let mut rescue = Rows::All;
         let mut rescued = 0;
         let filter = TopKFilter::new(job.row_len, job.k, TOP_K_MAX_LOG_TILE);
-        let sort_all = |scratch: &mut StreamBuffers<'_>| -> Result<cu::CUdeviceptr> {
-            let words = sorted_words(scratch)?;
-            let mut params = (job.keys, words, n, job.row_len, job.encoding.code());
-            let compose = self.top_k_kernels.compose[narrow(job.key_bytes)];
-            // SAFETY: `top_k_compose_<key>(const K *keys, u64 *words, u64 n, u64 row_len, u32
-            // encoding)`, K of `key_bytes`, reads the `n` keys and writes `n` words, which the
-            // buffer holds.
-            unsafe { self.launch_elements(compose, n, &mut params, stream) }?;
-            self.sort_words(words, 8, None, unsigned, job.row_len, n, stream)?;
-            Ok(words)
-        };
         let (words, stride) = match (route, &filter) {
-            (TopKRoute::Tiles(plan), Some(filter)) if plan.log_k >= SORT_CANDIDATES_FROM_LOG_K => (
-                self.enqueue_filtered_sort(job, filter, scratch, stream)?,
-                filter.capacity,
-            ),
             (
                 TopKRoute::Tiles(plan),
                 Some(
@@ -279,15 +260,26 @@ impl CudaBackend {
                 rescued = self.enqueue_tiles(job, plan, Some((0, rescue)), scratch, stream)?;
                 (words, plan.run())
             }
-            (TopKRoute::Tiles(plan), _) => (
-                self.enqueue_tiles(job, plan, None, scratch, stream)?,
-                plan.run(),
-            ),
-            (TopKRoute::SortWords, Some(filter)) => (
+            // The filter leaves candidates to sort (`TopKFilter::candidates` is `None`).
+            (TopKRoute::Tiles(_) | TopKRoute::SortWords, Some(filter)) => (
                 self.enqueue_filtered_sort(job, filter, scratch, stream)?,
                 filter.capacity,
             ),
-            (TopKRoute::SortWords, None) => (sort_all(scratch)?, job.row_len),
+            (TopKRoute::Tiles(plan), None) => (
+                self.enqueue_tiles(job, plan, None, scratch, stream)?,
+                plan.run(),
+            ),
+            (TopKRoute::SortWords, None) => {
+                let words = sorted_words(scratch)?;
+                let mut params = (job.keys, words, n, job.row_len, job.encoding.code());
+                let compose = self.top_k_kernels.compose[narrow(job.key_bytes)];
+                // SAFETY: `top_k_compose_<key>(const K *keys, u64 *words, u64 n, u64
+                // row_len, u32 encoding)`, K of `key_bytes`, reads the `n` keys and writes `n`
+                // words, which the buffer holds.
+                unsafe { self.launch_elements(compose, n, &mut params, stream) }?;
+                self.sort_words(words, 8, None, unsigned, job.row_len, n, stream)?;
+                (words, job.row_len)
+            }
             (TopKRoute::SortRanked, _) => {
                 let copy = scratch.alloc(self, n * 8)?;
                 let positions = scratch.alloc(self, n * 4)?;

@@ -92,6 +92,12 @@ impl TopKPlan {
 /// log2 of the most sampled words of a row: one on-chip tile ([`TOP_K_MAX_LOG_TILE`]).
 const FILTER_MAX_LOG_SAMPLE: u32 = TOP_K_MAX_LOG_TILE;
 
+/// log2 of the smallest `K` whose filtered candidates are sorted as rows rather than selected
+/// by tiles: the tiles' passes over a few runs of `K` are long launches of few blocks. On an
+/// H100 (`compare.sh topk`) sorting them took 4 x 131072 with k = 2048 from 0.103 to 0.091 ms;
+/// 2048 x 131072 with k = 1024 stayed about level (3.0-3.1 ms with tiles on other cards, 3.2).
+const SORT_CANDIDATES_FROM_LOG_K: u32 = 10;
+
 /// A candidate filter in front of the bitonic top-k of long rows. A pass over the keys
 /// costs one read of them, where the tiles' first pass sorts every element on chip, so a
 /// long row first shrinks to a few candidates per `k`:
@@ -101,7 +107,8 @@ const FILTER_MAX_LOG_SAMPLE: u32 = TOP_K_MAX_LOG_TILE;
 /// 2. one pass keeps the words at or below the threshold, at most `capacity` per row, and
 ///    counts them;
 /// 3. the tile plan [`TopKFilter::candidates`] selects from each row's candidates, or,
-///    where `2K` passes the largest tile, the rows of candidates are sorted.
+///    where `2K` passes the largest tile or `K` reaches [`SORT_CANDIDATES_FROM_LOG_K`], the
+///    rows of candidates are sorted.
 ///
 /// Words are distinct within a row (they hold the position), so the count is the rank of
 /// the threshold in the row, whatever the keys, including all-equal ones. A stratified
@@ -122,7 +129,8 @@ pub(crate) struct TopKFilter {
     /// row.
     pub(crate) capacity: u64,
     /// The tile plan over rows of `capacity` candidates; `None` where `2K` passes the largest
-    /// tile, and the candidates (empty slots padded with `u64::MAX`) are sorted as rows.
+    /// tile or `K` reaches [`SORT_CANDIDATES_FROM_LOG_K`], and the candidates (empty slots
+    /// padded with `u64::MAX`) are sorted as rows.
     pub(crate) candidates: Option<TopKPlan>,
 }
 
@@ -148,7 +156,8 @@ impl TopKFilter {
         if capacity > row_len / 8 {
             return None;
         }
-        let candidates = TopKPlan::new(capacity, k, max_log_tile);
+        let candidates = TopKPlan::new(capacity, k, max_log_tile)
+            .filter(|plan| plan.log_k < SORT_CANDIDATES_FROM_LOG_K);
         Some(TopKFilter {
             log_sample,
             rank: rank as u32,
@@ -463,12 +472,15 @@ mod tests {
             let filter = TopKFilter::new(row_len, k, 12).unwrap();
             assert!(filter.capacity * 8 <= row_len && filter.capacity.is_power_of_two());
             assert!(filter.capacity >= 2 * k && u64::from(filter.rank) <= 1 << filter.log_sample);
-            let plan = filter.candidates.as_ref().expect("k fits a tile");
-            assert_eq!(plan.passes[0].len, filter.capacity);
+            // Tiles select from the candidates of `k` up to 512 (`K` below 1024).
+            assert_eq!(filter.candidates.is_some(), k <= 512, "{row_len} {k}");
+            if let Some(plan) = &filter.candidates {
+                assert_eq!(plan.passes[0].len, filter.capacity);
+            }
             assert!(filter.rescues(k - 1, k) && !filter.rescues(k, k));
             assert!(filter.rescues(filter.capacity + 1, k));
         }
-        // 2048 rows of 2^17, k = 1024: the sample of 4096 leaves one tile of candidates.
+        // 2048 rows of 2^17, k = 1024: the sample of 4096 leaves 4096 candidates a row.
         assert_eq!(TopKFilter::new(131_072, 1024, 12).unwrap().capacity, 4096);
         // Past the tile the candidates are sorted: a sixteenth of a row of 2^20 for k =
         // 16384, an eighth of 2^17 for k = 4096.

@@ -137,8 +137,8 @@ fn rows_the_filter_cannot_serve_are_rescued() {
     use crate::schedule::top_k::{TopKFilter, sample_position};
     let gpu = CudaBackend::open(0).expect("open device 0");
     let mut next = lcg(11);
-    // The last shape's k passes the tile: its candidates are sorted, and a rescue sorts
-    // every row whole.
+    // The last two shapes' candidates are sorted (K of 1024 or more), and a rescued row
+    // selects its k exactly on the device (`top_k_exact`).
     for (row_len, k) in [
         (65_537usize, 300usize),
         (1 << 20, 100),

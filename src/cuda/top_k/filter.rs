@@ -126,8 +126,8 @@ impl CudaBackend {
         Ok((counts, candidates))
     }
 
-    /// The filtered route of a `k` past the on-chip tile, or of a large `K`
-    /// (`SORT_CANDIDATES_FROM_LOG_K`): the filter, then each row's `capacity` candidates
+    /// The filtered route whose candidates are sorted (`filter.candidates` is `None`: a `k`
+    /// past the on-chip tile, or a large `K`): the filter, then each row's `capacity` candidates
     /// sorted as a row (empty slots, `u64::MAX`, last); returns the sorted candidates,
     /// `capacity` words per row. A row whose count lies outside `k..=capacity` first selects
     /// its `k` best words exactly into its slots (`top_k_exact` in `cuda/top_k.cuh`), on the
@@ -139,11 +139,11 @@ impl CudaBackend {
         scratch: &mut StreamBuffers<'_>,
         stream: &Stream,
     ) -> Result<cu::CUdeviceptr> {
-        let sorted = TopKFilter {
-            candidates: None,
-            ..filter.clone()
-        };
-        let (counts, candidates) = self.enqueue_filter(job, &sorted, scratch, stream)?;
+        debug_assert!(
+            filter.candidates.is_none(),
+            "the filter pads the sorted slots"
+        );
+        let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
         let mut params = (
             job.keys,
             counts,
