@@ -264,45 +264,74 @@ __device__ __forceinline__ void top_k_sample(const K *__restrict__ keys, u64 *__
 // row's `capacity` slots, counting them all in `counts` (zeroed before): slots past the
 // capacity are not written, and a count outside [k, capacity] sends the row to the full
 // plan. A block of TOP_K_THREADS takes chunks of TOP_K_FILTER_CHUNK keys of a row (`chunks`
-// per row), a warp its slots with one atomic per 32 keys.
+// per row), each thread every TOP_K_THREADS-th key of the chunk, all loaded before any is
+// kept. The block counts its kept words (a ballot per warp and key) and reserves their
+// slots with one atomic for the chunk: an atomic per warp and key, on a counter the row's
+// other blocks contend for, leaves the warps waiting on its round trip and the pass far
+// from the memory's speed.
 template <typename K>
 __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u64 *__restrict__ thresholds,
                                              u32 *__restrict__ counts, u64 *__restrict__ candidates,
                                              u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding) {
+    constexpr u32 PER_THREAD = TOP_K_FILTER_CHUNK / TOP_K_THREADS;
+    constexpr u32 WARPS = TOP_K_THREADS / 32u;
+    static_assert(PER_THREAD * TOP_K_THREADS == TOP_K_FILTER_CHUNK && PER_THREAD <= 32u,
+                  "a thread's keys of a chunk fit a 32-bit mask");
+    __shared__ u32 warp_first[WARPS];
+    __shared__ u32 block_first;
     const u32 lane = threadIdx.x & 31u;
-    const u32 step = blockDim.x * 4u;
+    const u32 warp = threadIdx.x >> 5;
     for (u64 g = blockIdx.x; g < rows * chunks; g += gridDim.x) {
         const u64 row = g / chunks;
         const u64 threshold = thresholds[row];
         const K *row_keys = keys + row * len;
-        const u64 start = (g - row * chunks) * TOP_K_FILTER_CHUNK;
-        for (u64 base = start; base < start + TOP_K_FILTER_CHUNK && base < len; base += step) {
-            u32 raw[4];
+        const u64 start = (g - row * chunks) * TOP_K_FILTER_CHUNK + threadIdx.x;
+        u32 raw[PER_THREAD];
 #pragma unroll
-            for (u32 u = 0; u < 4; ++u) {
-                const u64 col = base + u * blockDim.x + threadIdx.x;
-                raw[u] = col < len ? (u32)row_keys[col] : 0u;
-            }
-#pragma unroll
-            for (u32 u = 0; u < 4; ++u) {
-                const u64 col = base + u * blockDim.x + threadIdx.x;
-                const u64 w = ((u64)encode_as<K>(raw[u], encoding) << 32) | col;
-                const bool keep = col < len && w <= threshold;
-                const u32 ballot = __ballot_sync(0xffffffffu, keep);
-                if (ballot == 0u) {
-                    continue;
-                }
-                u32 first = 0;
-                if (lane == 0) {
-                    first = atomicAdd(&counts[row], (u32)__popc(ballot));
-                }
-                first = __shfl_sync(0xffffffffu, first, 0);
-                const u64 slot = (u64)first + __popc(ballot & ((1u << lane) - 1u));
-                if (keep && slot < capacity) {
-                    candidates[row * capacity + slot] = w;
-                }
-            }
+        for (u32 i = 0; i < PER_THREAD; ++i) {
+            const u64 col = start + i * TOP_K_THREADS;
+            raw[i] = col < len ? (u32)row_keys[col] : 0u;
         }
+        // Bit i: this thread keeps its i-th key.
+        u32 kept = 0;
+        u32 warp_count = 0;
+#pragma unroll
+        for (u32 i = 0; i < PER_THREAD; ++i) {
+            const u64 col = start + i * TOP_K_THREADS;
+            const u64 w = ((u64)encode_as<K>(raw[i], encoding) << 32) | col;
+            const bool keep = col < len && w <= threshold;
+            kept |= (u32)keep << i;
+            warp_count += __popc(__ballot_sync(0xffffffffu, keep));
+        }
+        if (lane == 0) {
+            warp_first[warp] = warp_count;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            u32 total = 0;
+            for (u32 w = 0; w < WARPS; ++w) {
+                const u32 c = warp_first[w];
+                warp_first[w] = total;
+                total += c;
+            }
+            block_first = total > 0u ? atomicAdd(&counts[row], total) : 0u;
+        }
+        __syncthreads();
+        u64 slot = (u64)block_first + warp_first[warp];
+#pragma unroll
+        for (u32 i = 0; i < PER_THREAD; ++i) {
+            const bool keep = (kept >> i) & 1u;
+            const u32 ballot = __ballot_sync(0xffffffffu, keep);
+            const u64 at = slot + __popc(ballot & ((1u << lane) - 1u));
+            if (keep && at < capacity) {
+                const u64 col = start + i * TOP_K_THREADS;
+                candidates[row * capacity + at] = ((u64)encode_as<K>(raw[i], encoding) << 32) | col;
+            }
+            slot += __popc(ballot);
+        }
+        // The next chunk's counts must not overwrite this one's offsets before every warp
+        // has read them.
+        __syncthreads();
     }
 }
 
@@ -312,11 +341,10 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
                              u64 len, u32 log_sample, u32 log_rank, u32 rank, u32 encoding) {         \
         top_k_sample<K>(keys, thresholds, rows, len, log_sample, log_rank, rank, encoding);           \
     }                                                                                                 \
-    extern "C" __global__ void top_k_filter_##KNAME(const K *__restrict__ keys,                       \
-                                                    const u64 *__restrict__ thresholds,               \
-                                                    u32 *__restrict__ counts,                         \
-                                                    u64 *__restrict__ candidates, u64 rows, u64 len,  \
-                                                    u64 chunks, u64 capacity, u32 encoding) {         \
+    extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                       \
+        top_k_filter_##KNAME(const K *__restrict__ keys, const u64 *__restrict__ thresholds,          \
+                             u32 *__restrict__ counts, u64 *__restrict__ candidates, u64 rows,        \
+                             u64 len, u64 chunks, u64 capacity, u32 encoding) {                       \
         top_k_filter<K>(keys, thresholds, counts, candidates, rows, len, chunks, capacity, encoding); \
     }
 

@@ -104,8 +104,9 @@ pub const TOP_K_MAX_LOG_TILE: u32 = 12;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const TOP_K_THREADS: u32 = 256;
 
-/// Keys of a row that one block of the CUDA top-k filter reads (`TOP_K_FILTER_CHUNK`): a
-/// multiple of the four keys per thread of a block of [`TOP_K_THREADS`].
+/// Keys of a row that one block of the CUDA top-k filter reads at a time
+/// (`TOP_K_FILTER_CHUNK`): [`TOP_K_THREADS`] times the keys each thread holds in registers,
+/// at most 32 (one bit each of a mask).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const TOP_K_FILTER_CHUNK: u32 = 4096;
 

@@ -20,7 +20,7 @@ use super::driver::{copy_device_async, enable_peer_access, on};
 use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
 use super::link::{CudaLink, hand_over, record, wait_for};
 use super::plan::Widths;
-use super::{CudaBackend, HostState, Job};
+use super::{CudaBackend, HostState, Job, step_done};
 use crate::backend::BackendKind;
 use crate::buffer_cache::{BufferCache, grow};
 use crate::error::{Error, Result};
@@ -212,16 +212,6 @@ fn sort_in_regions(
     Ok(true)
 }
 
-/// Notes on the calling thread that a step of the sort has ended, for the timing of the
-/// steps in `transfer_timings.rs`; nothing outside the crate's unit tests.
-fn step_done(step: &'static str) {
-    #[cfg(test)]
-    super::transfer_timings::RANGE_STEPS
-        .with(|steps| steps.borrow_mut().push((step, std::time::Instant::now())));
-    #[cfg(not(test))]
-    let _ = step;
-}
-
 /// `step` for each side with its work item, each on a thread of its own where there are
 /// several sides; one side's on the calling thread, so that a sort on one device makes every
 /// driver call there (where `crate::fault` can fail it). A panic on a thread is an error.
@@ -321,9 +311,18 @@ fn exchange(
     Ok(())
 }
 
+/// Range sorts enqueued ahead of the download that is running. The host waits in each
+/// download (its copies out of the ring), so the sorts queued before it are what the device
+/// works on meanwhile: one range's sort takes about half its download, so two ahead keep the
+/// device busy. Queuing every sort up front instead fills the driver's launch queue (a range
+/// takes dozens of launches): the host then blocks in a launch until most sorts have run, and
+/// the first download starts only after them.
+const SORTS_AHEAD: usize = 2;
+
 /// On `side`'s thread: sorts each range of `owned` that needs it on the sort stream, and
 /// downloads each into its place in `span` (where the device's ranges go, in order) on
-/// the copy stream after its sort. `written` is set before the first download.
+/// the copy stream after its sort, with at most [`SORTS_AHEAD`] sorts queued past the
+/// range being downloaded. `written` is set before the first download.
 fn sort_and_write_back(
     side: &mut Side<'_>,
     span: WordsMut<'_>,
@@ -335,46 +334,26 @@ fn sort_and_write_back(
     let backend = side.backend;
     backend.make_current()?;
     let word_bytes = span.word_bytes() as u64;
-    let widths = Widths {
-        key: word_bytes,
-        value: 0,
-    };
-    let mut done: Vec<Option<Event>> = Vec::with_capacity(owned.len());
-    for r in owned.clone() {
-        if Splitters::is_single_key(r) || totals[r] < 2 {
-            done.push(None);
-            continue;
-        }
-        crate::fault::point(BackendKind::Cuda, "range sort")?;
-        let (plan, scratch) = backend.plan_with_scratch(
-            &mut side.host.buffers.scratch,
-            totals[r],
-            1,
-            widths,
-            encoding.code(),
-        )?;
-        let job = Job {
-            keys: side.region(r, word_bytes),
-            values: 0,
-            kernels: backend.kernels(word_bytes as usize, 0),
-            widths,
-            plan,
-            scratch,
-        };
-        backend.enqueue(&job, backend.sort_stream.as_inner())?;
-        done.push(Some(record(&backend.sort_stream)?));
-    }
+    let ahead = sorts_ahead();
+    let ranges: Vec<usize> = owned.clone().collect();
+    // `done[i]`: the end of range `ranges[i]`'s sort, `None` for a range that needs none.
+    let mut done: Vec<Option<Event>> = Vec::with_capacity(ranges.len());
     let link = CudaLink {
         stream: &backend.stream,
         context: backend.context.as_raw(),
     };
-    let lens: Vec<usize> = owned.clone().map(|r| totals[r] as usize).collect();
+    let lens: Vec<usize> = ranges.iter().map(|&r| totals[r] as usize).collect();
     let pieces = span.cut(&lens);
-    for ((r, sorted), piece) in owned.zip(done).zip(pieces) {
+    for (i, piece) in pieces.into_iter().enumerate() {
+        let queued = (i + 1 + ahead).min(ranges.len());
+        while done.len() < queued {
+            let r = ranges[done.len()];
+            done.push(sort_range(side, r, totals[r], word_bytes, encoding)?);
+        }
         if piece.is_empty() {
             continue;
         }
-        if let Some(event) = sorted {
+        if let Some(event) = done[i].take() {
             wait_for(&backend.stream, event)?;
         }
         let mut column = Column::Words(piece);
@@ -382,12 +361,62 @@ fn sort_and_write_back(
         let copy_back = backend.cache_stats.copy_back();
         side.host.download(
             &link,
-            (&mut column, side.region(r, word_bytes)),
+            (&mut column, side.region(ranges[i], word_bytes)),
             None,
             copy_back,
         )?;
     }
     Ok(())
+}
+
+/// How many range sorts run ahead of the download: [`SORTS_AHEAD`], or in the crate's unit
+/// tests `BITONIC_TIMING_SORTS_AHEAD` where set, so that a timing can compare.
+fn sorts_ahead() -> usize {
+    #[cfg(test)]
+    if let Some(ahead) = std::env::var("BITONIC_TIMING_SORTS_AHEAD")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return ahead;
+    }
+    SORTS_AHEAD
+}
+
+/// Enqueues on the sort stream the sort of range `r` (`total` keys in its region), unless it
+/// needs none; the event of its end.
+fn sort_range(
+    side: &mut Side<'_>,
+    r: usize,
+    total: u64,
+    word_bytes: u64,
+    encoding: KeyEncoding,
+) -> Result<Option<Event>> {
+    if Splitters::is_single_key(r) || total < 2 {
+        return Ok(None);
+    }
+    let backend = side.backend;
+    let widths = Widths {
+        key: word_bytes,
+        value: 0,
+    };
+    crate::fault::point(BackendKind::Cuda, "range sort")?;
+    let (plan, scratch) = backend.plan_with_scratch(
+        &mut side.host.buffers.scratch,
+        total,
+        1,
+        widths,
+        encoding.code(),
+    )?;
+    let job = Job {
+        keys: side.region(r, word_bytes),
+        values: 0,
+        kernels: backend.kernels(word_bytes as usize, 0),
+        widths,
+        plan,
+        scratch,
+    };
+    backend.enqueue(&job, backend.sort_stream.as_inner())?;
+    record(&backend.sort_stream).map(Some)
 }
 
 /// The device tables of one range scatter: the splitters' ordered words and their number

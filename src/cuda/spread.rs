@@ -26,10 +26,10 @@ use cust::module::Module;
 use cust::stream::{Stream, StreamWaitEventFlags};
 use cust::sys as cu;
 
-use super::CudaBackend;
 use super::device_slices::DeviceWords;
 use super::driver::{copy_device_async, driver_error, enable_peer_access, on};
 use super::kernels::{Kernel, launch_kernel, load_kernel};
+use super::{CudaBackend, step_done};
 use crate::error::{Error, Result};
 use crate::kernel_contract::padded_words;
 use crate::keys::{KeyEncoding, Order, WordKey};
@@ -221,6 +221,7 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
         return Ok(());
     }
     synchronize(sides)?;
+    step_done("parts sorted");
     let key_bytes = sides[0].keys.word_bytes;
     let max_word = if key_bytes == 4 {
         u64::from(u32::MAX)
@@ -232,15 +233,21 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
     let cuts = spread_cuts(&lens, max_word, |probes| counter.count(probes));
     counter.free();
     let cuts = cuts?;
+    step_done("cut");
     let mut received = Vec::with_capacity(sides.len());
     if let Err(e) = exchange(sides, &cuts, &mut received) {
         let _ = synchronize(sides);
         let _ = free(sides, received);
         return Err(e);
     }
+    #[cfg(test)]
+    let _ = synchronize(sides);
+    step_done("exchanged");
     let mut merged = Ok(());
     for (g, (side, buffer)) in sides.iter().zip(&received).enumerate() {
-        let Some(buffer) = buffer else { continue };
+        let Some(Received { buffer, .. }) = buffer else {
+            continue;
+        };
         if merged.is_err() {
             // After a failure elsewhere, each remaining side still takes its keys (its
             // received runs), so that no key is lost or held twice.
@@ -260,24 +267,50 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
         merged = merge_received(side, buffer, &runs, encoding);
     }
     let freed = free(sides, received);
+    #[cfg(test)]
+    let _ = synchronize(sides);
+    step_done("merged");
     merged.and(freed)
 }
 
-/// Frees each side's receive buffer in the order of its stream, in its context (a side
-/// without one, after an early error, has nothing to free).
-fn free(sides: &[Side<'_>], received: Vec<Option<DeviceBuffer<u8>>>) -> Result<()> {
+/// A side's receive buffer: the keys buffer of its device's sort scratch where that is free
+/// and large enough (the parts' own sorts are over), else a buffer of the stream-ordered
+/// pool, freed after the merges. Lending the scratch saves the pool's mapping and release of
+/// as many bytes as the part on every call.
+pub(super) struct Received {
+    buffer: DeviceBuffer<u8>,
+    lent: bool,
+}
+
+/// Frees or returns each side's receive buffer in the order of its stream, in its context
+/// (a side without one, after an early error, has nothing to free).
+fn free(sides: &[Side<'_>], received: Vec<Option<Received>>) -> Result<()> {
     let mut result = Ok(());
     for (side, buffer) in sides.iter().zip(received) {
-        if let Some(buffer) = buffer {
-            let freed = side
-                .make_current()
-                .and_then(|()| buffer.drop_async(side.stream).map_err(on("cuMemFreeAsync")));
+        if let Some(Received { buffer, lent }) = buffer {
+            let freed = side.make_current().and_then(|()| {
+                if lent {
+                    side.backend.return_scratch_keys(buffer, side.stream)
+                } else {
+                    buffer.drop_async(side.stream).map_err(on("cuMemFreeAsync"))
+                }
+            });
             if result.is_ok() {
                 result = freed;
             }
         }
     }
     result
+}
+
+/// Whether receive buffers may be lent from the sorts' scratch: always, except in a unit
+/// timing that sets `BITONIC_TIMING_SPREAD_POOL=1` to compare with the pool.
+fn lend_scratch() -> bool {
+    #[cfg(test)]
+    if std::env::var("BITONIC_TIMING_SPREAD_POOL").is_ok_and(|v| v == "1") {
+        return false;
+    }
+    true
 }
 
 /// The counts of step 2 on every side: probe and count buffers of each device, reused by
@@ -394,7 +427,7 @@ impl<'s, 'a> Counter<'s, 'a> {
 fn exchange(
     sides: &[Side<'_>],
     cuts: &[Vec<u64>],
-    received: &mut Vec<Option<DeviceBuffer<u8>>>,
+    received: &mut Vec<Option<Received>>,
 ) -> Result<()> {
     let p = sides.len();
     let key_bytes = sides[0].keys.word_bytes;
@@ -406,14 +439,28 @@ fn exchange(
             continue;
         }
         let bytes = side.keys.len * key_bytes;
-        // SAFETY: written completely by the copies below, in the order of the stream, before
-        // the merges read it; freed in stream order (`free`).
-        let buffer = unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes, side.stream) }
-            .map_err(|e| match e {
-                cust::error::CudaError::OutOfMemory => side.backend.out_of_memory(bytes as u64),
-                e => driver_error("cuMemAllocAsync", e),
-            })?;
-        let base = buffer.as_device_ptr().as_raw();
+        // A device that holds several parts lends its scratch to the first only.
+        let lent = if lend_scratch() {
+            side.backend.lend_scratch_keys(bytes, side.stream)?
+        } else {
+            None
+        };
+        let buffer = match lent {
+            Some(buffer) => Received { buffer, lent: true },
+            // SAFETY: written completely by the copies below, in the order of the stream,
+            // before the merges read it; freed in stream order (`free`).
+            None => Received {
+                buffer: unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes, side.stream) }
+                    .map_err(|e| match e {
+                        cust::error::CudaError::OutOfMemory => {
+                            side.backend.out_of_memory(bytes as u64)
+                        }
+                        e => driver_error("cuMemAllocAsync", e),
+                    })?,
+                lent: false,
+            },
+        };
+        let base = buffer.buffer.as_device_ptr().as_raw();
         received.push(Some(buffer));
         let mut at = 0u64;
         for (h, from) in sides.iter().enumerate() {

@@ -27,7 +27,7 @@ use crate::top_k::check_top_k_device;
 /// Blocks of one launch at most; each block loops over the tiles (or elements) past the grid.
 const MAX_GRID: u64 = 1 << 20;
 
-mod filter;
+pub(super) mod filter;
 use filter::Rows;
 
 /// Threads of a block of the element-wise kernels (compose, positions, rank, take).

@@ -16,8 +16,9 @@ use cust::event::{Event, EventFlags};
 thread_local! {
     /// Set while a timing runs host-slice sorts that upload everything before sorting.
     pub(super) static SORT_AFTER_UPLOAD: Cell<bool> = const { Cell::new(false) };
-    /// The end of each step of a sort in ranges in device memory (`device_ranges.rs`).
-    pub(super) static RANGE_STEPS: std::cell::RefCell<Vec<(&'static str, Instant)>> =
+    /// The end of each step of a sort in ranges in device memory (`device_ranges.rs`) or
+    /// spread over devices (`spread.rs`).
+    pub(super) static STEPS: std::cell::RefCell<Vec<(&'static str, Instant)>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -440,13 +441,13 @@ fn cuda_range_steps() {
             .into_par_iter()
             .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 29) as u32 ^ (i as u32))
             .collect();
-        RANGE_STEPS.with(|steps| steps.borrow_mut().clear());
+        STEPS.with(|steps| steps.borrow_mut().clear());
         let start = Instant::now();
         sorter
             .sort(&mut keys, crate::Order::Ascending)
             .expect("sort");
         let total = start.elapsed();
-        let steps = RANGE_STEPS.with(|steps| steps.take());
+        let steps = STEPS.with(|steps| steps.take());
         assert!(!steps.is_empty(), "the sort did not go through the ranges");
         let mut line = format!("run {run}, 2^{} keys:", n.trailing_zeros());
         for (step, at) in steps {
@@ -455,4 +456,83 @@ fn cuda_range_steps() {
         eprintln!("{line} all {:.3} s", total.as_secs_f64());
         assert!(keys.par_windows(2).all(|w| w[0] <= w[1]), "not sorted");
     }
+}
+
+/// The steps of a device-resident sort spread over every CUDA device (device 0 twice where
+/// there is one): `2^BITONIC_TIMING_LOG2` (default 30) random `u32` keys in equal parts, six
+/// runs of which the first warms up; for each, the end of every step (the streams are
+/// synchronized between steps in this build) and the whole call.
+/// `BITONIC_TIMING_SPREAD_POOL=1` takes the receive buffers from the memory pool instead of
+/// the sorts' scratch.
+#[test]
+#[ignore]
+fn cuda_spread_steps() {
+    use cust::memory::CopyDestination;
+    use cust::stream::{Stream, StreamFlags};
+    let log2 = std::env::var("BITONIC_TIMING_LOG2")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(30);
+    let n = 1usize << log2;
+    let mut backends = vec![CudaBackend::open(0).expect("open device 0")];
+    let found = cust::device::Device::num_devices().expect("devices") as usize;
+    backends.extend((1..found).map(|d| CudaBackend::open(d).expect("open")));
+    let devices: Vec<usize> = if found > 1 {
+        (0..found).collect()
+    } else {
+        vec![0, 0]
+    };
+    let input = random_u32(n, 0x5bead);
+    let share = n / devices.len();
+    let mut owned = Vec::new();
+    for (g, &d) in devices.iter().enumerate() {
+        CurrentContext::set_current(&backends[d].context).expect("context");
+        let end = if g + 1 == devices.len() {
+            n
+        } else {
+            (g + 1) * share
+        };
+        let keys = DeviceBuffer::from_slice(&input[g * share..end]).expect("upload");
+        let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("stream");
+        owned.push((d, g * share, keys, stream));
+    }
+    let mut want = input.clone();
+    rayon::prelude::ParallelSliceMut::par_sort_unstable(&mut want[..]);
+    for run in 0..6 {
+        for (d, first, keys, _) in owned.iter_mut() {
+            CurrentContext::set_current(&backends[*d].context).expect("context");
+            let len = keys.len();
+            keys.copy_from(&input[*first..*first + len])
+                .expect("refill");
+        }
+        let mut parts: Vec<SpreadPart<'_, u32>> = owned
+            .iter_mut()
+            .map(|(d, _, keys, stream)| SpreadPart {
+                backend: &backends[*d],
+                keys,
+                stream: &*stream,
+            })
+            .collect();
+        STEPS.with(|steps| steps.borrow_mut().clear());
+        let start = Instant::now();
+        sort_device_spread(&mut parts, crate::Order::Ascending).expect("spread sort");
+        let total = start.elapsed();
+        let steps = STEPS.with(|steps| steps.take());
+        let mut line = format!("run {run}, 2^{log2} keys over {} parts:", devices.len());
+        for (step, at) in steps {
+            line += &format!(" {step} {:.2} ms,", (at - start).as_secs_f64() * 1e3);
+        }
+        eprintln!("{line} all {:.2} ms", total.as_secs_f64() * 1e3);
+    }
+    let mut got = Vec::with_capacity(n);
+    for (d, _, keys, _) in &owned {
+        CurrentContext::set_current(&backends[*d].context).expect("context");
+        let mut part = vec![0u32; keys.len()];
+        keys.copy_to(&mut part[..]).expect("download");
+        got.extend(part);
+    }
+    assert!(
+        got == want,
+        "the spread sort's parts differ from the sorted input"
+    );
 }

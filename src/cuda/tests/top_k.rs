@@ -22,6 +22,16 @@ fn register_tiles_get_a_thread_per_32_words() {
     assert_eq!(tile_block(1, 0, 1, sms), 1);
 }
 
+/// The sample of many rows selects in registers (one thread per 32 words); few rows keep
+/// the tiles' rule.
+#[test]
+fn samples_of_many_rows_select_in_registers() {
+    use super::super::top_k::filter::sample_block;
+    assert_eq!(sample_block(12, 7, 2048, 132), 128);
+    assert_eq!(sample_block(12, 7, 256, 132), 256);
+    assert_eq!(sample_block(9, 3, 4096, 132), 256);
+}
+
 #[test]
 fn ptx_has_the_top_k_kernels() {
     for ptx in [PTX, PTX_SM80, PTX_SM90] {
@@ -173,4 +183,98 @@ fn rows_the_filter_cannot_serve_are_rescued() {
             );
         }
     }
+}
+
+/// Device time of the top-k of random keys (`f32` in [0, 1), then `bf16` of the same
+/// values), largest first, on the shape `BITONIC_TOPK_SHAPE` (`ROWSxCOLS:K`, default
+/// `2048x131072:1024`): the median of `BITONIC_TOPK_RUNS` calls (default 9) after one, with
+/// CUDA events around each; the last result is checked against the model. Under Nsight
+/// Compute with `BITONIC_TOPK_RUNS=1`, each launch of one call is timed on its own:
+/// `ncu --clock-control none --metrics gpu__time_duration.sum unit --ignored
+/// cuda_top_k_profile`.
+#[test]
+#[ignore = "needs a CUDA device; a timing, not a check"]
+fn cuda_top_k_profile() {
+    let shape = std::env::var("BITONIC_TOPK_SHAPE").unwrap_or_else(|_| "2048x131072:1024".into());
+    let parse = |s: &str| s.parse::<usize>().expect("BITONIC_TOPK_SHAPE: ROWSxCOLS:K");
+    let (rows_cols, k) = shape
+        .split_once(':')
+        .expect("BITONIC_TOPK_SHAPE: ROWSxCOLS:K");
+    let (rows, cols) = rows_cols
+        .split_once('x')
+        .expect("BITONIC_TOPK_SHAPE: ROWSxCOLS:K");
+    let (rows, row_len, k) = (parse(rows), parse(cols), parse(k));
+    let runs: usize = std::env::var("BITONIC_TOPK_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(9);
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let mut next = lcg(23);
+    let floats: Vec<f32> = (0..rows * row_len)
+        .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32)
+        .collect();
+    let bits32: Vec<u32> = floats.iter().map(|f| f.to_bits()).collect();
+    // bf16 rounded to nearest, ties to even (the keys are finite).
+    let bits16: Vec<u16> = bits32
+        .iter()
+        .map(|&b| ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16)
+        .collect();
+    let encoding = KeyEncoding {
+        kind: KeyKind::Float,
+        descending: true,
+    };
+    fn time<T: cust::memory::DeviceCopy + Default + Copy + Into<u64>>(
+        gpu: &CudaBackend,
+        keys: &[T],
+        (row_len, k, runs): (usize, usize, usize),
+        encoding: KeyEncoding,
+    ) -> (f64, Vec<T>, Vec<u32>) {
+        let rows = keys.len() / row_len;
+        let input = DeviceBuffer::from_slice(keys).expect("upload");
+        let mut values = DeviceBuffer::from_slice(&vec![T::default(); rows * k]).expect("values");
+        let mut indices = DeviceBuffer::from_slice(&vec![0u32; rows * k]).expect("indices");
+        let (start, stop) = (
+            Event::new(EventFlags::DEFAULT).expect("event"),
+            Event::new(EventFlags::DEFAULT).expect("event"),
+        );
+        let mut times = Vec::new();
+        for run in 0..=runs {
+            start.record(&gpu.stream).expect("record");
+            gpu.top_k_device_words(
+                &input,
+                encoding,
+                row_len,
+                k,
+                &mut values,
+                &mut indices,
+                &gpu.stream,
+            )
+            .expect("top-k");
+            stop.record(&gpu.stream).expect("record");
+            stop.synchronize().expect("sync");
+            if run > 0 {
+                times.push(f64::from(stop.elapsed_time_f32(&start).expect("elapsed")));
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        let mut got_values = vec![T::default(); rows * k];
+        let mut got_indices = vec![0u32; rows * k];
+        values.copy_to(&mut got_values[..]).expect("download");
+        indices.copy_to(&mut got_indices[..]).expect("download");
+        (times[times.len() / 2], got_values, got_indices)
+    }
+    let (ms, _, got) = time(&gpu, &bits32, (row_len, k, runs), encoding);
+    eprintln!("top-k f32 {rows} x {row_len}, k {k}: {ms:.4} ms (median of {runs})");
+    // The first rows against the model (the model of every row would take minutes).
+    let checked = rows.min(64);
+    let want = |keys: &[u32]| model(&keys[..checked * row_len], encoding, row_len, k).1;
+    assert_eq!(got[..checked * k], want(&bits32), "f32 indices");
+    let (ms, _, got) = time(&gpu, &bits16, (row_len, k, runs), encoding);
+    eprintln!("top-k bf16 {rows} x {row_len}, k {k}: {ms:.4} ms (median of {runs})");
+    let widened: Vec<u32> = bits16[..checked * row_len]
+        .iter()
+        .map(|&b| u32::from(b) << 16)
+        .collect();
+    assert_eq!(got[..checked * k], want(&widened), "bf16 indices");
 }

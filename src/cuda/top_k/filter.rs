@@ -10,7 +10,9 @@ use super::super::kernels::launch_kernel;
 use super::{CudaBackend, StreamBuffers, TopKJob, narrow};
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernel_contract::{TOP_K_FILTER_CHUNK, TOP_K_THREADS, padded_words};
+use crate::kernel_contract::{
+    TOP_K_FILTER_CHUNK, TOP_K_REGISTER_LOG_TILE, TOP_K_THREADS, padded_words,
+};
 use crate::keys::{KeyEncoding, KeyKind};
 use crate::schedule::top_k::TopKFilter;
 
@@ -38,6 +40,32 @@ impl Rows {
             Rows::Counted(counts) => (counts, 0, 0, 1),
             Rows::Rescued { counts, lo, hi } => (counts, lo, hi, 2),
         }
+    }
+}
+
+/// Blocks (rows) per multiprocessor from which the sample selects in registers. On an H100,
+/// 2048 rows of 131072 with k = 1024 (a sample of 4096 words whose best 128 are kept, 15.5
+/// rows per multiprocessor) took 0.568 ms with the shared-memory network and 0.337 ms in
+/// registers (`cuda_top_k_profile` under Nsight Compute); 256 rows keep the network.
+const SAMPLE_REGISTERS_FROM_ROWS_PER_SM: u64 = 8;
+
+/// The block of the sample's selection of the best `2^log_rank` of `2^log_sample` words in
+/// each of `rows` rows: one thread per 32 words (registers) from
+/// [`SAMPLE_REGISTERS_FROM_ROWS_PER_SM`] on, else [`super::tile_block`]'s; in the crate's unit
+/// tests `BITONIC_TIMING_SAMPLE_BLOCK` threads where set, so that a timing can compare.
+pub(in crate::cuda) fn sample_block(log_sample: u32, log_rank: u32, rows: u64, multiprocessors: u32) -> u32 {
+    #[cfg(test)]
+    if let Some(block) = std::env::var("BITONIC_TIMING_SAMPLE_BLOCK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return block;
+    }
+    let many = rows >= SAMPLE_REGISTERS_FROM_ROWS_PER_SM * u64::from(multiprocessors.max(1));
+    if log_sample >= TOP_K_REGISTER_LOG_TILE && many {
+        1 << (log_sample - 5)
+    } else {
+        super::tile_block(log_sample, log_rank, rows, multiprocessors)
     }
 }
 
@@ -80,7 +108,7 @@ impl CudaBackend {
             filter.rank,
             job.encoding.code(),
         );
-        let block = super::tile_block(
+        let block = sample_block(
             filter.log_sample,
             log_rank,
             rows.min(super::MAX_GRID),
