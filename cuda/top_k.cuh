@@ -260,21 +260,36 @@ __device__ __forceinline__ void top_k_sample(const K *__restrict__ keys, u64 *__
     }
 }
 
+// The column of a thread's i-th key of the chunk at `chunk`: every TOP_K_THREADS-th key, or
+// with `vector` key i % E of every TOP_K_THREADS-th vector of E keys (16 bytes).
+template <typename K>
+__device__ __forceinline__ u64 filter_col(u64 chunk, u32 i, u32 vector) {
+    constexpr u32 FILTER_VECTOR_KEYS = 16u / sizeof(K);
+    return vector ? chunk + (u64)((i / FILTER_VECTOR_KEYS) * TOP_K_THREADS + threadIdx.x) * FILTER_VECTOR_KEYS +
+                        i % FILTER_VECTOR_KEYS
+                  : chunk + i * TOP_K_THREADS + threadIdx.x;
+}
+
 // Then one pass over the keys appends each word at or below its row's threshold to the
 // row's `capacity` slots, counting them all in `counts` (zeroed before): slots past the
 // capacity are not written, and a count outside [k, capacity] sends the row to the full
 // plan. A block of TOP_K_THREADS takes chunks of TOP_K_FILTER_CHUNK keys of a row (`chunks`
 // per row), each thread every TOP_K_THREADS-th key of the chunk, all loaded before any is
-// kept. The block counts its kept words (a ballot per warp and key) and reserves their
-// slots with one atomic for the chunk: an atomic per warp and key, on a counter the row's
-// other blocks contend for, leaves the warps waiting on its round trip and the pass far
-// from the memory's speed.
+// kept; where every row starts on 16 bytes and holds whole 16-byte vectors (`vector`), every
+// TOP_K_THREADS-th vector instead, so that 16-bit keys too load whole sectors with few
+// instructions. The block counts its kept words (a ballot per warp and key) and reserves
+// their slots with one atomic for the chunk: an atomic per warp and key, on a counter the
+// row's other blocks contend for, leaves the warps waiting on its round trip and the pass
+// far from the memory's speed.
 template <typename K>
 __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u64 *__restrict__ thresholds,
                                              u32 *__restrict__ counts, u64 *__restrict__ candidates,
-                                             u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding) {
+                                             u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding,
+                                             u32 vector) {
     constexpr u32 PER_THREAD = TOP_K_FILTER_CHUNK / TOP_K_THREADS;
     constexpr u32 WARPS = TOP_K_THREADS / 32u;
+    constexpr u32 FILTER_VECTOR_KEYS = 16u / sizeof(K);
+    static_assert(PER_THREAD % FILTER_VECTOR_KEYS == 0u, "a thread's keys are whole vectors");
     static_assert(PER_THREAD * TOP_K_THREADS == TOP_K_FILTER_CHUNK && PER_THREAD <= 32u,
                   "a thread's keys of a chunk fit a 32-bit mask");
     __shared__ u32 warp_first[WARPS];
@@ -285,19 +300,36 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
         const u64 row = g / chunks;
         const u64 threshold = thresholds[row];
         const K *row_keys = keys + row * len;
-        const u64 start = (g - row * chunks) * TOP_K_FILTER_CHUNK + threadIdx.x;
+        const u64 chunk = (g - row * chunks) * TOP_K_FILTER_CHUNK;
         u32 raw[PER_THREAD];
+        if (vector) {
+            const uint4 *vectors = reinterpret_cast<const uint4 *>(row_keys + chunk);
 #pragma unroll
-        for (u32 i = 0; i < PER_THREAD; ++i) {
-            const u64 col = start + i * TOP_K_THREADS;
-            raw[i] = col < len ? (u32)row_keys[col] : 0u;
+            for (u32 j = 0; j < PER_THREAD / FILTER_VECTOR_KEYS; ++j) {
+                const u32 v = j * TOP_K_THREADS + threadIdx.x;
+                // A row's length is a whole number of vectors: each lies in it or past it.
+                const bool inside = chunk + (u64)v * FILTER_VECTOR_KEYS < len;
+                const uint4 q = inside ? vectors[v] : make_uint4(0u, 0u, 0u, 0u);
+                const u32 parts[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+                for (u32 e = 0; e < FILTER_VECTOR_KEYS; ++e) {
+                    raw[j * FILTER_VECTOR_KEYS + e] =
+                        sizeof(K) == 4 ? parts[e] : (parts[e / 2u] >> (16u * (e & 1u))) & 0xffffu;
+                }
+            }
+        } else {
+#pragma unroll
+            for (u32 i = 0; i < PER_THREAD; ++i) {
+                const u64 col = filter_col<K>(chunk, i, vector);
+                raw[i] = col < len ? (u32)row_keys[col] : 0u;
+            }
         }
         // Bit i: this thread keeps its i-th key.
         u32 kept = 0;
         u32 warp_count = 0;
 #pragma unroll
         for (u32 i = 0; i < PER_THREAD; ++i) {
-            const u64 col = start + i * TOP_K_THREADS;
+            const u64 col = filter_col<K>(chunk, i, vector);
             const u64 w = ((u64)encode_as<K>(raw[i], encoding) << 32) | col;
             const bool keep = col < len && w <= threshold;
             kept |= (u32)keep << i;
@@ -324,7 +356,7 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
             const u32 ballot = __ballot_sync(0xffffffffu, keep);
             const u64 at = slot + __popc(ballot & ((1u << lane) - 1u));
             if (keep && at < capacity) {
-                const u64 col = start + i * TOP_K_THREADS;
+                const u64 col = filter_col<K>(chunk, i, vector);
                 candidates[row * capacity + at] = ((u64)encode_as<K>(raw[i], encoding) << 32) | col;
             }
             slot += __popc(ballot);
@@ -344,8 +376,9 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
     extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                       \
         top_k_filter_##KNAME(const K *__restrict__ keys, const u64 *__restrict__ thresholds,          \
                              u32 *__restrict__ counts, u64 *__restrict__ candidates, u64 rows,        \
-                             u64 len, u64 chunks, u64 capacity, u32 encoding) {                       \
-        top_k_filter<K>(keys, thresholds, counts, candidates, rows, len, chunks, capacity, encoding); \
+                             u64 len, u64 chunks, u64 capacity, u32 encoding, u32 vector) {           \
+        top_k_filter<K>(keys, thresholds, counts, candidates, rows, len, chunks, capacity, encoding,  \
+                        vector);                                                                      \
     }
 
 TOP_K_FILTER_KERNELS(u32, u32)

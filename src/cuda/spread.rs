@@ -9,8 +9,9 @@
 //!    keys of each sorted part go before it (`crate::spread_cuts`; a few rounds of binary
 //!    searches on the devices, `spread_count_<K>`, read back by the host);
 //! 3. one all-to-all exchange: each device copies, from every part, the keys it receives
-//!    into a buffer of its own, in part order (a peer copy between devices, over NVLink
-//!    where peer access is possible, a device copy within one);
+//!    into a buffer of its own (its sort scratch, free once the parts are sorted), in part
+//!    order (a peer copy between devices, over NVLink where peer access is possible, a device
+//!    copy within one);
 //! 4. each device merges its received runs, two by two (`spread_split_<K>` and
 //!    `spread_merge_<K>`, stable, ties to the earlier run), into the caller's buffer.
 //!
@@ -97,8 +98,10 @@ pub struct SpreadPart<'a, K: DeviceCopy> {
 ///
 /// Unlike the single-device calls this one waits: it returns once every part is sorted and
 /// every stream is synchronized, since the cuts between parts are read by the host.
-/// Temporary buffers, as large as each part, come from each device's stream-ordered memory
-/// pool and are freed before it returns.
+/// Each part receives its keys into a buffer as large as itself: the device's scratch of
+/// device-resident sorts, which the part's own sort has just grown to that size and which stays
+/// with the backend for its next sort, or, for a second part on the same device, a buffer of the
+/// device's stream-ordered memory pool, freed before the call returns.
 ///
 /// Errors: [`Error::ForeignBuffer`](crate::Error::ForeignBuffer) and
 /// [`Error::Unsupported`](crate::Error::Unsupported) (16-bit keys) are found before
@@ -240,6 +243,7 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
         let _ = free(sides, received);
         return Err(e);
     }
+    // The unit tests' timing of the steps waits for each step's work (`step_done`).
     #[cfg(test)]
     let _ = synchronize(sides);
     step_done("exchanged");

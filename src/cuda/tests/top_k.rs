@@ -28,6 +28,7 @@ fn register_tiles_get_a_thread_per_32_words() {
 fn samples_of_many_rows_select_in_registers() {
     use super::super::top_k::filter::sample_block;
     assert_eq!(sample_block(12, 7, 2048, 132), 128);
+    assert_eq!(sample_block(12, 7, 1024, 132), 128);
     assert_eq!(sample_block(12, 7, 256, 132), 256);
     assert_eq!(sample_block(9, 3, 4096, 132), 256);
 }

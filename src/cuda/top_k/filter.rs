@@ -44,16 +44,22 @@ impl Rows {
 }
 
 /// Blocks (rows) per multiprocessor from which the sample selects in registers. On an H100,
-/// 2048 rows of 131072 with k = 1024 (a sample of 4096 words whose best 128 are kept, 15.5
-/// rows per multiprocessor) took 0.568 ms with the shared-memory network and 0.337 ms in
-/// registers (`cuda_top_k_profile` under Nsight Compute); 256 rows keep the network.
-const SAMPLE_REGISTERS_FROM_ROWS_PER_SM: u64 = 8;
+/// samples of 4096 words whose best 128 are kept (rows of 131072, k = 1024) took 0.287 ms with
+/// the shared-memory network and 0.180 in registers for 1024 rows (7.8 per multiprocessor),
+/// 0.568 and 0.337 for 2048 rows (`cuda_top_k_profile` under Nsight Compute). Fewer rows keep
+/// the tiles' rule, not measured against registers for the sample.
+const SAMPLE_REGISTERS_FROM_ROWS_PER_SM: u64 = 7;
 
 /// The block of the sample's selection of the best `2^log_rank` of `2^log_sample` words in
 /// each of `rows` rows: one thread per 32 words (registers) from
 /// [`SAMPLE_REGISTERS_FROM_ROWS_PER_SM`] on, else [`super::tile_block`]'s; in the crate's unit
 /// tests `BITONIC_TIMING_SAMPLE_BLOCK` threads where set, so that a timing can compare.
-pub(in crate::cuda) fn sample_block(log_sample: u32, log_rank: u32, rows: u64, multiprocessors: u32) -> u32 {
+pub(in crate::cuda) fn sample_block(
+    log_sample: u32,
+    log_rank: u32,
+    rows: u64,
+    multiprocessors: u32,
+) -> u32 {
     #[cfg(test)]
     if let Some(block) = std::env::var("BITONIC_TIMING_SAMPLE_BLOCK")
         .ok()
@@ -128,6 +134,9 @@ impl CudaBackend {
             )
         }?;
         let chunks = job.row_len.div_ceil(u64::from(TOP_K_FILTER_CHUNK));
+        // Every row starts on 16 bytes and holds whole 16-byte vectors.
+        let vector =
+            job.keys.is_multiple_of(16) && (job.row_len * job.key_bytes as u64).is_multiple_of(16);
         let mut params = (
             job.keys,
             thresholds,
@@ -138,11 +147,13 @@ impl CudaBackend {
             chunks,
             filter.capacity,
             job.encoding.code(),
+            u32::from(vector),
         );
         // SAFETY: `top_k_filter_<key>(const K *keys, const u64 *thresholds, u32 *counts, u64
-        // *candidates, u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding)` reads the
-        // `rows * len` keys and writes at most `capacity` candidates per row, which the
-        // buffer holds; the block is the TOP_K_THREADS the chunk is a multiple of.
+        // *candidates, u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding, u32 vector)`
+        // reads the `rows * len` keys (16-byte loads only where `vector` says every row is
+        // aligned and whole vectors) and writes at most `capacity` candidates per row, which
+        // the buffer holds; the block is the TOP_K_THREADS the chunk is a multiple of.
         unsafe {
             launch_kernel(
                 self.top_k_kernels.filter[width],
