@@ -20,7 +20,7 @@ use super::driver::{copy_device_async, enable_peer_access, on};
 use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
 use super::link::{CudaLink, hand_over, record, wait_for};
 use super::plan::Widths;
-use super::{CudaBackend, HostState, Job, step_done};
+use super::{CudaBackend, HostState, Job, step_done, timing_override};
 use crate::backend::BackendKind;
 use crate::buffer_cache::{BufferCache, grow};
 use crate::error::{Error, Result};
@@ -334,7 +334,8 @@ fn sort_and_write_back(
     let backend = side.backend;
     backend.make_current()?;
     let word_bytes = span.word_bytes() as u64;
-    let ahead = sorts_ahead();
+    // A unit timing may queue another number ahead to compare.
+    let ahead = timing_override("BITONIC_TIMING_SORTS_AHEAD").unwrap_or(SORTS_AHEAD);
     let ranges: Vec<usize> = owned.clone().collect();
     // `done[i]`: the end of range `ranges[i]`'s sort, `None` for a range that needs none.
     let mut done: Vec<Option<Event>> = Vec::with_capacity(ranges.len());
@@ -367,19 +368,6 @@ fn sort_and_write_back(
         )?;
     }
     Ok(())
-}
-
-/// How many range sorts run ahead of the download: [`SORTS_AHEAD`], or in the crate's unit
-/// tests `BITONIC_TIMING_SORTS_AHEAD` where set, so that a timing can compare.
-fn sorts_ahead() -> usize {
-    #[cfg(test)]
-    if let Some(ahead) = std::env::var("BITONIC_TIMING_SORTS_AHEAD")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        return ahead;
-    }
-    SORTS_AHEAD
 }
 
 /// Enqueues on the sort stream the sort of range `r` (`total` keys in its region), unless it

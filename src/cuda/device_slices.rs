@@ -17,7 +17,7 @@ use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::stream::{Stream, StreamWaitEventFlags};
 use cust::sys as cu;
 
-use super::{CudaBackend, Job, Widths, check, on};
+use super::{CudaBackend, DeviceScratch, Job, Widths, check, on};
 use crate::buffer_cache::Scratch;
 use crate::error::{Error, Result, check_rows_words};
 use crate::keys::{KeyEncoding, Order, WordKey};
@@ -288,13 +288,44 @@ impl CudaBackend {
     }
 }
 
+impl DeviceScratch {
+    /// Orders the scratch between its users: work enqueued on `stream` from now on waits for
+    /// the last sort that used it (where that ran on another stream), and its next user waits
+    /// for the work enqueued on `stream` so far. Where the driver fails, nothing could wait
+    /// for the last user: the buffers are freed (`cuMemFree` waits for that work).
+    fn hand_to(&mut self, stream: &Stream) -> Result<()> {
+        let previous = self.done.take();
+        let done = (|| {
+            if let Some((previous, on_stream)) = previous
+                && on_stream != stream.as_inner()
+            {
+                stream
+                    .wait_event(previous, StreamWaitEventFlags::DEFAULT)
+                    .map_err(on("cuStreamWaitEvent"))?;
+            }
+            let done = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
+            done.record(stream).map_err(on("cuEventRecord"))?;
+            Ok(done)
+        })();
+        match done {
+            Ok(done) => {
+                self.done = Some((done, stream.as_inner()));
+                Ok(())
+            }
+            Err(e) => {
+                self.buffers = Scratch::default();
+                Err(e)
+            }
+        }
+    }
+}
+
 impl CudaBackend {
-    /// Lends the keys buffer of the device-resident sorts' scratch, when it holds at least
-    /// `bytes`, to work enqueued on `stream` from now on (which first waits for the last sort
-    /// that used it, where that ran on another stream); `None` where it is smaller or lent
-    /// already. Meanwhile a device-resident sort grows a buffer of its own. Return it with
-    /// [`CudaBackend::return_scratch_keys`].
-    pub(super) fn lend_scratch_keys(
+    /// Takes the keys buffer of the device-resident sorts' scratch, when it holds at least
+    /// `bytes`, for work enqueued on `stream` from now on (which first waits for the last sort
+    /// that used it); `None` where it is smaller or taken already. Meanwhile a device-resident
+    /// sort grows a buffer of its own. Give it back with [`CudaBackend::return_scratch_keys`].
+    pub(super) fn take_scratch_keys(
         &self,
         bytes: usize,
         stream: &Stream,
@@ -311,36 +342,13 @@ impl CudaBackend {
         {
             return Ok(None);
         }
-        if let Some((previous, on_stream)) = scratch.done.take() {
-            if on_stream != stream.as_inner() {
-                // The rest of the scratch stays for other sorts, which then wait for an event
-                // of this stream recorded after the wait, so after the last sort as before.
-                let waited = stream
-                    .wait_event(previous, StreamWaitEventFlags::DEFAULT)
-                    .map_err(on("cuStreamWaitEvent"))
-                    .and_then(|()| {
-                        let done =
-                            Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
-                        done.record(stream).map_err(on("cuEventRecord"))?;
-                        Ok(done)
-                    });
-                match waited {
-                    Ok(done) => scratch.done = Some((done, stream.as_inner())),
-                    Err(e) => {
-                        // Nothing could wait for the last sort: its buffers are freed
-                        // (`cuMemFree` waits for it).
-                        scratch.buffers = Scratch::default();
-                        return Err(e);
-                    }
-                }
-            } else {
-                scratch.done = Some((previous, on_stream));
-            }
-        }
+        // The rest of the scratch stays for other sorts, which then wait for this stream's
+        // event, recorded after its wait for the last sort.
+        scratch.hand_to(stream)?;
         Ok(scratch.buffers.keys.take())
     }
 
-    /// Takes back a buffer of [`CudaBackend::lend_scratch_keys`] once the work enqueued on
+    /// Takes back a buffer of [`CudaBackend::take_scratch_keys`] once the work enqueued on
     /// `stream` so far has finished with it: the next sort that uses it waits for that. Where
     /// a sort grew another buffer meanwhile, the larger one is kept and the other freed (the
     /// backend's context current; `cuMemFree` waits for the work that uses it).
@@ -353,30 +361,8 @@ impl CudaBackend {
             .device_scratch
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        // The next user waits for one event, recorded after the last sort on another stream
-        // as well as after the lent buffer's work.
-        let done = (|| {
-            if let Some((previous, on_stream)) = scratch.done.take()
-                && on_stream != stream.as_inner()
-            {
-                stream
-                    .wait_event(previous, StreamWaitEventFlags::DEFAULT)
-                    .map_err(on("cuStreamWaitEvent"))?;
-            }
-            let done = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
-            done.record(stream).map_err(on("cuEventRecord"))?;
-            Ok(done)
-        })();
-        let done = match done {
-            Ok(done) => done,
-            Err(e) => {
-                // Without an event the next user could not wait for the work on these
-                // buffers: they are freed (`cuMemFree` waits for that work).
-                scratch.buffers = Scratch::default();
-                drop(buffer);
-                return Err(e);
-            }
-        };
+        // On failure the buffer is freed with the rest (`cuMemFree` waits for its work).
+        scratch.hand_to(stream)?;
         let spare = match scratch.buffers.keys.take() {
             Some(grown) if grown.len() > buffer.len() => {
                 scratch.buffers.keys = Some(grown);
@@ -388,7 +374,6 @@ impl CudaBackend {
             }
         };
         drop(spare);
-        scratch.done = Some((done, stream.as_inner()));
         Ok(())
     }
 }

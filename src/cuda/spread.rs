@@ -30,7 +30,7 @@ use cust::sys as cu;
 use super::device_slices::DeviceWords;
 use super::driver::{copy_device_async, driver_error, enable_peer_access, on};
 use super::kernels::{Kernel, launch_kernel, load_kernel};
-use super::{CudaBackend, step_done};
+use super::{CudaBackend, step_done, timing_override};
 use crate::error::{Error, Result};
 use crate::kernel_contract::padded_words;
 use crate::keys::{KeyEncoding, Order, WordKey};
@@ -249,7 +249,7 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
     step_done("exchanged");
     let mut merged = Ok(());
     for (g, (side, buffer)) in sides.iter().zip(&received).enumerate() {
-        let Some(Received { buffer, .. }) = buffer else {
+        let Some(buffer) = buffer.as_ref().map(Received::buffer) else {
             continue;
         };
         if merged.is_err() {
@@ -279,11 +279,21 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
 
 /// A side's receive buffer: the keys buffer of its device's sort scratch where that is free
 /// and large enough (the parts' own sorts are over), else a buffer of the stream-ordered
-/// pool, freed after the merges. Lending the scratch saves the pool's mapping and release of
-/// as many bytes as the part on every call.
-pub(super) struct Received {
-    buffer: DeviceBuffer<u8>,
-    lent: bool,
+/// pool, freed after the merges. The scratch saves the pool's mapping and release of as many
+/// bytes as the part on every call.
+pub(super) enum Received {
+    /// Taken from the backend's sort scratch, returned to it after the merges.
+    Scratch(DeviceBuffer<u8>),
+    /// Allocated from the device's memory pool, freed after the merges.
+    Pool(DeviceBuffer<u8>),
+}
+
+impl Received {
+    fn buffer(&self) -> &DeviceBuffer<u8> {
+        match self {
+            Received::Scratch(buffer) | Received::Pool(buffer) => buffer,
+        }
+    }
 }
 
 /// Frees or returns each side's receive buffer in the order of its stream, in its context
@@ -291,30 +301,16 @@ pub(super) struct Received {
 fn free(sides: &[Side<'_>], received: Vec<Option<Received>>) -> Result<()> {
     let mut result = Ok(());
     for (side, buffer) in sides.iter().zip(received) {
-        if let Some(Received { buffer, lent }) = buffer {
-            let freed = side.make_current().and_then(|()| {
-                if lent {
-                    side.backend.return_scratch_keys(buffer, side.stream)
-                } else {
-                    buffer.drop_async(side.stream).map_err(on("cuMemFreeAsync"))
-                }
-            });
-            if result.is_ok() {
-                result = freed;
-            }
+        let Some(buffer) = buffer else { continue };
+        let freed = side.make_current().and_then(|()| match buffer {
+            Received::Scratch(buffer) => side.backend.return_scratch_keys(buffer, side.stream),
+            Received::Pool(buffer) => buffer.drop_async(side.stream).map_err(on("cuMemFreeAsync")),
+        });
+        if result.is_ok() {
+            result = freed;
         }
     }
     result
-}
-
-/// Whether receive buffers may be lent from the sorts' scratch: always, except in a unit
-/// timing that sets `BITONIC_TIMING_SPREAD_POOL=1` to compare with the pool.
-fn lend_scratch() -> bool {
-    #[cfg(test)]
-    if std::env::var("BITONIC_TIMING_SPREAD_POOL").is_ok_and(|v| v == "1") {
-        return false;
-    }
-    true
 }
 
 /// The counts of step 2 on every side: probe and count buffers of each device, reused by
@@ -443,28 +439,28 @@ fn exchange(
             continue;
         }
         let bytes = side.keys.len * key_bytes;
-        // A device that holds several parts lends its scratch to the first only.
-        let lent = if lend_scratch() {
-            side.backend.lend_scratch_keys(bytes, side.stream)?
-        } else {
-            None
+        // A device that holds several parts gives its scratch to the first only; a unit timing
+        // may set BITONIC_TIMING_SPREAD_POOL=1 to compare with the pool.
+        let scratch = match timing_override::<u32>("BITONIC_TIMING_SPREAD_POOL") {
+            Some(1) => None,
+            _ => side.backend.take_scratch_keys(bytes, side.stream)?,
         };
-        let buffer = match lent {
-            Some(buffer) => Received { buffer, lent: true },
+        let buffer = match scratch {
+            Some(buffer) => Received::Scratch(buffer),
             // SAFETY: written completely by the copies below, in the order of the stream,
             // before the merges read it; freed in stream order (`free`).
-            None => Received {
-                buffer: unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes, side.stream) }
-                    .map_err(|e| match e {
+            None => Received::Pool(
+                unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes, side.stream) }.map_err(
+                    |e| match e {
                         cust::error::CudaError::OutOfMemory => {
                             side.backend.out_of_memory(bytes as u64)
                         }
                         e => driver_error("cuMemAllocAsync", e),
-                    })?,
-                lent: false,
-            },
+                    },
+                )?,
+            ),
         };
-        let base = buffer.buffer.as_device_ptr().as_raw();
+        let base = buffer.buffer().as_device_ptr().as_raw();
         received.push(Some(buffer));
         let mut at = 0u64;
         for (h, from) in sides.iter().enumerate() {

@@ -60,11 +60,7 @@ pub(in crate::cuda) fn sample_block(
     rows: u64,
     multiprocessors: u32,
 ) -> u32 {
-    #[cfg(test)]
-    if let Some(block) = std::env::var("BITONIC_TIMING_SAMPLE_BLOCK")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
+    if let Some(block) = super::super::timing_override("BITONIC_TIMING_SAMPLE_BLOCK") {
         return block;
     }
     let many = rows >= SAMPLE_REGISTERS_FROM_ROWS_PER_SM * u64::from(multiprocessors.max(1));
