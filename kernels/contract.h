@@ -76,6 +76,9 @@
 // A CUDA top-k tile of at least 2^TOP_K_REGISTER_LOG_TILE words is selected in registers by a
 // block of one thread per 32 words (whole warps); OpenCL work-groups select in local memory.
 #define TOP_K_REGISTER_LOG_TILE 10
+// 32-bit words of shared memory of a CUDA top-k radix select: 256 digit counts and the digit
+// chosen, with its rank and count.
+#define TOP_K_RADIX_WORDS 260
 
 // The CUDA range scatter (cuda/ranges.cuh, src/cuda/device_ranges.rs): a block of
 // RANGE_SCATTER_THREADS threads appends RANGE_SCATTER_KEYS consecutive keys to the regions

@@ -115,6 +115,11 @@ pub const TOP_K_FILTER_CHUNK: u32 = 4096;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const TOP_K_REGISTER_LOG_TILE: u32 = 10;
 
+/// 32-bit words of shared memory of a CUDA top-k radix select (`TOP_K_RADIX_WORDS`): 256
+/// digit counts and the digit chosen, with its rank and count.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub const TOP_K_RADIX_WORDS: u32 = 260;
+
 /// Threads of a block of the CUDA range scatter (`RANGE_SCATTER_THREADS`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const RANGE_SCATTER_THREADS: u32 = 256;
@@ -273,6 +278,7 @@ mod tests {
             ("TOP_K_THREADS", TOP_K_THREADS),
             ("TOP_K_FILTER_CHUNK", TOP_K_FILTER_CHUNK),
             ("TOP_K_REGISTER_LOG_TILE", TOP_K_REGISTER_LOG_TILE),
+            ("TOP_K_RADIX_WORDS", TOP_K_RADIX_WORDS),
             ("RANGE_SCATTER_THREADS", RANGE_SCATTER_THREADS),
             ("RANGE_SCATTER_KEYS", RANGE_SCATTER_KEYS),
             ("RANGE_MAX_SPLITTERS", RANGE_MAX_SPLITTERS),

@@ -7,8 +7,8 @@
 //!   of 2^e - 1 and 2^e + 1 keys for e in 10..=17 with k in {1, 7, 32, 100, 256, 1000}.
 //! - `top_k::keys::<type>::<pattern>`: u32 i32 f32 u8 i16, random, all equal, three values,
 //!   sorted, reversed and (f32) edge values (NaNs of both signs, +-0.0, +-inf); both orders;
-//!   shapes (1, 3, 1), (1, 1025, 7), (2, 4097, 100), (64, 5000, 50), (17, 1024, 1024) and
-//!   `k` = the row length.
+//!   shapes (1, 3, 1), (1, 1025, 7), (2, 4097, 100), (64, 5000, 50), (17, 1024, 1024),
+//!   (100, 1000, 32) and `k` = the row length.
 //! - `top_k::large`: (3, 70001, 2048) in u32 and f32 edge values, both orders (the largest
 //!   `k` on chip with 2^12-word tiles).
 //! - `top_k::sort_path`: `k` past every on-chip limit (4097 and the row), 64-bit keys, and
@@ -216,6 +216,7 @@ fn keys_trial<K: Key>(target: &Target, pattern: Pattern) -> Result<(), Failed> {
         (64, 5000, 50),
         (17, 1024, 1024),
         (3, 300, 300),
+        (100, 1000, 32),
     ] {
         let keys = input::<K>(
             pattern,

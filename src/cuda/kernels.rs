@@ -195,6 +195,7 @@ macro_rules! kernel_params {
 
 kernel_params!(A 0, B 1, C 2, D 3, E 4);
 kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5);
+kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
 kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);

@@ -21,14 +21,24 @@ use crate::error::Result;
 use crate::kernel_contract::{TOP_K_REGISTER_LOG_TILE, TOP_K_THREADS, TopKArgs, padded_words};
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
-use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKFilter, TopKPlan, TopKRoute};
+use crate::schedule::top_k::{
+    CANDIDATES_SELECT_MAX, CANDIDATES_SELECT_MAX_LOG_K, SELECT_BLOCK_BYTES, TOP_K_MAX_LOG_TILE,
+    TopKCandidates, TopKFilter, TopKPlan, TopKRoute, TopKSelect,
+};
 use crate::top_k::check_top_k_device;
 
 /// Blocks of one launch at most; each block loops over the tiles (or elements) past the grid.
 const MAX_GRID: u64 = 1 << 20;
 
 pub(super) mod filter;
+mod select;
 use filter::Rows;
+
+/// Whether the crate's unit tests set `BITONIC_TIMING_TOPK_TILES`, which sends short rows and
+/// filtered candidates to the tiles so that a timing can compare; never in the product.
+fn tiles_forced() -> bool {
+    super::timing_override::<u32>("BITONIC_TIMING_TOPK_TILES").is_some()
+}
 
 /// Threads of a block of the element-wise kernels (compose, positions, rank, take).
 const ELEMENT_THREADS: u32 = 256;
@@ -45,6 +55,10 @@ pub(super) struct TopKKernels {
     filter: [Kernel; 2],
     /// `top_k_exact_u32` and `top_k_exact_u16`.
     exact: [Kernel; 2],
+    /// `top_k_select_u32` and `top_k_select_u16`.
+    select: [Kernel; 2],
+    /// `top_k_candidates_u32` and `top_k_candidates_u16`.
+    candidates: [Kernel; 2],
     /// `top_k_compose_u32` and `top_k_compose_u16`.
     compose: [Kernel; 2],
     /// `top_k_positions_u64` and `top_k_rank_u64`.
@@ -89,14 +103,19 @@ pub(super) fn tile_block(log_tile: u32, log_k: u32, blocks: u64, multiprocessors
     }
 }
 
-/// Looks up the top-k kernels; `top_k_tiles_*` may use the shared memory of the largest
-/// tile.
+/// Looks up the top-k kernels; each may use the shared memory of its largest launch.
 pub(super) fn load_top_k_kernels(module: &Module) -> Result<TopKKernels> {
     let tiles =
         |name: &str| load_kernel(module, name, (padded_words(TOP_K_MAX_LOG_TILE) * 8) as u32);
+    let sample_shared = filter::sample_bytes(TOP_K_MAX_LOG_TILE);
+    let candidates_shared =
+        filter::candidates_bytes(CANDIDATES_SELECT_MAX, CANDIDATES_SELECT_MAX_LOG_K);
     Ok(TopKKernels {
         tiles: [tiles("top_k_tiles_u32")?, tiles("top_k_tiles_u16")?],
-        sample: [tiles("top_k_sample_u32")?, tiles("top_k_sample_u16")?],
+        sample: [
+            load_kernel(module, "top_k_sample_u32", sample_shared)?,
+            load_kernel(module, "top_k_sample_u16", sample_shared)?,
+        ],
         filter: [
             load_kernel(module, "top_k_filter_u32", 0)?,
             load_kernel(module, "top_k_filter_u16", 0)?,
@@ -104,6 +123,14 @@ pub(super) fn load_top_k_kernels(module: &Module) -> Result<TopKKernels> {
         exact: [
             load_kernel(module, "top_k_exact_u32", 0)?,
             load_kernel(module, "top_k_exact_u16", 0)?,
+        ],
+        select: [
+            load_kernel(module, "top_k_select_u32", SELECT_BLOCK_BYTES)?,
+            load_kernel(module, "top_k_select_u16", SELECT_BLOCK_BYTES)?,
+        ],
+        candidates: [
+            load_kernel(module, "top_k_candidates_u32", candidates_shared)?,
+            load_kernel(module, "top_k_candidates_u16", candidates_shared)?,
         ],
         compose: [
             load_kernel(module, "top_k_compose_u32", 0)?,
@@ -213,6 +240,11 @@ impl CudaBackend {
         if job.rows == 0 {
             return Ok(());
         }
+        if let Some(select) = TopKSelect::new(job.key_bytes, job.row_len, job.k) {
+            if !tiles_forced() {
+                return self.enqueue_select(job, &select, stream);
+            }
+        }
         let mut scratch = StreamBuffers::new(stream);
         let route = TopKRoute::new(job.key_bytes, job.row_len, job.k, TOP_K_MAX_LOG_TILE);
         let enqueued = self.enqueue_route(job, &route, &mut scratch, stream);
@@ -238,13 +270,36 @@ impl CudaBackend {
         };
         let mut rescue = Rows::All;
         let mut rescued = 0;
-        let filter = TopKFilter::new(job.row_len, job.k, TOP_K_MAX_LOG_TILE);
+        let filter = TopKFilter::new(job.row_len, job.k, TOP_K_MAX_LOG_TILE).map(|filter| {
+            if tiles_forced() {
+                TopKFilter {
+                    candidates: TopKCandidates::new(
+                        filter.capacity,
+                        job.k,
+                        TOP_K_MAX_LOG_TILE,
+                        false,
+                    ),
+                    ..filter
+                }
+            } else {
+                filter
+            }
+        });
         let (words, stride) = match (route, &filter) {
+            (
+                TopKRoute::Tiles(_) | TopKRoute::SortWords,
+                Some(
+                    filter @ TopKFilter {
+                        candidates: TopKCandidates::Select,
+                        ..
+                    },
+                ),
+            ) => return self.enqueue_filtered_select(job, filter, scratch, stream),
             (
                 TopKRoute::Tiles(plan),
                 Some(
                     filter @ TopKFilter {
-                        candidates: Some(candidates),
+                        candidates: TopKCandidates::Tiles(candidates),
                         ..
                     },
                 ),
@@ -260,7 +315,7 @@ impl CudaBackend {
                 rescued = self.enqueue_tiles(job, plan, Some((0, rescue)), scratch, stream)?;
                 (words, plan.run())
             }
-            // The filter leaves candidates to sort (`TopKFilter::candidates` is `None`).
+            // The filter leaves candidates to sort (`TopKCandidates::Sort`).
             (TopKRoute::Tiles(_) | TopKRoute::SortWords, Some(filter)) => (
                 self.enqueue_filtered_sort(job, filter, scratch, stream)?,
                 filter.capacity,

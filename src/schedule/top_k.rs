@@ -106,9 +106,8 @@ const SORT_CANDIDATES_FROM_LOG_K: u32 = 10;
 ///    smallest word;
 /// 2. one pass keeps the words at or below the threshold, at most `capacity` per row, and
 ///    counts them;
-/// 3. the tile plan [`TopKFilter::candidates`] selects from each row's candidates, or,
-///    where `2K` passes the largest tile or `K` reaches [`SORT_CANDIDATES_FROM_LOG_K`], the
-///    rows of candidates are sorted.
+/// 3. each row's candidates become its top k as [`TopKFilter::candidates`] says: selected
+///    in shared memory, selected by the tile plan, or sorted as rows.
 ///
 /// Words are distinct within a row (they hold the position), so the count is the rank of
 /// the threshold in the row, whatever the keys, including all-equal ones. A stratified
@@ -128,10 +127,50 @@ pub(crate) struct TopKFilter {
     /// Candidate slots of a row: a power of two of at least `2K`, at most an eighth of the
     /// row.
     pub(crate) capacity: u64,
-    /// The tile plan over rows of `capacity` candidates; `None` where `2K` passes the largest
-    /// tile or `K` reaches [`SORT_CANDIDATES_FROM_LOG_K`], and the candidates (empty slots
-    /// padded with `u64::MAX`) are sorted as rows.
-    pub(crate) candidates: Option<TopKPlan>,
+    /// How each row's candidates become its top k.
+    pub(crate) candidates: TopKCandidates,
+}
+
+/// Candidate slots of a row at most for [`TopKCandidates::Select`]: with the `K` slots of
+/// the largest `K` and the counts, they fill 41 KiB of the 48 KiB every CUDA block gets
+/// without an opt-in.
+pub(crate) const CANDIDATES_SELECT_MAX: u64 = 4096;
+
+/// log2 of the largest `K` of [`TopKCandidates::Select`].
+pub(crate) const CANDIDATES_SELECT_MAX_LOG_K: u32 = 10;
+
+/// How the filter's candidates of a row become its top k.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TopKCandidates {
+    /// One block per row loads its candidates into shared memory, finds the `k`-th smallest
+    /// word by radix selects, first of the keys and then, where equal keys straddle it, of
+    /// their positions, and sorts the `k` words at or below it (`top_k_candidates` in
+    /// `cuda/top_k.cuh`): one launch, where the tiles' network spends `log² K` comparators
+    /// on every candidate. At most [`CANDIDATES_SELECT_MAX`] slots and `K` up to
+    /// 2^[`CANDIDATES_SELECT_MAX_LOG_K`].
+    Select,
+    /// The tile plan over rows of `capacity` candidates.
+    Tiles(TopKPlan),
+    /// The rows of candidates (empty slots padded with `u64::MAX`) are sorted: `2K` passes
+    /// the largest tile, or `K` reaches [`SORT_CANDIDATES_FROM_LOG_K`].
+    Sort,
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+impl TopKCandidates {
+    /// The way for rows of `capacity` candidates and `k`, with tiles of at most
+    /// `2^max_log_tile` words; with `select` false never [`TopKCandidates::Select`].
+    pub(crate) fn new(capacity: u64, k: u64, max_log_tile: u32, select: bool) -> TopKCandidates {
+        let log_k = k.next_power_of_two().trailing_zeros();
+        if select && capacity <= CANDIDATES_SELECT_MAX && log_k <= CANDIDATES_SELECT_MAX_LOG_K {
+            return TopKCandidates::Select;
+        }
+        match TopKPlan::new(capacity, k, max_log_tile) {
+            Some(plan) if plan.log_k < SORT_CANDIDATES_FROM_LOG_K => TopKCandidates::Tiles(plan),
+            _ => TopKCandidates::Sort,
+        }
+    }
 }
 
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -156,8 +195,7 @@ impl TopKFilter {
         if capacity > row_len / 8 {
             return None;
         }
-        let candidates = TopKPlan::new(capacity, k, max_log_tile)
-            .filter(|plan| plan.log_k < SORT_CANDIDATES_FROM_LOG_K);
+        let candidates = TopKCandidates::new(capacity, k, max_log_tile, true);
         Some(TopKFilter {
             log_sample,
             rank: rank as u32,
@@ -191,6 +229,134 @@ pub(crate) fn sample_position(row: u64, j: u64, row_len: u64, log_sample: u32) -
     h = h.wrapping_mul(0x846c_a68b);
     h ^= h >> 16;
     lo + u64::from(h) % (hi - lo)
+}
+
+/// Rows the on-chip select takes at most: a warp holds a row's ordered keys in shared memory.
+const SELECT_MAX_ROW: u64 = 4096;
+
+/// log2 of the largest `K` of the on-chip select: one warp sorts the selected words.
+const SELECT_MAX_LOG_K: u32 = 8;
+
+/// Shared memory of a select block at most: what every CUDA device gives without an opt-in.
+pub(crate) const SELECT_BLOCK_BYTES: u32 = 48 * 1024;
+
+/// Warps of a select block at most (its threads at most `TOP_K_THREADS`).
+const SELECT_MAX_WARPS: u32 = crate::kernel_contract::TOP_K_THREADS / 32;
+
+/// The top-k of short rows on CUDA (`top_k_select` in `cuda/top_k.cuh`): one warp per row
+/// holds the row's ordered keys in shared memory, finds the `k`-th smallest by a radix select
+/// of 8-bit digits, takes in position order every key below it and the first of those equal
+/// to it, and sorts the `K` taken words. One launch that reads each key once and does work
+/// linear in the row, where the tiles' network spends `log² K` comparators on every key: on
+/// an H100 16384 rows of 1024 with k = 32 were bound by the tiles' compute. Rows of at most
+/// [`SELECT_MAX_ROW`] keys of at most 32 bits, `K` up to 2^[`SELECT_MAX_LOG_K`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TopKSelect {
+    /// log2 of `K`, the power of two at or above `k`.
+    pub(crate) log_k: u32,
+    /// Shared bytes of one warp: `K` words of 8 bytes, the radix select's counts
+    /// (`TOP_K_RADIX_WORDS`) and the row's keys of 4 bytes, rounded up to 8.
+    pub(crate) warp_bytes: u32,
+    /// Warps (rows) of a block: as many as [`SELECT_BLOCK_BYTES`] holds, at most
+    /// [`SELECT_MAX_WARPS`].
+    pub(crate) warps: u32,
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+impl TopKSelect {
+    /// The select for `k` of rows of `row_len` keys of `key_bytes`, or `None` where it does
+    /// not apply.
+    pub(crate) fn new(key_bytes: usize, row_len: u64, k: u64) -> Option<TopKSelect> {
+        debug_assert!(k >= 1 && k <= row_len);
+        let log_k = k.next_power_of_two().trailing_zeros();
+        if key_bytes > 4 || row_len > SELECT_MAX_ROW || log_k > SELECT_MAX_LOG_K {
+            return None;
+        }
+        let counts = u64::from(crate::kernel_contract::TOP_K_RADIX_WORDS) * 4;
+        let warp_bytes = ((8u64 << log_k) + counts + 4 * row_len).next_multiple_of(8) as u32;
+        let warps = (SELECT_BLOCK_BYTES / warp_bytes).clamp(1, SELECT_MAX_WARPS);
+        Some(TopKSelect {
+            log_k,
+            warp_bytes,
+            warps,
+        })
+    }
+
+    /// The block's dynamic shared memory.
+    pub(crate) fn block_bytes(&self) -> u32 {
+        self.warps * self.warp_bytes
+    }
+}
+
+/// The radix select of `radix_select` in `cuda/top_k.cuh` on the host: the `rank`-th
+/// smallest (from 1) of `keys` of `key_bits`, 8 bits a pass from the top, and how many keys
+/// equal to it the rank takes; with `settle`, a pass whose digit holds exactly the keys still
+/// wanted returns the top of the digit's range and `u32::MAX`.
+#[cfg(test)]
+pub(crate) fn model_radix_select(keys: &[u32], rank: u32, key_bits: u32, settle: bool) -> (u32, u32) {
+    let (mut prefix, mut mask, mut need) = (0u32, 0u32, rank);
+    let mut shift = key_bits as i32 - 8;
+    while shift >= 0 {
+        let mut hist = [0u32; 256];
+        for &x in keys.iter().filter(|&&x| x & mask == prefix) {
+            hist[((x >> shift) & 255) as usize] += 1;
+        }
+        let (mut digit, mut before) = (0usize, 0u32);
+        while before + hist[digit] < need {
+            before += hist[digit];
+            digit += 1;
+        }
+        prefix |= (digit as u32) << shift;
+        mask |= 255 << shift;
+        need -= before;
+        if settle && hist[digit] == need {
+            return (prefix | ((1u32 << shift) - 1), u32::MAX);
+        }
+        shift -= 8;
+    }
+    (prefix, need)
+}
+
+/// The select on the host, as one warp of `top_k_select` runs it on a row of ordered keys
+/// of `key_bits`: the composite words (`key << 32 | position`) it takes, sorted.
+#[cfg(test)]
+pub(crate) fn emulate_select(ordered: &[u32], key_bits: u32, k: usize) -> Vec<u64> {
+    let (last, need) = model_radix_select(ordered, k as u32, key_bits, true);
+    let mut equal_seen = 0;
+    let mut taken: Vec<u64> = Vec::new();
+    for (c, &x) in ordered.iter().enumerate() {
+        let take = x < last || (x == last && equal_seen < need);
+        equal_seen += u32::from(x == last);
+        if take {
+            taken.push(u64::from(x) << 32 | c as u64);
+        }
+    }
+    assert_eq!(taken.len(), k, "the select takes exactly k");
+    taken.sort_unstable();
+    taken
+}
+
+/// `top_k_candidates` on the host: the `k` smallest of distinct composite words in any
+/// order, by a radix select of the keys and, where equal keys straddle the `k`-th, of the
+/// positions of the keys equal to it; sorted.
+#[cfg(test)]
+pub(crate) fn emulate_candidates(words: &[u64], k: usize) -> Vec<u64> {
+    let keys: Vec<u32> = words.iter().map(|&w| (w >> 32) as u32).collect();
+    let (key, need) = model_radix_select(&keys, k as u32, 32, true);
+    let mut last = u64::from(key) << 32 | u64::from(u32::MAX);
+    if need != u32::MAX {
+        let positions: Vec<u32> = words
+            .iter()
+            .filter(|&&w| (w >> 32) as u32 == key)
+            .map(|&w| w as u32)
+            .collect();
+        last = u64::from(key) << 32 | u64::from(model_radix_select(&positions, need, 32, true).0);
+    }
+    let mut taken: Vec<u64> = words.iter().copied().filter(|&w| w <= last).collect();
+    assert_eq!(taken.len(), k, "the candidates' select takes exactly k");
+    taken.sort_unstable();
+    taken
 }
 
 /// How a top-k of device-resident keys runs: every route ends with each row's first `k`
@@ -437,11 +603,19 @@ mod tests {
             kept.resize(filter.capacity as usize, u64::MAX);
             candidates.extend(kept);
         }
-        let plan = filter
-            .candidates
-            .as_ref()
-            .expect("a tile plan of the candidates");
-        let selected = run_plan(plan, &candidates, filter.capacity as usize);
+        let capacity = filter.capacity as usize;
+        let selected = match &filter.candidates {
+            TopKCandidates::Tiles(plan) => run_plan(plan, &candidates, capacity),
+            // The select takes the k smallest candidates, the sort sorts them all.
+            _ => candidates
+                .chunks(capacity)
+                .map(|row| {
+                    let mut row = row.to_vec();
+                    row.sort_unstable();
+                    row
+                })
+                .collect(),
+        };
         let rescued = run_plan(full, words, row_len);
         let mut any = false;
         let rows = counts
@@ -472,10 +646,20 @@ mod tests {
             let filter = TopKFilter::new(row_len, k, 12).unwrap();
             assert!(filter.capacity * 8 <= row_len && filter.capacity.is_power_of_two());
             assert!(filter.capacity >= 2 * k && u64::from(filter.rank) <= 1 << filter.log_sample);
-            // Tiles select from the candidates of `k` up to 512 (`K` below 1024).
-            assert_eq!(filter.candidates.is_some(), k <= 512, "{row_len} {k}");
-            if let Some(plan) = &filter.candidates {
-                assert_eq!(plan.passes[0].len, filter.capacity);
+            // Up to 4096 slots and K of 1024 the candidates are selected in shared memory;
+            // else tiles select from those of `k` up to 512 (`K` below 1024).
+            let select = filter.capacity <= 4096;
+            assert_eq!(
+                filter.candidates == TopKCandidates::Select,
+                select,
+                "{row_len} {k}"
+            );
+            match TopKCandidates::new(filter.capacity, k, 12, false) {
+                TopKCandidates::Tiles(plan) => {
+                    assert!(k <= 512);
+                    assert_eq!(plan.passes[0].len, filter.capacity);
+                }
+                other => assert_eq!((other, k > 512), (TopKCandidates::Sort, true)),
             }
             assert!(filter.rescues(k - 1, k) && !filter.rescues(k, k));
             assert!(filter.rescues(filter.capacity + 1, k));
@@ -487,7 +671,10 @@ mod tests {
         for (row_len, k, capacity) in [(1u64 << 20, 16_384u64, 65_536u64), (131_072, 4096, 16_384)]
         {
             let filter = TopKFilter::new(row_len, k, 12).unwrap();
-            assert_eq!((filter.capacity, filter.candidates), (capacity, None));
+            assert_eq!(
+                (filter.capacity, filter.candidates),
+                (capacity, TopKCandidates::Sort)
+            );
         }
         assert!(TopKFilter::new(131_072, 16_384, 12).is_none());
         for e in 0..40 {
@@ -506,9 +693,20 @@ mod tests {
             (1, 70_001, 1, 1),
             (2, 65_537, 300, 1 << 32),
         ] {
-            let filter = TopKFilter::new(row_len as u64, k as u64, 12).unwrap();
+            let select = TopKFilter::new(row_len as u64, k as u64, 12).unwrap();
+            assert_eq!(select.candidates, TopKCandidates::Select);
+            // The same filter with the tiles selecting from the candidates.
+            let tiles = TopKFilter {
+                candidates: TopKCandidates::new(select.capacity, k as u64, 12, false),
+                ..select.clone()
+            };
             let full = TopKPlan::new(row_len as u64, k as u64, 12).unwrap();
-            for adversarial in [false, true] {
+            for (filter, adversarial) in [
+                (&select, false),
+                (&select, true),
+                (&tiles, false),
+                (&tiles, true),
+            ] {
                 let mut keys: Vec<u64> =
                     (0..rows * row_len).map(|_| next() % distinct + 1).collect();
                 if adversarial {
@@ -539,5 +737,58 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_select_takes_the_best_k_with_ties_to_the_lower_position() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        for key_bits in [16u32, 32] {
+            let top = if key_bits == 16 { 0xffff } else { u32::MAX };
+            for row_len in [1usize, 2, 3, 31, 32, 33, 255, 1024, 1025, 4096] {
+                for k in [1usize, 2, 7, 32, 100, 256] {
+                    if k > row_len {
+                        continue;
+                    }
+                    let rows: [Vec<u32>; 6] = [
+                        (0..row_len).map(|_| next() as u32 & top).collect(),
+                        vec![top; row_len],
+                        (0..row_len).map(|_| next() as u32 % 3).collect(),
+                        (0..row_len).map(|i| (row_len - i) as u32 & top).collect(),
+                        (0..row_len).map(|i| (i % 17) as u32 * 0x0101).collect(),
+                        (0..row_len).map(|_| (next() as u32 & 0x0f0f) | 0x3000).collect(),
+                    ];
+                    for ordered in rows {
+                        let mut want: Vec<u64> = ordered
+                            .iter()
+                            .enumerate()
+                            .map(|(c, &x)| u64::from(x) << 32 | c as u64)
+                            .collect();
+                        want.sort_unstable();
+                        want.truncate(k);
+                        assert_eq!(emulate_select(&ordered, key_bits, k), want, "{row_len} {k}");
+                    }
+                }
+            }
+        }
+        // Candidates: distinct words in any order, keys with ties straddling the k-th.
+        for distinct in [1u64, 3, 1000, 1 << 32] {
+            for (n, k) in [(1usize, 1usize), (40, 7), (4096, 1024), (3000, 300)] {
+                let mut words: Vec<u64> = (0..n as u64)
+                    .map(|p| (next() % distinct) << 32 | (p * 2_654_435_761 % (1 << 32)))
+                    .collect();
+                words.reverse();
+                let mut want = words.clone();
+                want.sort_unstable();
+                want.truncate(k);
+                assert_eq!(emulate_candidates(&words, k), want, "{n} {k} {distinct}");
+            }
+        }
+        let select = TopKSelect::new(4, 1024, 32).unwrap();
+        assert_eq!((select.log_k, select.warp_bytes, select.warps), (5, 5392, 8));
+        let widest = TopKSelect::new(2, SELECT_MAX_ROW, 256).unwrap();
+        assert!(widest.block_bytes() <= SELECT_BLOCK_BYTES && widest.warp_bytes % 8 == 0);
+        assert!(TopKSelect::new(8, 1024, 32).is_none());
+        assert!(TopKSelect::new(4, SELECT_MAX_ROW + 1, 32).is_none());
+        assert!(TopKSelect::new(4, 1024, 257).is_none());
     }
 }

@@ -182,6 +182,8 @@ fn top_k<K: Key16>(t: &Target) -> Result<(), Failed> {
     let dev = CuDev::open(t)?;
     for (row_len, rows, k) in [
         (1000usize, 3usize, 10usize),
+        (1024, 40, 32),
+        (4096, 9, 256),
         (5000, 2, 3000),
         (1 << 16, 1, 64),
     ] {

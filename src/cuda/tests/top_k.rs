@@ -22,17 +22,6 @@ fn register_tiles_get_a_thread_per_32_words() {
     assert_eq!(tile_block(1, 0, 1, sms), 1);
 }
 
-/// The sample of many rows selects in registers (one thread per 32 words); few rows keep
-/// the tiles' rule.
-#[test]
-fn samples_of_many_rows_select_in_registers() {
-    use super::super::top_k::filter::sample_block;
-    assert_eq!(sample_block(12, 7, 2048, 132), 128);
-    assert_eq!(sample_block(12, 7, 1024, 132), 128);
-    assert_eq!(sample_block(12, 7, 256, 132), 256);
-    assert_eq!(sample_block(9, 3, 4096, 132), 256);
-}
-
 #[test]
 fn ptx_has_the_top_k_kernels() {
     for ptx in [PTX, PTX_SM80, PTX_SM90] {
@@ -52,6 +41,10 @@ fn ptx_has_the_top_k_kernels() {
             "top_k_exact_u16",
             "top_k_filter_u32",
             "top_k_filter_u16",
+            "top_k_select_u32",
+            "top_k_select_u16",
+            "top_k_candidates_u32",
+            "top_k_candidates_u16",
         ] {
             assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
         }
@@ -91,6 +84,8 @@ fn top_k_matches_the_model() {
         (3, 70_001, 2048),
         (17, 1024, 1024),
         (3, 300, 300),
+        (100, 1000, 32),
+        (2, 65_537, 1000),
     ]);
     let specials = [
         0x7fc0_0000u32,
@@ -152,6 +147,7 @@ fn rows_the_filter_cannot_serve_are_rescued() {
     // selects its k exactly on the device (`top_k_exact`).
     for (row_len, k) in [
         (65_537usize, 300usize),
+        (131_072, 1024),
         (1 << 20, 100),
         (200_000, 2048),
         (131_072, 4096),

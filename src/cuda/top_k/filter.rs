@@ -10,11 +10,9 @@ use super::super::kernels::launch_kernel;
 use super::{CudaBackend, StreamBuffers, TopKJob, narrow};
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernel_contract::{
-    TOP_K_FILTER_CHUNK, TOP_K_REGISTER_LOG_TILE, TOP_K_THREADS, padded_words,
-};
+use crate::kernel_contract::{TOP_K_FILTER_CHUNK, TOP_K_RADIX_WORDS, TOP_K_THREADS, padded_words};
 use crate::keys::{KeyEncoding, KeyKind};
-use crate::schedule::top_k::TopKFilter;
+use crate::schedule::top_k::{TopKCandidates, TopKFilter};
 
 /// Which rows a launch of `top_k_tiles_*` serves (`ROWS_*` in `cuda/top_k.cuh`), by the
 /// counts of the candidate filter.
@@ -43,34 +41,6 @@ impl Rows {
     }
 }
 
-/// Blocks (rows) per multiprocessor from which the sample selects in registers. On an H100,
-/// samples of 4096 words whose best 128 are kept (rows of 131072, k = 1024) took 0.287 ms with
-/// the shared-memory network and 0.180 in registers for 1024 rows (7.8 per multiprocessor),
-/// 0.568 and 0.337 for 2048 rows (`cuda_top_k_profile` under Nsight Compute). Fewer rows keep
-/// the tiles' rule, not measured against registers for the sample.
-const SAMPLE_REGISTERS_FROM_ROWS_PER_SM: u64 = 7;
-
-/// The block of the sample's selection of the best `2^log_rank` of `2^log_sample` words in
-/// each of `rows` rows: one thread per 32 words (registers) from
-/// [`SAMPLE_REGISTERS_FROM_ROWS_PER_SM`] on, else [`super::tile_block`]'s; in the crate's unit
-/// tests `BITONIC_TIMING_SAMPLE_BLOCK` threads where set, so that a timing can compare.
-pub(in crate::cuda) fn sample_block(
-    log_sample: u32,
-    log_rank: u32,
-    rows: u64,
-    multiprocessors: u32,
-) -> u32 {
-    if let Some(block) = super::super::timing_override("BITONIC_TIMING_SAMPLE_BLOCK") {
-        return block;
-    }
-    let many = rows >= SAMPLE_REGISTERS_FROM_ROWS_PER_SM * u64::from(multiprocessors.max(1));
-    if log_sample >= TOP_K_REGISTER_LOG_TILE && many {
-        1 << (log_sample - 5)
-    } else {
-        super::tile_block(log_sample, log_rank, rows, multiprocessors)
-    }
-}
-
 impl CudaBackend {
     /// The candidate filter's sample and pass ([`TopKFilter`]); returns the rows' counts and
     /// their candidates, `capacity` slots per row.
@@ -86,7 +56,7 @@ impl CudaBackend {
         let counts = scratch.alloc(self, rows * 4)?;
         let candidates = scratch.alloc(self, rows * filter.capacity * 8)?;
         let mut fills = vec![(counts, 0, rows)];
-        if filter.candidates.is_none() {
+        if filter.candidates == TopKCandidates::Sort {
             // The candidates' rows are sorted whole: empty slots must sort last.
             fills.push((candidates, u32::MAX, rows * filter.capacity * 2));
         }
@@ -99,32 +69,24 @@ impl CudaBackend {
             })?;
         }
         let width = narrow(job.key_bytes);
-        let log_rank = filter.rank.next_power_of_two().trailing_zeros();
         let mut params = (
             job.keys,
             thresholds,
             rows,
             job.row_len,
             filter.log_sample,
-            log_rank,
             filter.rank,
             job.encoding.code(),
         );
-        let block = sample_block(
-            filter.log_sample,
-            log_rank,
-            rows.min(super::MAX_GRID),
-            self.limits.multiprocessors,
-        );
-        let shared = (padded_words(filter.log_sample) * 8) as u32;
+        let shared = sample_bytes(filter.log_sample);
         // SAFETY: `top_k_sample_<key>(const K *keys, u64 *thresholds, u64 rows, u64 len, u32
-        // log_sample, u32 log_rank, u32 rank, u32 encoding)` reads keys inside each row (the
-        // sampled positions lie below `len`) and writes one word per row; `rank <=
-        // 2^log_rank <= 2^log_sample`, whose tile the shared memory holds.
+        // log_sample, u32 rank, u32 encoding)` reads keys inside each row (the sampled
+        // positions lie below `len`) and writes one word per row; `rank <= 2^log_sample`,
+        // whose keys and counts the shared memory holds.
         unsafe {
             launch_kernel(
                 self.top_k_kernels.sample[width],
-                (self.grid(rows), block, shared),
+                (self.grid(rows), TOP_K_THREADS, shared),
                 stream.as_inner(),
                 &mut params.pointers(),
             )
@@ -161,24 +123,16 @@ impl CudaBackend {
         Ok((counts, candidates))
     }
 
-    /// The filtered route whose candidates are sorted (`filter.candidates` is `None`: a `k`
-    /// past the on-chip tile, or a large `K`): the filter, then each row's `capacity` candidates
-    /// sorted as a row (empty slots, `u64::MAX`, last); returns the sorted candidates,
-    /// `capacity` words per row. A row whose count lies outside `k..=capacity` first selects
-    /// its `k` best words exactly into its slots (`top_k_exact` in `cuda/top_k.cuh`), on the
-    /// device: nothing waits for the stream.
-    pub(super) fn enqueue_filtered_sort(
+    /// A row whose count lies outside `k..=capacity` selects its `k` best words exactly
+    /// into its first `k` slots, the rest padded with `u64::MAX` (`top_k_exact` in
+    /// `cuda/top_k.cuh`), on the device: nothing waits for the stream.
+    fn enqueue_exact(
         &self,
         job: &TopKJob,
         filter: &TopKFilter,
-        scratch: &mut StreamBuffers<'_>,
+        (counts, candidates): (cu::CUdeviceptr, cu::CUdeviceptr),
         stream: &Stream,
-    ) -> Result<cu::CUdeviceptr> {
-        debug_assert!(
-            filter.candidates.is_none(),
-            "the filter pads the sorted slots"
-        );
-        let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
+    ) -> Result<()> {
         let mut params = (
             job.keys,
             counts,
@@ -200,7 +154,26 @@ impl CudaBackend {
                 stream.as_inner(),
                 &mut params.pointers(),
             )
-        }?;
+        }
+    }
+
+    /// The filtered route whose candidates are sorted ([`TopKCandidates::Sort`]): the
+    /// filter, the rescue of the rows it could not serve ([`CudaBackend::enqueue_exact`]),
+    /// then each row's `capacity` candidates sorted as a row (empty slots, `u64::MAX`,
+    /// last); returns the sorted candidates, `capacity` words per row.
+    pub(super) fn enqueue_filtered_sort(
+        &self,
+        job: &TopKJob,
+        filter: &TopKFilter,
+        scratch: &mut StreamBuffers<'_>,
+        stream: &Stream,
+    ) -> Result<cu::CUdeviceptr> {
+        debug_assert!(
+            filter.candidates == TopKCandidates::Sort,
+            "the filter pads the sorted slots"
+        );
+        let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
+        self.enqueue_exact(job, filter, (counts, candidates), stream)?;
         let unsigned = KeyEncoding {
             kind: KeyKind::Unsigned,
             descending: false,
@@ -217,4 +190,60 @@ impl CudaBackend {
         )?;
         Ok(candidates)
     }
+
+    /// The filtered route whose candidates are selected in shared memory
+    /// ([`TopKCandidates::Select`]): the filter, the rescue of the rows it could not serve
+    /// ([`CudaBackend::enqueue_exact`]), then `top_k_candidates`, which writes the values
+    /// and positions.
+    pub(super) fn enqueue_filtered_select(
+        &self,
+        job: &TopKJob,
+        filter: &TopKFilter,
+        scratch: &mut StreamBuffers<'_>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
+        self.enqueue_exact(job, filter, (counts, candidates), stream)?;
+        let log_k = job.k.next_power_of_two().trailing_zeros();
+        let mut params = (
+            job.keys,
+            counts,
+            candidates,
+            job.values,
+            job.indices,
+            job.rows,
+            job.row_len,
+            filter.capacity as u32,
+            job.k as u32,
+            log_k,
+        );
+        let shared = candidates_bytes(filter.capacity, log_k);
+        // SAFETY: `top_k_candidates_<key>(const K *keys, const u32 *counts, const u64
+        // *candidates, K *values, u32 *indices, u64 rows, u64 len, u32 capacity, u32 k, u32
+        // log_k)` reads each row's count and at most `capacity` of its slots (k for a rescued
+        // row, whose first k slots `top_k_exact` wrote), the keys at positions within the
+        // row, and writes `k` values and positions per row (the outputs hold `rows * k`,
+        // checked); the shared memory holds the slots, the `2^log_k` padded words and the
+        // counts, within what the kernel was loaded to allow (`TopKCandidates::Select`'s
+        // bounds); the block is TOP_K_THREADS.
+        unsafe {
+            launch_kernel(
+                self.top_k_kernels.candidates[narrow(job.key_bytes)],
+                (self.grid(job.rows), TOP_K_THREADS, shared),
+                stream.as_inner(),
+                &mut params.pointers(),
+            )
+        }
+    }
+}
+
+/// Shared bytes of the sample of `2^log_sample` keys: the keys and the radix select's counts.
+pub(super) fn sample_bytes(log_sample: u32) -> u32 {
+    (4 << log_sample) + 4 * TOP_K_RADIX_WORDS
+}
+
+/// Shared bytes of `top_k_candidates` over `capacity` slots with `K = 2^log_k`: the slots,
+/// the `K` padded words and the radix select's counts.
+pub(super) fn candidates_bytes(capacity: u64, log_k: u32) -> u32 {
+    (8 * capacity + 8 * padded_words(log_k)) as u32 + 4 * TOP_K_RADIX_WORDS
 }
