@@ -205,8 +205,11 @@ BITONIC_KERNEL(u16, u16, none, NoValue, 2)
 BITONIC_KERNEL(u16, u16, u32, u32, 2)
 BITONIC_KERNEL(u16, u16, u64, u64, 1)
 
-// Top-k of keys of at most 32 bits (top_k_tiles).
+// Top-k of keys of at most 32 bits: the tiles and the sort path, the radix selects and
+// short rows, and the candidate filter of long rows.
 #include "top_k.cuh"
+#include "top_k_select.cuh"
+#include "top_k_filter.cuh"
 
 // Merges and counts of sorts spread over several devices.
 #include "spread.cuh"

@@ -1,9 +1,8 @@
 //! Top-k on the CUDA device: [`CudaBackend::top_k_device_rows`] for keys in device memory,
 //! and the top-k of host slices as an upload, that same device top-k and a download. The
 //! routes are [`TopKRoute`]'s, with the candidate filter of long rows in front of the tiles
-//! (`filter.rs`); the kernels are `cuda/top_k.cuh`'s, in the module's PTX.
-
-use std::ffi::c_void;
+//! (`filter.rs`), short rows by a warp's radix select (`select.rs`) and the tiles'
+//! launches in `tiles.rs`; the kernels are `cuda/top_k*.cuh`'s, in the module's PTX.
 
 use cust::context::CurrentContext;
 use cust::memory::{AsyncCopyDestination, DeviceCopy, DeviceSlice};
@@ -18,12 +17,12 @@ use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
 use super::stream_buffers::StreamBuffers;
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernel_contract::{TOP_K_REGISTER_LOG_TILE, TOP_K_THREADS, TopKArgs, padded_words};
+use crate::kernel_contract::padded_words;
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
 use crate::schedule::top_k::{
     CANDIDATES_SELECT_MAX, CANDIDATES_SELECT_MAX_LOG_K, SELECT_BLOCK_BYTES, TOP_K_MAX_LOG_TILE,
-    TopKCandidates, TopKFilter, TopKPlan, TopKRoute, TopKSelect,
+    TopKCandidates, TopKFilter, TopKRoute, TopKSelect,
 };
 use crate::top_k::check_top_k_device;
 
@@ -32,7 +31,10 @@ const MAX_GRID: u64 = 1 << 20;
 
 pub(super) mod filter;
 mod select;
+mod tiles;
 use filter::Rows;
+#[cfg(test)]
+pub(super) use tiles::tile_block;
 
 /// Whether the crate's unit tests set `BITONIC_TIMING_TOPK_TILES`, which sends short rows and
 /// filtered candidates to the tiles so that a timing can compare; never in the product.
@@ -71,36 +73,6 @@ pub(super) struct TopKKernels {
 /// 16-bit keys, 0 for 32-bit ones.
 fn narrow(key_bytes: usize) -> usize {
     usize::from(key_bytes == 2)
-}
-
-/// log2 of the smallest `K` whose tiles are selected in registers in launches of few
-/// blocks. On H100s (`compare.sh topk`, two runs on two machines of the same kind, one with
-/// the shared-memory network and one with registers for every tile of 2^10 words or more),
-/// registers took 4 x 131072 with k = 2048 from 0.142 to 0.102 ms and 2048 x 131072 with
-/// k = 1024 from 3.13 to 3.01 ms, but 64 x 131072 with k = 50 from 0.075 to 0.089 ms: with
-/// a small `K` a tile's merges are few and short, and a quarter of the threads each doing 32
-/// words' work makes launches of few blocks longer.
-const REGISTER_FROM_LOG_K: u32 = 10;
-
-/// Blocks per multiprocessor from which a launch selects every tile of 2^10 words or more in
-/// registers, whatever `K`: with many tiles the blocks' barriers, not their threads, bound
-/// the shared-memory network. 16384 rows of 1024 with k = 32 took 0.36 ms in registers and
-/// 1.10 ms with the network (H100, `compare.sh topk`, two builds).
-const REGISTER_FROM_BLOCKS_PER_SM: u64 = 16;
-
-/// Threads of a block that selects the best `2^log_k` of a tile of `2^log_tile` words, in a
-/// launch of `blocks` blocks on `multiprocessors`: one per 32 words where registers select
-/// it (from [`TOP_K_REGISTER_LOG_TILE`] on, where [`REGISTER_FROM_LOG_K`] or
-/// [`REGISTER_FROM_BLOCKS_PER_SM`] says: `tile_select_registers` in `cuda/top_k.cuh` takes a
-/// tile in registers exactly when its block is this), else one per two words, at most
-/// [`TOP_K_THREADS`].
-pub(super) fn tile_block(log_tile: u32, log_k: u32, blocks: u64, multiprocessors: u32) -> u32 {
-    let many = blocks >= REGISTER_FROM_BLOCKS_PER_SM * u64::from(multiprocessors.max(1));
-    if log_tile >= TOP_K_REGISTER_LOG_TILE && (log_k >= REGISTER_FROM_LOG_K || many) {
-        1 << (log_tile - 5)
-    } else {
-        TOP_K_THREADS.min(1 << log_tile.saturating_sub(1))
-    }
 }
 
 /// Looks up the top-k kernels; each may use the shared memory of its largest launch.
@@ -423,95 +395,6 @@ impl CudaBackend {
             row_len as usize,
             stream,
         )
-    }
-
-    /// The bitonic top-k's passes over the keys, or with `from` over words (the candidates
-    /// at `from.0`, read as `from.1` says), or over the keys of only the rows `from.1` names
-    /// (`from.0` is 0); returns the address of the last pass's runs.
-    fn enqueue_tiles(
-        &self,
-        job: &TopKJob,
-        plan: &TopKPlan,
-        from: Option<(cu::CUdeviceptr, Rows)>,
-        scratch: &mut StreamBuffers<'_>,
-        stream: &Stream,
-    ) -> Result<cu::CUdeviceptr> {
-        let (source, rows_of) = from.unwrap_or((0, Rows::All));
-        let rows = job.rows;
-        let run = plan.run();
-        let buffers = [
-            scratch.alloc(self, plan.scratch_words(rows) * 8)?,
-            scratch.alloc(
-                self,
-                plan.passes.get(1).map_or(1, |p| rows * p.tiles * run * 8),
-            )?,
-        ];
-        for (i, pass) in plan.passes.iter().enumerate() {
-            let mut keys_at = job.keys;
-            let from_words = i == 0 && source != 0;
-            let mut words_at = if from_words {
-                source
-            } else {
-                buffers[(i + 1) % 2]
-            };
-            let mut out_at = buffers[i % 2];
-            // The candidates' counts limit only the pass that reads them; a rescue skips its
-            // rows' tiles in every pass.
-            let (mut counts, mut lo, mut hi, mut mode) = match rows_of {
-                Rows::Counted(_) if i > 0 => Rows::All,
-                rows => rows,
-            }
-            .params();
-            let mut args = TopKArgs {
-                len: pass.len,
-                rows,
-                tiles: pass.tiles,
-                log_tile: pass.log_tile,
-                log_k: plan.log_k,
-                encoding: job.encoding.code(),
-                from_keys: u32::from(pass.from_keys && !from_words),
-            };
-            let mut params = [
-                &mut keys_at as *mut u64 as *mut c_void,
-                &mut words_at as *mut u64 as *mut c_void,
-                &mut out_at as *mut u64 as *mut c_void,
-                &mut args as *mut TopKArgs as *mut c_void,
-                &mut counts as *mut u64 as *mut c_void,
-                &mut lo as *mut u32 as *mut c_void,
-                &mut hi as *mut u32 as *mut c_void,
-                &mut mode as *mut u32 as *mut c_void,
-            ];
-            // A rescue usually has no row to serve: a grid of a few blocks per multiprocessor
-            // looks up every row's count without a launch of one block per tile.
-            let most = match rows_of {
-                Rows::Rescued { .. } => u64::from(self.limits.multiprocessors.max(1)) * 4,
-                _ => MAX_GRID,
-            };
-            let grid = self.grid((rows * pass.tiles).min(most));
-            let block = tile_block(
-                pass.log_tile,
-                plan.log_k,
-                u64::from(grid),
-                self.limits.multiprocessors,
-            );
-            let shared = (padded_words(pass.log_tile) * 8) as u32;
-            // SAFETY: the parameters match `top_k_tiles_<key>(const K *keys, const u64 *words,
-            // u64 *out, TopKArgs a, const u32 *counts, u32 lo, u32 hi, u32 mode)`, K of
-            // `key_bytes` (repr(C) with the kernel's layout); the first pass reads `rows *
-            // len` keys or candidates (`len` slots per row, counts per row), a later one
-            // `rows * len` words of the previous pass's output, and each writes `rows * tiles
-            // * K` words, which its buffer holds (the first buffer the first pass's, the
-            // largest); the shared memory is within what the kernel was loaded with.
-            unsafe {
-                launch_kernel(
-                    self.top_k_kernels.tiles[narrow(job.key_bytes)],
-                    (grid, block, shared),
-                    stream.as_inner(),
-                    &mut params,
-                )
-            }?;
-        }
-        Ok(buffers[(plan.passes.len() - 1) % 2])
     }
 
     /// The grid of a launch that wants `blocks` blocks: at most [`MAX_GRID`] and the

@@ -125,7 +125,7 @@ impl CudaBackend {
 
     /// A row whose count lies outside `k..=capacity` selects its `k` best words exactly
     /// into its first `k` slots, the rest padded with `u64::MAX` (`top_k_exact` in
-    /// `cuda/top_k.cuh`), on the device: nothing waits for the stream.
+    /// `cuda/top_k_filter.cuh`), on the device: nothing waits for the stream.
     fn enqueue_exact(
         &self,
         job: &TopKJob,

@@ -1,0 +1,364 @@
+// The candidate filter of the CUDA top-k's long rows (src/cuda/top_k/filter.rs; the plan is
+// TopKFilter in src/schedule/top_k/filter.rs): the sample that gives each row its threshold,
+// the pass that keeps the words at or below it, the exact select of the rows it could not
+// serve, and the select of the candidates in shared memory.
+
+#pragma once
+
+#include "top_k_select.cuh"
+
+// The candidate filter of long rows (TopKFilter in src/schedule/top_k/filter.rs, which
+// describes it). First the threshold of each row, the sample's rank-th smallest word: one
+// block per row loads 2^log_sample ordered keys, one at a hashed position of each stratum
+// (sample_position there), into shared memory (dynamic: the keys, then the radix select's
+// TOP_K_RADIX_WORDS); the block's radix select finds the key of rank `rank` and how many of
+// its equals the rank takes, and the first warp finds, in stratum order, which is position
+// order, the sampled key equal to it that completes the rank. The threshold is that key and
+// position.
+__device__ __forceinline__ u64 sample_position(u64 row, u64 j, u64 len, u32 log_sample) {
+    const u64 lo = (j * len) >> log_sample;
+    const u64 hi = ((j + 1) * len) >> log_sample;
+    u32 h = (u32)row * 0x9e3779b9u ^ (u32)(row >> 32) ^ (u32)j * 0x85ebca6bu;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    h *= 0x846ca68bu;
+    h ^= h >> 16;
+    return lo + h % (hi - lo);
+}
+
+template <typename K>
+__device__ __forceinline__ void top_k_sample(const K *__restrict__ keys, u64 *__restrict__ thresholds,
+                                             u64 rows, u64 len, u32 log_sample, u32 rank, u32 encoding) {
+    constexpr u32 FULL = 0xffffffffu;
+    const u32 size = 1u << log_sample;
+    u32 *ordered = reinterpret_cast<u32 *>(top_k_smem);
+    u32 *hist = ordered + size;
+    for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        for (u32 j = threadIdx.x; j < size; j += blockDim.x) {
+            const u64 col = sample_position(row, j, len, log_sample);
+            ordered[j] = encode_as<K>((u32)keys[row * len + col], encoding);
+        }
+        __syncthreads();
+        u32 need;
+        const u32 key = radix_select<true, false>(
+            [&](u32 j, u32 &x) {
+                x = ordered[j];
+                return true;
+            },
+            size, rank, 8 * (int)sizeof(K), hist, need);
+        if (threadIdx.x < 32u) {
+            const u32 lane = threadIdx.x;
+            u32 seen = 0;
+            for (u32 base = 0; base < size; base += 32u) {
+                const bool equal = base + lane < size && ordered[base + lane] == key;
+                const u32 equals = __ballot_sync(FULL, equal);
+                if (equal && seen + __popc(equals & ((1u << lane) - 1u)) + 1u == need) {
+                    thresholds[row] = ((u64)key << 32) | sample_position(row, base + lane, len, log_sample);
+                }
+                seen += __popc(equals);
+                if (seen >= need) {
+                    break;
+                }
+            }
+        }
+        __syncthreads(); // the keys are read before the next row's are stored
+    }
+}
+
+// The column of a thread's i-th key of the chunk at `chunk`: every TOP_K_THREADS-th key, or
+// with `vector` key i % E of every TOP_K_THREADS-th vector of E keys (16 bytes).
+template <typename K>
+__device__ __forceinline__ u64 filter_col(u64 chunk, u32 i, u32 vector) {
+    constexpr u32 FILTER_VECTOR_KEYS = 16u / sizeof(K);
+    return vector ? chunk + (u64)((i / FILTER_VECTOR_KEYS) * TOP_K_THREADS + threadIdx.x) * FILTER_VECTOR_KEYS +
+                        i % FILTER_VECTOR_KEYS
+                  : chunk + i * TOP_K_THREADS + threadIdx.x;
+}
+
+// Then one pass over the keys appends each word at or below its row's threshold to the
+// row's `capacity` slots, counting them all in `counts` (zeroed before): slots past the
+// capacity are not written, and a count outside [k, capacity] sends the row to the full
+// plan. A block of TOP_K_THREADS takes chunks of TOP_K_FILTER_CHUNK keys of a row (`chunks`
+// per row), each thread every TOP_K_THREADS-th key of the chunk, all loaded before any is
+// kept; where every row starts on 16 bytes and holds whole 16-byte vectors (`vector`), every
+// TOP_K_THREADS-th vector instead, so that 16-bit keys too load whole sectors with few
+// instructions. The block counts its kept words (a ballot per warp and key) and reserves
+// their slots with one atomic for the chunk: an atomic per warp and key, on a counter the
+// row's other blocks contend for, leaves the warps waiting on its round trip and the pass
+// far from the memory's speed.
+template <typename K>
+__device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u64 *__restrict__ thresholds,
+                                             u32 *__restrict__ counts, u64 *__restrict__ candidates,
+                                             u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding,
+                                             u32 vector) {
+    constexpr u32 PER_THREAD = TOP_K_FILTER_CHUNK / TOP_K_THREADS;
+    constexpr u32 WARPS = TOP_K_THREADS / 32u;
+    constexpr u32 FILTER_VECTOR_KEYS = 16u / sizeof(K);
+    static_assert(PER_THREAD % FILTER_VECTOR_KEYS == 0u, "a thread's keys are whole vectors");
+    static_assert(PER_THREAD * TOP_K_THREADS == TOP_K_FILTER_CHUNK && PER_THREAD <= 32u,
+                  "a thread's keys of a chunk fit a 32-bit mask");
+    __shared__ u32 warp_first[WARPS];
+    __shared__ u32 block_first;
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warp = threadIdx.x >> 5;
+    for (u64 g = blockIdx.x; g < rows * chunks; g += gridDim.x) {
+        const u64 row = g / chunks;
+        const u64 threshold = thresholds[row];
+        const K *row_keys = keys + row * len;
+        const u64 chunk = (g - row * chunks) * TOP_K_FILTER_CHUNK;
+        u32 raw[PER_THREAD];
+        if (vector) {
+            const uint4 *vectors = reinterpret_cast<const uint4 *>(row_keys + chunk);
+#pragma unroll
+            for (u32 j = 0; j < PER_THREAD / FILTER_VECTOR_KEYS; ++j) {
+                const u32 v = j * TOP_K_THREADS + threadIdx.x;
+                // A row's length is a whole number of vectors: each lies in it or past it.
+                const bool inside = chunk + (u64)v * FILTER_VECTOR_KEYS < len;
+                const uint4 q = inside ? vectors[v] : make_uint4(0u, 0u, 0u, 0u);
+                const u32 parts[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+                for (u32 e = 0; e < FILTER_VECTOR_KEYS; ++e) {
+                    raw[j * FILTER_VECTOR_KEYS + e] =
+                        sizeof(K) == 4 ? parts[e] : (parts[e / 2u] >> (16u * (e & 1u))) & 0xffffu;
+                }
+            }
+        } else {
+#pragma unroll
+            for (u32 i = 0; i < PER_THREAD; ++i) {
+                const u64 col = filter_col<K>(chunk, i, vector);
+                raw[i] = col < len ? (u32)row_keys[col] : 0u;
+            }
+        }
+        // Bit i: this thread keeps its i-th key.
+        u32 kept = 0;
+        u32 warp_count = 0;
+#pragma unroll
+        for (u32 i = 0; i < PER_THREAD; ++i) {
+            const u64 col = filter_col<K>(chunk, i, vector);
+            const u64 w = ((u64)encode_as<K>(raw[i], encoding) << 32) | col;
+            const bool keep = col < len && w <= threshold;
+            kept |= (u32)keep << i;
+            warp_count += __popc(__ballot_sync(0xffffffffu, keep));
+        }
+        if (lane == 0) {
+            warp_first[warp] = warp_count;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            u32 total = 0;
+            for (u32 w = 0; w < WARPS; ++w) {
+                const u32 c = warp_first[w];
+                warp_first[w] = total;
+                total += c;
+            }
+            block_first = total > 0u ? atomicAdd(&counts[row], total) : 0u;
+        }
+        __syncthreads();
+        u64 slot = (u64)block_first + warp_first[warp];
+#pragma unroll
+        for (u32 i = 0; i < PER_THREAD; ++i) {
+            const bool keep = (kept >> i) & 1u;
+            const u32 ballot = __ballot_sync(0xffffffffu, keep);
+            const u64 at = slot + __popc(ballot & ((1u << lane) - 1u));
+            if (keep && at < capacity) {
+                const u64 col = filter_col<K>(chunk, i, vector);
+                candidates[row * capacity + at] = ((u64)encode_as<K>(raw[i], encoding) << 32) | col;
+            }
+            slot += __popc(ballot);
+        }
+        // The next chunk's counts must not overwrite this one's offsets before every warp
+        // has read them.
+        __syncthreads();
+    }
+}
+
+#define TOP_K_FILTER_KERNELS(KNAME, K)                                                                \
+    extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                       \
+        top_k_sample_##KNAME(const K *__restrict__ keys, u64 *__restrict__ thresholds, u64 rows,      \
+                             u64 len, u32 log_sample, u32 rank, u32 encoding) {                       \
+        top_k_sample<K>(keys, thresholds, rows, len, log_sample, rank, encoding);                     \
+    }                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                       \
+        top_k_filter_##KNAME(const K *__restrict__ keys, const u64 *__restrict__ thresholds,          \
+                             u32 *__restrict__ counts, u64 *__restrict__ candidates, u64 rows,        \
+                             u64 len, u64 chunks, u64 capacity, u32 encoding, u32 vector) {           \
+        top_k_filter<K>(keys, thresholds, counts, candidates, rows, len, chunks, capacity, encoding,  \
+                        vector);                                                                      \
+    }
+
+TOP_K_FILTER_KERNELS(u32, u32)
+TOP_K_FILTER_KERNELS(u16, u16)
+
+// Where the candidates are sorted (k past the tile), a row the filter could not serve (its
+// count outside [k, capacity]) selects its k best words exactly, into its candidate slots,
+// before the sort: one block per row finds the k-th smallest word `key << 32 | position` by
+// a radix select of eight 8-bit digits (a pass over the row each, counting the words whose
+// higher digits match in shared memory), then a ninth pass writes every word at or below it
+// (exactly k: the words are distinct) and the slots past k are padded with u64::MAX. A row
+// the filter served costs one read of its count; rescued rows are rare (the sample's
+// margins), so one block's passes are fast enough for them.
+template <typename K>
+__device__ __forceinline__ void top_k_exact(const K *__restrict__ keys, const u32 *__restrict__ counts,
+                                            u64 *__restrict__ candidates, u64 rows, u64 len, u64 capacity,
+                                            u32 k, u32 encoding) {
+    __shared__ u32 hist[256];
+    __shared__ u64 chosen[2]; // the prefix found, and the rank still wanted among its words
+    __shared__ u32 written;
+    for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        const u32 count = counts[row];
+        if (count >= k && count <= capacity) {
+            continue;
+        }
+        const K *row_keys = keys + row * len;
+        u64 *slots = candidates + row * capacity;
+        u64 prefix = 0;
+        u64 mask = 0;
+        u64 need = k; // the rank (from 1) of the wanted word among those matching the prefix
+        for (int shift = 56; shift >= 0; shift -= 8) {
+            for (u32 d = threadIdx.x; d < 256; d += blockDim.x) {
+                hist[d] = 0;
+            }
+            __syncthreads();
+            for (u64 col = threadIdx.x; col < len; col += blockDim.x) {
+                const u64 w = ((u64)encode_as<K>((u32)row_keys[col], encoding) << 32) | col;
+                if ((w & mask) == prefix) {
+                    atomicAdd(&hist[(w >> shift) & 255u], 1u);
+                }
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                u64 below = 0;
+                u32 d = 0;
+                while (below + hist[d] < need) {
+                    below += hist[d];
+                    ++d;
+                }
+                chosen[0] = prefix | ((u64)d << shift);
+                chosen[1] = need - below;
+            }
+            __syncthreads();
+            prefix = chosen[0];
+            need = chosen[1];
+            mask |= 255ull << shift;
+            __syncthreads();
+        }
+        // `prefix` is now the k-th smallest word.
+        if (threadIdx.x == 0) {
+            written = 0;
+        }
+        __syncthreads();
+        for (u64 col = threadIdx.x; col < len; col += blockDim.x) {
+            const u64 w = ((u64)encode_as<K>((u32)row_keys[col], encoding) << 32) | col;
+            if (w <= prefix) {
+                slots[atomicAdd(&written, 1u)] = w;
+            }
+        }
+        for (u64 slot = k + threadIdx.x; slot < capacity; slot += blockDim.x) {
+            slots[slot] = ~0ull;
+        }
+        __syncthreads();
+    }
+}
+
+#define TOP_K_EXACT_KERNEL(KNAME, K)                                                                  \
+    extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                       \
+        top_k_exact_##KNAME(const K *__restrict__ keys, const u32 *__restrict__ counts,               \
+                            u64 *__restrict__ candidates, u64 rows, u64 len, u64 capacity, u32 k,     \
+                            u32 encoding) {                                                           \
+        top_k_exact<K>(keys, counts, candidates, rows, len, capacity, k, encoding);                   \
+    }
+
+TOP_K_EXACT_KERNEL(u32, u32)
+TOP_K_EXACT_KERNEL(u16, u16)
+
+// The filtered route's last step where the candidates fit the block's shared memory
+// (TopKCandidates in src/schedule/top_k/filter.rs): one block per row loads the row's candidate
+// words (its count of them, or for a row that top_k_exact rescued its first k) into shared
+// memory, finds the k-th smallest word by radix selects, first of the keys (the high
+// halves) and, where equal keys straddle it, of the positions of the keys equal to it, takes
+// every word at or below it (exactly k: words are distinct) into K = 2^log_k slots padded
+// with the largest word, sorts them with the network and writes the first k values (read
+// back from the row) and positions. Dynamic shared memory: `capacity` words, the K slots
+// (padded) and the radix select's counts.
+template <typename K>
+__device__ __forceinline__ void top_k_candidates(const K *__restrict__ keys, const u32 *__restrict__ counts,
+                                                 const u64 *__restrict__ candidates, K *__restrict__ values,
+                                                 u32 *__restrict__ indices, u64 rows, u64 len, u32 capacity,
+                                                 u32 k, u32 log_k) {
+    u64 *words = reinterpret_cast<u64 *>(top_k_smem);
+    u64 *best = words + capacity;
+    u32 *hist = reinterpret_cast<u32 *>(best + padded_words(log_k));
+    __shared__ u32 taken;
+    const u32 size = 1u << log_k;
+    for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        const u32 count = counts[row];
+        const u32 n = count < k || count > capacity ? k : count;
+        const u64 *slots = candidates + row * capacity;
+        for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
+            words[i] = slots[i];
+        }
+        if (threadIdx.x == 0) {
+            taken = 0;
+        }
+        __syncthreads();
+        u32 need;
+        const u32 key = radix_select<true, true>(
+            [&](u32 i, u32 &x) {
+                x = (u32)(words[i] >> 32);
+                return true;
+            },
+            n, k, 32, hist, need);
+        u64 last = ((u64)key << 32) | 0xffffffffu;
+        if (need != 0xffffffffu) {
+            // `need` of the words with this key: the positions' radix select among them.
+            u32 unused;
+            const u32 position = radix_select<true, true>(
+                [&](u32 i, u32 &x) {
+                    x = (u32)words[i];
+                    return (u32)(words[i] >> 32) == key;
+                },
+                n, need, 32, hist, unused);
+            last = ((u64)key << 32) | position;
+        }
+        // Exactly k words are at or below `last`; each warp reserves its slots with one
+        // atomic.
+        for (u32 base = 0; base < n; base += blockDim.x) {
+            const u32 i = base + threadIdx.x;
+            const bool take = i < n && words[i] <= last;
+            const u32 takes = __ballot_sync(0xffffffffu, take);
+            u32 first = 0;
+            if ((threadIdx.x & 31u) == 0 && takes != 0u) {
+                first = atomicAdd(&taken, (u32)__popc(takes));
+            }
+            first = __shfl_sync(0xffffffffu, first, 0);
+            if (take) {
+                best[pad(first + __popc(takes & ((1u << (threadIdx.x & 31u)) - 1u)))] = words[i];
+            }
+        }
+        for (u32 i = k + threadIdx.x; i < size; i += blockDim.x) {
+            best[pad(i)] = ~0ull;
+        }
+        __syncthreads();
+        tile_select(best, size, log_k);
+        for (u32 i = threadIdx.x; i < k; i += blockDim.x) {
+            const u32 position = (u32)best[pad(i)];
+            indices[row * k + i] = position;
+            values[row * k + i] = keys[row * len + position];
+        }
+        __syncthreads(); // the slots are read before the next row's words are stored
+    }
+}
+
+#define TOP_K_CANDIDATES_KERNEL(KNAME, K)                                                         \
+    extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                   \
+        top_k_candidates_##KNAME(const K *__restrict__ keys, const u32 *__restrict__ counts,      \
+                                 const u64 *__restrict__ candidates, K *__restrict__ values,      \
+                                 u32 *__restrict__ indices, u64 rows, u64 len, u32 capacity,      \
+                                 u32 k, u32 log_k) {                                              \
+        top_k_candidates<K>(keys, counts, candidates, values, indices, rows, len, capacity, k,   \
+                            log_k);                                                               \
+    }
+
+TOP_K_CANDIDATES_KERNEL(u32, u32)
+TOP_K_CANDIDATES_KERNEL(u16, u16)

@@ -1,0 +1,315 @@
+//! The candidate filter in front of the top-k of long rows on CUDA: its sample, threshold
+//! and capacity, and how a row's candidates become its top k.
+
+use super::{TOP_K_MAX_LOG_TILE, TopKPlan};
+
+/// log2 of the most sampled words of a row: one on-chip tile ([`TOP_K_MAX_LOG_TILE`]).
+const FILTER_MAX_LOG_SAMPLE: u32 = TOP_K_MAX_LOG_TILE;
+
+/// log2 of the smallest `K` whose filtered candidates are sorted as rows rather than selected
+/// by tiles: the tiles' passes over a few runs of `K` are long launches of few blocks. On an
+/// H100 (`compare.sh topk`) sorting them took 4 x 131072 with k = 2048 from 0.103 to 0.091 ms;
+/// 2048 x 131072 with k = 1024 stayed about level (3.0-3.1 ms with tiles on other cards, 3.2).
+const SORT_CANDIDATES_FROM_LOG_K: u32 = 10;
+
+/// A candidate filter in front of the bitonic top-k of long rows. A pass over the keys
+/// costs one read of them, where the tiles' first pass sorts every element on chip, so a
+/// long row first shrinks to a few candidates per `k`:
+/// 1. a sample of `2^log_sample` words per row, one at a hashed position of each of as many
+///    equal strata ([`sample_position`]), gives the threshold: the sample's `rank`-th
+///    smallest word;
+/// 2. one pass keeps the words at or below the threshold, at most `capacity` per row, and
+///    counts them;
+/// 3. each row's candidates become its top k as [`TopKFilter::candidates`] says: selected
+///    in shared memory, selected by the tile plan, or sorted as rows.
+///
+/// Words are distinct within a row (they hold the position), so the count is the rank of
+/// the threshold in the row, whatever the keys, including all-equal ones. A stratified
+/// sample puts fewer than `rank` of its words among the row's best `k` and at least `rank`
+/// among its best `capacity`, except with a probability below about 1e-7 per row (the
+/// margins are five standard deviations of a Poisson count, which bounds a sum of
+/// independent Bernoulli trials). A row outside `k..=capacity` nevertheless, which keys
+/// placed against the hash can cause, is selected from all its keys by the full plan
+/// ([`TopKFilter::rescues`]): the answer is never wrong, only slower.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TopKFilter {
+    /// log2 of the sampled words of a row; at most the row length.
+    pub(crate) log_sample: u32,
+    /// The threshold is the sample's `rank`-th smallest word (from 1), `rank <= 2^log_sample`.
+    pub(crate) rank: u32,
+    /// Candidate slots of a row: a power of two of at least `2K`, at most an eighth of the
+    /// row.
+    pub(crate) capacity: u64,
+    /// How each row's candidates become its top k.
+    pub(crate) candidates: TopKCandidates,
+}
+
+/// Candidate slots of a row at most for [`TopKCandidates::Select`]: with the `K` slots of
+/// the largest `K` and the counts, they fill 41 KiB of the 48 KiB every CUDA block gets
+/// without an opt-in.
+pub(crate) const CANDIDATES_SELECT_MAX: u64 = 4096;
+
+/// log2 of the largest `K` of [`TopKCandidates::Select`].
+pub(crate) const CANDIDATES_SELECT_MAX_LOG_K: u32 = 10;
+
+/// How the filter's candidates of a row become its top k.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TopKCandidates {
+    /// One block per row loads its candidates into shared memory, finds the `k`-th smallest
+    /// word by radix selects, first of the keys and then, where equal keys straddle it, of
+    /// their positions, and sorts the `k` words at or below it (`top_k_candidates` in
+    /// `cuda/top_k_filter.cuh`): one launch, where the tiles' network spends `log² K` comparators
+    /// on every candidate. At most [`CANDIDATES_SELECT_MAX`] slots and `K` up to
+    /// 2^[`CANDIDATES_SELECT_MAX_LOG_K`].
+    Select,
+    /// The tile plan over rows of `capacity` candidates.
+    Tiles(TopKPlan),
+    /// The rows of candidates (empty slots padded with `u64::MAX`) are sorted: `2K` passes
+    /// the largest tile, or `K` reaches [`SORT_CANDIDATES_FROM_LOG_K`].
+    Sort,
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+impl TopKCandidates {
+    /// The way for rows of `capacity` candidates and `k`, with tiles of at most
+    /// `2^max_log_tile` words; with `select` false never [`TopKCandidates::Select`].
+    pub(crate) fn new(capacity: u64, k: u64, max_log_tile: u32, select: bool) -> TopKCandidates {
+        let log_k = k.next_power_of_two().trailing_zeros();
+        if select && capacity <= CANDIDATES_SELECT_MAX && log_k <= CANDIDATES_SELECT_MAX_LOG_K {
+            return TopKCandidates::Select;
+        }
+        match TopKPlan::new(capacity, k, max_log_tile) {
+            Some(plan) if plan.log_k < SORT_CANDIDATES_FROM_LOG_K => TopKCandidates::Tiles(plan),
+            _ => TopKCandidates::Sort,
+        }
+    }
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+impl TopKFilter {
+    /// The filter for `k` of rows of `row_len` (`1 <= k <= row_len`) with tiles of at most
+    /// `2^max_log_tile` words, or `None` where the rows are too short for it to pay: the
+    /// candidates would be more than an eighth of a row.
+    pub(crate) fn new(row_len: u64, k: u64, max_log_tile: u32) -> Option<TopKFilter> {
+        debug_assert!(k >= 1 && k <= row_len);
+        let log_sample = (row_len / 8)
+            .checked_ilog2()?
+            .min(FILTER_MAX_LOG_SAMPLE.min(max_log_tile));
+        // Row elements per sampled word.
+        let stride = row_len as f64 / (1u64 << log_sample) as f64;
+        let expected = k as f64 / stride;
+        let rank = (expected + 5.0 * expected.sqrt() + 5.0).ceil();
+        if rank > (1u64 << log_sample) as f64 {
+            return None;
+        }
+        let slots = ((rank + 5.0 * rank.sqrt() + 10.0) * stride).ceil() as u64;
+        let capacity = slots.next_power_of_two().max(2 * k.next_power_of_two());
+        if capacity > row_len / 8 {
+            return None;
+        }
+        let candidates = TopKCandidates::new(capacity, k, max_log_tile, true);
+        Some(TopKFilter {
+            log_sample,
+            rank: rank as u32,
+            capacity,
+            candidates,
+        })
+    }
+
+    /// Whether the full plan must select a row whose filter kept `count` words: fewer than
+    /// `k` or more than the slots hold (`row_rescued` in `cuda/top_k.cuh`, with `k` and
+    /// `capacity` as its bounds).
+    #[cfg(test)]
+    pub(crate) fn rescues(&self, count: u64, k: u64) -> bool {
+        count < k || count > self.capacity
+    }
+}
+
+/// The position in a row of `row_len` of sampled word `j` of `2^log_sample` in row `row`:
+/// a hashed position inside stratum `j`, `[j * row_len >> log_sample, (j + 1) * row_len >>
+/// log_sample)`. `top_k_sample` in `cuda/top_k_filter.cuh` computes the same.
+#[cfg(test)]
+pub(crate) fn sample_position(row: u64, j: u64, row_len: u64, log_sample: u32) -> u64 {
+    let lo = (j * row_len) >> log_sample;
+    let hi = ((j + 1) * row_len) >> log_sample;
+    let mut h = (row as u32).wrapping_mul(0x9e37_79b9)
+        ^ ((row >> 32) as u32)
+        ^ (j as u32).wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x7feb_352d);
+    h ^= h >> 15;
+    h = h.wrapping_mul(0x846c_a68b);
+    h ^= h >> 16;
+    lo + u64::from(h) % (hi - lo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{run_plan, xorshift};
+    use super::*;
+
+    /// The filtered route on the host, as the CUDA kernels run it: the threshold of each
+    /// row's sample, its candidates (in any order, padded to `capacity`), the candidate plan,
+    /// and the full plan for the rows it rescues. Returns each row's `K` words and whether
+    /// any row was rescued.
+    fn run_filtered(
+        filter: &TopKFilter,
+        full: &TopKPlan,
+        words: &[u64],
+        row_len: usize,
+        k: usize,
+    ) -> (Vec<Vec<u64>>, bool) {
+        let mut candidates = Vec::new();
+        let mut counts = Vec::new();
+        for (r, row) in words.chunks(row_len).enumerate() {
+            let mut sample: Vec<u64> = (0..1u64 << filter.log_sample)
+                .map(|j| {
+                    row[sample_position(r as u64, j, row_len as u64, filter.log_sample) as usize]
+                })
+                .collect();
+            sample.sort_unstable();
+            let threshold = sample[filter.rank as usize - 1];
+            let mut kept: Vec<u64> = row.iter().copied().filter(|&w| w <= threshold).collect();
+            counts.push(kept.len() as u64);
+            kept.reverse();
+            kept.resize(filter.capacity as usize, u64::MAX);
+            candidates.extend(kept);
+        }
+        let capacity = filter.capacity as usize;
+        let selected = match &filter.candidates {
+            TopKCandidates::Tiles(plan) => run_plan(plan, &candidates, capacity),
+            // The select takes the k smallest candidates, the sort sorts them all.
+            _ => candidates
+                .chunks(capacity)
+                .map(|row| {
+                    let mut row = row.to_vec();
+                    row.sort_unstable();
+                    row
+                })
+                .collect(),
+        };
+        let rescued = run_plan(full, words, row_len);
+        let mut any = false;
+        let rows = counts
+            .iter()
+            .enumerate()
+            .map(|(r, &count)| {
+                if filter.rescues(count, k as u64) {
+                    any = true;
+                    rescued[r].clone()
+                } else {
+                    selected[r].clone()
+                }
+            })
+            .collect();
+        (rows, any)
+    }
+
+    #[test]
+    fn filters_only_long_rows_and_keeps_a_tile_plan() {
+        assert!(TopKFilter::new(1024, 32, 12).is_none());
+        assert!(TopKFilter::new(100, 1, 12).is_none());
+        for (row_len, k) in [
+            (131_072u64, 50u64),
+            (131_072, 1024),
+            (1 << 24, 100),
+            (262_144, 256),
+        ] {
+            let filter = TopKFilter::new(row_len, k, 12).unwrap();
+            assert!(filter.capacity * 8 <= row_len && filter.capacity.is_power_of_two());
+            assert!(filter.capacity >= 2 * k && u64::from(filter.rank) <= 1 << filter.log_sample);
+            // Up to 4096 slots and K of 1024 the candidates are selected in shared memory;
+            // else tiles select from those of `k` up to 512 (`K` below 1024).
+            let select = filter.capacity <= 4096;
+            assert_eq!(
+                filter.candidates == TopKCandidates::Select,
+                select,
+                "{row_len} {k}"
+            );
+            match TopKCandidates::new(filter.capacity, k, 12, false) {
+                TopKCandidates::Tiles(plan) => {
+                    assert!(k <= 512);
+                    assert_eq!(plan.passes[0].len, filter.capacity);
+                }
+                other => assert_eq!((other, k > 512), (TopKCandidates::Sort, true)),
+            }
+            assert!(filter.rescues(k - 1, k) && !filter.rescues(k, k));
+            assert!(filter.rescues(filter.capacity + 1, k));
+        }
+        // 2048 rows of 2^17, k = 1024: the sample of 4096 leaves 4096 candidates a row.
+        assert_eq!(TopKFilter::new(131_072, 1024, 12).unwrap().capacity, 4096);
+        // Past the tile the candidates are sorted: a sixteenth of a row of 2^20 for k =
+        // 16384, an eighth of 2^17 for k = 4096.
+        for (row_len, k, capacity) in [(1u64 << 20, 16_384u64, 65_536u64), (131_072, 4096, 16_384)]
+        {
+            let filter = TopKFilter::new(row_len, k, 12).unwrap();
+            assert_eq!(
+                (filter.capacity, filter.candidates),
+                (capacity, TopKCandidates::Sort)
+            );
+        }
+        assert!(TopKFilter::new(131_072, 16_384, 12).is_none());
+        for e in 0..40 {
+            let p = sample_position(3, 5, 1 << e | 77, 4.min(e));
+            let lo = (5 * (1u64 << e | 77)) >> 4.min(e);
+            assert!(p >= lo && p < (6 * (1u64 << e | 77)) >> 4.min(e));
+        }
+    }
+
+    #[test]
+    fn the_filtered_route_selects_the_best_k_and_rescues_rows_against_the_hash() {
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        for (rows, row_len, k, distinct) in [
+            (2usize, 40_000usize, 7usize, 1u64 << 32),
+            (3, 40_000, 100, 3),
+            (1, 70_001, 1, 1),
+            (2, 65_537, 300, 1 << 32),
+        ] {
+            let select = TopKFilter::new(row_len as u64, k as u64, 12).unwrap();
+            assert_eq!(select.candidates, TopKCandidates::Select);
+            // The same filter with the tiles selecting from the candidates.
+            let tiles = TopKFilter {
+                candidates: TopKCandidates::new(select.capacity, k as u64, 12, false),
+                ..select.clone()
+            };
+            let full = TopKPlan::new(row_len as u64, k as u64, 12).unwrap();
+            for (filter, adversarial) in [
+                (&select, false),
+                (&select, true),
+                (&tiles, false),
+                (&tiles, true),
+            ] {
+                let mut keys: Vec<u64> =
+                    (0..rows * row_len).map(|_| next() % distinct + 1).collect();
+                if adversarial {
+                    // The best keys at the sampled positions: the threshold is then the
+                    // row's rank-th best word, fewer than k candidates where rank < k.
+                    for r in 0..rows {
+                        for j in 0..1u64 << filter.log_sample {
+                            let p = sample_position(r as u64, j, row_len as u64, filter.log_sample);
+                            keys[r * row_len + p as usize] = 0;
+                        }
+                    }
+                }
+                let words: Vec<u64> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &key)| (key << 32) | (i % row_len) as u64)
+                    .collect();
+                let (got, rescued) = run_filtered(&filter, &full, &words, row_len, k);
+                assert_eq!(
+                    rescued,
+                    adversarial && (filter.rank as usize) < k,
+                    "{row_len} {k}"
+                );
+                for (r, row) in words.chunks(row_len).enumerate() {
+                    let mut want = row.to_vec();
+                    want.sort_unstable();
+                    assert_eq!(&got[r][..k], &want[..k], "{rows}x{row_len} k {k} row {r}");
+                }
+            }
+        }
+    }
+}
