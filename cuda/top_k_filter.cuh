@@ -35,9 +35,20 @@ __device__ __forceinline__ void top_k_sample(const K *__restrict__ keys, u64 *__
     u32 *ordered = reinterpret_cast<u32 *>(top_k_smem);
     u32 *hist = ordered + size;
     for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        for (u32 j = threadIdx.x; j < size; j += blockDim.x) {
-            const u64 col = sample_position(row, j, len, log_sample);
-            ordered[j] = encode_as<K>((u32)keys[row * len + col], encoding);
+        for (u32 base = 0; base < size; base += blockDim.x * LOADS_IN_FLIGHT) {
+            u32 raw[LOADS_IN_FLIGHT];
+#pragma unroll
+            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
+                const u32 j = base + blockDim.x * i + threadIdx.x;
+                raw[i] = j < size ? (u32)keys[row * len + sample_position(row, j, len, log_sample)] : 0u;
+            }
+#pragma unroll
+            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
+                const u32 j = base + blockDim.x * i + threadIdx.x;
+                if (j < size) {
+                    ordered[j] = encode_as<K>(raw[i], encoding);
+                }
+            }
         }
         __syncthreads();
         u32 need;
@@ -280,7 +291,7 @@ TOP_K_EXACT_KERNEL(u16, u16)
 // every word at or below it (exactly k: words are distinct) into K = 2^log_k slots padded
 // with the largest word, sorts them with the network and writes the first k values (read
 // back from the row) and positions. Dynamic shared memory: `capacity` words, the K slots
-// (padded) and the radix select's counts.
+// (padded), the radix select's counts and the count of slots taken.
 template <typename K>
 __device__ __forceinline__ void top_k_candidates(const K *__restrict__ keys, const u32 *__restrict__ counts,
                                                  const u64 *__restrict__ candidates, K *__restrict__ values,
@@ -289,14 +300,28 @@ __device__ __forceinline__ void top_k_candidates(const K *__restrict__ keys, con
     u64 *words = reinterpret_cast<u64 *>(top_k_smem);
     u64 *best = words + capacity;
     u32 *hist = reinterpret_cast<u32 *>(best + padded_words(log_k));
-    __shared__ u32 taken;
+    // The slots taken so far, after the counts: dynamic, so that the launch's shared memory
+    // is all the host asked for.
+    u32 &taken = hist[TOP_K_RADIX_WORDS];
     const u32 size = 1u << log_k;
     for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
         const u32 count = counts[row];
         const u32 n = count < k || count > capacity ? k : count;
         const u64 *slots = candidates + row * capacity;
-        for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
-            words[i] = slots[i];
+        for (u32 base = 0; base < n; base += blockDim.x * LOADS_IN_FLIGHT) {
+            u64 loaded[LOADS_IN_FLIGHT];
+#pragma unroll
+            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
+                const u32 j = base + blockDim.x * i + threadIdx.x;
+                loaded[i] = j < n ? slots[j] : 0ull;
+            }
+#pragma unroll
+            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
+                const u32 j = base + blockDim.x * i + threadIdx.x;
+                if (j < n) {
+                    words[j] = loaded[i];
+                }
+            }
         }
         if (threadIdx.x == 0) {
             taken = 0;

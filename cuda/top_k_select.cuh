@@ -7,6 +7,9 @@
 
 #include "top_k.cuh"
 
+// Loads a thread of the radix selects' kernels issues before it stores any.
+#define LOADS_IN_FLIGHT 8u
+
 // A barrier of the group that runs a radix select: its warp, or with BLOCK its block.
 template <bool BLOCK> __device__ __forceinline__ void group_sync() {
     if (BLOCK) {
@@ -124,8 +127,22 @@ __device__ __forceinline__ void top_k_select(const K *__restrict__ keys, K *__re
     const u32 lanes_below = (1u << lane) - 1u;
     for (u64 row = (u64)blockIdx.x * warps + (threadIdx.x >> 5); row < rows; row += (u64)gridDim.x * warps) {
         const K *row_keys = keys + row * len;
-        for (u32 c = lane; c < len; c += 32u) {
-            ordered[c] = encode_as<K>((u32)row_keys[c], encoding);
+        // Eight loads in flight before any is stored: one at a time, a warp waits out the
+        // memory's latency once per 32 keys, and that bounds the kernel.
+        for (u32 base = 0; base < len; base += 32u * LOADS_IN_FLIGHT) {
+            u32 raw[LOADS_IN_FLIGHT];
+#pragma unroll
+            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
+                const u32 c = base + 32u * i + lane;
+                raw[i] = c < len ? (u32)row_keys[c] : 0u;
+            }
+#pragma unroll
+            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
+                const u32 c = base + 32u * i + lane;
+                if (c < len) {
+                    ordered[c] = encode_as<K>(raw[i], encoding);
+                }
+            }
         }
         __syncwarp();
         // The selection: keys below `last` and the first `need` keys equal to it.

@@ -243,7 +243,8 @@ pub(super) fn sample_bytes(log_sample: u32) -> u32 {
 }
 
 /// Shared bytes of `top_k_candidates` over `capacity` slots with `K = 2^log_k`: the slots,
-/// the `K` padded words and the radix select's counts.
+/// the `K` padded words, the radix select's counts and the count of slots taken. The kernel
+/// has no static shared memory, so this is all a launch asks for.
 pub(super) fn candidates_bytes(capacity: u64, log_k: u32) -> u32 {
-    (8 * capacity + 8 * padded_words(log_k)) as u32 + 4 * TOP_K_RADIX_WORDS
+    (8 * capacity + 8 * padded_words(log_k)) as u32 + 4 * (TOP_K_RADIX_WORDS + 1)
 }
