@@ -71,9 +71,8 @@
 // K is at most half of that; a CUDA top-k block has at most TOP_K_THREADS threads.
 #define TOP_K_MAX_LOG_TILE 12
 #define TOP_K_THREADS 256
-// Keys of a row that one block of the CUDA top-k filter reads: 32 a thread, which holds them
-// all in registers (and one bit each of a mask) before it keeps any.
-#define TOP_K_FILTER_CHUNK 8192
+// Keys of a row that one block of the CUDA top-k filter reads: a multiple of 4 * TOP_K_THREADS.
+#define TOP_K_FILTER_CHUNK 4096
 // A CUDA top-k tile of at least 2^TOP_K_REGISTER_LOG_TILE words is selected in registers by a
 // block of one thread per 32 words (whole warps); OpenCL work-groups select in local memory.
 #define TOP_K_REGISTER_LOG_TILE 10

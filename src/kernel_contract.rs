@@ -106,11 +106,9 @@ pub const TOP_K_THREADS: u32 = 256;
 
 /// Keys of a row that one block of the CUDA top-k filter reads at a time
 /// (`TOP_K_FILTER_CHUNK`): [`TOP_K_THREADS`] times the keys each thread holds in registers,
-/// 32 (one bit each of a mask): each block waits on its loads, a barrier and an atomic once
-/// per chunk, so the more bytes a chunk holds, the nearer the pass comes to the memory's
-/// speed.
+/// at most 32 (one bit each of a mask).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const TOP_K_FILTER_CHUNK: u32 = 8192;
+pub const TOP_K_FILTER_CHUNK: u32 = 4096;
 
 /// log2 of the smallest CUDA top-k tile selected in registers (`TOP_K_REGISTER_LOG_TILE`): its
 /// block has one thread per 32 words, whole warps from this size on.
