@@ -212,10 +212,10 @@ impl CudaBackend {
         if job.rows == 0 {
             return Ok(());
         }
-        if let Some(select) = TopKSelect::new(job.key_bytes, job.row_len, job.k) {
-            if !tiles_forced() {
-                return self.enqueue_select(job, &select, stream);
-            }
+        if let Some(select) =
+            TopKSelect::new(job.key_bytes, job.row_len, job.k).filter(|_| !tiles_forced())
+        {
+            return self.enqueue_select(job, &select, stream);
         }
         let mut scratch = StreamBuffers::new(stream);
         let route = TopKRoute::new(job.key_bytes, job.row_len, job.k, TOP_K_MAX_LOG_TILE);

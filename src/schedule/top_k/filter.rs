@@ -298,7 +298,7 @@ mod tests {
                     .enumerate()
                     .map(|(i, &key)| (key << 32) | (i % row_len) as u64)
                     .collect();
-                let (got, rescued) = run_filtered(&filter, &full, &words, row_len, k);
+                let (got, rescued) = run_filtered(filter, &full, &words, row_len, k);
                 assert_eq!(
                     rescued,
                     adversarial && (filter.rank as usize) < k,

@@ -191,7 +191,7 @@ mod tests {
             (5, 5392, 8)
         );
         let widest = TopKSelect::new(2, SELECT_MAX_ROW, 256).unwrap();
-        assert!(widest.block_bytes() <= SELECT_BLOCK_BYTES && widest.warp_bytes % 8 == 0);
+        assert!(widest.block_bytes() <= SELECT_BLOCK_BYTES && widest.warp_bytes.is_multiple_of(8));
         assert!(TopKSelect::new(8, 1024, 32).is_none());
         assert!(TopKSelect::new(4, SELECT_MAX_ROW + 1, 32).is_none());
         assert!(TopKSelect::new(4, 1024, 257).is_none());
