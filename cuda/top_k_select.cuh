@@ -43,25 +43,11 @@ __device__ __forceinline__ u32 radix_select(Load load, u32 len, u32 rank, int ke
             hist[d] = 0u;
         }
         group_sync<BLOCK>(); // the keys are stored and the counts zeroed
-        // Each thread counts a run of equal digits before it adds them: keys that share
-        // their digits (the candidates of a row, which lie close together, or equal keys)
-        // would otherwise serialize every thread on one counter's atomics.
-        u32 run_digit = 0;
-        u32 run = 0;
         for (u32 c = t; c < len; c += threads) {
             u32 x;
             if (load(c, x) && (x & mask) == prefix) {
-                const u32 d = (x >> shift) & 255u;
-                if (d != run_digit && run > 0u) {
-                    atomicAdd(&hist[run_digit], run);
-                    run = 0;
-                }
-                run_digit = d;
-                ++run;
+                atomicAdd(&hist[(x >> shift) & 255u], 1u);
             }
-        }
-        if (run > 0u) {
-            atomicAdd(&hist[run_digit], run);
         }
         group_sync<BLOCK>();
         if (t < 32u) {
