@@ -154,24 +154,22 @@ __device__ __forceinline__ void tile_best(u64 *t, u32 log_size, u32 log_k) {
     }
 }
 
-// Which rows a tile launch serves, by the counts of the candidate filter (top_k_filter):
-// every row with its whole `len` (ROWS_ALL); every row, reading only its first
-// min(count, len) words (ROWS_COUNTED: the candidates); or only the rows whose count lies
-// outside [lo, hi], which the full plan selects instead (ROWS_RESCUED).
-#define ROWS_ALL 0u
-#define ROWS_COUNTED 1u
-#define ROWS_RESCUED 2u
-
+// Which words a tile launch's rows hold, by the candidate filter (top_k_filter): with no
+// counts, each row's whole `len`; with them, the filter's candidates, each row's first
+// `count` words, or, for a row whose count lies outside [k, capacity], the first k, which
+// top_k_exact wrote (its best k exactly).
 struct RowFilter {
     const u32 *counts;
-    u32 lo;
-    u32 hi;
-    u32 mode;
+    u32 k;
+    u32 capacity;
 };
 
-__device__ __forceinline__ bool row_rescued(const u32 *counts, u32 lo, u32 hi, u64 row) {
-    const u32 c = counts[row];
-    return c < lo || c > hi;
+__device__ __forceinline__ u64 row_words(const RowFilter f, u64 row, u64 len) {
+    if (f.counts == nullptr) {
+        return len;
+    }
+    const u32 c = f.counts[row];
+    return c < f.k || c > f.capacity ? f.k : c;
 }
 
 // keys: raw keys of at most 32 bits (K: u32, or u16 for 16-bit keys, ordered at 16 bits in a
@@ -186,10 +184,7 @@ __device__ __forceinline__ void top_k_tiles(const K *__restrict__ keys, const u6
     const u64 groups = a.rows * a.tiles;
     for (u64 g = blockIdx.x; g < groups; g += gridDim.x) {
         const u64 row = g / a.tiles;
-        if (f.mode == ROWS_RESCUED && !row_rescued(f.counts, f.lo, f.hi, row)) {
-            continue; // uniform across the block
-        }
-        const u64 len = f.mode == ROWS_COUNTED ? min((u64)f.counts[row], a.len) : a.len;
+        const u64 len = row_words(f, row, a.len);
         const u64 first = (g - row * a.tiles) << a.log_tile;
         for (u32 i = threadIdx.x; i < size; i += blockDim.x) {
             const u64 col = first + i;
@@ -217,8 +212,8 @@ __device__ __forceinline__ void top_k_tiles(const K *__restrict__ keys, const u6
     extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                     \
         top_k_tiles_##KNAME(const K *__restrict__ keys, const u64 *__restrict__ words,              \
                             u64 *__restrict__ out, TopKArgs a, const u32 *__restrict__ counts,      \
-                            u32 lo, u32 hi, u32 mode) {                                             \
-        top_k_tiles<K>(keys, words, out, a, RowFilter{counts, lo, hi, mode});                       \
+                            u32 k, u32 capacity) {                                                  \
+        top_k_tiles<K>(keys, words, out, a, RowFilter{counts, k, capacity});                        \
     }
 
 TOP_K_TILES_KERNEL(u32, u32)
@@ -271,18 +266,14 @@ extern "C" __global__ void top_k_rank_u64(const u64 *__restrict__ sorted, const 
 
 // The answer: each of `rows` rows of sorted words (`stride` apart) gives its first k
 // positions (the low halves) and the keys at those positions of its row of `row_len` keys.
-// With `counts` (the candidate filter's), a row whose count lies outside [lo, hi] takes its
-// words from `rescued` instead, at the same stride.
 template <typename K>
 __device__ __forceinline__ void top_k_take(const u64 *__restrict__ words, const K *__restrict__ keys,
                                            K *__restrict__ values, u32 *__restrict__ indices, u64 rows,
-                                           u64 stride, u64 row_len, u32 k, const u64 *__restrict__ rescued,
-                                           const u32 *__restrict__ counts, u32 lo, u32 hi) {
+                                           u64 stride, u64 row_len, u32 k) {
     const u64 n = rows * k;
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         const u64 row = i / k;
-        const u64 *from = counts != nullptr && row_rescued(counts, lo, hi, row) ? rescued : words;
-        const u32 position = (u32)from[row * stride + (i - row * k)];
+        const u32 position = (u32)words[row * stride + (i - row * k)];
         indices[i] = position;
         values[i] = keys[row * row_len + position];
     }
@@ -297,10 +288,8 @@ __device__ __forceinline__ void top_k_take(const u64 *__restrict__ words, const 
 #define TOP_K_TAKE_KERNEL(KNAME, K)                                                              \
     extern "C" __global__ void top_k_take_##KNAME(const u64 *words, const K *keys, K *values,    \
                                                   u32 *indices, u64 rows, u64 stride,            \
-                                                  u64 row_len, u32 k, const u64 *rescued,        \
-                                                  const u32 *counts, u32 lo, u32 hi) {           \
-        top_k_take<K>(words, keys, values, indices, rows, stride, row_len, k, rescued, counts,   \
-                      lo, hi);                                                                   \
+                                                  u64 row_len, u32 k) {                          \
+        top_k_take<K>(words, keys, values, indices, rows, stride, row_len, k);                   \
     }
 
 TOP_K_COMPOSE_KERNEL(u32, u32)

@@ -35,21 +35,10 @@ __device__ __forceinline__ void top_k_sample(const K *__restrict__ keys, u64 *__
     u32 *ordered = reinterpret_cast<u32 *>(top_k_smem);
     u32 *hist = ordered + size;
     for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        for (u32 base = 0; base < size; base += blockDim.x * LOADS_IN_FLIGHT) {
-            u32 raw[LOADS_IN_FLIGHT];
-#pragma unroll
-            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
-                const u32 j = base + blockDim.x * i + threadIdx.x;
-                raw[i] = j < size ? (u32)keys[row * len + sample_position(row, j, len, log_sample)] : 0u;
-            }
-#pragma unroll
-            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
-                const u32 j = base + blockDim.x * i + threadIdx.x;
-                if (j < size) {
-                    ordered[j] = encode_as<K>(raw[i], encoding);
-                }
-            }
-        }
+        copy_loads_in_flight<u32>(
+            size, threadIdx.x, blockDim.x,
+            [&](u32 j) { return (u32)keys[row * len + sample_position(row, j, len, log_sample)]; },
+            [&](u32 j, u32 raw) { ordered[j] = encode_as<K>(raw, encoding); });
         __syncthreads();
         u32 need;
         const u32 key = radix_select<true, false>(
@@ -201,14 +190,14 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
 TOP_K_FILTER_KERNELS(u32, u32)
 TOP_K_FILTER_KERNELS(u16, u16)
 
-// Where the candidates are sorted (k past the tile), a row the filter could not serve (its
-// count outside [k, capacity]) selects its k best words exactly, into its candidate slots,
-// before the sort: one block per row finds the k-th smallest word `key << 32 | position` by
-// a radix select of eight 8-bit digits (a pass over the row each, counting the words whose
-// higher digits match in shared memory), then a ninth pass writes every word at or below it
-// (exactly k: the words are distinct) and the slots past k are padded with u64::MAX. A row
-// the filter served costs one read of its count; rescued rows are rare (the sample's
-// margins), so one block's passes are fast enough for them.
+// A row the filter could not serve (its count outside [k, capacity]) selects its k best
+// words exactly, into its candidate slots, before the candidates' select, tiles or sort: one
+// block per row finds the k-th smallest word `key << 32 | position` by a radix select of
+// eight 8-bit digits (a pass over the row each, counting the words whose higher digits match
+// in shared memory), then a ninth pass writes every word at or below it (exactly k: the
+// words are distinct) and the slots past k are padded with u64::MAX. A row the filter served
+// costs one read of its count; rescued rows are rare (the sample's margins), so one block's
+// passes are fast enough for them.
 template <typename K>
 __device__ __forceinline__ void top_k_exact(const K *__restrict__ keys, const u32 *__restrict__ counts,
                                             u64 *__restrict__ candidates, u64 rows, u64 len, u64 capacity,
@@ -308,21 +297,9 @@ __device__ __forceinline__ void top_k_candidates(const K *__restrict__ keys, con
         const u32 count = counts[row];
         const u32 n = count < k || count > capacity ? k : count;
         const u64 *slots = candidates + row * capacity;
-        for (u32 base = 0; base < n; base += blockDim.x * LOADS_IN_FLIGHT) {
-            u64 loaded[LOADS_IN_FLIGHT];
-#pragma unroll
-            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
-                const u32 j = base + blockDim.x * i + threadIdx.x;
-                loaded[i] = j < n ? slots[j] : 0ull;
-            }
-#pragma unroll
-            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
-                const u32 j = base + blockDim.x * i + threadIdx.x;
-                if (j < n) {
-                    words[j] = loaded[i];
-                }
-            }
-        }
+        copy_loads_in_flight<u64>(
+            n, threadIdx.x, blockDim.x, [&](u32 j) { return slots[j]; },
+            [&](u32 j, u64 w) { words[j] = w; });
         if (threadIdx.x == 0) {
             taken = 0;
         }

@@ -10,6 +10,29 @@
 // Loads a thread of the radix selects' kernels issues before it stores any.
 #define LOADS_IN_FLIGHT 8u
 
+// Copies elements 0 .. count - 1 into shared memory, element j read by `load(j)` and written
+// by `store(j, value)`; the calling thread takes j = first, first + stride, ... and issues
+// LOADS_IN_FLIGHT loads before it stores any: one load at a time leaves the group waiting on
+// each round trip to memory (eight took one row's sample from 29 to 21 us on an H100).
+template <typename T, typename Load, typename Store>
+__device__ __forceinline__ void copy_loads_in_flight(u32 count, u32 first, u32 stride, Load load, Store store) {
+    for (u32 base = 0; base < count; base += stride * LOADS_IN_FLIGHT) {
+        T loaded[LOADS_IN_FLIGHT];
+#pragma unroll
+        for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
+            const u32 j = base + stride * i + first;
+            loaded[i] = j < count ? load(j) : T(0);
+        }
+#pragma unroll
+        for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
+            const u32 j = base + stride * i + first;
+            if (j < count) {
+                store(j, loaded[i]);
+            }
+        }
+    }
+}
+
 // A barrier of the group that runs a radix select: its warp, or with BLOCK its block.
 template <bool BLOCK> __device__ __forceinline__ void group_sync() {
     if (BLOCK) {
@@ -127,23 +150,10 @@ __device__ __forceinline__ void top_k_select(const K *__restrict__ keys, K *__re
     const u32 lanes_below = (1u << lane) - 1u;
     for (u64 row = (u64)blockIdx.x * warps + (threadIdx.x >> 5); row < rows; row += (u64)gridDim.x * warps) {
         const K *row_keys = keys + row * len;
-        // Eight loads in flight before any is stored, as the sample does (where it took one
-        // row's sample from 29 to 21 us); here the radix passes, not the loads, bound a row.
-        for (u32 base = 0; base < len; base += 32u * LOADS_IN_FLIGHT) {
-            u32 raw[LOADS_IN_FLIGHT];
-#pragma unroll
-            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
-                const u32 c = base + 32u * i + lane;
-                raw[i] = c < len ? (u32)row_keys[c] : 0u;
-            }
-#pragma unroll
-            for (u32 i = 0; i < LOADS_IN_FLIGHT; ++i) {
-                const u32 c = base + 32u * i + lane;
-                if (c < len) {
-                    ordered[c] = encode_as<K>(raw[i], encoding);
-                }
-            }
-        }
+        // The radix passes, not the loads, bound a row here.
+        copy_loads_in_flight<u32>(
+            len, lane, 32u, [&](u32 c) { return (u32)row_keys[c]; },
+            [&](u32 c, u32 raw) { ordered[c] = encode_as<K>(raw, encoding); });
         __syncwarp();
         // The selection: keys below `last` and the first `need` keys equal to it.
         u32 need;

@@ -242,7 +242,7 @@ impl CudaBackend {
         } else {
             Vec::new()
         };
-        let top_k_kernels = top_k::load_top_k_kernels(&module)?;
+        let top_k_kernels = top_k::load_top_k_kernels(&module, limits.shared_bytes_per_block)?;
         let spread_kernels = spread::load_spread_kernels(&module)?;
         let range_kernels = device_ranges::load_range_kernels(&module)?;
         let counting_kernels =

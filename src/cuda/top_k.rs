@@ -21,8 +21,7 @@ use crate::kernel_contract::padded_words;
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
 use crate::schedule::top_k::{
-    CANDIDATES_SELECT_MAX, CANDIDATES_SELECT_MAX_LOG_K, SELECT_BLOCK_BYTES, TOP_K_MAX_LOG_TILE,
-    TopKCandidates, TopKFilter, TopKRoute, TopKSelect,
+    SELECT_BLOCK_BYTES, TOP_K_MAX_LOG_TILE, TopKCandidates, TopKFilter, TopKRoute, TopKSelect,
 };
 use crate::top_k::check_top_k_device;
 
@@ -32,7 +31,6 @@ const MAX_GRID: u64 = 1 << 20;
 pub(super) mod filter;
 mod select;
 mod tiles;
-use filter::Rows;
 #[cfg(test)]
 pub(super) use tiles::tile_block;
 
@@ -40,6 +38,19 @@ pub(super) use tiles::tile_block;
 /// filtered candidates to the tiles so that a timing can compare; never in the product.
 fn tiles_forced() -> bool {
     super::timing_override::<u32>("BITONIC_TIMING_TOPK_TILES").is_some()
+}
+
+impl CudaBackend {
+    /// Shared memory that [`TopKCandidates::Select`] may take: the device's opt-in limit per
+    /// block, which the candidates' kernel is loaded to allow; none where the unit tests force
+    /// the tiles.
+    pub(super) fn candidates_select_bytes(&self) -> u32 {
+        if tiles_forced() {
+            0
+        } else {
+            self.limits.shared_bytes_per_block
+        }
+    }
 }
 
 /// Threads of a block of the element-wise kernels (compose, positions, rank, take).
@@ -75,13 +86,17 @@ fn narrow(key_bytes: usize) -> usize {
     usize::from(key_bytes == 2)
 }
 
-/// Looks up the top-k kernels; each may use the shared memory of its largest launch.
-pub(super) fn load_top_k_kernels(module: &Module) -> Result<TopKKernels> {
+/// Looks up the top-k kernels; each may use the shared memory of its largest launch, and
+/// the candidates' select all that a block of the device may use (`shared_bytes_per_block`,
+/// its opt-in limit), which [`TopKCandidates::Select`] stays within.
+pub(super) fn load_top_k_kernels(
+    module: &Module,
+    shared_bytes_per_block: u32,
+) -> Result<TopKKernels> {
     let tiles =
         |name: &str| load_kernel(module, name, (padded_words(TOP_K_MAX_LOG_TILE) * 8) as u32);
     let sample_shared = filter::sample_bytes(TOP_K_MAX_LOG_TILE);
-    let candidates_shared =
-        filter::candidates_bytes(CANDIDATES_SELECT_MAX, CANDIDATES_SELECT_MAX_LOG_K);
+    let candidates_shared = shared_bytes_per_block;
     Ok(TopKKernels {
         tiles: [tiles("top_k_tiles_u32")?, tiles("top_k_tiles_u16")?],
         sample: [
@@ -240,23 +255,12 @@ impl CudaBackend {
             kind: KeyKind::Unsigned,
             descending: false,
         };
-        let mut rescue = Rows::All;
-        let mut rescued = 0;
-        let filter = TopKFilter::new(job.row_len, job.k, TOP_K_MAX_LOG_TILE).map(|filter| {
-            if tiles_forced() {
-                TopKFilter {
-                    candidates: TopKCandidates::new(
-                        filter.capacity,
-                        job.k,
-                        TOP_K_MAX_LOG_TILE,
-                        false,
-                    ),
-                    ..filter
-                }
-            } else {
-                filter
-            }
-        });
+        let filter = TopKFilter::new(
+            job.row_len,
+            job.k,
+            TOP_K_MAX_LOG_TILE,
+            self.candidates_select_bytes(),
+        );
         let (words, stride) = match (route, &filter) {
             (
                 TopKRoute::Tiles(_) | TopKRoute::SortWords,
@@ -268,25 +272,17 @@ impl CudaBackend {
                 ),
             ) => return self.enqueue_filtered_select(job, filter, scratch, stream),
             (
-                TopKRoute::Tiles(plan),
+                TopKRoute::Tiles(_) | TopKRoute::SortWords,
                 Some(
                     filter @ TopKFilter {
                         candidates: TopKCandidates::Tiles(candidates),
                         ..
                     },
                 ),
-            ) => {
-                let (counts, kept) = self.enqueue_filter(job, filter, scratch, stream)?;
-                rescue = Rows::Rescued {
-                    counts,
-                    lo: job.k as u32,
-                    hi: filter.capacity as u32,
-                };
-                let from = (kept, Rows::Counted(counts));
-                let words = self.enqueue_tiles(job, candidates, Some(from), scratch, stream)?;
-                rescued = self.enqueue_tiles(job, plan, Some((0, rescue)), scratch, stream)?;
-                (words, plan.run())
-            }
+            ) => (
+                self.enqueue_filtered_tiles(job, filter, candidates, scratch, stream)?,
+                candidates.run(),
+            ),
             // The filter leaves candidates to sort (`TopKCandidates::Sort`).
             (TopKRoute::Tiles(_) | TopKRoute::SortWords, Some(filter)) => (
                 self.enqueue_filtered_sort(job, filter, scratch, stream)?,
@@ -343,7 +339,6 @@ impl CudaBackend {
             2 => 2,
             _ => 0,
         }];
-        let (counts, lo, hi, _) = rescue.params();
         let mut params = (
             words,
             job.keys,
@@ -353,17 +348,11 @@ impl CudaBackend {
             stride,
             job.row_len,
             job.k as u32,
-            rescued,
-            counts,
-            lo,
-            hi,
         );
         // SAFETY: `top_k_take_<key>(const u64 *words, const K *keys, K *values, u32 *indices,
-        // u64 rows, u64 stride, u64 row_len, u32 k, const u64 *rescued, const u32 *counts,
-        // u32 lo, u32 hi)`: each row's first `k` words (in `words`, or in `rescued` for the
-        // rows the counts send there, which the rescue wrote) lie within its `stride` words,
-        // their positions within its `row_len` keys, and the outputs hold `rows * k` elements
-        // (checked); a null `counts` reads neither `rescued` nor counts.
+        // u64 rows, u64 stride, u64 row_len, u32 k)`: each row's first `k` words lie within
+        // its `stride` words of `words`, their positions within its `row_len` keys, and the
+        // outputs hold `rows * k` elements (checked).
         unsafe { self.launch_elements(take, job.rows * job.k, &mut params, stream) }
     }
 

@@ -95,9 +95,7 @@ mod select;
 #[cfg(all(test, feature = "cuda"))]
 pub(crate) use filter::sample_position;
 #[cfg(feature = "cuda")]
-pub(crate) use filter::{
-    CANDIDATES_SELECT_MAX, CANDIDATES_SELECT_MAX_LOG_K, TopKCandidates, TopKFilter,
-};
+pub(crate) use filter::{TopKCandidates, TopKFilter, candidates_select_bytes};
 #[cfg(feature = "cuda")]
 pub(crate) use select::{SELECT_BLOCK_BYTES, TopKSelect};
 

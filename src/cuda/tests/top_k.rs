@@ -143,16 +143,19 @@ fn rows_the_filter_cannot_serve_are_rescued() {
     use crate::schedule::top_k::{TopKFilter, sample_position};
     let gpu = CudaBackend::open(0).expect("open device 0");
     let mut next = lcg(11);
-    // The last two shapes' candidates are sorted (K of 1024 or more), and a rescued row
-    // selects its k exactly on the device (`top_k_exact`).
+    // A rescued row selects its k exactly on the device (`top_k_exact`), and the candidates'
+    // step reads those: the select in shared memory (up to 8192 slots with K = 2048 on an
+    // H100), the tiles (2^24, k = 100: 131072 slots) or the sort (K = 4096).
     for (row_len, k) in [
         (65_537usize, 300usize),
         (131_072, 1024),
         (1 << 20, 100),
         (200_000, 2048),
         (131_072, 4096),
+        (1 << 24, 100),
     ] {
-        let filter = TopKFilter::new(row_len as u64, k as u64, 12).expect("a filtered shape");
+        let filter = TopKFilter::new(row_len as u64, k as u64, 12, gpu.candidates_select_bytes())
+            .expect("a filtered shape");
         // Row 0 as it comes; row 1 with the best keys at the sampled positions (too few
         // candidates); row 2 with the worst there (too many).
         let mut keys: Vec<u32> = (0..3 * row_len)

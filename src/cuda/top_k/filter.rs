@@ -1,6 +1,7 @@
 //! The candidate filter of long rows on CUDA ([`TopKFilter`]): the sample that gives each
-//! row its threshold, the pass that keeps the words at or below it, which rows a tile
-//! launch then serves, and the sorted candidates of a `k` past the tile.
+//! row its threshold, the pass that keeps the words at or below it, the exact select of
+//! the rows it could not serve, and the three ways the candidates become the top k: a
+//! block's select in shared memory, the tiles, or a sort.
 
 use cust::stream::Stream;
 use cust::sys as cu;
@@ -10,35 +11,21 @@ use super::super::kernels::launch_kernel;
 use super::{CudaBackend, StreamBuffers, TopKJob, narrow};
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernel_contract::{TOP_K_FILTER_CHUNK, TOP_K_RADIX_WORDS, TOP_K_THREADS, padded_words};
+use crate::kernel_contract::{TOP_K_FILTER_CHUNK, TOP_K_RADIX_WORDS, TOP_K_THREADS};
 use crate::keys::{KeyEncoding, KeyKind};
-use crate::schedule::top_k::{TopKCandidates, TopKFilter};
+use crate::schedule::top_k::{TopKCandidates, TopKFilter, TopKPlan, candidates_select_bytes};
 
-/// Which rows a launch of `top_k_tiles_*` serves (`ROWS_*` in `cuda/top_k.cuh`), by the
-/// counts of the candidate filter.
+/// The candidate filter's counts, for the first tile pass over its candidates (`RowFilter`
+/// in `cuda/top_k.cuh`): a row holds its count of words, or, where the count lies outside
+/// `k..=capacity`, the `k` words that `top_k_exact` wrote.
 #[derive(Clone, Copy)]
-pub(super) enum Rows {
-    /// Every row, whole.
-    All,
-    /// Every row's first `min(count, len)` words: the candidates.
-    Counted(cu::CUdeviceptr),
-    /// Only the rows whose count is outside `lo..=hi`, which the filter could not serve.
-    Rescued {
-        counts: cu::CUdeviceptr,
-        lo: u32,
-        hi: u32,
-    },
-}
-
-impl Rows {
-    /// The kernel's `(counts, lo, hi, mode)`.
-    pub(super) fn params(self) -> (cu::CUdeviceptr, u32, u32, u32) {
-        match self {
-            Rows::All => (0, 0, 0, 0),
-            Rows::Counted(counts) => (counts, 0, 0, 1),
-            Rows::Rescued { counts, lo, hi } => (counts, lo, hi, 2),
-        }
-    }
+pub(super) struct Counted {
+    /// The rows' counts.
+    pub(super) counts: cu::CUdeviceptr,
+    /// The rows' `k`.
+    pub(super) k: u32,
+    /// Candidate slots of a row.
+    pub(super) capacity: u32,
 }
 
 impl CudaBackend {
@@ -157,6 +144,32 @@ impl CudaBackend {
         }
     }
 
+    /// The filtered route whose candidates are selected by tiles
+    /// ([`TopKCandidates::Tiles`]): the filter, the rescue of the rows it could not serve
+    /// ([`CudaBackend::enqueue_exact`]), then the tile plan over each row's candidates;
+    /// returns the last pass's runs, `plan.run()` words per row.
+    pub(super) fn enqueue_filtered_tiles(
+        &self,
+        job: &TopKJob,
+        filter: &TopKFilter,
+        plan: &TopKPlan,
+        scratch: &mut StreamBuffers<'_>,
+        stream: &Stream,
+    ) -> Result<cu::CUdeviceptr> {
+        debug_assert_eq!(
+            plan.passes[0].len, filter.capacity,
+            "the plan reads the slots"
+        );
+        let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
+        self.enqueue_exact(job, filter, (counts, candidates), stream)?;
+        let counted = Counted {
+            counts,
+            k: job.k as u32,
+            capacity: filter.capacity as u32,
+        };
+        self.enqueue_tiles(job, plan, Some((candidates, counted)), scratch, stream)
+    }
+
     /// The filtered route whose candidates are sorted ([`TopKCandidates::Sort`]): the
     /// filter, the rescue of the rows it could not serve ([`CudaBackend::enqueue_exact`]),
     /// then each row's `capacity` candidates sorted as a row (empty slots, `u64::MAX`,
@@ -217,7 +230,7 @@ impl CudaBackend {
             job.k as u32,
             log_k,
         );
-        let shared = candidates_bytes(filter.capacity, log_k);
+        let shared = candidates_select_bytes(filter.capacity, log_k) as u32;
         // SAFETY: `top_k_candidates_<key>(const K *keys, const u32 *counts, const u64
         // *candidates, K *values, u32 *indices, u64 rows, u64 len, u32 capacity, u32 k, u32
         // log_k)` reads each row's count and at most `capacity` of its slots (k for a rescued
@@ -240,11 +253,4 @@ impl CudaBackend {
 /// Shared bytes of the sample of `2^log_sample` keys: the keys and the radix select's counts.
 pub(super) fn sample_bytes(log_sample: u32) -> u32 {
     (4 << log_sample) + 4 * TOP_K_RADIX_WORDS
-}
-
-/// Shared bytes of `top_k_candidates` over `capacity` slots with `K = 2^log_k`: the slots,
-/// the `K` padded words, the radix select's counts and the count of slots taken. The kernel
-/// has no static shared memory, so this is all a launch asks for.
-pub(super) fn candidates_bytes(capacity: u64, log_k: u32) -> u32 {
-    (8 * capacity + 8 * padded_words(log_k)) as u32 + 4 * (TOP_K_RADIX_WORDS + 1)
 }

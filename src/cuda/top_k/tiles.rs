@@ -1,5 +1,5 @@
 //! The bitonic top-k's tile launches on CUDA ([`TopKPlan`]): the block that selects a tile
-//! and the passes over the keys, the filter's candidates or the rows it rescues.
+//! and the passes over the keys or over the filter's candidates.
 
 use std::ffi::c_void;
 
@@ -7,7 +7,8 @@ use cust::stream::Stream;
 use cust::sys as cu;
 
 use super::super::kernels::launch_kernel;
-use super::{CudaBackend, MAX_GRID, Rows, StreamBuffers, TopKJob, narrow};
+use super::filter::Counted;
+use super::{CudaBackend, StreamBuffers, TopKJob, narrow};
 use crate::error::Result;
 use crate::kernel_contract::{TOP_K_REGISTER_LOG_TILE, TOP_K_THREADS, TopKArgs, padded_words};
 use crate::schedule::top_k::TopKPlan;
@@ -48,18 +49,17 @@ pub(in crate::cuda) fn tile_block(
 }
 
 impl CudaBackend {
-    /// The bitonic top-k's passes over the keys, or with `from` over words (the candidates
-    /// at `from.0`, read as `from.1` says), or over the keys of only the rows `from.1` names
-    /// (`from.0` is 0); returns the address of the last pass's runs.
+    /// The bitonic top-k's passes over the keys, or with `candidates` over the filter's
+    /// candidates at `candidates.0`, as many words per row as `candidates.1` says; returns
+    /// the address of the last pass's runs.
     pub(super) fn enqueue_tiles(
         &self,
         job: &TopKJob,
         plan: &TopKPlan,
-        from: Option<(cu::CUdeviceptr, Rows)>,
+        candidates: Option<(cu::CUdeviceptr, Counted)>,
         scratch: &mut StreamBuffers<'_>,
         stream: &Stream,
     ) -> Result<cu::CUdeviceptr> {
-        let (source, rows_of) = from.unwrap_or((0, Rows::All));
         let rows = job.rows;
         let run = plan.run();
         let buffers = [
@@ -71,20 +71,17 @@ impl CudaBackend {
         ];
         for (i, pass) in plan.passes.iter().enumerate() {
             let mut keys_at = job.keys;
-            let from_words = i == 0 && source != 0;
-            let mut words_at = if from_words {
-                source
-            } else {
-                buffers[(i + 1) % 2]
+            let from_words = i == 0 && candidates.is_some();
+            let mut words_at = match candidates {
+                Some((at, _)) if i == 0 => at,
+                _ => buffers[(i + 1) % 2],
             };
             let mut out_at = buffers[i % 2];
-            // The candidates' counts limit only the pass that reads them; a rescue skips its
-            // rows' tiles in every pass.
-            let (mut counts, mut lo, mut hi, mut mode) = match rows_of {
-                Rows::Counted(_) if i > 0 => Rows::All,
-                rows => rows,
-            }
-            .params();
+            // The candidates' counts limit only the pass that reads them.
+            let (mut counts, mut k, mut capacity) = match candidates {
+                Some((_, c)) if i == 0 => (c.counts, c.k, c.capacity),
+                _ => (0, 0, 0),
+            };
             let mut args = TopKArgs {
                 len: pass.len,
                 rows,
@@ -100,17 +97,10 @@ impl CudaBackend {
                 &mut out_at as *mut u64 as *mut c_void,
                 &mut args as *mut TopKArgs as *mut c_void,
                 &mut counts as *mut u64 as *mut c_void,
-                &mut lo as *mut u32 as *mut c_void,
-                &mut hi as *mut u32 as *mut c_void,
-                &mut mode as *mut u32 as *mut c_void,
+                &mut k as *mut u32 as *mut c_void,
+                &mut capacity as *mut u32 as *mut c_void,
             ];
-            // A rescue usually has no row to serve: a grid of a few blocks per multiprocessor
-            // looks up every row's count without a launch of one block per tile.
-            let most = match rows_of {
-                Rows::Rescued { .. } => u64::from(self.limits.multiprocessors.max(1)) * 4,
-                _ => MAX_GRID,
-            };
-            let grid = self.grid((rows * pass.tiles).min(most));
+            let grid = self.grid(rows * pass.tiles);
             let block = tile_block(
                 pass.log_tile,
                 plan.log_k,
@@ -119,9 +109,10 @@ impl CudaBackend {
             );
             let shared = (padded_words(pass.log_tile) * 8) as u32;
             // SAFETY: the parameters match `top_k_tiles_<key>(const K *keys, const u64 *words,
-            // u64 *out, TopKArgs a, const u32 *counts, u32 lo, u32 hi, u32 mode)`, K of
+            // u64 *out, TopKArgs a, const u32 *counts, u32 k, u32 capacity)`, K of
             // `key_bytes` (repr(C) with the kernel's layout); the first pass reads `rows *
-            // len` keys or candidates (`len` slots per row, counts per row), a later one
+            // len` keys or candidates (`len` slots per row, at most `capacity` read as the
+            // counts say, counts per row), a later one
             // `rows * len` words of the previous pass's output, and each writes `rows * tiles
             // * K` words, which its buffer holds (the first buffer the first pass's, the
             // largest); the shared memory is within what the kernel was loaded with.

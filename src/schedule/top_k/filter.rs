@@ -2,6 +2,7 @@
 //! and capacity, and how a row's candidates become its top k.
 
 use super::{TOP_K_MAX_LOG_TILE, TopKPlan};
+use crate::kernel_contract::{TOP_K_RADIX_WORDS, padded_words};
 
 /// log2 of the most sampled words of a row: one on-chip tile ([`TOP_K_MAX_LOG_TILE`]).
 const FILTER_MAX_LOG_SAMPLE: u32 = TOP_K_MAX_LOG_TILE;
@@ -29,8 +30,10 @@ const SORT_CANDIDATES_FROM_LOG_K: u32 = 10;
 /// among its best `capacity`, except with a probability below about 1e-7 per row (the
 /// margins are five standard deviations of a Poisson count, which bounds a sum of
 /// independent Bernoulli trials). A row outside `k..=capacity` nevertheless, which keys
-/// placed against the hash can cause, is selected from all its keys by the full plan
-/// ([`TopKFilter::rescues`]): the answer is never wrong, only slower.
+/// placed against the hash can cause, has its best `k` selected exactly from all its keys
+/// into its first slots ([`TopKFilter::rescues`]; `top_k_exact` in `cuda/top_k_filter.cuh`),
+/// which the candidates' step then reads instead of its count: the answer is never wrong,
+/// only slower.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct TopKFilter {
@@ -45,13 +48,20 @@ pub(crate) struct TopKFilter {
     pub(crate) candidates: TopKCandidates,
 }
 
-/// Candidate slots of a row at most for [`TopKCandidates::Select`]: with the `K` slots of
-/// the largest `K` and the counts, they fill 41 KiB of the 48 KiB every CUDA block gets
-/// without an opt-in.
-pub(crate) const CANDIDATES_SELECT_MAX: u64 = 4096;
+/// log2 of the largest `K` of [`TopKCandidates::Select`]. The block sorts its `K` taken
+/// words with the shared-memory network, `log² K / 2` barriers; with `K` of 2048 that took 4
+/// x 131072, k = 2048 below the sort of its 8192 candidates (H100, `cuda_top_k_profile`
+/// with and without `BITONIC_TIMING_TOPK_TILES`).
+pub(crate) const CANDIDATES_SELECT_MAX_LOG_K: u32 = 11;
 
-/// log2 of the largest `K` of [`TopKCandidates::Select`].
-pub(crate) const CANDIDATES_SELECT_MAX_LOG_K: u32 = 10;
+/// Shared bytes of the candidates' select (`top_k_candidates` in `cuda/top_k_filter.cuh`)
+/// over `capacity` slots with `K = 2^log_k`: the slots, the `K` padded words, the radix
+/// select's counts and the count of slots taken. The kernel has no static shared memory, so
+/// this is all a launch asks for.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn candidates_select_bytes(capacity: u64, log_k: u32) -> u64 {
+    8 * capacity + 8 * padded_words(log_k) + 4 * (u64::from(TOP_K_RADIX_WORDS) + 1)
+}
 
 /// How the filter's candidates of a row become its top k.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -61,8 +71,8 @@ pub(crate) enum TopKCandidates {
     /// word by radix selects, first of the keys and then, where equal keys straddle it, of
     /// their positions, and sorts the `k` words at or below it (`top_k_candidates` in
     /// `cuda/top_k_filter.cuh`): one launch, where the tiles' network spends `log² K` comparators
-    /// on every candidate. At most [`CANDIDATES_SELECT_MAX`] slots and `K` up to
-    /// 2^[`CANDIDATES_SELECT_MAX_LOG_K`].
+    /// on every candidate. Where the slots fit the shared memory a block may take
+    /// ([`candidates_select_bytes`]), and `K` up to 2^[`CANDIDATES_SELECT_MAX_LOG_K`].
     Select,
     /// The tile plan over rows of `capacity` candidates.
     Tiles(TopKPlan),
@@ -74,10 +84,18 @@ pub(crate) enum TopKCandidates {
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 impl TopKCandidates {
     /// The way for rows of `capacity` candidates and `k`, with tiles of at most
-    /// `2^max_log_tile` words; with `select` false never [`TopKCandidates::Select`].
-    pub(crate) fn new(capacity: u64, k: u64, max_log_tile: u32, select: bool) -> TopKCandidates {
+    /// `2^max_log_tile` words and at most `select_bytes` of shared memory for a block of
+    /// [`TopKCandidates::Select`] (0: never that way).
+    pub(crate) fn new(
+        capacity: u64,
+        k: u64,
+        max_log_tile: u32,
+        select_bytes: u32,
+    ) -> TopKCandidates {
         let log_k = k.next_power_of_two().trailing_zeros();
-        if select && capacity <= CANDIDATES_SELECT_MAX && log_k <= CANDIDATES_SELECT_MAX_LOG_K {
+        if log_k <= CANDIDATES_SELECT_MAX_LOG_K
+            && candidates_select_bytes(capacity, log_k) <= u64::from(select_bytes)
+        {
             return TopKCandidates::Select;
         }
         match TopKPlan::new(capacity, k, max_log_tile) {
@@ -90,9 +108,15 @@ impl TopKCandidates {
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 impl TopKFilter {
     /// The filter for `k` of rows of `row_len` (`1 <= k <= row_len`) with tiles of at most
-    /// `2^max_log_tile` words, or `None` where the rows are too short for it to pay: the
+    /// `2^max_log_tile` words and `select_bytes` of shared memory for the candidates' select
+    /// ([`TopKCandidates::new`]), or `None` where the rows are too short for it to pay: the
     /// candidates would be more than an eighth of a row.
-    pub(crate) fn new(row_len: u64, k: u64, max_log_tile: u32) -> Option<TopKFilter> {
+    pub(crate) fn new(
+        row_len: u64,
+        k: u64,
+        max_log_tile: u32,
+        select_bytes: u32,
+    ) -> Option<TopKFilter> {
         debug_assert!(k >= 1 && k <= row_len);
         let log_sample = (row_len / 8)
             .checked_ilog2()?
@@ -109,7 +133,7 @@ impl TopKFilter {
         if capacity > row_len / 8 {
             return None;
         }
-        let candidates = TopKCandidates::new(capacity, k, max_log_tile, true);
+        let candidates = TopKCandidates::new(capacity, k, max_log_tile, select_bytes);
         Some(TopKFilter {
             log_sample,
             rank: rank as u32,
@@ -118,9 +142,9 @@ impl TopKFilter {
         })
     }
 
-    /// Whether the full plan must select a row whose filter kept `count` words: fewer than
-    /// `k` or more than the slots hold (`row_rescued` in `cuda/top_k.cuh`, with `k` and
-    /// `capacity` as its bounds).
+    /// Whether a row whose filter kept `count` words must be selected exactly from all its
+    /// keys: fewer than `k` or more than the slots hold (`top_k_exact`, and `row_words` in
+    /// `cuda/top_k.cuh`).
     #[cfg(test)]
     pub(crate) fn rescues(&self, count: u64, k: u64) -> bool {
         count < k || count > self.capacity
@@ -151,18 +175,17 @@ mod tests {
     use super::*;
 
     /// The filtered route on the host, as the CUDA kernels run it: the threshold of each
-    /// row's sample, its candidates (in any order, padded to `capacity`), the candidate plan,
-    /// and the full plan for the rows it rescues. Returns each row's `K` words and whether
-    /// any row was rescued.
+    /// row's sample, its candidates (in any order, padded to `capacity`) or, for a row it
+    /// rescues, its best `k` words, then the candidates' step. Returns each row's `K` words
+    /// and whether any row was rescued.
     fn run_filtered(
         filter: &TopKFilter,
-        full: &TopKPlan,
         words: &[u64],
         row_len: usize,
         k: usize,
     ) -> (Vec<Vec<u64>>, bool) {
         let mut candidates = Vec::new();
-        let mut counts = Vec::new();
+        let mut any = false;
         for (r, row) in words.chunks(row_len).enumerate() {
             let mut sample: Vec<u64> = (0..1u64 << filter.log_sample)
                 .map(|j| {
@@ -172,7 +195,13 @@ mod tests {
             sample.sort_unstable();
             let threshold = sample[filter.rank as usize - 1];
             let mut kept: Vec<u64> = row.iter().copied().filter(|&w| w <= threshold).collect();
-            counts.push(kept.len() as u64);
+            if filter.rescues(kept.len() as u64, k as u64) {
+                // `top_k_exact`: the row's best k, in any order.
+                any = true;
+                kept = row.to_vec();
+                kept.sort_unstable();
+                kept.truncate(k);
+            }
             kept.reverse();
             kept.resize(filter.capacity as usize, u64::MAX);
             candidates.extend(kept);
@@ -190,45 +219,38 @@ mod tests {
                 })
                 .collect(),
         };
-        let rescued = run_plan(full, words, row_len);
-        let mut any = false;
-        let rows = counts
-            .iter()
-            .enumerate()
-            .map(|(r, &count)| {
-                if filter.rescues(count, k as u64) {
-                    any = true;
-                    rescued[r].clone()
-                } else {
-                    selected[r].clone()
-                }
-            })
-            .collect();
-        (rows, any)
+        (selected, any)
     }
+
+    /// Shared memory of a block without an opt-in, and an H100's opt-in limit.
+    const DEFAULT_SHARED: u32 = 48 * 1024;
+    const H100_SHARED: u32 = 232_448;
 
     #[test]
     fn filters_only_long_rows_and_keeps_a_tile_plan() {
-        assert!(TopKFilter::new(1024, 32, 12).is_none());
-        assert!(TopKFilter::new(100, 1, 12).is_none());
+        assert!(TopKFilter::new(1024, 32, 12, DEFAULT_SHARED).is_none());
+        assert!(TopKFilter::new(100, 1, 12, DEFAULT_SHARED).is_none());
         for (row_len, k) in [
             (131_072u64, 50u64),
             (131_072, 1024),
             (1 << 24, 100),
             (262_144, 256),
+            (131_072, 2048),
+            (1 << 20, 100),
         ] {
-            let filter = TopKFilter::new(row_len, k, 12).unwrap();
+            let filter = TopKFilter::new(row_len, k, 12, DEFAULT_SHARED).unwrap();
             assert!(filter.capacity * 8 <= row_len && filter.capacity.is_power_of_two());
             assert!(filter.capacity >= 2 * k && u64::from(filter.rank) <= 1 << filter.log_sample);
-            // Up to 4096 slots and K of 1024 the candidates are selected in shared memory;
-            // else tiles select from those of `k` up to 512 (`K` below 1024).
-            let select = filter.capacity <= 4096;
+            // Without an opt-in, up to 4096 slots and K of 1024 the candidates are selected
+            // in shared memory; else tiles select from those of `k` up to 512 (`K` below
+            // 1024).
+            let select = filter.capacity <= 4096 && k <= 1024;
             assert_eq!(
                 filter.candidates == TopKCandidates::Select,
                 select,
                 "{row_len} {k}"
             );
-            match TopKCandidates::new(filter.capacity, k, 12, false) {
+            match TopKCandidates::new(filter.capacity, k, 12, 0) {
                 TopKCandidates::Tiles(plan) => {
                     assert!(k <= 512);
                     assert_eq!(plan.passes[0].len, filter.capacity);
@@ -238,19 +260,38 @@ mod tests {
             assert!(filter.rescues(k - 1, k) && !filter.rescues(k, k));
             assert!(filter.rescues(filter.capacity + 1, k));
         }
+        // With an H100's opt-in the select takes 8192 slots with K = 2048 (81 KiB) and
+        // 16384 with K = 128 (130 KiB), not 131072 slots, nor K = 4096.
+        for (row_len, k, capacity, select) in [
+            (131_072u64, 2048u64, 8192u64, true),
+            (1 << 20, 100, 16_384, true),
+            (1 << 24, 100, 131_072, false),
+            (131_072, 4096, 16_384, false),
+        ] {
+            let filter = TopKFilter::new(row_len, k, 12, H100_SHARED).unwrap();
+            assert_eq!(filter.capacity, capacity, "{row_len} {k}");
+            assert_eq!(filter.candidates == TopKCandidates::Select, select);
+            let bytes = candidates_select_bytes(capacity, k.next_power_of_two().ilog2());
+            assert_eq!(bytes <= u64::from(H100_SHARED), select || k > 2048);
+        }
         // 2048 rows of 2^17, k = 1024: the sample of 4096 leaves 4096 candidates a row.
-        assert_eq!(TopKFilter::new(131_072, 1024, 12).unwrap().capacity, 4096);
+        assert_eq!(
+            TopKFilter::new(131_072, 1024, 12, DEFAULT_SHARED)
+                .unwrap()
+                .capacity,
+            4096
+        );
         // Past the tile the candidates are sorted: a sixteenth of a row of 2^20 for k =
         // 16384, an eighth of 2^17 for k = 4096.
         for (row_len, k, capacity) in [(1u64 << 20, 16_384u64, 65_536u64), (131_072, 4096, 16_384)]
         {
-            let filter = TopKFilter::new(row_len, k, 12).unwrap();
+            let filter = TopKFilter::new(row_len, k, 12, H100_SHARED).unwrap();
             assert_eq!(
                 (filter.capacity, filter.candidates),
                 (capacity, TopKCandidates::Sort)
             );
         }
-        assert!(TopKFilter::new(131_072, 16_384, 12).is_none());
+        assert!(TopKFilter::new(131_072, 16_384, 12, H100_SHARED).is_none());
         for e in 0..40 {
             let p = sample_position(3, 5, 1 << e | 77, 4.min(e));
             let lo = (5 * (1u64 << e | 77)) >> 4.min(e);
@@ -267,14 +308,13 @@ mod tests {
             (1, 70_001, 1, 1),
             (2, 65_537, 300, 1 << 32),
         ] {
-            let select = TopKFilter::new(row_len as u64, k as u64, 12).unwrap();
+            let select = TopKFilter::new(row_len as u64, k as u64, 12, DEFAULT_SHARED).unwrap();
             assert_eq!(select.candidates, TopKCandidates::Select);
             // The same filter with the tiles selecting from the candidates.
             let tiles = TopKFilter {
-                candidates: TopKCandidates::new(select.capacity, k as u64, 12, false),
+                candidates: TopKCandidates::new(select.capacity, k as u64, 12, 0),
                 ..select.clone()
             };
-            let full = TopKPlan::new(row_len as u64, k as u64, 12).unwrap();
             for (filter, adversarial) in [
                 (&select, false),
                 (&select, true),
@@ -298,7 +338,7 @@ mod tests {
                     .enumerate()
                     .map(|(i, &key)| (key << 32) | (i % row_len) as u64)
                     .collect();
-                let (got, rescued) = run_filtered(filter, &full, &words, row_len, k);
+                let (got, rescued) = run_filtered(filter, &words, row_len, k);
                 assert_eq!(
                     rescued,
                     adversarial && (filter.rank as usize) < k,
