@@ -76,17 +76,83 @@ __device__ __forceinline__ u64 filter_col(u64 chunk, u32 i, u32 vector) {
                   : chunk + i * TOP_K_THREADS + threadIdx.x;
 }
 
+// A thread's keys of the chunk at `chunk` of a row (top_k_filter): every TOP_K_THREADS-th
+// key, or with `vector` every TOP_K_THREADS-th vector of 16 bytes; zero past the row.
+template <typename K, u32 PER_THREAD>
+__device__ __forceinline__ void filter_load(const K *__restrict__ row_keys, u64 chunk, u64 len, u32 vector,
+                                            u32 (&raw)[PER_THREAD]) {
+    constexpr u32 FILTER_VECTOR_KEYS = 16u / sizeof(K);
+    if (vector) {
+        const uint4 *vectors = reinterpret_cast<const uint4 *>(row_keys + chunk);
+#pragma unroll
+        for (u32 j = 0; j < PER_THREAD / FILTER_VECTOR_KEYS; ++j) {
+            const u32 v = j * TOP_K_THREADS + threadIdx.x;
+            // A row's length is a whole number of vectors: each lies in it or past it.
+            const bool inside = chunk + (u64)v * FILTER_VECTOR_KEYS < len;
+            const uint4 q = inside ? vectors[v] : make_uint4(0u, 0u, 0u, 0u);
+            const u32 parts[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (u32 e = 0; e < FILTER_VECTOR_KEYS; ++e) {
+                raw[j * FILTER_VECTOR_KEYS + e] =
+                    sizeof(K) == 4 ? parts[e] : (parts[e / 2u] >> (16u * (e & 1u))) & 0xffffu;
+            }
+        }
+    } else {
+#pragma unroll
+        for (u32 i = 0; i < PER_THREAD; ++i) {
+            const u64 col = filter_col<K>(chunk, i, vector);
+            raw[i] = col < len ? (u32)row_keys[col] : 0u;
+        }
+    }
+}
+
+// The key encoding of a launch as two masks, so that a key is ordered without a branch:
+// ordered = raw ^ flip ^ (raw's sign set ? negative : 0), at the key's width. Signed keys
+// flip their sign bit, floats their sign bit or, when negative, every bit (total_cmp order),
+// and a descending order flips every bit after that: the same map as encode_as, which
+// branches on the kind, at a few instructions a key for the filter's pass over every key.
+// Blocks of the filter a multiprocessor keeps resident at least: more blocks keep more loads
+// in flight, and five leave 48 registers a thread with no spill in the loop.
+#define TOP_K_FILTER_BLOCKS 5
+
+struct FilterEncoding {
+    u32 flip;
+    u32 negative;
+};
+
+template <typename K> __device__ __forceinline__ FilterEncoding filter_encoding(u32 encoding) {
+    constexpr u32 mask = sizeof(K) == 4 ? 0xffffffffu : 0xffffu;
+    constexpr u32 sign = sizeof(K) == 4 ? 0x80000000u : 0x8000u;
+    const u32 kind = encoding & ENCODING_KIND_MASK;
+    u32 flip = kind == KIND_UNSIGNED ? 0u : sign;
+    if (encoding & ENCODING_DESCENDING) {
+        flip ^= mask;
+    }
+    return FilterEncoding{flip, kind == KIND_FLOAT ? mask ^ sign : 0u};
+}
+
+template <typename K> __device__ __forceinline__ u32 filter_order(u32 raw, FilterEncoding e) {
+    constexpr u32 shift = 32u - 8u * sizeof(K);
+    const u32 negative = (u32)((int)(raw << shift) >> 31);
+    return raw ^ e.flip ^ (negative & e.negative);
+}
+
 // Then one pass over the keys appends each word at or below its row's threshold to the
 // row's `capacity` slots, counting them all in `counts` (zeroed before): slots past the
-// capacity are not written, and a count outside [k, capacity] sends the row to the full
-// plan. A block of TOP_K_THREADS takes chunks of TOP_K_FILTER_CHUNK keys of a row (`chunks`
-// per row), each thread every TOP_K_THREADS-th key of the chunk, all loaded before any is
-// kept; where every row starts on 16 bytes and holds whole 16-byte vectors (`vector`), every
-// TOP_K_THREADS-th vector instead, so that 16-bit keys too load whole sectors with few
-// instructions. The block counts its kept words (a ballot per warp and key) and reserves
-// their slots with one atomic for the chunk: an atomic per warp and key, on a counter the
-// row's other blocks contend for, leaves the warps waiting on its round trip and the pass
-// far from the memory's speed.
+// capacity are not written, and a count outside [k, capacity] sends the row to the exact
+// select. A block of TOP_K_THREADS takes chunks of TOP_K_FILTER_CHUNK keys of a row (`chunks`
+// per row), each thread every TOP_K_THREADS-th key of the chunk (filter_load); where every
+// row starts on 16 bytes and holds whole 16-byte vectors (`vector`), every TOP_K_THREADS-th
+// vector instead, so that 16-bit keys too load whole sectors with few instructions.
+// Each warp stages its kept words in shared memory (a ballot per key places them), and the
+// block reserves their slots in the row with one atomic for the chunk: an atomic per warp
+// and key, on a counter the row's other blocks contend for, leaves the warps waiting on its
+// round trip. Blocks loop over chunks, and the staging frees a thread's registers for the
+// next chunk's keys, whose loads go out before the block waits on this chunk's atomic: a
+// block of one chunk has its loads in flight only until it starts counting. The pass is
+// bound by its instructions per key as much as by its bytes (16-bit keys took as long as
+// 32-bit ones), so a key is compared in 32 bits (filter_order, then the position only where
+// it equals the threshold's key) and 64-bit words are formed only for the kept keys.
 template <typename K>
 __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u64 *__restrict__ thresholds,
                                              u32 *__restrict__ counts, u64 *__restrict__ candidates,
@@ -94,57 +160,61 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
                                              u32 vector) {
     constexpr u32 PER_THREAD = TOP_K_FILTER_CHUNK / TOP_K_THREADS;
     constexpr u32 WARPS = TOP_K_THREADS / 32u;
+    constexpr u32 WARP_KEYS = 32u * PER_THREAD;
     constexpr u32 FILTER_VECTOR_KEYS = 16u / sizeof(K);
     static_assert(PER_THREAD % FILTER_VECTOR_KEYS == 0u, "a thread's keys are whole vectors");
-    static_assert(PER_THREAD * TOP_K_THREADS == TOP_K_FILTER_CHUNK && PER_THREAD <= 32u,
-                  "a thread's keys of a chunk fit a 32-bit mask");
+    static_assert(PER_THREAD * TOP_K_THREADS == TOP_K_FILTER_CHUNK, "the block's keys are the chunk");
+    __shared__ u64 staged[TOP_K_FILTER_CHUNK];
     __shared__ u32 warp_first[WARPS];
     __shared__ u32 block_first;
     const u32 lane = threadIdx.x & 31u;
     const u32 warp = threadIdx.x >> 5;
-    for (u64 g = blockIdx.x; g < rows * chunks; g += gridDim.x) {
-        const u64 row = g / chunks;
-        const u64 threshold = thresholds[row];
-        const K *row_keys = keys + row * len;
-        const u64 chunk = (g - row * chunks) * TOP_K_FILTER_CHUNK;
-        u32 raw[PER_THREAD];
-        if (vector) {
-            const uint4 *vectors = reinterpret_cast<const uint4 *>(row_keys + chunk);
-#pragma unroll
-            for (u32 j = 0; j < PER_THREAD / FILTER_VECTOR_KEYS; ++j) {
-                const u32 v = j * TOP_K_THREADS + threadIdx.x;
-                // A row's length is a whole number of vectors: each lies in it or past it.
-                const bool inside = chunk + (u64)v * FILTER_VECTOR_KEYS < len;
-                const uint4 q = inside ? vectors[v] : make_uint4(0u, 0u, 0u, 0u);
-                const u32 parts[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-                for (u32 e = 0; e < FILTER_VECTOR_KEYS; ++e) {
-                    raw[j * FILTER_VECTOR_KEYS + e] =
-                        sizeof(K) == 4 ? parts[e] : (parts[e / 2u] >> (16u * (e & 1u))) & 0xffffu;
-                }
-            }
-        } else {
-#pragma unroll
-            for (u32 i = 0; i < PER_THREAD; ++i) {
-                const u64 col = filter_col<K>(chunk, i, vector);
-                raw[i] = col < len ? (u32)row_keys[col] : 0u;
-            }
-        }
-        // Bit i: this thread keeps its i-th key.
-        u32 kept = 0;
+    u64 *warp_staged = staged + warp * WARP_KEYS;
+    const FilterEncoding order = filter_encoding<K>(encoding);
+    // Chunks of the launch, fewer than 2^32 (a row holds at most 2^32 keys and a launch at
+    // most the device's memory), so a chunk's row is a 32-bit division.
+    const u32 groups = (u32)(rows * chunks);
+    const u32 per_row = (u32)chunks;
+    u32 g = blockIdx.x;
+    if (g >= groups) {
+        return;
+    }
+    u32 row = g / per_row;
+    u32 raw[PER_THREAD];
+    filter_load<K>(keys + (u64)row * len, (u64)(g - row * per_row) * TOP_K_FILTER_CHUNK, len, vector, raw);
+    u64 threshold = thresholds[row];
+    while (true) {
+        const u64 chunk = (u64)(g - row * per_row) * TOP_K_FILTER_CHUNK;
+        // Keys of the chunk inside the row, and the threshold's key and position.
+        const u32 inside = (u32)min(len - chunk, (u64)TOP_K_FILTER_CHUNK);
+        const u32 last_key = (u32)(threshold >> 32);
+        const u32 last_col = (u32)threshold;
         u32 warp_count = 0;
 #pragma unroll
         for (u32 i = 0; i < PER_THREAD; ++i) {
-            const u64 col = filter_col<K>(chunk, i, vector);
-            const u64 w = ((u64)encode_as<K>(raw[i], encoding) << 32) | col;
-            const bool keep = col < len && w <= threshold;
-            kept |= (u32)keep << i;
-            warp_count += __popc(__ballot_sync(0xffffffffu, keep));
+            const u32 at = (u32)(filter_col<K>(0, i, vector));
+            const u32 key = filter_order<K>(raw[i], order);
+            const u32 col = (u32)chunk + at;
+            const bool keep = at < inside && (key < last_key || (key == last_key && col <= last_col));
+            const u32 ballot = __ballot_sync(0xffffffffu, keep);
+            if (keep) {
+                warp_staged[warp_count + __popc(ballot & ((1u << lane) - 1u))] = ((u64)key << 32) | col;
+            }
+            warp_count += __popc(ballot);
         }
         if (lane == 0) {
             warp_first[warp] = warp_count;
         }
         __syncthreads();
+        // The next chunk's loads go out before this chunk waits on its atomic.
+        const u32 next = g + gridDim.x;
+        const u32 next_row = next < groups ? next / per_row : 0u;
+        u64 next_threshold = 0;
+        if (next < groups) {
+            filter_load<K>(keys + (u64)next_row * len, (u64)(next - next_row * per_row) * TOP_K_FILTER_CHUNK, len,
+                           vector, raw);
+            next_threshold = thresholds[next_row];
+        }
         if (threadIdx.x == 0) {
             u32 total = 0;
             for (u32 w = 0; w < WARPS; ++w) {
@@ -155,19 +225,19 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
             block_first = total > 0u ? atomicAdd(&counts[row], total) : 0u;
         }
         __syncthreads();
-        u64 slot = (u64)block_first + warp_first[warp];
-#pragma unroll
-        for (u32 i = 0; i < PER_THREAD; ++i) {
-            const bool keep = (kept >> i) & 1u;
-            const u32 ballot = __ballot_sync(0xffffffffu, keep);
-            const u64 at = slot + __popc(ballot & ((1u << lane) - 1u));
-            if (keep && at < capacity) {
-                const u64 col = filter_col<K>(chunk, i, vector);
-                candidates[row * capacity + at] = ((u64)encode_as<K>(raw[i], encoding) << 32) | col;
+        const u64 first = (u64)block_first + warp_first[warp];
+        for (u32 j = lane; j < warp_count; j += 32u) {
+            if (first + j < capacity) {
+                candidates[(u64)row * capacity + first + j] = warp_staged[j];
             }
-            slot += __popc(ballot);
         }
-        // The next chunk's counts must not overwrite this one's offsets before every warp
+        if (next >= groups) {
+            break;
+        }
+        g = next;
+        row = next_row;
+        threshold = next_threshold;
+        // The next chunk's words and counts must not overwrite this one's before every warp
         // has read them.
         __syncthreads();
     }
@@ -179,7 +249,7 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
                              u64 len, u32 log_sample, u32 rank, u32 encoding) {                       \
         top_k_sample<K>(keys, thresholds, rows, len, log_sample, rank, encoding);                     \
     }                                                                                                 \
-    extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                       \
+    extern "C" __global__ void __launch_bounds__(TOP_K_THREADS, TOP_K_FILTER_BLOCKS)                  \
         top_k_filter_##KNAME(const K *__restrict__ keys, const u64 *__restrict__ thresholds,          \
                              u32 *__restrict__ counts, u64 *__restrict__ candidates, u64 rows,        \
                              u64 len, u64 chunks, u64 capacity, u32 encoding, u32 vector) {           \

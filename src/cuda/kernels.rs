@@ -73,6 +73,27 @@ pub(super) fn load_kernel(module: &Module, name: &str, shared_bytes: u32) -> Res
     Ok(Kernel { func })
 }
 
+impl Kernel {
+    /// Blocks of `threads` threads and `dynamic_shared` bytes of dynamic shared memory that
+    /// one multiprocessor keeps resident at once (the driver's occupancy calculator), at
+    /// least 1.
+    pub(super) fn resident_blocks(&self, threads: u32, dynamic_shared: u32) -> Result<u32> {
+        let mut blocks = 0i32;
+        // SAFETY: `func` is a live handle of the loaded module (see `Kernel`), and `blocks`
+        // is a valid out-pointer.
+        let status = unsafe {
+            cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                self.func,
+                threads as i32,
+                dynamic_shared as usize,
+            )
+        };
+        check("cuOccupancyMaxActiveBlocksPerMultiprocessor", status)?;
+        Ok(u32::try_from(blocks).unwrap_or(0).max(1))
+    }
+}
+
 /// The kernels `<prefix>_<key>_<value>` (`tile_pass`, `merge_pass`) indexed by
 /// `key * VALUE_NAMES.len() + value`.
 pub(super) fn load_kernels(

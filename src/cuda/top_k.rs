@@ -17,7 +17,7 @@ use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
 use super::stream_buffers::StreamBuffers;
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernel_contract::padded_words;
+use crate::kernel_contract::{TOP_K_THREADS, padded_words};
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
 use crate::schedule::top_k::{
@@ -66,6 +66,9 @@ pub(super) struct TopKKernels {
     sample: [Kernel; 2],
     /// `top_k_filter_u32` and `top_k_filter_u16`.
     filter: [Kernel; 2],
+    /// Blocks of each filter kernel that a multiprocessor keeps resident: its grid is as
+    /// many as the device keeps resident, each block looping over chunks.
+    filter_resident: [u32; 2],
     /// `top_k_exact_u32` and `top_k_exact_u16`.
     exact: [Kernel; 2],
     /// `top_k_select_u32` and `top_k_select_u16`.
@@ -97,15 +100,20 @@ pub(super) fn load_top_k_kernels(
         |name: &str| load_kernel(module, name, (padded_words(TOP_K_MAX_LOG_TILE) * 8) as u32);
     let sample_shared = filter::sample_bytes(TOP_K_MAX_LOG_TILE);
     let candidates_shared = shared_bytes_per_block;
+    let filter = [
+        load_kernel(module, "top_k_filter_u32", 0)?,
+        load_kernel(module, "top_k_filter_u16", 0)?,
+    ];
     Ok(TopKKernels {
         tiles: [tiles("top_k_tiles_u32")?, tiles("top_k_tiles_u16")?],
         sample: [
             load_kernel(module, "top_k_sample_u32", sample_shared)?,
             load_kernel(module, "top_k_sample_u16", sample_shared)?,
         ],
-        filter: [
-            load_kernel(module, "top_k_filter_u32", 0)?,
-            load_kernel(module, "top_k_filter_u16", 0)?,
+        filter,
+        filter_resident: [
+            filter[0].resident_blocks(TOP_K_THREADS, 0)?,
+            filter[1].resident_blocks(TOP_K_THREADS, 0)?,
         ],
         exact: [
             load_kernel(module, "top_k_exact_u32", 0)?,

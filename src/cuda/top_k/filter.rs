@@ -79,6 +79,13 @@ impl CudaBackend {
             )
         }?;
         let chunks = job.row_len.div_ceil(u64::from(TOP_K_FILTER_CHUNK));
+        // The kernel counts chunks in 32 bits: a launch holds far fewer than 2^32 * 4096 keys.
+        debug_assert!(rows * chunks <= u64::from(u32::MAX));
+        // As many blocks as the device keeps resident, each looping over chunks.
+        let resident = self.grid((rows * chunks).min(
+            u64::from(self.top_k_kernels.filter_resident[width])
+                * u64::from(self.limits.multiprocessors.max(1)),
+        ));
         // Every row starts on 16 bytes and holds whole 16-byte vectors.
         let vector =
             job.keys.is_multiple_of(16) && (job.row_len * job.key_bytes as u64).is_multiple_of(16);
@@ -98,11 +105,12 @@ impl CudaBackend {
         // *candidates, u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding, u32 vector)`
         // reads the `rows * len` keys (16-byte loads only where `vector` says every row is
         // aligned and whole vectors) and writes at most `capacity` candidates per row, which
-        // the buffer holds; the block is the TOP_K_THREADS the chunk is a multiple of.
+        // the buffer holds; the block is the TOP_K_THREADS the chunk is a multiple of, and the
+        // `rows * chunks` chunks fit the kernel's 32-bit count (a device holds far fewer keys).
         unsafe {
             launch_kernel(
                 self.top_k_kernels.filter[width],
-                (self.grid(rows * chunks), TOP_K_THREADS, 0),
+                (resident, TOP_K_THREADS, 0),
                 stream.as_inner(),
                 &mut params.pointers(),
             )
