@@ -76,11 +76,12 @@ __device__ __forceinline__ u64 filter_col(u64 chunk, u32 i, u32 vector) {
                   : chunk + i * TOP_K_THREADS + threadIdx.x;
 }
 
-// A thread's keys of the chunk at `chunk` of a row (top_k_filter): every TOP_K_THREADS-th
-// key, or with `vector` every TOP_K_THREADS-th vector of 16 bytes; zero past the row.
-template <typename K, u32 PER_THREAD>
+// A thread's keys of the chunk at `chunk` of a row (top_k_filter), packed into 32-bit words
+// (two 16-bit keys a word, the lower first): every TOP_K_THREADS-th key, or with `vector`
+// every TOP_K_THREADS-th vector of 16 bytes; zero past the row.
+template <typename K, u32 PER_THREAD, u32 WORDS>
 __device__ __forceinline__ void filter_load(const K *__restrict__ row_keys, u64 chunk, u64 len, u32 vector,
-                                            u32 (&raw)[PER_THREAD]) {
+                                            u32 (&packed)[WORDS]) {
     constexpr u32 FILTER_VECTOR_KEYS = 16u / sizeof(K);
     if (vector) {
         const uint4 *vectors = reinterpret_cast<const uint4 *>(row_keys + chunk);
@@ -90,27 +91,44 @@ __device__ __forceinline__ void filter_load(const K *__restrict__ row_keys, u64 
             // A row's length is a whole number of vectors: each lies in it or past it.
             const bool inside = chunk + (u64)v * FILTER_VECTOR_KEYS < len;
             const uint4 q = inside ? vectors[v] : make_uint4(0u, 0u, 0u, 0u);
-            const u32 parts[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-            for (u32 e = 0; e < FILTER_VECTOR_KEYS; ++e) {
-                raw[j * FILTER_VECTOR_KEYS + e] =
-                    sizeof(K) == 4 ? parts[e] : (parts[e / 2u] >> (16u * (e & 1u))) & 0xffffu;
-            }
+            packed[4 * j] = q.x;
+            packed[4 * j + 1] = q.y;
+            packed[4 * j + 2] = q.z;
+            packed[4 * j + 3] = q.w;
         }
     } else {
 #pragma unroll
+        for (u32 w = 0; w < WORDS; ++w) {
+            packed[w] = 0u;
+        }
+#pragma unroll
         for (u32 i = 0; i < PER_THREAD; ++i) {
             const u64 col = filter_col<K>(chunk, i, vector);
-            raw[i] = col < len ? (u32)row_keys[col] : 0u;
+            const u32 key = col < len ? (u32)row_keys[col] : 0u;
+            packed[i * sizeof(K) / 4u] |= key << (8u * sizeof(K) * (i % (4u / sizeof(K))));
         }
     }
 }
 
-// The key encoding of a launch as two masks, so that a key is ordered without a branch:
-// ordered = raw ^ flip ^ (raw's sign set ? negative : 0), at the key's width. Signed keys
-// flip their sign bit, floats their sign bit or, when negative, every bit (total_cmp order),
-// and a descending order flips every bit after that: the same map as encode_as, which
-// branches on the kind, at a few instructions a key for the filter's pass over every key.
+// A thread's i-th key of the chunk from filter_load's words.
+template <typename K, u32 WORDS> __device__ __forceinline__ u32 filter_key(const u32 (&packed)[WORDS], u32 i) {
+    return sizeof(K) == 4 ? packed[i] : (packed[i / 2u] >> (16u * (i & 1u))) & 0xffffu;
+}
+
+// A kept key as the filter stages it in shared memory: for 32-bit keys its word; for 16-bit
+// keys its ordered key and offset in the chunk in 32 bits, so that a chunk of twice the keys
+// stages in the same 32 KiB.
+template <typename K> struct FilterStaged {
+    typedef u64 type;
+    __device__ static u64 stage(u32 key, u32 chunk_col, u32 at) { return ((u64)key << 32) | (chunk_col + at); }
+    __device__ static u64 word(u64 s, u32) { return s; }
+};
+template <> struct FilterStaged<u16> {
+    typedef u32 type;
+    __device__ static u32 stage(u32 key, u32, u32 at) { return (key << 16) | at; }
+    __device__ static u64 word(u32 s, u32 chunk_col) { return ((u64)(s >> 16) << 32) | (chunk_col + (s & 0xffffu)); }
+};
+
 // Blocks of the filter a multiprocessor keeps resident at least: more blocks keep more loads
 // in flight, and five leave 48 registers a thread with no spill in the loop.
 #define TOP_K_FILTER_BLOCKS 5
@@ -140,10 +158,13 @@ template <typename K> __device__ __forceinline__ u32 filter_order(u32 raw, Filte
 // Then one pass over the keys appends each word at or below its row's threshold to the
 // row's `capacity` slots, counting them all in `counts` (zeroed before): slots past the
 // capacity are not written, and a count outside [k, capacity] sends the row to the exact
-// select. A block of TOP_K_THREADS takes chunks of TOP_K_FILTER_CHUNK keys of a row (`chunks`
-// per row), each thread every TOP_K_THREADS-th key of the chunk (filter_load); where every
-// row starts on 16 bytes and holds whole 16-byte vectors (`vector`), every TOP_K_THREADS-th
-// vector instead, so that 16-bit keys too load whole sectors with few instructions.
+// select. A block of TOP_K_THREADS takes chunks of TOP_K_FILTER_CHUNK_BYTES of a row's keys
+// (`chunks` per row), each thread every TOP_K_THREADS-th key of the chunk (filter_load);
+// where every row starts on 16 bytes and holds whole 16-byte vectors (`vector`), every
+// TOP_K_THREADS-th vector instead, so that 16-bit keys too load whole sectors with few
+// instructions. A thread holds 64 bytes of keys in 16 registers whatever their width, so a
+// chunk of 16-bit keys is twice as many keys for the same registers and one round of the
+// loop below.
 // Each warp stages its kept words in shared memory (a ballot per key places them), and the
 // block reserves their slots in the row with one atomic for the chunk: an atomic per warp
 // and key, on a counter the row's other blocks contend for, leaves the warps waiting on its
@@ -158,18 +179,22 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
                                              u32 *__restrict__ counts, u64 *__restrict__ candidates,
                                              u64 rows, u64 len, u64 chunks, u64 capacity, u32 encoding,
                                              u32 vector) {
-    constexpr u32 PER_THREAD = TOP_K_FILTER_CHUNK / TOP_K_THREADS;
+    constexpr u32 CHUNK = TOP_K_FILTER_CHUNK_BYTES / sizeof(K);
+    constexpr u32 PER_THREAD = CHUNK / TOP_K_THREADS;
+    constexpr u32 WORDS = PER_THREAD * sizeof(K) / 4u;
     constexpr u32 WARPS = TOP_K_THREADS / 32u;
     constexpr u32 WARP_KEYS = 32u * PER_THREAD;
     constexpr u32 FILTER_VECTOR_KEYS = 16u / sizeof(K);
+    typedef FilterStaged<K> Staging;
+    typedef typename Staging::type Staged;
     static_assert(PER_THREAD % FILTER_VECTOR_KEYS == 0u, "a thread's keys are whole vectors");
-    static_assert(PER_THREAD * TOP_K_THREADS == TOP_K_FILTER_CHUNK, "the block's keys are the chunk");
-    __shared__ u64 staged[TOP_K_FILTER_CHUNK];
+    static_assert(PER_THREAD * TOP_K_THREADS == CHUNK && CHUNK <= 65536u, "the block's keys are the chunk");
+    __shared__ Staged staged[CHUNK];
     __shared__ u32 warp_first[WARPS];
     __shared__ u32 block_first;
     const u32 lane = threadIdx.x & 31u;
     const u32 warp = threadIdx.x >> 5;
-    u64 *warp_staged = staged + warp * WARP_KEYS;
+    Staged *warp_staged = staged + warp * WARP_KEYS;
     const FilterEncoding order = filter_encoding<K>(encoding);
     // Chunks of the launch, fewer than 2^32 (a row holds at most 2^32 keys and a launch at
     // most the device's memory), so a chunk's row is a 32-bit division.
@@ -180,25 +205,25 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
         return;
     }
     u32 row = g / per_row;
-    u32 raw[PER_THREAD];
-    filter_load<K>(keys + (u64)row * len, (u64)(g - row * per_row) * TOP_K_FILTER_CHUNK, len, vector, raw);
+    u32 packed[WORDS];
+    filter_load<K, PER_THREAD>(keys + (u64)row * len, (u64)(g - row * per_row) * CHUNK, len, vector, packed);
     u64 threshold = thresholds[row];
     while (true) {
-        const u64 chunk = (u64)(g - row * per_row) * TOP_K_FILTER_CHUNK;
+        const u64 chunk = (u64)(g - row * per_row) * CHUNK;
         // Keys of the chunk inside the row, and the threshold's key and position.
-        const u32 inside = (u32)min(len - chunk, (u64)TOP_K_FILTER_CHUNK);
+        const u32 inside = (u32)min(len - chunk, (u64)CHUNK);
         const u32 last_key = (u32)(threshold >> 32);
         const u32 last_col = (u32)threshold;
         u32 warp_count = 0;
 #pragma unroll
         for (u32 i = 0; i < PER_THREAD; ++i) {
             const u32 at = (u32)(filter_col<K>(0, i, vector));
-            const u32 key = filter_order<K>(raw[i], order);
+            const u32 key = filter_order<K>(filter_key<K>(packed, i), order);
             const u32 col = (u32)chunk + at;
             const bool keep = at < inside && (key < last_key || (key == last_key && col <= last_col));
             const u32 ballot = __ballot_sync(0xffffffffu, keep);
             if (keep) {
-                warp_staged[warp_count + __popc(ballot & ((1u << lane) - 1u))] = ((u64)key << 32) | col;
+                warp_staged[warp_count + __popc(ballot & ((1u << lane) - 1u))] = Staging::stage(key, (u32)chunk, at);
             }
             warp_count += __popc(ballot);
         }
@@ -211,8 +236,8 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
         const u32 next_row = next < groups ? next / per_row : 0u;
         u64 next_threshold = 0;
         if (next < groups) {
-            filter_load<K>(keys + (u64)next_row * len, (u64)(next - next_row * per_row) * TOP_K_FILTER_CHUNK, len,
-                           vector, raw);
+            filter_load<K, PER_THREAD>(keys + (u64)next_row * len, (u64)(next - next_row * per_row) * CHUNK, len,
+                                       vector, packed);
             next_threshold = thresholds[next_row];
         }
         if (threadIdx.x == 0) {
@@ -228,7 +253,7 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
         const u64 first = (u64)block_first + warp_first[warp];
         for (u32 j = lane; j < warp_count; j += 32u) {
             if (first + j < capacity) {
-                candidates[(u64)row * capacity + first + j] = warp_staged[j];
+                candidates[(u64)row * capacity + first + j] = Staging::word(warp_staged[j], (u32)chunk);
             }
         }
         if (next >= groups) {

@@ -71,8 +71,9 @@
 // K is at most half of that; a CUDA top-k block has at most TOP_K_THREADS threads.
 #define TOP_K_MAX_LOG_TILE 12
 #define TOP_K_THREADS 256
-// Keys of a row that one block of the CUDA top-k filter reads: a multiple of 4 * TOP_K_THREADS.
-#define TOP_K_FILTER_CHUNK 4096
+// Bytes of a row's keys that one block of the CUDA top-k filter reads at a time: 64 a thread
+// (four 16-byte vectors), 16 keys of 32 bits or 32 of 16 bits.
+#define TOP_K_FILTER_CHUNK_BYTES 16384
 // A CUDA top-k tile of at least 2^TOP_K_REGISTER_LOG_TILE words is selected in registers by a
 // block of one thread per 32 words (whole warps); OpenCL work-groups select in local memory.
 #define TOP_K_REGISTER_LOG_TILE 10

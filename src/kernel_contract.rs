@@ -104,11 +104,11 @@ pub const TOP_K_MAX_LOG_TILE: u32 = 12;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub const TOP_K_THREADS: u32 = 256;
 
-/// Keys of a row that one block of the CUDA top-k filter reads at a time
-/// (`TOP_K_FILTER_CHUNK`): [`TOP_K_THREADS`] times the keys each thread holds in registers,
-/// at most 32 (one bit each of a mask).
+/// Bytes of a row's keys that one block of the CUDA top-k filter reads at a time
+/// (`TOP_K_FILTER_CHUNK_BYTES`): [`TOP_K_THREADS`] times the 64 bytes each thread holds in 16
+/// registers, 16 keys of 32 bits or 32 of 16 bits.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const TOP_K_FILTER_CHUNK: u32 = 4096;
+pub const TOP_K_FILTER_CHUNK_BYTES: u32 = 16384;
 
 /// log2 of the smallest CUDA top-k tile selected in registers (`TOP_K_REGISTER_LOG_TILE`): its
 /// block has one thread per 32 words, whole warps from this size on.
@@ -276,7 +276,7 @@ mod tests {
             ("WARP_SORT_MAX_WARPS_LOG", WARP_SORT_MAX_WARPS_LOG),
             ("TOP_K_MAX_LOG_TILE", TOP_K_MAX_LOG_TILE),
             ("TOP_K_THREADS", TOP_K_THREADS),
-            ("TOP_K_FILTER_CHUNK", TOP_K_FILTER_CHUNK),
+            ("TOP_K_FILTER_CHUNK_BYTES", TOP_K_FILTER_CHUNK_BYTES),
             ("TOP_K_REGISTER_LOG_TILE", TOP_K_REGISTER_LOG_TILE),
             ("TOP_K_RADIX_WORDS", TOP_K_RADIX_WORDS),
             ("RANGE_SCATTER_THREADS", RANGE_SCATTER_THREADS),

@@ -11,7 +11,7 @@ use super::super::kernels::launch_kernel;
 use super::{CudaBackend, StreamBuffers, TopKJob, narrow};
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernel_contract::{TOP_K_FILTER_CHUNK, TOP_K_RADIX_WORDS, TOP_K_THREADS};
+use crate::kernel_contract::{TOP_K_FILTER_CHUNK_BYTES, TOP_K_RADIX_WORDS, TOP_K_THREADS};
 use crate::keys::{KeyEncoding, KeyKind};
 use crate::schedule::top_k::{TopKCandidates, TopKFilter, TopKPlan, candidates_select_bytes};
 
@@ -78,8 +78,11 @@ impl CudaBackend {
                 &mut params.pointers(),
             )
         }?;
-        let chunks = job.row_len.div_ceil(u64::from(TOP_K_FILTER_CHUNK));
-        // The kernel counts chunks in 32 bits: a launch holds far fewer than 2^32 * 4096 keys.
+        // 4096 keys of 32 bits or 8192 of 16 bits a chunk.
+        let chunks = job
+            .row_len
+            .div_ceil(u64::from(TOP_K_FILTER_CHUNK_BYTES) / job.key_bytes as u64);
+        // The kernel counts chunks in 32 bits: a launch holds far fewer than 2^44 keys.
         debug_assert!(rows * chunks <= u64::from(u32::MAX));
         // As many blocks as the device keeps resident, each looping over chunks.
         let resident = self.grid((rows * chunks).min(
