@@ -29,8 +29,9 @@ pub(super) struct Counted {
 }
 
 impl CudaBackend {
-    /// The candidate filter's sample and pass ([`TopKFilter`]); returns the rows' counts and
-    /// their candidates, `capacity` slots per row.
+    /// The candidate filter's sample and pass ([`TopKFilter`]), then the exact select of the
+    /// rows it could not serve ([`CudaBackend::enqueue_exact`]); returns the rows' counts and
+    /// their candidates, `capacity` slots per row (a rescued row's best `k` first).
     pub(super) fn enqueue_filter(
         &self,
         job: &TopKJob,
@@ -118,6 +119,7 @@ impl CudaBackend {
                 &mut params.pointers(),
             )
         }?;
+        self.enqueue_exact(job, filter, (counts, candidates), stream)?;
         Ok((counts, candidates))
     }
 
@@ -156,8 +158,7 @@ impl CudaBackend {
     }
 
     /// The filtered route whose candidates are selected by tiles
-    /// ([`TopKCandidates::Tiles`]): the filter, the rescue of the rows it could not serve
-    /// ([`CudaBackend::enqueue_exact`]), then the tile plan over each row's candidates;
+    /// ([`TopKCandidates::Tiles`]): the filter, then the tile plan over each row's candidates;
     /// returns the last pass's runs, `plan.run()` words per row.
     pub(super) fn enqueue_filtered_tiles(
         &self,
@@ -172,7 +173,6 @@ impl CudaBackend {
             "the plan reads the slots"
         );
         let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
-        self.enqueue_exact(job, filter, (counts, candidates), stream)?;
         let counted = Counted {
             counts,
             k: job.k as u32,
@@ -182,8 +182,7 @@ impl CudaBackend {
     }
 
     /// The filtered route whose candidates are sorted ([`TopKCandidates::Sort`]): the
-    /// filter, the rescue of the rows it could not serve ([`CudaBackend::enqueue_exact`]),
-    /// then each row's `capacity` candidates sorted as a row (empty slots, `u64::MAX`,
+    /// filter, then each row's `capacity` candidates sorted as a row (empty slots, `u64::MAX`,
     /// last); returns the sorted candidates, `capacity` words per row.
     pub(super) fn enqueue_filtered_sort(
         &self,
@@ -196,8 +195,7 @@ impl CudaBackend {
             filter.candidates == TopKCandidates::Sort,
             "the filter pads the sorted slots"
         );
-        let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
-        self.enqueue_exact(job, filter, (counts, candidates), stream)?;
+        let (_, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
         let unsigned = KeyEncoding {
             kind: KeyKind::Unsigned,
             descending: false,
@@ -216,9 +214,8 @@ impl CudaBackend {
     }
 
     /// The filtered route whose candidates are selected in shared memory
-    /// ([`TopKCandidates::Select`]): the filter, the rescue of the rows it could not serve
-    /// ([`CudaBackend::enqueue_exact`]), then `top_k_candidates`, which writes the values
-    /// and positions.
+    /// ([`TopKCandidates::Select`]): the filter, then `top_k_candidates`, which writes the
+    /// values and positions.
     pub(super) fn enqueue_filtered_select(
         &self,
         job: &TopKJob,
@@ -227,7 +224,6 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
-        self.enqueue_exact(job, filter, (counts, candidates), stream)?;
         let log_k = job.k.next_power_of_two().trailing_zeros();
         let mut params = (
             job.keys,
