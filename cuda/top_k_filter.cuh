@@ -133,6 +133,11 @@ template <> struct FilterStaged<u16> {
 // in flight, and five leave 48 registers a thread with no spill in the loop.
 #define TOP_K_FILTER_BLOCKS 5
 
+// The key encoding of a launch as two masks, so that a key is ordered without a branch:
+// ordered = raw ^ flip ^ (raw's sign set ? negative : 0), at the key's width. Signed keys
+// flip their sign bit, floats their sign bit or, when negative, every bit (total_cmp order),
+// and a descending order flips every bit after that: the same map as encode_as, which
+// branches on the kind, at a few instructions a key for the filter's pass over every key.
 struct FilterEncoding {
     u32 flip;
     u32 negative;
