@@ -164,12 +164,20 @@ struct RowFilter {
     u32 capacity;
 };
 
+// Whether the filter could not serve a row that kept `count` words: fewer than k, or more
+// than its slots hold (TopKFilter::rescues in src/schedule/top_k/filter.rs). top_k_exact
+// then writes the row's best k into its first slots, which every candidates' step reads.
+__device__ __forceinline__ bool filter_rescued(u32 count, u32 k, u32 capacity) {
+    return count < k || count > capacity;
+}
+
+// The candidate words a row of the filter holds: its count, or the k that top_k_exact wrote.
+__device__ __forceinline__ u32 candidate_words(u32 count, u32 k, u32 capacity) {
+    return filter_rescued(count, k, capacity) ? k : count;
+}
+
 __device__ __forceinline__ u64 row_words(const RowFilter f, u64 row, u64 len) {
-    if (f.counts == nullptr) {
-        return len;
-    }
-    const u32 c = f.counts[row];
-    return c < f.k || c > f.capacity ? f.k : c;
+    return f.counts == nullptr ? len : candidate_words(f.counts[row], f.k, f.capacity);
 }
 
 // keys: raw keys of at most 32 bits (K: u32, or u16 for 16-bit keys, ordered at 16 bits in a

@@ -306,8 +306,7 @@ __device__ __forceinline__ void top_k_exact(const K *__restrict__ keys, const u3
     __shared__ u64 chosen[2]; // the prefix found, and the rank still wanted among its words
     __shared__ u32 written;
     for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const u32 count = counts[row];
-        if (count >= k && count <= capacity) {
+        if (!filter_rescued(counts[row], k, (u32)min(capacity, (u64)0xffffffffu))) {
             continue;
         }
         const K *row_keys = keys + row * len;
@@ -394,8 +393,7 @@ __device__ __forceinline__ void top_k_candidates(const K *__restrict__ keys, con
     u32 &taken = hist[TOP_K_RADIX_WORDS];
     const u32 size = 1u << log_k;
     for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const u32 count = counts[row];
-        const u32 n = count < k || count > capacity ? k : count;
+        const u32 n = candidate_words(counts[row], k, capacity);
         const u64 *slots = candidates + row * capacity;
         copy_loads_in_flight<u64>(
             n, threadIdx.x, blockDim.x, [&](u32 j) { return slots[j]; },

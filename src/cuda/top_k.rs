@@ -44,7 +44,7 @@ impl CudaBackend {
     /// Shared memory that [`TopKCandidates::Select`] may take: the device's opt-in limit per
     /// block, which the candidates' kernel is loaded to allow; none where the unit tests force
     /// the tiles.
-    pub(super) fn candidates_select_bytes(&self) -> u32 {
+    pub(super) fn candidates_select_limit(&self) -> u32 {
         if tiles_forced() {
             0
         } else {
@@ -267,7 +267,7 @@ impl CudaBackend {
             job.row_len,
             job.k,
             TOP_K_MAX_LOG_TILE,
-            self.candidates_select_bytes(),
+            self.candidates_select_limit(),
         );
         let (words, stride) = match (route, &filter) {
             (

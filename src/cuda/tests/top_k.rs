@@ -154,7 +154,7 @@ fn rows_the_filter_cannot_serve_are_rescued() {
         (131_072, 4096),
         (1 << 24, 100),
     ] {
-        let filter = TopKFilter::new(row_len as u64, k as u64, 12, gpu.candidates_select_bytes())
+        let filter = TopKFilter::new(row_len as u64, k as u64, 12, gpu.candidates_select_limit())
             .expect("a filtered shape");
         // Row 0 as it comes; row 1 with the best keys at the sampled positions (too few
         // candidates); row 2 with the worst there (too many).
