@@ -8,13 +8,19 @@
 #include "top_k_select.cuh"
 
 // The candidate filter of long rows (TopKFilter in src/schedule/top_k/filter.rs, which
-// describes it). First the threshold of each row, the sample's rank-th smallest word: one
-// block per row loads 2^log_sample ordered keys, one at a hashed position of each stratum
-// (sample_position there), into shared memory (dynamic: the keys, then the radix select's
-// TOP_K_RADIX_WORDS); the block's radix select finds the key of rank `rank` and how many of
-// its equals the rank takes, and the first warp finds, in stratum order, which is position
-// order, the sampled key equal to it that completes the rank. The threshold is that key and
-// position.
+// describes it). First the threshold of each row, the rank-th smallest of 2^log_sample
+// sampled words, one at a hashed position of each stratum (sample_position there), taken by
+// 2^log_blocks blocks a row. Block b loads strata b * size .. (b + 1) * size - 1 as ordered
+// keys into shared memory (dynamic: the keys, the radix select's TOP_K_RADIX_WORDS, and three
+// words of the block's own). Its radix select finds the key of its rank `rank` and how many
+// of its equals the rank takes, and its warps find, in stratum order, which is position
+// order, the sampled key equal to it that completes the rank. With one block a row,
+// that key and position are the threshold. With several, each block writes its `rank`
+// smallest words to `picks`, and the row's last block to arrive (counted in `arrivals`, zero
+// before the launch) finds the rank-th smallest of the row's picks: no block holds more than
+// `rank` of the sample's rank smallest words, so they are all among the picks. The picks of
+// a row fit over the block's keys in shared memory (TopKFilter's bound: 8 * blocks * rank <=
+// 4 * size).
 __device__ __forceinline__ u64 sample_position(u64 row, u64 j, u64 len, u32 log_sample) {
     const u64 lo = (j * len) >> log_sample;
     const u64 hi = ((j + 1) * len) >> log_sample;
@@ -24,20 +30,32 @@ __device__ __forceinline__ u64 sample_position(u64 row, u64 j, u64 len, u32 log_
     h ^= h >> 15;
     h *= 0x846ca68bu;
     h ^= h >> 16;
-    return lo + h % (hi - lo);
+    // The hash scaled to the stratum's length (at most 2^32 positions) by a multiply, where a
+    // 64-bit remainder takes dozens of instructions.
+    return lo + (((u64)h * min(hi - lo, (u64)1 << 32)) >> 32);
 }
 
 template <typename K>
 __device__ __forceinline__ void top_k_sample(const K *__restrict__ keys, u64 *__restrict__ thresholds,
-                                             u64 rows, u64 len, u32 log_sample, u32 rank, u32 encoding) {
+                                             u64 *__restrict__ picks, u32 *__restrict__ arrivals, u64 rows,
+                                             u64 len, u32 log_sample, u32 log_blocks, u32 rank, u32 encoding) {
     constexpr u32 FULL = 0xffffffffu;
-    const u32 size = 1u << log_sample;
+    const u32 size = 1u << (log_sample - log_blocks);
+    const u32 blocks = 1u << log_blocks;
     u32 *ordered = reinterpret_cast<u32 *>(top_k_smem);
     u32 *hist = ordered + size;
-    for (u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    u32 &end = hist[TOP_K_RADIX_WORDS];       // the block's sampled word that completes its rank
+    u32 &taken = hist[TOP_K_RADIX_WORDS + 1]; // the block's picks written so far
+    u32 &last = hist[TOP_K_RADIX_WORDS + 2];  // whether the block is its row's last to arrive
+    for (u64 task = blockIdx.x; task < (rows << log_blocks); task += gridDim.x) {
+        const u64 row = task >> log_blocks;
+        const u32 first = (u32)(task & (blocks - 1u)) * size;
+        const auto word = [&](u32 x, u32 j) {
+            return ((u64)x << 32) | sample_position(row, first + j, len, log_sample);
+        };
         copy_loads_in_flight<u32>(
             size, threadIdx.x, blockDim.x,
-            [&](u32 j) { return (u32)keys[row * len + sample_position(row, j, len, log_sample)]; },
+            [&](u32 j) { return (u32)keys[row * len + sample_position(row, first + j, len, log_sample)]; },
             [&](u32 j, u32 raw) { ordered[j] = encode_as<K>(raw, encoding); });
         __syncthreads();
         u32 need;
@@ -47,14 +65,34 @@ __device__ __forceinline__ void top_k_sample(const K *__restrict__ keys, u64 *__
                 return true;
             },
             size, rank, 8 * (int)sizeof(K), hist, need);
-        if (threadIdx.x < 32u) {
-            const u32 lane = threadIdx.x;
-            u32 seen = 0;
-            for (u32 base = 0; base < size; base += 32u) {
-                const bool equal = base + lane < size && ordered[base + lane] == key;
+        // Each warp counts the keys equal to `key` in its slice of the sampled words; the
+        // warp whose slice holds the need-th finds it.
+        const u32 lane = threadIdx.x & 31u;
+        const u32 warp = threadIdx.x >> 5;
+        const u32 span = max(32u, size / (blockDim.x >> 5));
+        const u32 from = min(warp * span, size);
+        const u32 to = min(from + span, size);
+        u32 equals_here = 0;
+        for (u32 base = from; base < to; base += 32u) {
+            equals_here += __popc(__ballot_sync(FULL, base + lane < to && ordered[base + lane] == key));
+        }
+        if (lane == 0) {
+            hist[warp] = equals_here; // the radix select is done with its counts
+        }
+        if (threadIdx.x == 0) {
+            taken = 0;
+        }
+        __syncthreads();
+        u32 seen = 0;
+        for (u32 w = 0; w < warp; ++w) {
+            seen += hist[w];
+        }
+        if (seen < need && seen + equals_here >= need) {
+            for (u32 base = from; base < to; base += 32u) {
+                const bool equal = base + lane < to && ordered[base + lane] == key;
                 const u32 equals = __ballot_sync(FULL, equal);
                 if (equal && seen + __popc(equals & ((1u << lane) - 1u)) + 1u == need) {
-                    thresholds[row] = ((u64)key << 32) | sample_position(row, base + lane, len, log_sample);
+                    end = base + lane;
                 }
                 seen += __popc(equals);
                 if (seen >= need) {
@@ -62,7 +100,48 @@ __device__ __forceinline__ void top_k_sample(const K *__restrict__ keys, u64 *__
                 }
             }
         }
-        __syncthreads(); // the keys are read before the next row's are stored
+        __syncthreads();
+        if (blocks == 1u) {
+            if (threadIdx.x == 0) {
+                thresholds[row] = word(key, end);
+            }
+        } else {
+            u64 *mine = picks + task * rank;
+            for (u32 j = threadIdx.x; j < size; j += blockDim.x) {
+                const u32 x = ordered[j];
+                if (x < key || (x == key && j <= end)) {
+                    mine[atomicAdd(&taken, 1u)] = word(x, j);
+                }
+            }
+            // The picks reach the device's memory before the block counts itself in.
+            __threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                last = atomicAdd(&arrivals[row], 1u) == blocks - 1u;
+            }
+            __syncthreads();
+            if (last) {
+                __threadfence();
+                const u32 n = blocks * rank;
+                u64 *all = reinterpret_cast<u64 *>(top_k_smem); // over the keys, read above
+                for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
+                    all[i] = __ldcg(picks + row * n + i); // other blocks' writes: from L2
+                }
+                __syncthreads();
+                // The picks are distinct words: the threshold has rank - 1 below it.
+                for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
+                    const u64 w = all[i];
+                    u32 below = 0;
+                    for (u32 m = 0; m < n; ++m) {
+                        below += all[m] < w ? 1u : 0u;
+                    }
+                    if (below == rank - 1u) {
+                        thresholds[row] = w;
+                    }
+                }
+            }
+        }
+        __syncthreads(); // the keys are read before the next task's are stored
     }
 }
 
@@ -275,9 +354,11 @@ __device__ __forceinline__ void top_k_filter(const K *__restrict__ keys, const u
 
 #define TOP_K_FILTER_KERNELS(KNAME, K)                                                                \
     extern "C" __global__ void __launch_bounds__(TOP_K_THREADS)                                       \
-        top_k_sample_##KNAME(const K *__restrict__ keys, u64 *__restrict__ thresholds, u64 rows,      \
-                             u64 len, u32 log_sample, u32 rank, u32 encoding) {                       \
-        top_k_sample<K>(keys, thresholds, rows, len, log_sample, rank, encoding);                     \
+        top_k_sample_##KNAME(const K *__restrict__ keys, u64 *__restrict__ thresholds,                \
+                             u64 *__restrict__ picks, u32 *__restrict__ arrivals, u64 rows, u64 len,  \
+                             u32 log_sample, u32 log_blocks, u32 rank, u32 encoding) {                \
+        top_k_sample<K>(keys, thresholds, picks, arrivals, rows, len, log_sample, log_blocks, rank,   \
+                        encoding);                                                                    \
     }                                                                                                 \
     extern "C" __global__ void __launch_bounds__(TOP_K_THREADS, TOP_K_FILTER_BLOCKS)                  \
         top_k_filter_##KNAME(const K *__restrict__ keys, const u64 *__restrict__ thresholds,          \

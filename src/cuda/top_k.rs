@@ -21,7 +21,8 @@ use crate::kernel_contract::{TOP_K_THREADS, padded_words};
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
 use crate::schedule::top_k::{
-    SELECT_BLOCK_BYTES, TOP_K_MAX_LOG_TILE, TopKCandidates, TopKFilter, TopKRoute, TopKSelect,
+    FilterDevice, SELECT_BLOCK_BYTES, TOP_K_MAX_LOG_TILE, TopKCandidates, TopKFilter, TopKRoute,
+    TopKSelect,
 };
 use crate::top_k::check_top_k_device;
 
@@ -41,14 +42,19 @@ fn tiles_forced() -> bool {
 }
 
 impl CudaBackend {
-    /// Shared memory that [`TopKCandidates::Select`] may take: the device's opt-in limit per
-    /// block, which the candidates' kernel is loaded to allow; none where the unit tests force
-    /// the tiles.
-    pub(super) fn candidates_select_limit(&self) -> u32 {
-        if tiles_forced() {
-            0
-        } else {
-            self.limits.shared_bytes_per_block
+    /// What the candidate filter's plan takes from the device: the largest tile, the
+    /// shared memory [`TopKCandidates::Select`] may take (the device's opt-in limit per block,
+    /// which the candidates' kernel is loaded to allow; none where the unit tests force the
+    /// tiles) and the multiprocessors.
+    pub(super) fn filter_device(&self) -> FilterDevice {
+        FilterDevice {
+            max_log_tile: TOP_K_MAX_LOG_TILE,
+            select_bytes: if tiles_forced() {
+                0
+            } else {
+                self.limits.shared_bytes_per_block
+            },
+            multiprocessors: self.limits.multiprocessors,
         }
     }
 }
@@ -263,12 +269,7 @@ impl CudaBackend {
             kind: KeyKind::Unsigned,
             descending: false,
         };
-        let filter = TopKFilter::new(
-            job.row_len,
-            job.k,
-            TOP_K_MAX_LOG_TILE,
-            self.candidates_select_limit(),
-        );
+        let filter = TopKFilter::new(job.rows, job.row_len, job.k, self.filter_device());
         let (words, stride) = match (route, &filter) {
             (
                 TopKRoute::Tiles(_) | TopKRoute::SortWords,

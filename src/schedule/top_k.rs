@@ -95,7 +95,7 @@ mod select;
 #[cfg(all(test, feature = "cuda"))]
 pub(crate) use filter::sample_position;
 #[cfg(feature = "cuda")]
-pub(crate) use filter::{TopKCandidates, TopKFilter, candidates_select_bytes};
+pub(crate) use filter::{FilterDevice, TopKCandidates, TopKFilter, candidates_select_bytes};
 #[cfg(feature = "cuda")]
 pub(crate) use select::{SELECT_BLOCK_BYTES, TopKSelect};
 

@@ -144,8 +144,10 @@ fn rows_the_filter_cannot_serve_are_rescued() {
     let gpu = CudaBackend::open(0).expect("open device 0");
     let mut next = lcg(11);
     // A rescued row selects its k exactly on the device (`top_k_exact`), and the candidates'
-    // step reads those: the select in shared memory (up to 8192 slots with K = 2048 on an
-    // H100), the tiles (2^24, k = 100: 131072 slots) or the sort (K = 4096).
+    // step reads those: the select in shared memory (up to 8192 slots with K = 2048, and the
+    // 16384 slots of 2^24 with k = 100, with an H100's opt-in; the tiles there with
+    // `BITONIC_TIMING_TOPK_TILES`) or the sort (K = 4096). Three rows spread their samples
+    // over several blocks.
     for (row_len, k) in [
         (65_537usize, 300usize),
         (131_072, 1024),
@@ -154,7 +156,7 @@ fn rows_the_filter_cannot_serve_are_rescued() {
         (131_072, 4096),
         (1 << 24, 100),
     ] {
-        let filter = TopKFilter::new(row_len as u64, k as u64, 12, gpu.candidates_select_limit())
+        let filter = TopKFilter::new(3, row_len as u64, k as u64, gpu.filter_device())
             .expect("a filtered shape");
         // Row 0 as it comes; row 1 with the best keys at the sampled positions (too few
         // candidates); row 2 with the worst there (too many).

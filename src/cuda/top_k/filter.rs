@@ -41,9 +41,17 @@ impl CudaBackend {
     ) -> Result<(cu::CUdeviceptr, cu::CUdeviceptr)> {
         let rows = job.rows;
         let thresholds = scratch.alloc(self, rows * 8)?;
-        let counts = scratch.alloc(self, rows * 4)?;
+        // The counts, then the sample blocks' arrivals at each row: one fill zeroes both.
+        let counts = scratch.alloc(self, rows * 8)?;
+        let arrivals = counts + rows * 4;
         let candidates = scratch.alloc(self, rows * filter.capacity * 8)?;
-        let mut fills = vec![(counts, 0, rows)];
+        let blocks = 1u64 << filter.log_sample_blocks;
+        let picks = if blocks > 1 {
+            scratch.alloc(self, rows * blocks * u64::from(filter.rank) * 8)?
+        } else {
+            thresholds // unused with one block a row
+        };
+        let mut fills = vec![(counts, 0, rows * 2)];
         if filter.candidates == TopKCandidates::Sort {
             // The candidates' rows are sorted whole: empty slots must sort last.
             fills.push((candidates, u32::MAX, rows * filter.capacity * 2));
@@ -60,21 +68,27 @@ impl CudaBackend {
         let mut params = (
             job.keys,
             thresholds,
+            picks,
+            arrivals,
             rows,
             job.row_len,
             filter.log_sample,
+            filter.log_sample_blocks,
             filter.rank,
             job.encoding.code(),
         );
-        let shared = sample_bytes(filter.log_sample);
-        // SAFETY: `top_k_sample_<key>(const K *keys, u64 *thresholds, u64 rows, u64 len, u32
-        // log_sample, u32 rank, u32 encoding)` reads keys inside each row (the sampled
-        // positions lie below `len`) and writes one word per row; `rank <= 2^log_sample`,
-        // whose keys and counts the shared memory holds.
+        let shared = sample_bytes(filter.log_sample - filter.log_sample_blocks);
+        // SAFETY: `top_k_sample_<key>(const K *keys, u64 *thresholds, u64 *picks, u32
+        // *arrivals, u64 rows, u64 len, u32 log_sample, u32 log_blocks, u32 rank, u32
+        // encoding)` reads keys inside each row (the sampled positions lie below `len`),
+        // writes one word per row and, with several blocks a row, `rank` picks per block,
+        // which the buffer holds, counting the blocks in the row's arrival (zeroed above);
+        // `rank` is at most a block's sampled keys, which with the radix select's counts the
+        // shared memory holds, and a row's picks fit over those keys (`TopKFilter::new`).
         unsafe {
             launch_kernel(
                 self.top_k_kernels.sample[width],
-                (self.grid(rows), TOP_K_THREADS, shared),
+                (self.grid(rows * blocks), TOP_K_THREADS, shared),
                 stream.as_inner(),
                 &mut params.pointers(),
             )
@@ -257,7 +271,9 @@ impl CudaBackend {
     }
 }
 
-/// Shared bytes of the sample of `2^log_sample` keys: the keys and the radix select's counts.
+/// Shared bytes of a block of the sample of `2^log_sample` keys: the keys, the radix select's
+/// counts and three words (the rank's last key, the picks taken, whether the block is its
+/// row's last). The kernel has no static shared memory, so this is all a launch asks for.
 pub(super) fn sample_bytes(log_sample: u32) -> u32 {
-    (4 << log_sample) + 4 * TOP_K_RADIX_WORDS
+    (4 << log_sample) + 4 * (TOP_K_RADIX_WORDS + 3)
 }
