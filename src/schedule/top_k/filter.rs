@@ -213,7 +213,7 @@ impl TopKFilter {
 /// log_sample)`, the 32-bit hash scaled to the stratum's length by a multiply (a stratum is
 /// far shorter than 2^32: a row on a device holds far fewer than 2^44 keys; a longer one
 /// takes its first 2^32 positions). `top_k_sample` in `cuda/top_k_filter.cuh` computes the
-/// same: a 64-bit remainder there was most of the sample's instructions.
+/// same, where a 64-bit remainder would take dozens of instructions a key.
 #[cfg(test)]
 pub(crate) fn sample_position(row: u64, j: u64, row_len: u64, log_sample: u32) -> u64 {
     let lo = (j * row_len) >> log_sample;
