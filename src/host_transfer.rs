@@ -32,6 +32,8 @@ use crate::keys::{NarrowKeys, WordsMut};
 use crate::pinned::is_pinned_for;
 use crate::rayon_lock::for_pieces;
 use download::download;
+pub(crate) use stream_copy::Stores;
+use stream_copy::copy;
 
 /// Bytes of one pinned slot, and so of the largest chunk. Each chunk costs a parallel host
 /// copy (a fork and join of rayon's threads) and an event; 16 MiB chunks make the round trip
@@ -54,6 +56,40 @@ const MIN_PIECE_BYTES: usize = 64 << 10;
 /// ([`Awake`]): about a sort and a chunk's bus copy of the longest columns that go chunk by
 /// chunk.
 const AWAKE_AT_MOST: std::time::Duration = std::time::Duration::from_micros(400);
+
+thread_local! {
+    /// How many transfers this thread's share with others running at once
+    /// ([`ConcurrentTransfers`]).
+    static CONCURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+}
+
+/// While alive, marks the calling thread as one of `transfers` threads that move host slices
+/// at the same time (one per device of a sort spread over devices): each transfer then takes
+/// its share of the host's copy threads. Transfers that each take all of them queue the
+/// later ones' copiers behind the earlier ones' on rayon's pool, so one device's upload
+/// gets most of the threads and the other finishes alone, on one link.
+pub(crate) struct ConcurrentTransfers {
+    before: usize,
+}
+
+impl ConcurrentTransfers {
+    /// This thread's transfers run beside `transfers - 1` others.
+    pub(crate) fn new(transfers: usize) -> ConcurrentTransfers {
+        let before = CONCURRENT.with(|c| c.replace(transfers.max(1)));
+        ConcurrentTransfers { before }
+    }
+
+    /// How many transfers the calling thread's share the copy threads with.
+    fn current() -> usize {
+        CONCURRENT.with(std::cell::Cell::get)
+    }
+}
+
+impl Drop for ConcurrentTransfers {
+    fn drop(&mut self) {
+        CONCURRENT.with(|c| c.set(self.before));
+    }
+}
 
 /// What a GPU backend tells about its host-slice sorts without taking their lock: the bytes
 /// it keeps, and the copy-back mode the sorter chose.
@@ -332,7 +368,7 @@ impl Column<'_> {
         match self {
             Column::Words(w) => {
                 let at = first * w.word_bytes();
-                par_copy(out, &w.as_bytes()[at..at + out.len()]);
+                par_copy(out, &w.as_bytes()[at..at + out.len()], Stores::Cached);
             }
             // `widen` spreads itself over rayon's threads, as `narrow` does.
             Column::Narrow(k) => k.widen(first, bytemuck::cast_slice_mut(out)),
@@ -344,7 +380,11 @@ impl Column<'_> {
         match self {
             Column::Words(w) => {
                 let at = first * w.word_bytes();
-                par_copy(&mut w.as_bytes_mut()[at..at + data.len()], data);
+                par_copy(
+                    &mut w.as_bytes_mut()[at..at + data.len()],
+                    data,
+                    Stores::Streaming,
+                );
             }
             Column::Narrow(k) => k.narrow(first, bytemuck::cast_slice(data)),
         }
@@ -352,10 +392,9 @@ impl Column<'_> {
 }
 
 /// `dst.copy_from_slice(src)` on all of rayon's threads where allowed ([`for_pieces`]), for
-/// copies large enough to gain (longer than [`PARALLEL_FROM_BYTES`]), with streaming stores
-/// ([`stream_copy`]): the bus or the caller reads such data later, from memory rather than
-/// the caches.
-pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
+/// copies large enough to gain (longer than [`PARALLEL_FROM_BYTES`]), with the stores
+/// `stores` names ([`Stores`]).
+pub(crate) fn par_copy(dst: &mut [u8], src: &[u8], stores: Stores) {
     if dst.len() <= PARALLEL_FROM_BYTES {
         dst.copy_from_slice(src);
         return;
@@ -366,7 +405,7 @@ pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
         .div_ceil(rayon::current_num_threads())
         .max(MIN_PIECE_BYTES)
         .next_multiple_of(4096);
-    for_pieces(dst, src, piece, stream_copy::copy_streaming);
+    for_pieces(dst, src, piece, |d, s| copy(d, s, stores));
 }
 
 /// The chunks of a staged transfer of `total` bytes of `word_bytes` words: each about a

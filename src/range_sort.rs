@@ -373,6 +373,9 @@ fn run<P: Send>(
             .map(|&device| {
                 let (queue, failed, work) = (&queue, &failed, &work);
                 scope.spawn(move || {
+                    // The devices' host copies share rayon's threads.
+                    #[cfg(any(feature = "cuda", feature = "opencl"))]
+                    let _shared = crate::host_transfer::ConcurrentTransfers::new(devices.len());
                     while !failed.load(Ordering::Relaxed) {
                         let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
                         let Some(piece) = next else {

@@ -24,7 +24,7 @@ use super::{CudaBackend, HostState, Job, step_done, timing_override};
 use crate::backend::BackendKind;
 use crate::buffer_cache::{BufferCache, grow};
 use crate::error::{Error, Result};
-use crate::host_transfer::Column;
+use crate::host_transfer::{Column, ConcurrentTransfers};
 use crate::kernel_contract::{RANGE_SCATTER_KEYS, RANGE_SCATTER_THREADS};
 use crate::keys::{KeyEncoding, WordsMut};
 use crate::partition::Splitters;
@@ -223,12 +223,18 @@ fn on_each<'s, W: Send, T: Send>(
     if let [side] = sides {
         return work.into_iter().map(|w| step(side, w)).take(1).collect();
     }
+    let devices = sides.len();
     std::thread::scope(|scope| {
         let step = &step;
         let handles: Vec<_> = sides
             .iter_mut()
             .zip(work)
-            .map(|(side, w)| scope.spawn(move || step(side, w)))
+            .map(|(side, w)| {
+                scope.spawn(move || {
+                    let _shared = ConcurrentTransfers::new(devices);
+                    step(side, w)
+                })
+            })
             .collect();
         handles
             .into_iter()

@@ -6,6 +6,7 @@
 use cust::context::CurrentContext;
 use cust::sys as cu;
 
+use super::device_slices::DeviceWords;
 use super::driver::on;
 use super::link::{CudaLink, hand_over};
 use super::plan::Widths;
@@ -151,9 +152,7 @@ impl CudaBackend {
     }
 
     /// Uploads the columns into `job`'s words, enqueues its passes and copies the result
-    /// back, in the sorter's copy-back mode. A merge-path sort long enough sorts while it
-    /// uploads ([`ChunkedSort`]): its chunks' passes run on `sort_stream` as they arrive,
-    /// the merges of whole chunks after the last, and the downloads wait for them.
+    /// back, in the sorter's copy-back mode ([`CudaBackend::upload_and_sort`]).
     fn transfer_and_sort<'a>(
         &self,
         host: &mut HostState,
@@ -162,11 +161,43 @@ impl CudaBackend {
         (keys, values): (&mut Column<'a>, Option<&mut Column<'a>>),
         out: Option<(Column<'a>, Option<Column<'a>>)>,
     ) -> Result<()> {
+        let chunked = self.upload_and_sort(host, link, job, (keys, values.as_deref()))?;
+        // The downloads follow the passes: a failed pass is reported by the first download's
+        // wait, before anything is written to the slices.
+        let mut out = out;
+        let (keys, values) = match &mut out {
+            Some((k, v)) => (k, v.as_mut()),
+            None => (keys, values),
+        };
+        let downloaded = host.download(
+            link,
+            (keys, job.keys),
+            values.map(|v| (v, job.values)),
+            self.cache_stats.copy_back(),
+        );
+        if downloaded.is_err() && chunked {
+            let _ = self.sort_stream.synchronize();
+        }
+        downloaded
+    }
+
+    /// Uploads the columns into `job`'s words and enqueues its passes, after which the link's
+    /// stream may copy the result. A merge-path sort long enough sorts while it uploads
+    /// ([`ChunkedSort`]): its chunks' passes run on `sort_stream` as they arrive, the merges
+    /// of whole chunks after the last, and the link's stream waits for them. Whether it
+    /// sorted in chunks; on an error, the launches and copies already queued have finished.
+    fn upload_and_sort<'a>(
+        &self,
+        host: &mut HostState,
+        link: &CudaLink<'_>,
+        job: &Job,
+        (keys, values): (&Column<'a>, Option<&Column<'a>>),
+    ) -> Result<bool> {
         let mut chunked = ChunkedSort::of(job, keys.len() as u64);
         let uploaded = host.upload(
             link,
             (keys, job.keys),
-            values.as_deref().map(|v| (v, job.values)),
+            values.map(|v| (v, job.values)),
             &mut |landed| match &mut chunked {
                 Some(c) => self.sort_landed_chunks(c, landed as u64),
                 None => Ok(()),
@@ -183,24 +214,7 @@ impl CudaBackend {
             let _ = self.sort_stream.synchronize();
             let _ = self.stream.synchronize();
         }
-        enqueued?;
-        // The downloads follow the passes: a failed pass is reported by the first download's
-        // wait, before anything is written to the slices.
-        let mut out = out;
-        let (keys, values) = match &mut out {
-            Some((k, v)) => (k, v.as_mut()),
-            None => (keys, values),
-        };
-        let downloaded = host.download(
-            link,
-            (keys, job.keys),
-            values.map(|v| (v, job.values)),
-            self.cache_stats.copy_back(),
-        );
-        if downloaded.is_err() && chunked.is_some() {
-            let _ = self.sort_stream.synchronize();
-        }
-        downloaded
+        enqueued.map(|()| chunked.is_some())
     }
 
     /// Enqueues on `sort_stream` the passes of every chunk of `c` that has `landed`
@@ -250,45 +264,91 @@ impl CudaBackend {
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))
     }
 
-    /// Uploads `keys` (words) through the pinned ring into the device buffer kept for
-    /// host-slice sorts, calls `between` with its address once the upload has completed, and
-    /// downloads the words back into `keys` in the sorter's copy-back mode if `between`
+    /// Sorts `keys` (32- or 64-bit words ordered by `encoding`) on this device as a
+    /// host-slice sort does (sorting chunks while the rest uploads), then calls `between`
+    /// with the sorted words on the device and, where the sort had merge-path scratch, the
+    /// address of its keys buffer (at least as long as the words, free until the next sort),
+    /// and downloads the words back into `keys` in the sorter's copy-back mode if `between`
     /// succeeded. `between` runs while this backend's host-slice work is locked, and is not
-    /// called when the upload fails; the result says whether it ran.
-    pub(super) fn through_device(
+    /// called when the upload or the sort fails; the result says whether it ran.
+    pub(super) fn sort_through_device(
         &self,
         keys: &mut Column<'_>,
-        between: &mut dyn FnMut(cu::CUdeviceptr) -> Result<()>,
+        encoding: KeyEncoding,
+        between: &mut dyn FnMut(DeviceWords, Option<cu::CUdeviceptr>) -> Result<()>,
     ) -> (bool, Result<()>) {
         let mut ran = false;
         let result = (|| {
+            let (n, key_bytes) = (keys.len(), keys.word_bytes());
             let requested = keys.device_bytes() as u64;
             let mut host = self.lock_host(requested)?;
             let host = &mut *host;
+            let widths = Widths {
+                key: key_bytes as u64,
+                value: 0,
+            };
             let allocated = host.buffers.fill(|buffers| {
                 let buffer = grow(&mut buffers.keys, keys.device_bytes(), |len| {
                     self.alloc(len, requested)
                 })?;
-                Ok(buffer.as_device_ptr().as_raw())
+                let device_keys = buffer.as_device_ptr().as_raw();
+                // Fewer than two words need no sort, and have no plan.
+                let planned = if n > 1 {
+                    let (n, code) = (n as u64, encoding.code());
+                    Some(self.plan_with_scratch(&mut buffers.scratch, n, 1, widths, code)?)
+                } else {
+                    None
+                };
+                Ok((device_keys, planned))
             });
             self.cache_stats.keep(host);
-            let device = allocated?;
+            let (device_keys, planned) = allocated?;
             let link = CudaLink {
                 stream: &self.stream,
                 context: self.context.as_raw(),
             };
             let moved = (|| {
-                host.upload(&link, (keys, device), None, &mut |_| Ok(()))?;
+                let spare = match planned {
+                    Some((plan, scratch)) => {
+                        let job = Job {
+                            keys: device_keys,
+                            values: 0,
+                            kernels: self.kernels(key_bytes, 0),
+                            widths,
+                            plan,
+                            scratch,
+                        };
+                        self.upload_and_sort(host, &link, &job, (keys, None))?;
+                        scratch.map(|s| s.keys).filter(|&k| k != 0)
+                    }
+                    None => {
+                        host.upload(&link, (keys, device_keys), None, &mut |_| Ok(()))?;
+                        None
+                    }
+                };
+                // The chunks' merges were handed over to this stream.
                 self.stream
                     .synchronize()
                     .map_err(on("cuStreamSynchronize"))?;
                 ran = true;
-                between(device)?;
+                let words = DeviceWords {
+                    ptr: device_keys,
+                    len: n,
+                    word_bytes: key_bytes,
+                };
+                between(words, spare)?;
                 CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
-                host.download(&link, (keys, device), None, self.cache_stats.copy_back())
+                host.download(
+                    &link,
+                    (keys, device_keys),
+                    None,
+                    self.cache_stats.copy_back(),
+                )
             })();
             if moved.is_err() {
-                // The copies already queued finish before the buffers are reused or freed.
+                // The copies and launches already queued finish before the buffers are
+                // reused or freed.
+                let _ = self.sort_stream.synchronize();
                 let _ = self.stream.synchronize();
             }
             let moved = host.after_sort(moved);

@@ -163,10 +163,11 @@ pub fn sort_device_spread<K: WordKey + DeviceCopy>(
             backend: p.backend,
             stream: p.stream,
             keys: DeviceWords::of(&*p.keys),
+            spare: None,
         })
         .collect();
     let encoding = KeyEncoding::of::<K>(order);
-    let sorted = spread(&sides, encoding);
+    let sorted = spread(&sides, encoding, false);
     // Whatever failed, the work already enqueued finishes before the caller may free the
     // buffers; the first error is the one to report.
     let synced = synchronize(&sides);
@@ -178,6 +179,9 @@ pub(super) struct Side<'a> {
     pub(super) backend: &'a CudaBackend,
     pub(super) stream: &'a Stream,
     pub(super) keys: DeviceWords,
+    /// A buffer of the device at least as long as `keys` that the sort may use until it
+    /// returns (the exchange receives into it), or `None` to take one.
+    pub(super) spare: Option<cu::CUdeviceptr>,
 }
 
 impl Side<'_> {
@@ -206,12 +210,13 @@ pub(super) fn synchronize(sides: &[Side<'_>]) -> Result<()> {
     result
 }
 
-/// Steps 1 to 4 (see the module); the caller synchronizes every stream afterwards.
-pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
+/// Steps 1 to 4 (see the module), step 1 only where the parts are not `sorted` already;
+/// the caller synchronizes every stream afterwards.
+pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding, sorted: bool) -> Result<()> {
     if sides.iter().filter(|s| s.len() > 0).count() == 0 {
         return Ok(());
     }
-    for side in sides {
+    for side in sides.iter().filter(|_| !sorted) {
         side.backend.sort_device_words(
             side.keys,
             None,
@@ -249,7 +254,7 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
     step_done("exchanged");
     let mut merged = Ok(());
     for (g, (side, buffer)) in sides.iter().zip(&received).enumerate() {
-        let Some(buffer) = buffer.as_ref().map(Received::buffer) else {
+        let Some(buffer) = buffer.as_ref().map(Received::ptr) else {
             continue;
         };
         if merged.is_err() {
@@ -258,7 +263,7 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
             let _ = side.make_current().and_then(|()| {
                 copy_device_async(
                     (side.keys.ptr, side.context()),
-                    (buffer.as_device_ptr().as_raw(), side.context()),
+                    (buffer, side.context()),
                     side.keys.len * side.keys.word_bytes,
                     side.stream.as_inner(),
                 )
@@ -277,11 +282,13 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding) -> Result<()> {
     merged.and(freed)
 }
 
-/// A side's receive buffer: the keys buffer of its device's sort scratch where that is free
-/// and large enough (the parts' own sorts are over), else a buffer of the stream-ordered
-/// pool, freed after the merges. The scratch saves the pool's mapping and release of as many
-/// bytes as the part on every call.
+/// A side's receive buffer: its spare buffer where it has one, else the keys buffer of its
+/// device's sort scratch where that is free and large enough (the parts' own sorts are
+/// over), else a buffer of the stream-ordered pool, freed after the merges. The scratch saves
+/// the pool's mapping and release of as many bytes as the part on every call.
 pub(super) enum Received {
+    /// The side's spare buffer ([`Side::spare`]), which stays its owner's.
+    Spare(cu::CUdeviceptr),
     /// Taken from the backend's sort scratch, returned to it after the merges.
     Scratch(DeviceBuffer<u8>),
     /// Allocated from the device's memory pool, freed after the merges.
@@ -289,9 +296,10 @@ pub(super) enum Received {
 }
 
 impl Received {
-    fn buffer(&self) -> &DeviceBuffer<u8> {
+    fn ptr(&self) -> cu::CUdeviceptr {
         match self {
-            Received::Scratch(buffer) | Received::Pool(buffer) => buffer,
+            Received::Spare(ptr) => *ptr,
+            Received::Scratch(buffer) | Received::Pool(buffer) => buffer.as_device_ptr().as_raw(),
         }
     }
 }
@@ -303,6 +311,7 @@ fn free(sides: &[Side<'_>], received: Vec<Option<Received>>) -> Result<()> {
     for (side, buffer) in sides.iter().zip(received) {
         let Some(buffer) = buffer else { continue };
         let freed = side.make_current().and_then(|()| match buffer {
+            Received::Spare(_) => Ok(()),
             Received::Scratch(buffer) => side.backend.return_scratch_keys(buffer, side.stream),
             Received::Pool(buffer) => buffer.drop_async(side.stream).map_err(on("cuMemFreeAsync")),
         });
@@ -441,15 +450,19 @@ fn exchange(
         let bytes = side.keys.len * key_bytes;
         // A device that holds several parts gives its scratch to the first only; a unit timing
         // may set BITONIC_TIMING_SPREAD_POOL=1 to compare with the pool.
-        let scratch = match timing_override::<u32>("BITONIC_TIMING_SPREAD_POOL") {
-            Some(1) => None,
-            _ => side.backend.take_scratch_keys(bytes, side.stream)?,
+        let scratch = match (
+            side.spare,
+            timing_override::<u32>("BITONIC_TIMING_SPREAD_POOL"),
+        ) {
+            (Some(_), _) | (None, Some(1)) => None,
+            (None, _) => side.backend.take_scratch_keys(bytes, side.stream)?,
         };
-        let buffer = match scratch {
-            Some(buffer) => Received::Scratch(buffer),
+        let buffer = match (side.spare, scratch) {
+            (Some(ptr), _) => Received::Spare(ptr),
+            (None, Some(buffer)) => Received::Scratch(buffer),
             // SAFETY: written completely by the copies below, in the order of the stream,
             // before the merges read it; freed in stream order (`free`).
-            None => Received::Pool(
+            (None, None) => Received::Pool(
                 unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes, side.stream) }.map_err(
                     |e| match e {
                         cust::error::CudaError::OutOfMemory => {
@@ -460,7 +473,7 @@ fn exchange(
                 )?,
             ),
         };
-        let base = buffer.buffer().as_device_ptr().as_raw();
+        let base = buffer.ptr();
         received.push(Some(buffer));
         let mut at = 0u64;
         for (h, from) in sides.iter().enumerate() {

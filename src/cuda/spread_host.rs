@@ -1,8 +1,8 @@
 //! Host slices sorted over several CUDA devices without a partition on the host
-//! ([`sort_host_spread`]): each device uploads an equal share of the slice, the shares are
-//! sorted as one spread sort (`super::spread`: each share sorted on its device, one exchange
-//! between the devices, a merge on each), and each device downloads its part, which has the
-//! share's length, back into the share's place.
+//! ([`sort_host_spread`]): each device uploads an equal share of the slice and sorts it as it
+//! arrives (as one device's host-slice sort does), the sorted shares are merged as one spread
+//! sort (`super::spread`: one exchange between the devices, a merge on each), and each device
+//! downloads its part, which has the share's length, back into the share's place.
 //!
 //! Partitioning on the host instead reads and writes the whole slice in host memory and
 //! first touches a buffer of its size, which costs more than the devices' own sorts (see
@@ -16,12 +16,13 @@ use super::CudaBackend;
 use super::device_slices::DeviceWords;
 use super::spread::{Side, spread, synchronize};
 use crate::error::{Error, Result};
-use crate::host_transfer::Column;
+use crate::host_transfer::{Column, ConcurrentTransfers};
 use crate::keys::{KeyEncoding, WordsMut};
 use crate::schedule::device_ranges::parts;
 
-/// Extra device memory of a spread sort per byte of its share: the received keys and the
-/// scratch of the share's own sort, beside the share itself.
+/// Device memory of a spread sort per byte of its share, asked of each device's budget: it
+/// uses two (the share, and its sort's scratch, into which the exchange then receives), and
+/// the third is kept free for what the device holds besides (other sorts' cached buffers).
 pub(crate) const SPREAD_BYTES_PER_BYTE: u64 = 3;
 
 /// Sorts `keys` (32- or 64-bit words ordered by `encoding`) over `backends`, each a
@@ -36,14 +37,13 @@ pub(crate) fn sort_host_spread(
 ) -> Result<()> {
     let devices = backends.len();
     let n = keys.len();
-    let word_bytes = keys.word_bytes();
     let lens: Vec<usize> = parts(n, devices).iter().map(|p| p.len()).collect();
     let shares = keys.cut(&lens);
-    // Each device's thread uploads, waits at the barrier while this thread runs the spread
-    // sort over every device's words, then downloads if it succeeded.
+    // Each device's thread uploads and sorts its share, waits at the barrier while this
+    // thread merges every device's sorted words, then downloads if that succeeded.
     let barrier = Barrier::new(devices + 1);
-    let uploaded: Vec<Mutex<Option<cu::CUdeviceptr>>> =
-        (0..devices).map(|_| Mutex::new(None)).collect();
+    type Sorted = Option<(DeviceWords, Option<cu::CUdeviceptr>)>;
+    let uploaded: Vec<Mutex<Sorted>> = (0..devices).map(|_| Mutex::new(None)).collect();
     let sorted: Mutex<bool> = Mutex::new(false);
     let mut spread_result = Ok(());
     let results: Vec<Result<()>> = std::thread::scope(|scope| {
@@ -54,9 +54,11 @@ pub(crate) fn sort_host_spread(
             .map(|(d, (backend, words))| {
                 let (barrier, uploaded, sorted) = (&barrier, &uploaded, &sorted);
                 scope.spawn(move || {
+                    let _shared = ConcurrentTransfers::new(devices);
                     let mut column = Column::Words(words);
-                    let (ran, result) = backend.through_device(&mut column, &mut |device| {
-                        *uploaded[d].lock().unwrap_or_else(|e| e.into_inner()) = Some(device);
+                    let mut between = |words: DeviceWords, spare| {
+                        *uploaded[d].lock().unwrap_or_else(|e| e.into_inner()) =
+                            Some((words, spare));
                         barrier.wait();
                         barrier.wait();
                         if *sorted.lock().unwrap_or_else(|e| e.into_inner()) {
@@ -66,7 +68,9 @@ pub(crate) fn sort_host_spread(
                                 "the spread sort failed on another device".into(),
                             ))
                         }
-                    });
+                    };
+                    let (ran, result) =
+                        backend.sort_through_device(&mut column, encoding, &mut between);
                     if !ran {
                         barrier.wait();
                         barrier.wait();
@@ -76,40 +80,39 @@ pub(crate) fn sort_host_spread(
             })
             .collect();
         barrier.wait();
-        let words: Vec<Option<cu::CUdeviceptr>> = uploaded
+        super::step_done("uploaded and sorted");
+        let words: Vec<Sorted> = uploaded
             .iter()
             .map(|u| *u.lock().unwrap_or_else(|e| e.into_inner()))
             .collect();
         if words.iter().all(Option::is_some) {
             let sides: Vec<Side<'_>> = backends
                 .iter()
-                .zip(&words)
-                .zip(&lens)
-                .map(|((backend, ptr), &len)| Side {
+                .zip(words.into_iter().flatten())
+                .map(|(backend, (keys, spare))| Side {
                     backend,
                     stream: &backend.stream,
-                    keys: DeviceWords {
-                        ptr: ptr.unwrap_or(0),
-                        len,
-                        word_bytes,
-                    },
+                    keys,
+                    spare,
                 })
                 .collect();
-            let done = spread(&sides, encoding);
+            let done = spread(&sides, encoding, true);
             // Whatever failed, the enqueued work finishes before the downloads or the
             // buffers' reuse; the first error is the one to report.
             spread_result = done.and(synchronize(&sides));
             *sorted.lock().unwrap_or_else(|e| e.into_inner()) = spread_result.is_ok();
         }
         barrier.wait();
-        handles
+        let results = handles
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
                     Err(Error::Unsupported("a device's thread panicked".into()))
                 })
             })
-            .collect()
+            .collect();
+        super::step_done("downloaded");
+        results
     });
     // An upload's error first (the spread sort then did not run), then the spread sort's,
     // then a download's: once one device has written its part, the slice is a mix.

@@ -92,7 +92,7 @@ fn timed_vec_sort(gpu: &CudaBackend, keys: &mut [u32]) -> Duration {
 #[test]
 #[ignore = "needs a CUDA device; a timing, with a check of the round trip"]
 fn cuda_transfer_profile() {
-    use crate::host_transfer::par_copy;
+    use crate::host_transfer::{Stores, par_copy};
     use cust::memory::{AsyncCopyDestination, LockedBuffer};
 
     let gpu = open();
@@ -124,10 +124,14 @@ fn cuda_transfer_profile() {
             let bus_down = start.elapsed();
             // The host copies alone, as the ring makes them, into and out of pinned memory.
             let start = Instant::now();
-            par_copy(&mut pinned[..], bytemuck::cast_slice(&keys));
+            par_copy(&mut pinned[..], bytemuck::cast_slice(&keys), Stores::Cached);
             let host_in = start.elapsed();
             let start = Instant::now();
-            par_copy(bytemuck::cast_slice_mut(&mut keys), &pinned[..]);
+            par_copy(
+                bytemuck::cast_slice_mut(&mut keys),
+                &pinned[..],
+                Stores::Streaming,
+            );
             let host_out = start.elapsed();
             assert!(
                 keys == original,
@@ -162,7 +166,7 @@ fn cuda_transfer_profile() {
 #[test]
 #[ignore = "needs a CUDA device; a timing, with a check of the sort"]
 fn cuda_upload_breakdown() {
-    use crate::host_transfer::{Link, par_copy};
+    use crate::host_transfer::{Link, Stores, par_copy};
 
     let gpu = open();
     let link = link(&gpu);
@@ -213,7 +217,7 @@ fn cuda_upload_breakdown() {
                     let t = Instant::now();
                     let slot = &mut CudaLink::pinned_bytes(&mut slots[s])[..len];
                     if host {
-                        par_copy(slot, &bytes[offset..offset + len]);
+                        par_copy(slot, &bytes[offset..offset + len], Stores::Cached);
                     }
                     steps[1] += t.elapsed();
                     let t = Instant::now();
@@ -535,4 +539,136 @@ fn cuda_spread_steps() {
         got == want,
         "the spread sort's parts differ from the sorted input"
     );
+}
+
+/// A host slice spread over every CUDA device (at least two): `2^BITONIC_TIMING_LOG2`
+/// (default 30) random `u32` keys from a `Vec`. First each device's share moved alone and all
+/// shares at once (the ring's upload, waited for, then its download), and one parallel copy
+/// of the whole slice in host memory; then the slice sorted on device 0 alone and spread over
+/// every device, with the end of each step of the spread sort. Four rounds, the first
+/// untimed; every sort checked. `BITONIC_TIMING_COPIERS=<n>` sets the host threads of each
+/// transfer.
+#[test]
+#[ignore = "needs two CUDA devices; a timing, with checks of every sort"]
+fn cuda_spread_host_steps() {
+    use crate::host_transfer::{Stores, par_copy};
+    use crate::schedule::device_ranges::parts;
+    use std::sync::Barrier;
+
+    let log2 = std::env::var("BITONIC_TIMING_LOG2")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(30);
+    let n = 1usize << log2;
+    let mut backends = vec![CudaBackend::open(0).expect("open device 0")];
+    let found = cust::device::Device::num_devices().expect("devices") as usize;
+    assert!(found >= 2, "needs two CUDA devices, found {found}");
+    backends.extend((1..found).map(|d| CudaBackend::open(d).expect("open")));
+    let input = random_u32(n, 0x5bead);
+    let mut want = input.clone();
+    rayon::prelude::ParallelSliceMut::par_sort_unstable(&mut want[..]);
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let lens: Vec<usize> = parts(n, found).iter().map(|p| p.len()).collect();
+    let mut shares: Vec<Vec<u32>> = Vec::new();
+    let mut at = 0;
+    for &len in &lens {
+        shares.push(input[at..at + len].to_vec());
+        at += len;
+    }
+    let mut states: Vec<HostState> = (0..found).map(|_| HostState::default()).collect();
+    let buffers: Vec<DeviceBuffer<u8>> = backends
+        .iter()
+        .zip(&lens)
+        .map(|(b, &len)| {
+            CurrentContext::set_current(&b.context).expect("context");
+            DeviceBuffer::<u8>::zeroed(4 * len).expect("device buffer")
+        })
+        .collect();
+    eprintln!("2^{log2} u32 keys over {found} devices; ms");
+    for round in 0..4 {
+        // Each share alone, then all at once.
+        let mut line = format!("round {round}: alone (up/down)");
+        for (d, backend) in backends.iter().enumerate() {
+            CurrentContext::set_current(&backend.context).expect("context");
+            let ptr = buffers[d].as_device_ptr().as_raw();
+            let (up, down) = staged_round_trip(backend, &mut states[d], &mut shares[d], ptr);
+            line += &format!(" {:.1}/{:.1}", ms(up), ms(down));
+        }
+        let barrier = Barrier::new(found);
+        let times: Vec<(Duration, Duration)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = backends
+                .iter()
+                .zip(states.iter_mut())
+                .zip(shares.iter_mut())
+                .zip(&buffers)
+                .map(|(((backend, state), share), buffer)| {
+                    let barrier = &barrier;
+                    scope.spawn(move || {
+                        CurrentContext::set_current(&backend.context).expect("context");
+                        let ptr = buffer.as_device_ptr().as_raw();
+                        barrier.wait();
+                        staged_round_trip(backend, state, share, ptr)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread"))
+                .collect()
+        });
+        line += "; together (up/down)";
+        for (up, down) in &times {
+            line += &format!(" {:.1}/{:.1}", ms(*up), ms(*down));
+        }
+        let mut at = 0;
+        for share in &shares {
+            assert!(
+                share[..] == input[at..at + share.len()],
+                "a round trip changed keys"
+            );
+            at += share.len();
+        }
+        // The host's own copy of the slice.
+        let mut copy = vec![0u32; n];
+        par_copy(
+            bytemuck::cast_slice_mut(&mut copy),
+            bytemuck::cast_slice(&input),
+            Stores::Streaming,
+        );
+        let start = Instant::now();
+        par_copy(
+            bytemuck::cast_slice_mut(&mut copy),
+            bytemuck::cast_slice(&input),
+            Stores::Streaming,
+        );
+        line += &format!("; host copy {:.1}", ms(start.elapsed()));
+        assert!(copy == input, "the host copy differs");
+        drop(copy);
+        // One device's sort of the whole slice.
+        let mut keys = input.clone();
+        CurrentContext::set_current(&backends[0].context).expect("context");
+        let one = timed_vec_sort(&backends[0], &mut keys);
+        assert!(keys == want, "one device's sort is wrong");
+        line += &format!("; one device {:.1}", ms(one));
+        eprintln!("{line}");
+        // Spread over every device, step by step.
+        let mut keys = input.clone();
+        let refs: Vec<&CudaBackend> = backends.iter().collect();
+        STEPS.with(|steps| steps.borrow_mut().clear());
+        let start = Instant::now();
+        crate::cuda::sort_host_spread(
+            &refs,
+            WordsMut::U32(&mut keys),
+            KeyEncoding::of::<u32>(crate::Order::Ascending),
+        )
+        .expect("spread sort");
+        let total = start.elapsed();
+        let steps = STEPS.with(|steps| steps.take());
+        let mut line = format!("round {round}: spread");
+        for (step, at) in steps {
+            line += &format!(" {step} {:.1},", ms(at - start));
+        }
+        eprintln!("{line} all {:.1}", ms(total));
+        assert!(keys == want, "the spread sort is wrong");
+    }
 }

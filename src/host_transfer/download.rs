@@ -2,8 +2,8 @@
 //! backwards or straight into a caller's pinned buffer, as [`CopyBack`] asks.
 
 use super::{
-    AWAKE_AT_MOST, Column, CopyBack, Link, PARALLEL_FROM_BYTES, RingOf, SLOTS, par_copy, pipeline,
-    staged_chunks,
+    AWAKE_AT_MOST, Column, CopyBack, Link, PARALLEL_FROM_BYTES, RingOf, SLOTS, Stores, par_copy,
+    pipeline, staged_chunks,
 };
 use crate::error::{Error, Result};
 use crate::rayon_lock::Awake;
@@ -113,7 +113,11 @@ fn download_staged<L: Link>(
                     pipeline::download(link, ring, source.device, dst, &mut false)?;
                 } else {
                     download_in_chunks(link, ring, &source, &mut |offset, data| {
-                        par_copy(&mut dst[offset..offset + data.len()], data);
+                        par_copy(
+                            &mut dst[offset..offset + data.len()],
+                            data,
+                            Stores::Streaming,
+                        );
                     })?;
                 }
             }

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
-use super::stream_copy::copy_streaming;
-use super::{Link, RingOf, SLOT_BYTES, SLOTS};
+use super::stream_copy::{Stores, copy};
+use super::{ConcurrentTransfers, Link, RingOf, SLOT_BYTES, SLOTS};
 use crate::error::{Error, Result};
 
 /// Transfers shorter than this take the chunked path: handing pieces to threads that must
@@ -62,14 +62,33 @@ pub(crate) fn force_chunks(on: bool) {
     OFF.with(|off| off.set(on));
 }
 
-/// The host threads that copy: three quarters of rayon's, less one for the calling thread.
-/// The host's memory, which the bus reads and writes too, bounds these copies before its
-/// cores do: on a 16-core host, 11 copiers make faster round trips than 15 (CUDA and
-/// OpenCL alike).
+/// The host threads that copy: three quarters of rayon's, less one for the calling thread,
+/// shared evenly by the transfers that run at once ([`ConcurrentTransfers`]). The host's
+/// memory, which the bus reads and writes too, bounds these copies before its cores do: on
+/// a 16-core host, 11 copiers make faster round trips than 15 (CUDA and OpenCL alike).
 fn copiers() -> usize {
-    (rayon::current_num_threads() * 3 / 4)
-        .saturating_sub(1)
+    #[cfg(test)]
+    if let Some(n) = timing::<usize>("BITONIC_TIMING_COPIERS") {
+        return n.max(1);
+    }
+    ((rayon::current_num_threads() * 3 / 4).saturating_sub(1) / ConcurrentTransfers::current())
         .max(1)
+}
+
+/// The stores of an upload's copies into the ring ([`Stores::Cached`]); a timing may set
+/// `BITONIC_TIMING_UPLOAD_STORES=streaming` to compare.
+fn upload_stores() -> Stores {
+    #[cfg(test)]
+    if timing::<String>("BITONIC_TIMING_UPLOAD_STORES").as_deref() == Some("streaming") {
+        return Stores::Streaming;
+    }
+    Stores::Cached
+}
+
+/// A timing's override of a rule (tests only).
+#[cfg(test)]
+fn timing<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 /// Bytes of each piece of a transfer of `total` bytes: about two per copier, a power of two
@@ -93,6 +112,20 @@ fn pieces<'r, L: Link>(
 ) -> Result<Vec<SlotPiece<'r>>> {
     ring.ensure(link)?;
     ring.finish(link)?;
+    #[cfg(test)]
+    if let Some(k) = timing::<usize>("BITONIC_TIMING_RING_PIECES") {
+        let all: Vec<SlotPiece<'r>> = ring
+            .slots
+            .iter_mut()
+            .enumerate()
+            .flat_map(|(i, slot)| {
+                L::pinned_bytes(&mut slot.pinned)
+                    .chunks_mut(piece)
+                    .map(move |p| (i, p))
+            })
+            .collect();
+        return Ok(all.into_iter().take(k.max(1)).collect());
+    }
     Ok(ring
         .slots
         .iter_mut()
@@ -189,7 +222,7 @@ pub(super) fn upload<L: Link>(
     let mut free: VecDeque<SlotPiece<'_>> = pieces(link, ring, piece_bytes(total))?.into();
     let result = with_copiers(
         |((slot, piece), offset): (SlotPiece<'_>, usize)| {
-            copy_streaming(piece, &src[offset..offset + piece.len()]);
+            copy(piece, &src[offset..offset + piece.len()], upload_stores());
             ((slot, piece), offset)
         },
         |jobs, done| {
@@ -263,7 +296,7 @@ pub(super) fn download<L: Link>(
         .collect();
     with_copiers(
         |(piece, target): (&mut [u8], &mut [u8])| {
-            copy_streaming(target, &piece[..target.len()]);
+            copy(target, &piece[..target.len()], Stores::Streaming);
             piece
         },
         |jobs, done| {

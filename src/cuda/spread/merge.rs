@@ -13,14 +13,14 @@ use crate::error::Result;
 use crate::kernel_contract::padded_words;
 use crate::keys::KeyEncoding;
 
-/// Step 4 on one side: merges the received runs (lengths `runs`, back to back in
-/// `buffer`) two by two, level after level, alternating between the buffer and the
+/// Step 4 on one side: merges the received runs (lengths `runs`, back to back in the
+/// buffer at `received`) two by two, level after level, alternating between the buffer and the
 /// caller's keys so that the last level writes the keys; with an even number of levels the
 /// runs are first copied to the keys. After an error, the last buffer that held every key
 /// (as sorted runs) is copied to the caller's keys, unless they are that buffer.
 pub(super) fn merge_received(
     side: &Side<'_>,
-    buffer: &DeviceBuffer<u8>,
+    received: cu::CUdeviceptr,
     runs: &[u64],
     encoding: KeyEncoding,
 ) -> Result<()> {
@@ -29,7 +29,7 @@ pub(super) fn merge_received(
     let context = side.context();
     let stream = side.stream.as_inner();
     let bytes = side.len() * key_bytes;
-    let (received, keys) = (buffer.as_device_ptr().as_raw(), side.keys.ptr);
+    let keys = side.keys.ptr;
     let mut runs: Vec<u64> = runs.iter().copied().filter(|&r| r > 0).collect();
     let mut levels = 0u32;
     while (1usize << levels) < runs.len() {

@@ -45,13 +45,13 @@ fn host_copy_fixed_costs() {
         let asleep = median_us(&mut || {
             idle();
             let start = Instant::now();
-            par_copy(&mut dst, &src);
+            par_copy(&mut dst, &src, Stores::Streaming);
             start.elapsed()
         });
         let awake = median_us(&mut || {
             rayon::broadcast(|_| ());
             let start = Instant::now();
-            par_copy(&mut dst, &src);
+            par_copy(&mut dst, &src, Stores::Streaming);
             start.elapsed()
         });
         let one = median_us(&mut || {
@@ -87,7 +87,7 @@ fn a_copy_made_while_holding_a_turn_is_whole() {
         assert!(!may_fork(), "a rayon thread holding a turn may fork");
         let src: Vec<u8> = (0..(4usize << 20)).map(|i| (i * 13 + 1) as u8).collect();
         let mut dst = vec![0u8; src.len()];
-        par_copy(&mut dst, &src);
+        par_copy(&mut dst, &src, Stores::Streaming);
         assert!(dst == src, "the copy made while holding a turn differs");
     });
 }

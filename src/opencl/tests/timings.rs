@@ -108,13 +108,21 @@ fn opencl_staged_copy_enqueue_times() {
     let mut times: [Vec<f64>; 3] = Default::default();
     for round in 0..6 {
         let start = Instant::now();
-        crate::host_transfer::par_copy(ClLink::pinned_bytes(&mut up), &pattern);
+        crate::host_transfer::par_copy(
+            ClLink::pinned_bytes(&mut up),
+            &pattern,
+            crate::host_transfer::Stores::Cached,
+        );
         let into_mapped = start.elapsed();
         let start = Instant::now();
-        crate::host_transfer::par_copy(&mut plain, ClLink::pinned_bytes(&mut up));
+        crate::host_transfer::par_copy(
+            &mut plain,
+            ClLink::pinned_bytes(&mut up),
+            crate::host_transfer::Stores::Streaming,
+        );
         let out_of_mapped = start.elapsed();
         let start = Instant::now();
-        crate::host_transfer::par_copy(&mut other, &plain);
+        crate::host_transfer::par_copy(&mut other, &plain, crate::host_transfer::Stores::Streaming);
         let between_vectors = start.elapsed();
         assert!(other == pattern, "a host copy changed the data");
         if round > 0 {
