@@ -12,8 +12,8 @@
 //!   microseconds, and a device's ring (48 MiB) stays in the last-level cache of a server's
 //!   CPU, where the bus's reads find the lines; non-temporal stores send them to memory
 //!   first, and the bus then reads memory, a third trip. On a host with a 300 MiB L3 (two
-//!   H200s, 32 cores), two GPUs uploading 2 GiB each at once took 46-48 ms with ordinary
-//!   stores and 83 ms with non-temporal ones; one GPU alone 46 and 51 ms.
+//!   H200s, 32 cores), two GPUs uploading 2 GiB each at once took 50-58 ms with ordinary
+//!   stores and 58-104 ms with non-temporal ones; one GPU alone 47-52 ms either way.
 //!
 //! The only `unsafe` outside the backends' driver layers: the x86-64 streaming-store
 //! intrinsics take raw pointers.
