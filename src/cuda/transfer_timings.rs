@@ -462,6 +462,19 @@ fn cuda_range_steps() {
     }
 }
 
+/// `BITONIC_TIMING_LOG2` (default 30), and a backend for every CUDA device.
+fn log2_and_every_device() -> (u32, Vec<CudaBackend>) {
+    let log2 = std::env::var("BITONIC_TIMING_LOG2")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(30);
+    // Opening device 0 first initializes the driver, which counting the devices needs.
+    let mut backends = vec![CudaBackend::open(0).expect("open device 0")];
+    let found = cust::device::Device::num_devices().expect("devices") as usize;
+    backends.extend((1..found).map(|d| CudaBackend::open(d).expect("open")));
+    (log2, backends)
+}
+
 /// The steps of a device-resident sort spread over every CUDA device (device 0 twice where
 /// there is one): `2^BITONIC_TIMING_LOG2` (default 30) random `u32` keys in equal parts, six
 /// runs of which the first warms up; for each, the end of every step (the streams are
@@ -473,14 +486,8 @@ fn cuda_range_steps() {
 fn cuda_spread_steps() {
     use cust::memory::CopyDestination;
     use cust::stream::{Stream, StreamFlags};
-    let log2 = std::env::var("BITONIC_TIMING_LOG2")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(30);
-    let n = 1usize << log2;
-    let mut backends = vec![CudaBackend::open(0).expect("open device 0")];
-    let found = cust::device::Device::num_devices().expect("devices") as usize;
-    backends.extend((1..found).map(|d| CudaBackend::open(d).expect("open")));
+    let (log2, backends) = log2_and_every_device();
+    let (n, found) = (1usize << log2, backends.len());
     let devices: Vec<usize> = if found > 1 {
         (0..found).collect()
     } else {
@@ -555,15 +562,9 @@ fn cuda_spread_host_steps() {
     use crate::schedule::device_ranges::parts;
     use std::sync::Barrier;
 
-    let log2 = std::env::var("BITONIC_TIMING_LOG2")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(30);
-    let n = 1usize << log2;
-    let mut backends = vec![CudaBackend::open(0).expect("open device 0")];
-    let found = cust::device::Device::num_devices().expect("devices") as usize;
+    let (log2, backends) = log2_and_every_device();
+    let (n, found) = (1usize << log2, backends.len());
     assert!(found >= 2, "needs two CUDA devices, found {found}");
-    backends.extend((1..found).map(|d| CudaBackend::open(d).expect("open")));
     let input = random_u32(n, 0x5bead);
     let mut want = input.clone();
     rayon::prelude::ParallelSliceMut::par_sort_unstable(&mut want[..]);

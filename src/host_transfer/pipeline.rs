@@ -112,30 +112,17 @@ fn pieces<'r, L: Link>(
 ) -> Result<Vec<SlotPiece<'r>>> {
     ring.ensure(link)?;
     ring.finish(link)?;
+    let all = ring.slots.iter_mut().enumerate().flat_map(|(i, slot)| {
+        L::pinned_bytes(&mut slot.pinned)
+            .chunks_mut(piece)
+            .map(move |p| (i, p))
+    });
+    // A timing may use only the first pieces, as a smaller ring would.
     #[cfg(test)]
     if let Some(k) = timing::<usize>("BITONIC_TIMING_RING_PIECES") {
-        let all: Vec<SlotPiece<'r>> = ring
-            .slots
-            .iter_mut()
-            .enumerate()
-            .flat_map(|(i, slot)| {
-                L::pinned_bytes(&mut slot.pinned)
-                    .chunks_mut(piece)
-                    .map(move |p| (i, p))
-            })
-            .collect();
-        return Ok(all.into_iter().take(k.max(1)).collect());
+        return Ok(all.take(k.max(1)).collect());
     }
-    Ok(ring
-        .slots
-        .iter_mut()
-        .enumerate()
-        .flat_map(|(i, slot)| {
-            L::pinned_bytes(&mut slot.pinned)
-                .chunks_mut(piece)
-                .map(move |p| (i, p))
-        })
-        .collect())
+    Ok(all.collect())
 }
 
 /// What the copiers have finished, for the calling thread.
