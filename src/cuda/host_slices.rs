@@ -99,21 +99,46 @@ impl CudaBackend {
         if row_len <= 1 {
             return Ok(());
         }
-        let key_bytes = keys.word_bytes();
         let value_bytes = values.as_ref().map_or(0, Column::word_bytes);
-        let requested = (n as u64).saturating_mul((key_bytes + value_bytes) as u64);
+        let requested = (n as u64).saturating_mul((keys.word_bytes() + value_bytes) as u64);
         let mut host = self.lock_host(requested)?;
         let host = &mut *host;
+        let job = self.host_job(host, (&keys, values.as_ref()), encoding, row_len, requested)?;
+        let link = CudaLink {
+            stream: &self.stream,
+            context: self.context.as_raw(),
+        };
+        let sorted = self.transfer_and_sort(host, &link, &job, (&mut keys, values.as_mut()), out);
+        let sorted = host.after_sort(sorted);
+        // The ring may have been allocated only now (the keys went up directly), and the
+        // buffers freed after running out of memory.
+        self.cache_stats.keep(host);
+        sorted
+    }
+
+    /// The device buffers and plan of a host-slice sort of `keys` (and `values`) in rows of
+    /// `row_len` (at least 2), grown in `host`'s buffers; `requested` bytes are what an
+    /// out-of-memory error reports.
+    fn host_job(
+        &self,
+        host: &mut HostState,
+        (keys, values): (&Column<'_>, Option<&Column<'_>>),
+        encoding: KeyEncoding,
+        row_len: usize,
+        requested: u64,
+    ) -> Result<Job> {
+        let key_bytes = keys.word_bytes();
+        let value_bytes = values.map_or(0, Column::word_bytes);
         let widths = Widths {
             key: key_bytes as u64,
             value: value_bytes as u64,
         };
-        let (row_len, rows) = (row_len as u64, (n / row_len) as u64);
+        let rows = (keys.len() / row_len) as u64;
         let allocated = host.buffers.fill(|buffers| {
             let alloc = |len| self.alloc(len, requested);
             let device_keys = grow(&mut buffers.keys, keys.device_bytes(), alloc)?;
             let device_keys = device_keys.as_device_ptr().as_raw();
-            let device_values = match &values {
+            let device_values = match values {
                 Some(v) => {
                     let buffer = grow(&mut buffers.values, v.device_bytes(), alloc)?;
                     buffer.as_device_ptr().as_raw()
@@ -122,7 +147,7 @@ impl CudaBackend {
             };
             let (plan, scratch) = self.plan_with_scratch(
                 &mut buffers.scratch,
-                row_len,
+                row_len as u64,
                 rows,
                 widths,
                 encoding.code(),
@@ -130,25 +155,15 @@ impl CudaBackend {
             Ok((device_keys, device_values, plan, scratch))
         });
         self.cache_stats.keep(host);
-        let (device_keys, device_values, plan, scratch) = allocated?;
-        let link = CudaLink {
-            stream: &self.stream,
-            context: self.context.as_raw(),
-        };
-        let job = Job {
-            keys: device_keys,
-            values: device_values,
+        let (keys, values, plan, scratch) = allocated?;
+        Ok(Job {
+            keys,
+            values,
             kernels: self.kernels(key_bytes, value_bytes),
             widths,
             plan,
             scratch,
-        };
-        let sorted = self.transfer_and_sort(host, &link, &job, (&mut keys, values.as_mut()), out);
-        let sorted = host.after_sort(sorted);
-        // The ring may have been allocated only now (the keys went up directly), and the
-        // buffers freed after running out of memory.
-        self.cache_stats.keep(host);
-        sorted
+        })
     }
 
     /// Uploads the columns into `job`'s words, enqueues its passes and copies the result
@@ -283,43 +298,34 @@ impl CudaBackend {
             let requested = keys.device_bytes() as u64;
             let mut host = self.lock_host(requested)?;
             let host = &mut *host;
-            let widths = Widths {
-                key: key_bytes as u64,
-                value: 0,
+            // Fewer than two words need no sort, and have no plan: they only cross the bus.
+            let job = if n > 1 {
+                Some(self.host_job(host, (keys, None), encoding, n, requested)?)
+            } else {
+                None
             };
-            let allocated = host.buffers.fill(|buffers| {
-                let buffer = grow(&mut buffers.keys, keys.device_bytes(), |len| {
-                    self.alloc(len, requested)
-                })?;
-                let device_keys = buffer.as_device_ptr().as_raw();
-                // Fewer than two words need no sort, and have no plan.
-                let planned = if n > 1 {
-                    let (n, code) = (n as u64, encoding.code());
-                    Some(self.plan_with_scratch(&mut buffers.scratch, n, 1, widths, code)?)
-                } else {
-                    None
-                };
-                Ok((device_keys, planned))
-            });
-            self.cache_stats.keep(host);
-            let (device_keys, planned) = allocated?;
+            let device_keys = match &job {
+                Some(job) => job.keys,
+                None => {
+                    let allocated = host.buffers.fill(|buffers| {
+                        let buffer = grow(&mut buffers.keys, keys.device_bytes(), |len| {
+                            self.alloc(len, requested)
+                        })?;
+                        Ok(buffer.as_device_ptr().as_raw())
+                    });
+                    self.cache_stats.keep(host);
+                    allocated?
+                }
+            };
             let link = CudaLink {
                 stream: &self.stream,
                 context: self.context.as_raw(),
             };
             let moved = (|| {
-                let spare = match planned {
-                    Some((plan, scratch)) => {
-                        let job = Job {
-                            keys: device_keys,
-                            values: 0,
-                            kernels: self.kernels(key_bytes, 0),
-                            widths,
-                            plan,
-                            scratch,
-                        };
-                        self.upload_and_sort(host, &link, &job, (keys, None))?;
-                        scratch.map(|s| s.keys).filter(|&k| k != 0)
+                let spare = match &job {
+                    Some(job) => {
+                        self.upload_and_sort(host, &link, job, (keys, None))?;
+                        job.scratch.map(|s| s.keys).filter(|&k| k != 0)
                     }
                     None => {
                         host.upload(&link, (keys, device_keys), None, &mut |_| Ok(()))?;

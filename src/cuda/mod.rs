@@ -44,7 +44,7 @@ use cust::sys as cu;
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::buffer_cache::{DeviceBytes, Scratch, grow};
 use crate::error::{Error, Result};
-use crate::host_transfer::{CacheStats, Column, HostStateOf};
+use crate::host_transfer::{CacheStats, Column, HostStateOf, timing_override};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
 use crate::rayon_lock::lock_shared_with_rayon;
@@ -504,27 +504,16 @@ impl Backend for CudaBackend {
 }
 
 /// Notes on the calling thread that a step of a sort of several steps has ended, for the
-/// timings of steps in `transfer_timings.rs`; nothing outside the crate's unit tests.
+/// timings of steps in `step_timings.rs`; nothing outside the crate's unit tests.
 fn step_done(step: &'static str) {
     #[cfg(test)]
-    transfer_timings::STEPS
-        .with(|steps| steps.borrow_mut().push((step, std::time::Instant::now())));
+    step_timings::STEPS.with(|steps| steps.borrow_mut().push((step, std::time::Instant::now())));
     #[cfg(not(test))]
     let _ = step;
 }
 
-/// The value of the environment variable `name` in the crate's unit tests, where a timing sets
-/// it to compare a rule with another; `None` everywhere else, so the product never reads it.
-fn timing_override<T: std::str::FromStr>(name: &str) -> Option<T> {
-    #[cfg(test)]
-    return std::env::var(name).ok().and_then(|v| v.parse().ok());
-    #[cfg(not(test))]
-    {
-        let _ = name;
-        None
-    }
-}
-
+#[cfg(test)]
+mod step_timings;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -216,14 +216,16 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding, sorted: bool) ->
     if sides.iter().filter(|s| s.len() > 0).count() == 0 {
         return Ok(());
     }
-    for side in sides.iter().filter(|_| !sorted) {
-        side.backend.sort_device_words(
-            side.keys,
-            None,
-            encoding,
-            side.keys.len.max(1),
-            side.stream,
-        )?;
+    if !sorted {
+        for side in sides {
+            side.backend.sort_device_words(
+                side.keys,
+                None,
+                encoding,
+                side.keys.len.max(1),
+                side.stream,
+            )?;
+        }
     }
     if sides.len() == 1 {
         return Ok(());
@@ -429,6 +431,29 @@ impl<'s, 'a> Counter<'s, 'a> {
     }
 }
 
+/// The buffer `side` receives its `bytes` into ([`Received`]).
+fn receive_buffer(side: &Side<'_>, bytes: usize) -> Result<Received> {
+    if let Some(ptr) = side.spare {
+        return Ok(Received::Spare(ptr));
+    }
+    // A device that holds several parts gives its scratch to the first only; a unit timing
+    // may set BITONIC_TIMING_SPREAD_POOL=1 to compare with the pool.
+    if timing_override::<u32>("BITONIC_TIMING_SPREAD_POOL") != Some(1)
+        && let Some(buffer) = side.backend.take_scratch_keys(bytes, side.stream)?
+    {
+        return Ok(Received::Scratch(buffer));
+    }
+    // SAFETY: written completely by the exchange's copies, in the order of the stream,
+    // before the merges read it; freed in stream order (`free`).
+    let buffer = unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes, side.stream) }.map_err(
+        |e| match e {
+            cust::error::CudaError::OutOfMemory => side.backend.out_of_memory(bytes as u64),
+            e => driver_error("cuMemAllocAsync", e),
+        },
+    )?;
+    Ok(Received::Pool(buffer))
+}
+
 /// Step 3: pushes to `received` a buffer for each side with a part's keys (none for an
 /// empty part), holding from each part `h` in order its keys `cuts[g][h] .. cuts[g +
 /// 1][h]`. Every side's stream then waits for all copies out of its keys, so that its
@@ -448,31 +473,7 @@ fn exchange(
             continue;
         }
         let bytes = side.keys.len * key_bytes;
-        // A device that holds several parts gives its scratch to the first only; a unit timing
-        // may set BITONIC_TIMING_SPREAD_POOL=1 to compare with the pool.
-        let scratch = match (
-            side.spare,
-            timing_override::<u32>("BITONIC_TIMING_SPREAD_POOL"),
-        ) {
-            (Some(_), _) | (None, Some(1)) => None,
-            (None, _) => side.backend.take_scratch_keys(bytes, side.stream)?,
-        };
-        let buffer = match (side.spare, scratch) {
-            (Some(ptr), _) => Received::Spare(ptr),
-            (None, Some(buffer)) => Received::Scratch(buffer),
-            // SAFETY: written completely by the copies below, in the order of the stream,
-            // before the merges read it; freed in stream order (`free`).
-            (None, None) => Received::Pool(
-                unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes, side.stream) }.map_err(
-                    |e| match e {
-                        cust::error::CudaError::OutOfMemory => {
-                            side.backend.out_of_memory(bytes as u64)
-                        }
-                        e => driver_error("cuMemAllocAsync", e),
-                    },
-                )?,
-            ),
-        };
+        let buffer = receive_buffer(side, bytes)?;
         let base = buffer.ptr();
         received.push(Some(buffer));
         let mut at = 0u64;

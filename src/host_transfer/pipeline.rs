@@ -23,7 +23,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
 use super::stream_copy::{Stores, copy};
-use super::{ConcurrentTransfers, Link, RingOf, SLOT_BYTES, SLOTS};
+use super::{ConcurrentTransfers, Link, RingOf, SLOT_BYTES, SLOTS, timing_override};
 use crate::error::{Error, Result};
 
 /// Transfers shorter than this take the chunked path: handing pieces to threads that must
@@ -67,8 +67,7 @@ pub(crate) fn force_chunks(on: bool) {
 /// memory, which the bus reads and writes too, bounds these copies before its cores do: on
 /// a 16-core host, 11 copiers make faster round trips than 15 (CUDA and OpenCL alike).
 fn copiers() -> usize {
-    #[cfg(test)]
-    if let Some(n) = timing::<usize>("BITONIC_TIMING_COPIERS") {
+    if let Some(n) = timing_override::<usize>("BITONIC_TIMING_COPIERS") {
         return n.max(1);
     }
     ((rayon::current_num_threads() * 3 / 4).saturating_sub(1) / ConcurrentTransfers::current())
@@ -78,17 +77,10 @@ fn copiers() -> usize {
 /// The stores of an upload's copies into the ring ([`Stores::Cached`]); a timing may set
 /// `BITONIC_TIMING_UPLOAD_STORES=streaming` to compare.
 fn upload_stores() -> Stores {
-    #[cfg(test)]
-    if timing::<String>("BITONIC_TIMING_UPLOAD_STORES").as_deref() == Some("streaming") {
-        return Stores::Streaming;
+    match timing_override::<String>("BITONIC_TIMING_UPLOAD_STORES").as_deref() {
+        Some("streaming") => Stores::Streaming,
+        _ => Stores::Cached,
     }
-    Stores::Cached
-}
-
-/// A timing's override of a rule (tests only).
-#[cfg(test)]
-fn timing<T: std::str::FromStr>(name: &str) -> Option<T> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 /// Bytes of each piece of a transfer of `total` bytes: about two per copier, a power of two
@@ -118,8 +110,7 @@ fn pieces<'r, L: Link>(
             .map(move |p| (i, p))
     });
     // A timing may use only the first pieces, as a smaller ring would.
-    #[cfg(test)]
-    if let Some(k) = timing::<usize>("BITONIC_TIMING_RING_PIECES") {
+    if let Some(k) = timing_override::<usize>("BITONIC_TIMING_RING_PIECES") {
         return Ok(all.take(k.max(1)).collect());
     }
     Ok(all.collect())
@@ -207,9 +198,10 @@ pub(super) fn upload<L: Link>(
     // Per slot, the mark after the newest copy out of it that may still be running.
     let mut newest: Vec<Option<L::Mark>> = (0..SLOTS).map(|_| None).collect();
     let mut free: VecDeque<SlotPiece<'_>> = pieces(link, ring, piece_bytes(total))?.into();
+    let stores = upload_stores();
     let result = with_copiers(
         |((slot, piece), offset): (SlotPiece<'_>, usize)| {
-            copy(piece, &src[offset..offset + piece.len()], upload_stores());
+            copy(piece, &src[offset..offset + piece.len()], stores);
             ((slot, piece), offset)
         },
         |jobs, done| {
@@ -366,4 +358,35 @@ fn send<T>(jobs: &Sender<T>, job: T) -> Result<()> {
 /// The copiers ended early: only a panic in one of them does that.
 fn copier_lost() -> Error {
     Error::Unsupported("a host copy thread of the transfer stopped".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ConcurrentTransfers, copiers};
+
+    /// Transfers marked as running at once split the copy threads evenly, nested marks
+    /// included, and each mark gives the count back when it goes.
+    #[test]
+    fn concurrent_transfers_share_the_copiers_until_dropped() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(16)
+            .build()
+            .expect("pool");
+        pool.install(|| {
+            // Three quarters of 16 threads, less one.
+            assert_eq!(copiers(), 11);
+            {
+                let _two = ConcurrentTransfers::new(2);
+                assert_eq!(copiers(), 5);
+                {
+                    let _three = ConcurrentTransfers::new(3);
+                    assert_eq!(copiers(), 3);
+                    let _many = ConcurrentTransfers::new(64);
+                    assert_eq!(copiers(), 1, "every transfer keeps one copier");
+                }
+                assert_eq!(copiers(), 5);
+            }
+            assert_eq!(copiers(), 11);
+        });
+    }
 }
