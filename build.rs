@@ -41,6 +41,9 @@ fn main() {
     let cuda_dir = manifest_dir.join("cuda");
     let kernels_dir = manifest_dir.join("kernels");
     let include = [cuda_dir.as_path(), kernels_dir.as_path()];
+    // Every (source, architecture) pair is its own nvcc process, and nvcc runs on one core:
+    // compiling them at once takes the time of the slowest instead of the sum.
+    let mut jobs = Vec::new();
     for source in &sources {
         println!("cargo:rerun-if-changed={}", source.display());
         let stem = source
@@ -57,9 +60,24 @@ fn main() {
             ("_sm90", "compute_90"),
         ] {
             let arch = explicit.as_deref().unwrap_or(default);
-            let ptx = out_dir.join(format!("{stem}{suffix}.ptx"));
-            nvcc::compile_ptx(&nvcc, source, &ptx, arch, &include).unwrap_or_else(|e| fail(&e));
+            jobs.push((source, out_dir.join(format!("{stem}{suffix}.ptx")), arch));
         }
+    }
+    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(source, ptx, arch)| {
+                let (nvcc, include) = (&nvcc, &include);
+                scope.spawn(move || nvcc::compile_ptx(nvcc, source, ptx, arch, include))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("an nvcc thread panicked".into())))
+            .collect()
+    });
+    for result in results {
+        result.unwrap_or_else(|e| fail(&e));
     }
 }
 
