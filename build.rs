@@ -73,7 +73,10 @@ fn main() {
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("an nvcc thread panicked".into())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("an nvcc thread panicked".into()))
+            })
             .collect()
     });
     for result in results {

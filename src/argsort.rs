@@ -18,8 +18,12 @@
 
 use crate::device::BackendKind;
 use crate::error::{Error, Result};
-use crate::keys::{KeyEncoding, KeyKind, KeyRepr, Order, SortKey, WordsMut};
-use crate::sorter::{Sorter, check_rows};
+use crate::keys::{
+    KeyEncoding, KeyKind, Order, SortKey, WordsMut, key_of_u32, u32_kind, u32_of_key, u64_of_key,
+    word_kind,
+};
+use crate::shape::{check_indexable, check_lengths, check_rows};
+use crate::sorter::Sorter;
 use rayon::prelude::*;
 
 pub(crate) use blocks::LabelledBlock;
@@ -30,18 +34,6 @@ const UNSIGNED: KeyEncoding = KeyEncoding {
     kind: KeyKind::Unsigned,
     descending: false,
 };
-
-/// The most elements whose positions fit the 32-bit indices these calls use.
-const MAX_INDEXED: u64 = 1 << 32;
-
-fn check_indexable(len: usize, what: &str) -> Result<()> {
-    if len as u64 > MAX_INDEXED {
-        return Err(Error::Unsupported(format!(
-            "{what} of {len} elements: positions are 32-bit, at most 2^32 elements"
-        )));
-    }
-    Ok(())
-}
 
 /// Below this many elements the host loops here stay on the calling thread: waking rayon's
 /// threads costs tens of microseconds, more than the loop.
@@ -81,33 +73,6 @@ fn fill_rows<T: Send>(out: &mut [T], row_len: usize, f: impl Fn(usize, u32) -> T
     }
 }
 
-/// A key type's words as the sorts here see them, from one probe of its representation:
-/// their width in bytes (4 for narrow keys' ordered words) and kind (unsigned for those).
-fn word_kind<K: SortKey>() -> (usize, KeyKind) {
-    let mut probe = [K::zeroed()];
-    match K::repr(&mut probe) {
-        KeyRepr::Words(WordsMut::U32(_), kind) => (4, kind),
-        KeyRepr::Words(WordsMut::U64(_), kind) => (8, kind),
-        KeyRepr::Narrow => (4, KeyKind::Unsigned),
-    }
-}
-
-/// The kind of a key type's 32-bit word (see [`u32_of_key`]); `None` for 8-byte keys.
-pub(crate) fn u32_kind<K: SortKey>() -> Option<KeyKind> {
-    let (width, kind) = word_kind::<K>();
-    (width == 4).then_some(kind)
-}
-
-/// A key's 32-bit word: its raw bits for 4-byte keys, its ordered word for narrow ones (the
-/// inverse of [`key_of_u32`]).
-pub(crate) fn u32_of_key<K: SortKey>(key: K) -> u32 {
-    if std::mem::size_of::<K>() == 4 {
-        bytemuck::cast(key)
-    } else {
-        key.to_wide()
-    }
-}
-
 /// The result of a sort of this module's own copies: a failure while copying its result
 /// back leaves the caller's slices untouched (they are written only after every sort
 /// succeeded), so it is reported as the failure itself, not as a partial result.
@@ -115,21 +80,6 @@ fn of_copies(sorted: Result<()>) -> Result<()> {
     match sorted {
         Err(Error::PartialResult { cause }) => Err(*cause),
         other => other,
-    }
-}
-
-/// The raw bits of an 8-byte key (the caller has checked its width).
-fn u64_of_key<K: SortKey>(key: K) -> u64 {
-    bytemuck::cast_slice::<K, u64>(std::slice::from_ref(&key))[0]
-}
-
-/// The key whose 32-bit word is `word` (the inverse of [`u32_of_key`]): its raw bits for
-/// 4-byte keys, its ordered word for narrow ones.
-pub(crate) fn key_of_u32<K: SortKey>(word: u32) -> K {
-    if std::mem::size_of::<K>() == 4 {
-        bytemuck::cast(word)
-    } else {
-        K::from_wide(word)
     }
 }
 
@@ -322,7 +272,7 @@ impl Sorter {
     /// Sorts 64-bit words ascending in rows of `row_len`, on the backend that sorts this many
     /// host elements; a failed copy back is reported as the failure itself ([`of_copies`]).
     fn sort_u64_rows(&self, words: &mut [u64], row_len: usize) -> Result<()> {
-        of_copies(self.backend_for(words.len()).sort_rows_words(
+        of_copies(self.dispatch.backend_for(words.len()).sort_rows_words(
             WordsMut::U64(words),
             None,
             UNSIGNED,
@@ -336,7 +286,7 @@ impl Sorter {
         values: &mut [V],
         descending: bool,
     ) -> Result<()> {
-        crate::error::check_lengths(keys.len(), Some(values.len()))?;
+        check_lengths(keys.len(), Some(values.len()))?;
         let order = self.argsort_rows_impl(keys, keys.len().max(1), descending)?;
         let sorted_keys: Vec<K> = order.iter().map(|&i| keys[i as usize]).collect();
         let sorted_values: Vec<V> = order.iter().map(|&i| values[i as usize]).collect();
@@ -452,7 +402,7 @@ impl Sorter {
         }
         let enc = KeyEncoding { kind, descending };
         let ordered = |key: K| enc.encode(u64_of_key(key));
-        let backend = self.backend_for(n);
+        let backend = self.dispatch.backend_for(n);
         if backend.device().backend != BackendKind::Cpu {
             // Zeroed pages from the allocator: the blocks' threads touch them first.
             let mut keys = vec![0u64; n];

@@ -100,6 +100,25 @@ pub trait Backend: Send + Sync {
         Ok(None)
     }
 
+    /// Sorts one host slice of 32- or 64-bit key words of `encoding.kind`, without values, in
+    /// the memory of `devices` (this backend's device first; `memory[i]` bytes may be taken
+    /// on `devices[i]`) without the host partition, where this backend has such a path and
+    /// the slice suits it. `Ok(true)`: the slice is sorted. `Ok(false)`: the path does not
+    /// apply, or it failed before anything was written to the slice, which the caller then
+    /// sorts through the host partition; the default. A failure after part of the slice was
+    /// written is [`Error::PartialResult`](crate::Error::PartialResult). The caller calls it
+    /// only outside [`crate::SorterBuilder::all_or_nothing`].
+    fn sort_host_in_device_memory(
+        &self,
+        devices: &[&dyn Backend],
+        memory: &[u64],
+        keys: WordsMut<'_>,
+        encoding: KeyEncoding,
+    ) -> Result<bool> {
+        let _ = (devices, memory, keys, encoding);
+        Ok(false)
+    }
+
     /// Chooses what a failed sort of host slices leaves in them (see
     /// [`crate::SorterBuilder::all_or_nothing`]): `true`, the slices as they were or fully
     /// sorted; `false` (the default of the GPU backends), the result is copied back chunk by

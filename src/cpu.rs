@@ -8,10 +8,11 @@
 //! them.
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
-use crate::error::{Result, debug_assert_rows_words};
+use crate::error::Result;
 use crate::keys::{KeyEncoding, NarrowKeys, Word, WordsMut};
 use crate::schedule::merge_path::pair_sort_tile;
 use crate::schedule::{self, Schedule, TileParams};
+use crate::shape::debug_assert_rows_words;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 

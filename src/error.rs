@@ -135,36 +135,5 @@ impl std::error::Error for Error {
     }
 }
 
-/// Checks that values, when given, are as many as the keys: every entry point that takes
-/// both (the sorter and each backend) calls this before touching either slice.
-pub(crate) fn check_lengths(keys: usize, values: Option<usize>) -> Result<()> {
-    match values {
-        Some(values) if values != keys => Err(Error::LengthMismatch { keys, values }),
-        _ => Ok(()),
-    }
-}
-
-/// In debug builds, asserts the shape that [`check_rows_words`] checks. Shapes are validated
-/// once, where a call enters the crate ([`crate::Sorter`] and the device-resident calls);
-/// the backends behind that boundary only assert it.
-pub(crate) fn debug_assert_rows_words(keys: usize, values: Option<usize>, row_len: usize) {
-    debug_assert!(
-        check_rows_words(keys, values, row_len).is_ok(),
-        "a shape the caller should have rejected: {keys} keys, {values:?} values, rows of {row_len}"
-    );
-}
-
-/// Checks the shape of a call on rows of words: values (when given) as many as keys, and a
-/// nonzero `row_len` that divides the number of keys.
-pub(crate) fn check_rows_words(keys: usize, values: Option<usize>, row_len: usize) -> Result<()> {
-    check_lengths(keys, values)?;
-    if row_len == 0 || !keys.is_multiple_of(row_len) {
-        return Err(Error::InvalidConfig(format!(
-            "{keys} words do not form rows of {row_len}"
-        )));
-    }
-    Ok(())
-}
-
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

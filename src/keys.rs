@@ -149,6 +149,7 @@ pub trait Word:
     + std::ops::BitAnd<Output = Self>
     + std::ops::Not<Output = Self>
     + std::fmt::Debug
+    + Into<u64>
 {
     /// Zero.
     const ZERO: Self;
@@ -329,6 +330,50 @@ impl<K: SortKey> NarrowKeys for &mut [K] {
                 *k = K::from_wide(*w);
             }
         });
+    }
+}
+
+// The key codec: a key as the 32- or 64-bit word that argsort and top-k sort, and back.
+
+/// A key type's words as the sorts of 32- and 64-bit words see them, from one probe of its representation:
+/// their width in bytes (4 for narrow keys' ordered words) and kind (unsigned for those).
+pub(crate) fn word_kind<K: SortKey>() -> (usize, KeyKind) {
+    let mut probe = [K::zeroed()];
+    match K::repr(&mut probe) {
+        KeyRepr::Words(WordsMut::U32(_), kind) => (4, kind),
+        KeyRepr::Words(WordsMut::U64(_), kind) => (8, kind),
+        KeyRepr::Narrow => (4, KeyKind::Unsigned),
+    }
+}
+
+/// The kind of a key type's 32-bit word (see [`u32_of_key`]); `None` for 8-byte keys.
+pub(crate) fn u32_kind<K: SortKey>() -> Option<KeyKind> {
+    let (width, kind) = word_kind::<K>();
+    (width == 4).then_some(kind)
+}
+
+/// A key's 32-bit word: its raw bits for 4-byte keys, its ordered word for narrow ones (the
+/// inverse of [`key_of_u32`]).
+pub(crate) fn u32_of_key<K: SortKey>(key: K) -> u32 {
+    if std::mem::size_of::<K>() == 4 {
+        bytemuck::cast(key)
+    } else {
+        key.to_wide()
+    }
+}
+
+/// The raw bits of an 8-byte key (the caller has checked its width).
+pub(crate) fn u64_of_key<K: SortKey>(key: K) -> u64 {
+    bytemuck::cast_slice::<K, u64>(std::slice::from_ref(&key))[0]
+}
+
+/// The key whose 32-bit word is `word` (the inverse of [`u32_of_key`]): its raw bits for
+/// 4-byte keys, its ordered word for narrow ones.
+pub(crate) fn key_of_u32<K: SortKey>(word: u32) -> K {
+    if std::mem::size_of::<K>() == 4 {
+        bytemuck::cast(word)
+    } else {
+        K::from_wide(word)
     }
 }
 

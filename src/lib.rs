@@ -36,6 +36,7 @@ mod argsort;
 #[cfg(feature = "arrow")]
 pub mod arrow;
 mod backend;
+mod builder;
 // Without a GPU backend only the key encodings are used.
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 mod buffer_cache;
@@ -43,6 +44,7 @@ mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod device;
+mod dispatch;
 mod error;
 /// Test-only fault injection (cargo feature `fault-injection`); see `tests/faults.rs`.
 #[cfg(feature = "fault-injection")]
@@ -65,17 +67,20 @@ mod rayon_lock;
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 mod schedule;
 mod select;
+mod shape;
 mod sorter;
 #[cfg(any(feature = "cuda", test))]
 mod spread_cuts;
 mod top_k;
 
+pub use builder::SorterBuilder;
 pub use device::{BackendDevices, BackendKind, DeviceInfo, DeviceType};
+pub use dispatch::{DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM};
 pub use error::{Error, Result};
 pub use keys::{Order, SortKey, WordKey};
 pub use pinned::PinnedBuffer;
 pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
-pub use sorter::{DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM, Sorter, SorterBuilder};
+pub use sorter::Sorter;
 pub use top_k::TopK;
 
 /// What the benchmark crate, the fuzz targets and the integration tests reach inside the
@@ -84,14 +89,13 @@ pub use top_k::TopK;
 #[doc(hidden)]
 pub mod internals {
     pub use crate::backend::Backend;
-    pub use crate::cpu::CpuBackend;
+    pub use crate::dispatch::TIED_PAIRS_THRESHOLD_DIVISOR;
     pub use crate::keys::{KeyEncoding, KeyKind, NarrowKeys, Word, WordsMut};
     pub use crate::pinned::PinnedMemory;
     pub use crate::schedule::{
         Pass, Schedule, TileParams, ceil_log2, emulate, global_index, register_network,
         tile_comparator,
     };
-    pub use crate::sorter::TIED_PAIRS_THRESHOLD_DIVISOR;
 }
 
 /// The README's examples, compiled and run as doc tests.

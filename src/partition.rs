@@ -49,6 +49,8 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+#[cfg(feature = "cuda")]
+use crate::keys::{KeyEncoding, Word};
 use crate::keys::{Order, SortKey};
 
 /// Sampled keys per range by default ([`Splitters::choose`]): a range then exceeds twice its
@@ -87,23 +89,46 @@ fn splitmix64(state: &mut u64) -> u64 {
 /// The same inputs give the same sample.
 pub fn sample<K: SortKey>(keys: &[K], count: usize, order: Order, seed: u64) -> Vec<u64> {
     let descending = order.is_descending();
-    let mut bits: Vec<u64> = if count >= keys.len() {
-        keys.par_iter()
-            .map(|k| k.ordered_bits(descending))
-            .collect()
+    sample_by(keys.len(), count, seed, |i| {
+        keys[i].ordered_bits(descending)
+    })
+}
+
+#[cfg(feature = "cuda")]
+/// [`sample`] of words of `encoding`'s kind: the same positions, and the same bits as
+/// [`sample`] of the keys whose raw bits the words are.
+pub(crate) fn sample_words<W: Word>(
+    words: &[W],
+    encoding: KeyEncoding,
+    count: usize,
+    seed: u64,
+) -> Vec<u64> {
+    sample_by(words.len(), count, seed, |i| {
+        encoding.encode(words[i]).into()
+    })
+}
+
+/// The seed of the crate's own samples, so that a slice is partitioned the same way on every
+/// run.
+pub(crate) const SAMPLE_SEED: u64 = 0x5eed;
+
+/// The sorted sample of [`sample`]: `bits(i)` of `count` positions `i` of `0..len` drawn from
+/// the generator seeded by `seed`, or of every position when `count >= len`.
+fn sample_by(len: usize, count: usize, seed: u64, bits: impl Fn(usize) -> u64 + Sync) -> Vec<u64> {
+    let mut sampled: Vec<u64> = if count >= len {
+        (0..len).into_par_iter().map(&bits).collect()
     } else {
         // The generator's i-th draw depends on `i` alone, so the draws run in parallel.
         (0..count as u64)
             .into_par_iter()
             .map(|i| {
                 let mut state = seed.wrapping_add(i.wrapping_mul(GOLDEN_GAMMA));
-                let i = (splitmix64(&mut state) % keys.len() as u64) as usize;
-                keys[i].ordered_bits(descending)
+                bits((splitmix64(&mut state) % len as u64) as usize)
             })
             .collect()
     };
-    bits.par_sort_unstable();
-    bits
+    sampled.par_sort_unstable();
+    sampled
 }
 
 /// The splitters of a range partition: distinct ordered bits, ascending. `m` splitters make

@@ -9,9 +9,10 @@
 //! Ranges that hold a single repeated key are sorted as they stand and skip the devices.
 //! Sorted ranges end to end are the sorted whole, so no merge follows.
 //!
-//! On CUDA, keys of 32 or 64 bits without values first try two paths without the host
-//! partition (`cuda.rs`): the devices' spread sort where equal shares fit every GPU, and
-//! ranges in the GPUs' memory where the keys fit them once.
+//! Keys of 32 or 64 bits without values first go to the first device's backend
+//! ([`Backend::sort_host_in_device_memory`]), which may sort them in its devices' own memory
+//! without the host partition (on CUDA: the devices' spread sort where equal shares fit every
+//! GPU, and ranges in the GPUs' memory where the keys fit them once).
 //!
 //! Where the result goes: by default (keys of 32 or 64 bits) each span is uploaded from the
 //! buffer and downloaded straight into its place in the caller's slices; a failure then has
@@ -29,10 +30,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 
 use crate::backend::{Backend, BackendKind};
+use crate::dispatch::Dispatch;
 use crate::error::{Error, Result};
-use crate::keys::{Order, SortKey, Word};
-use crate::partition::{self, Partition, Splitters};
-use crate::sorter::Sorter;
+use crate::keys::{KeyEncoding, KeyRepr, Order, SortKey, Word};
+use crate::partition::{self, Partition, SAMPLE_SEED, Splitters};
+use crate::schedule::device_ranges::{MIN_BUDGET, element_budget};
 
 /// The share of a GPU's memory that one sort may use when no limit is set: the rest is the
 /// context's, the kernels', and other programs'.
@@ -43,8 +45,6 @@ const RANGES_PER_SPAN: usize = 4;
 /// Spans are planned at this share of a device's budget, so that ranges a little over their
 /// expected size still fit.
 const BUDGET_USE_PERCENT: usize = 90;
-/// The fewest elements a device's budget counts, however small the memory limit.
-const MIN_BUDGET: usize = 64;
 /// How often a span still too large for its device (an unlucky sample) is partitioned again
 /// before it is handed to the device as it is.
 const MAX_DEPTH: u32 = 3;
@@ -52,9 +52,6 @@ const MAX_DEPTH: u32 = 3;
 const OUT_OF_MEMORY_SPANS: usize = 4;
 /// Elements per piece of the parallel copy back into the caller's slices.
 const COPY_PIECE: usize = 1 << 16;
-
-/// The seed of the samples here, so that a slice is partitioned the same way on every run.
-const SAMPLE_SEED: u64 = 0x5eed;
 
 /// How a sort of one host slice is split.
 #[derive(Clone, Copy, Debug)]
@@ -68,13 +65,13 @@ pub(crate) struct Plan {
 /// The device memory one sort on `device` may use: its memory (or the sorter's limit), a
 /// GPU that the sorter opened several times shared among them; `None` for the CPU backend
 /// without a limit.
-fn memory(sorter: &Sorter, device: &dyn Backend) -> Option<u64> {
+fn memory(dispatch: &Dispatch, device: &dyn Backend) -> Option<u64> {
     let info = device.device();
-    match sorter.memory_limit {
+    match dispatch.settings.memory_limit {
         Some(limit) => Some(limit),
         None if info.backend == BackendKind::Cpu => None,
         None => {
-            let openings = sorter
+            let openings = dispatch
                 .device_backends()
                 .filter(|d| d.device().backend == info.backend && d.device().index == info.index)
                 .count() as u64;
@@ -85,24 +82,18 @@ fn memory(sorter: &Sorter, device: &dyn Backend) -> Option<u64> {
 
 /// The elements one sort on `device` may hold: its [`memory`] over twice the bytes of an
 /// element (the keys and values, and the scratch of as many).
-fn budget(sorter: &Sorter, device: &dyn Backend, element_bytes: u64) -> usize {
-    let Some(bytes) = memory(sorter, device) else {
-        return usize::MAX;
-    };
-    let elements = bytes / (2 * element_bytes.max(1));
-    usize::try_from(elements)
-        .unwrap_or(usize::MAX)
-        .max(MIN_BUDGET)
+fn budget(dispatch: &Dispatch, device: &dyn Backend, element_bytes: u64) -> usize {
+    element_budget(memory(dispatch, device), element_bytes)
 }
 
 /// The smallest budget among `devices`.
 fn smallest_budget<'a>(
-    sorter: &Sorter,
+    dispatch: &Dispatch,
     devices: impl Iterator<Item = &'a dyn Backend>,
     element_bytes: u64,
 ) -> usize {
     devices
-        .map(|d| budget(sorter, d, element_bytes))
+        .map(|d| budget(dispatch, d, element_bytes))
         .min()
         .unwrap_or(usize::MAX)
 }
@@ -111,8 +102,8 @@ fn smallest_budget<'a>(
 /// its budget said it would fit (the device had less free memory than that): spans of a
 /// quarter. `None` where the sort cannot be partitioned (the oblivious mode) or is too short
 /// to be worth it.
-pub(crate) fn after_out_of_memory(sorter: &Sorter, n: usize) -> Option<Plan> {
-    (!sorter.is_oblivious() && n >= 2 * MIN_BUDGET).then_some(Plan {
+pub(crate) fn after_out_of_memory(dispatch: &Dispatch, n: usize) -> Option<Plan> {
+    (!dispatch.settings.oblivious && n >= 2 * MIN_BUDGET).then_some(Plan {
         devices: 1,
         spans: OUT_OF_MEMORY_SPANS,
     })
@@ -120,24 +111,24 @@ pub(crate) fn after_out_of_memory(sorter: &Sorter, n: usize) -> Option<Plan> {
 
 /// How a sort of `n` elements of `element_bytes` each (keys as the device holds them, plus
 /// values) is split, or `None` where one device sorts it whole: it fits the first device,
-/// and it is shorter than [`crate::SorterBuilder::split_from`] or the sorter has one device.
+/// and it is shorter than [`crate::SorterBuilder::split_from`] or the dispatch has one device.
 /// A split sort runs on every device. The oblivious
 /// mode never splits: partitioning reads memory where the keys lead it.
-pub(crate) fn plan(sorter: &Sorter, n: usize, element_bytes: u64) -> Option<Plan> {
-    if sorter.is_oblivious() {
+pub(crate) fn plan(dispatch: &Dispatch, n: usize, element_bytes: u64) -> Option<Plan> {
+    if dispatch.settings.oblivious {
         return None;
     }
-    let device_count = sorter.device_backends().count();
-    let first = smallest_budget(sorter, sorter.device_backends().take(1), element_bytes);
+    let device_count = dispatch.device_backends().count();
+    let first = smallest_budget(dispatch, dispatch.device_backends().take(1), element_bytes);
     // A slice that must be partitioned anyway goes to every device.
-    let spread = device_count > 1 && (n >= sorter.split_from || n > first);
+    let spread = device_count > 1 && (n >= dispatch.settings.split_from || n > first);
     if !spread && n <= first {
         return None;
     }
     let devices = if spread { device_count } else { 1 };
     let budget = smallest_budget(
-        sorter,
-        sorter.device_backends().take(devices),
+        dispatch,
+        dispatch.device_backends().take(devices),
         element_bytes,
     );
     Some(plan_for(n, budget, devices))
@@ -152,26 +143,35 @@ fn plan_for(n: usize, budget: usize, devices: usize) -> Plan {
 
 /// Sorts `keys` (and `values`) by `plan` on the sorter's first `plan.devices` devices.
 pub(crate) fn sort<K: SortKey, V: Word>(
-    sorter: &Sorter,
+    dispatch: &Dispatch,
     plan: &Plan,
     keys: &mut [K],
     values: Option<&mut [V]>,
     descending: bool,
 ) -> Result<()> {
-    let devices: Vec<&dyn Backend> = sorter.device_backends().take(plan.devices).collect();
-    #[cfg(feature = "cuda")]
-    if values.is_none()
-        && (cuda::spread_over_cuda(sorter, &devices, keys, descending)?
-            || cuda::in_device_ranges(sorter, &devices, keys, descending)?)
-    {
-        return Ok(());
+    let devices: Vec<&dyn Backend> = dispatch.device_backends().take(plan.devices).collect();
+    if values.is_none() && !dispatch.settings.all_or_nothing {
+        let memory: Vec<u64> = devices
+            .iter()
+            .map(|&d| memory(dispatch, d).unwrap_or(u64::MAX))
+            .collect();
+        if let KeyRepr::Words(words, kind) = K::repr(keys)
+            && devices[0].sort_host_in_device_memory(
+                &devices,
+                &memory,
+                words,
+                KeyEncoding { kind, descending },
+            )?
+        {
+            return Ok(());
+        }
     }
-    sort_on_devices(sorter, &devices, plan.spans, keys, values, descending, 0)
+    sort_on_devices(dispatch, &devices, plan.spans, keys, values, descending, 0)
 }
 
 /// [`sort`] on the given devices, aiming for `spans` spans.
 fn sort_on_devices<K: SortKey, V: Word>(
-    sorter: &Sorter,
+    dispatch: &Dispatch,
     devices: &[&dyn Backend],
     spans: usize,
     keys: &mut [K],
@@ -205,11 +205,11 @@ fn sort_on_devices<K: SortKey, V: Word>(
     // slices; a failure then has the rest sorted on the host (`finish_on_host`), which needs
     // the buffer's ranges intact: only the GPU backends' sorts into other slices promise that
     // (narrow keys are sorted in place, and a copy back that fails half-way mixes them).
-    let direct = !sorter.all_or_nothing && depth == 0 && std::mem::size_of::<K>() >= 4;
+    let direct = !dispatch.settings.all_or_nothing && depth == 0 && std::mem::size_of::<K>() >= 4;
     if !direct {
         let pieces = cut(&mut sorted_keys, sorted_values.as_deref_mut(), &spans);
         run(devices, pieces, |device, (k, v)| {
-            sort_span(sorter, device, k, v, descending, depth)
+            sort_span(dispatch, device, k, v, descending, depth)
         })?;
         crate::fault::point(kind, "write-back")?;
         copy_into(keys, &sorted_keys);
@@ -225,14 +225,14 @@ fn sort_on_devices<K: SortKey, V: Word>(
         let targets = cut(keys, values.as_deref_mut(), &spans);
         let pieces: Vec<_> = sources.into_iter().zip(targets).enumerate().collect();
         run(devices, pieces, |device, (i, (source, target))| {
-            sort_span_into(sorter, device, source, target, descending)?;
+            sort_span_into(dispatch, device, source, target, descending)?;
             done[i].store(true, Ordering::Relaxed);
             Ok(())
         })
         .and_then(|()| crate::fault::point(kind, "write-back"))
     };
     let finished = finish_on_host(
-        sorter,
+        dispatch,
         (&mut sorted_keys, sorted_values.as_deref_mut()),
         (keys, values),
         &spans,
@@ -247,7 +247,7 @@ fn sort_on_devices<K: SortKey, V: Word>(
 /// between the spans (single-key ranges, sorted as they stand). The slices are then fully
 /// sorted, whatever failed.
 fn finish_on_host<K: SortKey, V: Word>(
-    sorter: &Sorter,
+    dispatch: &Dispatch,
     (sorted_keys, mut sorted_values): (&mut [K], Option<&mut [V]>),
     (keys, mut values): (&mut [K], Option<&mut [V]>),
     spans: &[Range<usize>],
@@ -259,7 +259,7 @@ fn finish_on_host<K: SortKey, V: Word>(
         if !done.load(Ordering::Relaxed) {
             let k = &mut sorted_keys[span.clone()];
             let v = sorted_values.as_deref_mut().map(|v| &mut v[span.clone()]);
-            sorter.sort_on(&host, k, v, descending, span.len())?;
+            dispatch.sort_on(&host, k, v, descending, span.len())?;
             copy_into(&mut keys[span.clone()], &sorted_keys[span.clone()]);
             if let (Some(values), Some(sorted)) = (values.as_deref_mut(), sorted_values.as_deref())
             {
@@ -403,7 +403,7 @@ fn run<P: Send>(
 /// device, or that runs out of its memory, is sorted in the buffer as [`sort_span`] does and
 /// then copied.
 fn sort_span_into<K: SortKey, V: Word>(
-    sorter: &Sorter,
+    dispatch: &Dispatch,
     device: &dyn Backend,
     (keys, mut values): Piece<'_, K, V>,
     (out_keys, out_values): Piece<'_, K, V>,
@@ -415,11 +415,11 @@ fn sort_span_into<K: SortKey, V: Word>(
             .as_ref()
             .map_or(0, |_| std::mem::size_of::<V>() as u64);
     let n = keys.len();
-    let budget = budget(sorter, device, element_bytes);
+    let budget = budget(dispatch, device, element_bytes);
     let fits = n <= budget;
     let mut out_values = out_values;
     if fits {
-        let sorted = sorter.sort_on_into(
+        let sorted = dispatch.sort_on_into(
             device,
             &mut *keys,
             values.as_deref_mut(),
@@ -441,7 +441,7 @@ fn sort_span_into<K: SortKey, V: Word>(
         plan_for(n, budget, 1).spans
     };
     sort_on_devices(
-        sorter,
+        dispatch,
         &[device],
         spans,
         keys,
@@ -465,7 +465,7 @@ fn sort_span_into<K: SortKey, V: Word>(
 /// span half written is reported by its cause: the span is the sorter's buffer, and the
 /// caller's slices are untouched.
 fn sort_span<K: SortKey, V: Word>(
-    sorter: &Sorter,
+    dispatch: &Dispatch,
     device: &dyn Backend,
     keys: &mut [K],
     values: Option<&mut [V]>,
@@ -477,13 +477,13 @@ fn sort_span<K: SortKey, V: Word>(
         + values
             .as_ref()
             .map_or(0, |_| std::mem::size_of::<V>() as u64);
-    let budget = budget(sorter, device, element_bytes);
+    let budget = budget(dispatch, device, element_bytes);
     let n = keys.len();
     let mut values = values;
     let sorted = if n > budget && depth < MAX_DEPTH {
         let plan = plan_for(n, budget, 1);
         sort_on_devices(
-            sorter,
+            dispatch,
             &[device],
             plan.spans,
             keys,
@@ -492,12 +492,12 @@ fn sort_span<K: SortKey, V: Word>(
             depth + 1,
         )
     } else {
-        match sorter.sort_on(device, keys, values.as_deref_mut(), descending, n) {
+        match dispatch.sort_on(device, keys, values.as_deref_mut(), descending, n) {
             // The device had less free memory than its budget: the span is as it was (a
             // sort allocates before anything is copied back), so it goes in smaller pieces.
             Err(Error::OutOfMemory { .. }) if depth < MAX_DEPTH && n >= 2 * MIN_BUDGET => {
                 sort_on_devices(
-                    sorter,
+                    dispatch,
                     &[device],
                     OUT_OF_MEMORY_SPANS,
                     keys,
@@ -522,7 +522,5 @@ fn copy_into<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
-#[cfg(feature = "cuda")]
-mod cuda;
 #[cfg(test)]
 mod tests;

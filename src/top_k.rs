@@ -15,10 +15,10 @@
 
 use std::borrow::Cow;
 
-use crate::argsort::{key_of_u32, u32_kind, u32_of_key};
-use crate::error::{Error, Result};
-use crate::keys::{KeyEncoding, Order, SortKey};
-use crate::sorter::{Sorter, check_rows};
+use crate::error::Result;
+use crate::keys::{KeyEncoding, Order, SortKey, key_of_u32, u32_kind, u32_of_key};
+use crate::shape::{check_k, check_rows};
+use crate::sorter::Sorter;
 
 /// The result of [`Sorter::top_k`] and [`Sorter::top_k_rows`]: for each row, its `k` best
 /// keys in order and their positions within the row, row after row.
@@ -37,49 +37,6 @@ impl<K> TopK<K> {
     pub fn rows(&self) -> usize {
         self.values.len().checked_div(self.k).unwrap_or(0)
     }
-}
-
-/// Checks `k` against a row of `row_len`: at least 1 and at most the row.
-fn check_k(k: usize, row_len: usize) -> Result<()> {
-    if k == 0 || k > row_len {
-        return Err(Error::InvalidConfig(format!(
-            "top-k needs 1 <= k <= the row length; k = {k}, rows of {row_len}"
-        )));
-    }
-    Ok(())
-}
-
-/// Checks a top-k of device-resident keys before anything is enqueued: `keys_len` keys in
-/// rows of `row_len`, `1 <= k <= row_len`, positions that fit 32 bits, and outputs of exactly
-/// `k` per row. Returns the number of rows.
-#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
-pub(crate) fn check_top_k_device(
-    keys_len: usize,
-    row_len: usize,
-    k: usize,
-    values_len: usize,
-    indices_len: usize,
-) -> Result<usize> {
-    if row_len == 0 || !keys_len.is_multiple_of(row_len) {
-        return Err(Error::InvalidConfig(format!(
-            "{keys_len} keys do not form rows of {row_len}"
-        )));
-    }
-    check_k(k, row_len)?;
-    if row_len as u64 > u64::from(u32::MAX) + 1 {
-        return Err(Error::Unsupported(format!(
-            "top-k of rows of {row_len}: positions are 32-bit, at most 2^32 keys a row"
-        )));
-    }
-    let rows = keys_len / row_len;
-    let want = rows * k;
-    if values_len != want || indices_len != want {
-        return Err(Error::InvalidConfig(format!(
-            "top-k of {rows} rows with k = {k} writes {want} values and {want} indices; \
-             the outputs hold {values_len} and {indices_len}"
-        )));
-    }
-    Ok(rows)
 }
 
 impl Sorter {
@@ -163,7 +120,7 @@ impl Sorter {
             kind,
             descending: order.is_descending(),
         };
-        let backend = self.backend_for(keys.len());
+        let backend = self.dispatch.backend_for(keys.len());
         let Some((values, indices)) = backend.top_k_rows_words(&words, encoding, row_len, k)?
         else {
             return Ok(None);
@@ -177,6 +134,7 @@ impl Sorter {
 mod tests {
     use super::*;
     use crate::device::BackendKind;
+    use crate::error::Error;
 
     fn cpu() -> Sorter {
         Sorter::builder()
@@ -249,28 +207,6 @@ mod tests {
         ));
         let empty: [u32; 0] = [];
         assert!(sorter.top_k(&empty, 1, Order::Ascending).is_err());
-    }
-
-    #[test]
-    fn device_shapes_are_checked() {
-        assert_eq!(check_top_k_device(12, 4, 2, 6, 6).unwrap(), 3);
-        assert_eq!(check_top_k_device(0, 4, 2, 0, 0).unwrap(), 0);
-        for (keys, row_len, k, values, indices) in [
-            (12, 0, 1, 0, 0),
-            (12, 5, 1, 2, 2),
-            (12, 4, 0, 0, 0),
-            (12, 4, 5, 15, 15),
-            (12, 4, 2, 5, 6),
-            (12, 4, 2, 6, 7),
-        ] {
-            assert!(
-                matches!(
-                    check_top_k_device(keys, row_len, k, values, indices),
-                    Err(Error::InvalidConfig(_))
-                ),
-                "{keys} {row_len} {k} {values} {indices}"
-            );
-        }
     }
 
     #[test]

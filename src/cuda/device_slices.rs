@@ -19,8 +19,9 @@ use cust::sys as cu;
 
 use super::{CudaBackend, DeviceScratch, Job, Widths, check, on};
 use crate::buffer_cache::Scratch;
-use crate::error::{Error, Result, check_rows_words};
+use crate::error::{Error, Result};
 use crate::keys::{KeyEncoding, Order, WordKey};
+use crate::shape::{check_rows_words, check_value_bytes};
 
 /// A caller's device slice as words: its address, length and word width.
 #[derive(Clone, Copy)]
@@ -146,9 +147,8 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         check_rows_words(keys.len, values.map(|v| v.len), row_len)?;
-        let value_bytes = values.map_or(0, |v| v.word_bytes);
-        if values.is_some() && value_bytes != 4 && value_bytes != 8 {
-            return Err(Error::UnsupportedValueSize { bytes: value_bytes });
+        if let Some(values) = values {
+            check_value_bytes(values.word_bytes)?;
         }
         self.check_stream(stream)?;
         for (what, words) in [("keys", Some(keys)), ("values", values)] {

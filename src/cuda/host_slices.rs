@@ -14,11 +14,12 @@ use super::plan::{self, DeviceLimits, MergeLaunch, MergePathPlan, SortPlan};
 use super::{CudaBackend, HostState, Job, ScratchWords};
 use crate::backend::BackendKind;
 use crate::buffer_cache::grow;
-use crate::error::{Result, debug_assert_rows_words};
+use crate::error::Result;
 use crate::host_transfer::Column;
 use crate::keys::KeyEncoding;
 use crate::rayon_lock::{RayonLockGuard, lock_shared_with_rayon};
 use crate::schedule::merge_path::{UploadChunks, upload_chunk};
+use crate::shape::debug_assert_rows_words;
 
 /// A host-slice merge-path sort that sorts while it uploads: each chunk
 /// (`crate::schedule::merge_path::upload_chunk`) is sorted as soon as it has arrived, while
@@ -34,7 +35,7 @@ impl<'j> ChunkedSort<'j> {
     /// The chunks of `job`, a sort of `n` elements, where it sorts while uploading.
     fn of(job: &'j Job, n: u64) -> Option<ChunkedSort<'j>> {
         #[cfg(test)]
-        if super::transfer_timings::SORT_AFTER_UPLOAD.with(std::cell::Cell::get) {
+        if super::tests::transfer_timings::SORT_AFTER_UPLOAD.with(std::cell::Cell::get) {
             return None;
         }
         let (SortPlan::MergePath(whole), Some(scratch)) = (&job.plan, job.scratch) else {

@@ -22,7 +22,7 @@
 //! (the kernel calls of those launches), `link.rs` (pinned memory, copies and events for the
 //! transfer engine), `device_slices.rs` (sorts of data already on the device); tests in
 //! `tests/`, and the transfer engine's timings on a CUDA device (ignored without one) in
-//! `transfer_timings.rs`.
+//! `tests/transfer_timings.rs`.
 //!
 //! Keys already in device memory are sorted in place on the caller's stream by the calls in
 //! `device_slices.rs` ([`CudaBackend::sort_device`] and its siblings); keys spread over
@@ -54,6 +54,7 @@ mod device_bits;
 mod device_ranges;
 mod device_slices;
 mod driver;
+mod host_ranges;
 mod host_slices;
 mod kernels;
 mod launch;
@@ -64,7 +65,6 @@ mod spread_host;
 mod stream_buffers;
 mod top_k;
 
-pub(crate) use device_ranges::sort_host_in_ranges;
 pub use driver::devices;
 use driver::{check, driver_error, init, on, probe};
 use kernels::{
@@ -74,7 +74,6 @@ use kernels::{
 use link::{CallerPinned, CudaLink};
 use plan::{DeviceLimits, SortPlan, Widths};
 pub use spread::{SpreadPart, sort_device_spread};
-pub(crate) use spread_host::{SPREAD_BYTES_PER_BYTE, sort_host_spread};
 
 /// One sort's device words and its launches.
 struct Job {
@@ -457,6 +456,16 @@ impl Backend for CudaBackend {
         self.top_k_host(keys, encoding, row_len, k)
     }
 
+    fn sort_host_in_device_memory(
+        &self,
+        devices: &[&dyn Backend],
+        memory: &[u64],
+        keys: WordsMut<'_>,
+        encoding: KeyEncoding,
+    ) -> Result<bool> {
+        host_ranges::sort_host_in_device_memory(devices, memory, keys, encoding)
+    }
+
     fn set_all_or_nothing(&self, all_or_nothing: bool) {
         self.cache_stats.set_all_or_nothing(all_or_nothing);
     }
@@ -504,17 +513,14 @@ impl Backend for CudaBackend {
 }
 
 /// Notes on the calling thread that a step of a sort of several steps has ended, for the
-/// timings of steps in `step_timings.rs`; nothing outside the crate's unit tests.
+/// timings of steps in `tests/step_timings.rs`; nothing outside the crate's unit tests.
 fn step_done(step: &'static str) {
     #[cfg(test)]
-    step_timings::STEPS.with(|steps| steps.borrow_mut().push((step, std::time::Instant::now())));
+    tests::step_timings::STEPS
+        .with(|steps| steps.borrow_mut().push((step, std::time::Instant::now())));
     #[cfg(not(test))]
     let _ = step;
 }
 
 #[cfg(test)]
-mod step_timings;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod transfer_timings;

@@ -11,6 +11,9 @@ use crate::keys::KeyKind;
 use cust::event::{Event, EventFlags};
 use cust::memory::CopyDestination;
 
+pub(super) mod step_timings;
+pub(super) mod transfer_timings;
+
 /// A large device of compute capability 9.0: 227 KiB of opt-in shared memory per block,
 /// 132 multiprocessors, clusters.
 const LARGE_GPU: DeviceLimits = DeviceLimits {

@@ -24,7 +24,7 @@ use crate::schedule::top_k::{
     FilterDevice, SELECT_BLOCK_BYTES, TOP_K_MAX_LOG_TILE, TopKCandidates, TopKFilter, TopKRoute,
     TopKSelect,
 };
-use crate::top_k::check_top_k_device;
+use crate::shape::check_top_k_device;
 
 /// Blocks of one launch at most; each block loops over the tiles (or elements) past the grid.
 const MAX_GRID: u64 = 1 << 20;

@@ -19,8 +19,9 @@ use opencl3::types::{cl_device_id, cl_mem};
 use super::plan::Shape;
 use super::{CPU_DEVICE_RUNS, OpenClBackend, Operands, driver, hold};
 use crate::backend::DeviceType;
-use crate::error::{Error, Result, check_rows_words};
+use crate::error::{Error, Result};
 use crate::keys::{KeyEncoding, Order, WordKey};
+use crate::shape::check_rows_words;
 
 /// A caller's buffer: its handle, its length in elements and the element width.
 #[derive(Clone, Copy)]

@@ -40,12 +40,13 @@ use opencl3::types::cl_mem;
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::buffer_cache::{DeviceBytes, Scratch, grow};
-use crate::error::{Error, Result, debug_assert_rows_words};
+use crate::error::{Error, Result};
 use crate::host_transfer::{CacheStats, Column, HostStateOf};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
 use crate::rayon_lock::{RayonLockGuard, lock_shared_with_rayon};
 use crate::schedule::TileParams;
+use crate::shape::debug_assert_rows_words;
 
 use plan::{LOG_E, MAX_LOG_TILE, Shape, SortPlan};
 

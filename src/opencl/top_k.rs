@@ -19,7 +19,7 @@ use crate::kernel_contract::padded_words;
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
 use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKPlan, TopKRoute};
-use crate::top_k::check_top_k_device;
+use crate::shape::check_top_k_device;
 
 /// The program's main file: the contract, the key words and their encoding, the kernels.
 const MAIN: &str = "#include \"contract.h\"\n#include \"words.clh\"\n#include \"top_k.clh\"\n";

@@ -8,6 +8,7 @@ use super::*;
 use crate::backend::{DeviceInfo, DeviceType};
 use crate::cpu::CpuBackend;
 use crate::keys::{KeyEncoding, WordsMut};
+use crate::sorter::Sorter;
 
 /// Sorts on the host, but refuses sorts longer than `most` as a full device would.
 struct SmallDevice {

@@ -50,6 +50,22 @@ pub(crate) fn sample_len(n: usize) -> usize {
     n.min(SAMPLE_MAX)
 }
 
+/// The fewest elements a device's budget counts, however small the memory limit.
+pub(crate) const MIN_BUDGET: usize = 64;
+
+/// The elements one sort of host slices may hold on a device with `memory` bytes for it
+/// (`None`: no limit): the memory over twice the bytes of an element, for the keys and values
+/// and the scratch of as many.
+pub(crate) fn element_budget(memory: Option<u64>, element_bytes: u64) -> usize {
+    let Some(bytes) = memory else {
+        return usize::MAX;
+    };
+    let elements = bytes / (2 * element_bytes.max(1));
+    usize::try_from(elements)
+        .unwrap_or(usize::MAX)
+        .max(MIN_BUDGET)
+}
+
 /// How the slice is laid out in device memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct DeviceRanges {

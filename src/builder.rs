@@ -1,9 +1,22 @@
 //! [`SorterBuilder`]: which devices a [`Sorter`] runs on, and how it sorts.
 
-use super::{DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM, Sorter};
-use crate::backend::{Backend, BackendKind, DeviceType};
+use crate::backend::{BackendKind, DeviceType};
+use crate::dispatch::{DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM, Dispatch, Settings};
 use crate::error::{Error, Result};
 use crate::select::{self, DeviceFilter};
+use crate::sorter::Sorter;
+
+impl Sorter {
+    /// The best device found, or the one `BITONIC_BACKEND` / `BITONIC_DEVICE` name.
+    pub fn new() -> Result<Sorter> {
+        Sorter::builder().build()
+    }
+
+    /// A builder to choose the device in code.
+    pub fn builder() -> SorterBuilder {
+        SorterBuilder::default()
+    }
+}
 
 /// Chooses the device a [`Sorter`] runs on. Settings made here win over the
 /// `BITONIC_BACKEND` / `BITONIC_DEVICE` environment variables, which win over the default
@@ -196,16 +209,15 @@ impl SorterBuilder {
             b.set_all_or_nothing(self.all_or_nothing);
             b.set_oblivious(self.oblivious);
         }
-        let mut sorter = Sorter::with_backend(backend);
-        if let Some(cpu) = &sorter.cpu {
-            cpu.set_oblivious(self.oblivious);
-        }
-        sorter.others = others;
-        sorter.memory_limit = self.memory_limit;
-        sorter.split_from = self.split_from;
-        sorter.all_or_nothing = self.all_or_nothing;
-        sorter.host_threshold = self.host_threshold;
-        sorter.oblivious = self.oblivious;
-        Ok(sorter)
+        let settings = Settings {
+            host_threshold: self.host_threshold,
+            oblivious: self.oblivious,
+            memory_limit: self.memory_limit,
+            split_from: self.split_from,
+            all_or_nothing: self.all_or_nothing,
+        };
+        Ok(Sorter {
+            dispatch: Dispatch::new(backend, others, settings),
+        })
     }
 }

@@ -2,17 +2,17 @@
 //! needs the backend's internals (`cargo test --release --features cuda --lib <name> --
 //! --ignored --nocapture`): a host slice sorted in ranges in device memory, keys spread over
 //! several GPUs' memory, and a host slice spread over several GPUs. Each prints when every
-//! step ended ([`super::step_done`]) and checks the result.
+//! step ended ([`super::super::step_done`]) and checks the result.
 
 use std::time::{Duration, Instant};
 
+use super::super::*;
 use super::transfer_timings::{random_u32, staged_round_trip, timed_vec_sort};
-use super::*;
 
 thread_local! {
     /// The end of each step of a sort in ranges in device memory (`device_ranges.rs`) or
     /// spread over devices (`spread.rs`, `spread_host.rs`).
-    pub(super) static STEPS: std::cell::RefCell<Vec<(&'static str, Instant)>> =
+    pub(in crate::cuda) static STEPS: std::cell::RefCell<Vec<(&'static str, Instant)>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -264,7 +264,7 @@ fn cuda_spread_host_steps() {
         let refs: Vec<&CudaBackend> = backends.iter().collect();
         STEPS.with(|steps| steps.borrow_mut().clear());
         let start = Instant::now();
-        crate::cuda::sort_host_spread(
+        crate::cuda::spread_host::sort_host_spread(
             &refs,
             WordsMut::U32(&mut keys),
             KeyEncoding::of::<u32>(crate::Order::Ascending),

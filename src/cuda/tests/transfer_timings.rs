@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use std::cell::Cell;
 
-use super::tests::lcg;
-use super::*;
+use super::super::*;
+use super::lcg;
 use crate::host_transfer::CopyBack;
 use cust::event::{Event, EventFlags};
 
 thread_local! {
     /// Set while a timing runs host-slice sorts that upload everything before sorting.
-    pub(super) static SORT_AFTER_UPLOAD: Cell<bool> = const { Cell::new(false) };
+    pub(in crate::cuda) static SORT_AFTER_UPLOAD: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Backend 0, its context current on this thread.
