@@ -53,6 +53,8 @@ pub mod fault;
 #[cfg(not(feature = "fault-injection"))]
 mod fault;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
+mod gpu;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
 mod host_transfer;
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 mod kernel_contract;

@@ -15,6 +15,7 @@ use super::{CudaBackend, HostState, Job, ScratchWords};
 use crate::backend::BackendKind;
 use crate::buffer_cache::grow;
 use crate::error::Result;
+use crate::gpu::HostSort;
 use crate::host_transfer::Column;
 use crate::keys::KeyEncoding;
 use crate::rayon_lock::{RayonLockGuard, lock_shared_with_rayon};
@@ -83,11 +84,11 @@ impl<'j> ChunkedSort<'j> {
     }
 }
 
-impl CudaBackend {
+impl HostSort for CudaBackend {
     /// Every sort of host slices: uploads the columns through the pinned ring, sorts rows of
     /// `row_len` on the stream, and copies the result back through the ring as it arrives,
     /// into the columns themselves or, when given, into `out` (of the same shape).
-    pub(super) fn sort_host<'a>(
+    fn sort_host<'a>(
         &self,
         mut keys: Column<'a>,
         mut values: Option<Column<'a>>,
@@ -116,7 +117,9 @@ impl CudaBackend {
         self.cache_stats.keep(host);
         sorted
     }
+}
 
+impl CudaBackend {
     /// The device buffers and plan of a host-slice sort of `keys` (and `values`) in rows of
     /// `row_len` (at least 2), grown in `host`'s buffers; `requested` bytes are what an
     /// out-of-memory error reports.

@@ -44,8 +44,9 @@ use cust::sys as cu;
 use crate::backend::{Backend, BackendKind, DeviceInfo};
 use crate::buffer_cache::{DeviceBytes, Scratch, grow};
 use crate::error::{Error, Result};
-use crate::host_transfer::{CacheStats, Column, HostStateOf, timing_override};
-use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
+use crate::gpu::GpuBackend;
+use crate::host_transfer::{CacheStats, HostStateOf, timing_override};
+use crate::keys::{KeyEncoding, WordsMut};
 use crate::pinned::PinnedMemory;
 use crate::rayon_lock::lock_shared_with_rayon;
 
@@ -146,7 +147,7 @@ pub struct CudaBackend {
     split_kernels: [Vec<Kernel>; 2],
     /// `warp_sort_u32` and `warps_sort_u32`.
     warp_kernels: [Kernel; 2],
-    /// Whether every sort runs the network ([`Backend::set_oblivious`]).
+    /// Whether every sort runs the network ([`crate::backend::Backend::set_oblivious`]).
     oblivious: AtomicBool,
     /// The merge scratch of device-resident sorts.
     device_scratch: Mutex<DeviceScratch>,
@@ -395,65 +396,9 @@ impl CudaBackend {
     }
 }
 
-impl Backend for CudaBackend {
-    fn device(&self) -> &DeviceInfo {
+impl GpuBackend for CudaBackend {
+    fn info(&self) -> &DeviceInfo {
         &self.info
-    }
-
-    fn sort_rows_words(
-        &self,
-        keys: WordsMut<'_>,
-        values: Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-        row_len: usize,
-    ) -> Result<()> {
-        self.sort_host(
-            Column::Words(keys),
-            values.map(Column::Words),
-            None,
-            encoding,
-            row_len,
-        )
-    }
-
-    fn sort_words_into(
-        &self,
-        keys: WordsMut<'_>,
-        values: Option<WordsMut<'_>>,
-        out_keys: WordsMut<'_>,
-        out_values: Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-    ) -> Result<()> {
-        let n = keys.len();
-        let out = Some((Column::Words(out_keys), out_values.map(Column::Words)));
-        let values = values.map(Column::Words);
-        self.sort_host(Column::Words(keys), values, out, encoding, n.max(1))
-    }
-
-    fn sort_rows_narrow(
-        &self,
-        keys: &mut dyn NarrowKeys,
-        values: Option<WordsMut<'_>>,
-        descending: bool,
-        row_len: usize,
-    ) -> Result<()> {
-        self.sort_host(
-            Column::Narrow(keys),
-            values.map(Column::Words),
-            None,
-            KeyEncoding::narrow(descending),
-            row_len,
-        )
-    }
-
-    fn top_k_rows_words(
-        &self,
-        keys: &[u32],
-        encoding: KeyEncoding,
-        row_len: usize,
-        k: usize,
-    ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
-        self.top_k_host(keys, encoding, row_len, k)
     }
 
     fn sort_host_in_device_memory(
@@ -466,33 +411,27 @@ impl Backend for CudaBackend {
         host_ranges::sort_host_in_device_memory(devices, memory, keys, encoding)
     }
 
-    fn set_all_or_nothing(&self, all_or_nothing: bool) {
-        self.cache_stats.set_all_or_nothing(all_or_nothing);
+    fn oblivious(&self) -> &AtomicBool {
+        &self.oblivious
     }
 
-    fn set_oblivious(&self, oblivious: bool) {
-        self.oblivious.store(oblivious, Ordering::Relaxed);
+    fn cache_stats(&self) -> &CacheStats {
+        &self.cache_stats
     }
 
-    fn cached_pinned_bytes(&self) -> u64 {
-        self.cache_stats.pinned()
-    }
-
-    fn cached_bytes(&self) -> u64 {
-        let device_scratch = self
-            .device_scratch
+    fn device_scratch_bytes(&self) -> u64 {
+        self.device_scratch
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .buffers
-            .bytes();
-        self.cache_stats.device() + device_scratch
+            .bytes()
     }
 
-    fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {
-        Ok(Some(Box::new(CallerPinned::new(self.device, bytes)?)))
+    fn alloc_caller_pinned(&self, bytes: usize) -> Result<Box<dyn PinnedMemory>> {
+        Ok(Box::new(CallerPinned::new(self.device, bytes)?))
     }
 
-    fn release_cached(&self) {
+    fn release_kept(&self) {
         let mut host = lock_shared_with_rayon(&self.busy);
         // The buffers are freed in their context; without it current they are kept.
         if CurrentContext::set_current(&self.context).is_ok() {
@@ -505,10 +444,6 @@ impl Backend for CudaBackend {
             // Freeing waits for the sorts that use the memory (cuMemFree synchronizes).
             scratch.buffers = Scratch::default();
         }
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
     }
 }
 

@@ -17,6 +17,7 @@ use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
 use super::stream_buffers::StreamBuffers;
 use crate::backend::BackendKind;
 use crate::error::Result;
+use crate::gpu::{HostTopK, host_top_k_sizes};
 use crate::kernel_contract::{TOP_K_THREADS, padded_words};
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
@@ -24,7 +25,6 @@ use crate::schedule::top_k::{
     FilterDevice, SELECT_BLOCK_BYTES, TOP_K_MAX_LOG_TILE, TopKCandidates, TopKFilter, TopKRoute,
     TopKSelect,
 };
-use crate::shape::check_top_k_device;
 
 /// Blocks of one launch at most; each block loops over the tiles (or elements) past the grid.
 const MAX_GRID: u64 = 1 << 20;
@@ -149,25 +149,8 @@ pub(super) fn load_top_k_kernels(
     })
 }
 
-/// A top-k of device-resident words, checked: `rows` rows of `row_len` keys of `key_bytes`
-/// at `keys`, `k` values (the keys' width) and `k` positions per row to write.
-#[derive(Clone, Copy)]
-struct TopKJob {
-    keys: cu::CUdeviceptr,
-    key_bytes: usize,
-    encoding: KeyEncoding,
-    row_len: u64,
-    rows: u64,
-    k: u64,
-    values: cu::CUdeviceptr,
-    indices: cu::CUdeviceptr,
-}
-
-impl TopKJob {
-    fn n(&self) -> u64 {
-        self.rows * self.row_len
-    }
-}
+/// A checked top-k of device memory at CUDA addresses.
+type TopKJob = crate::gpu::TopKJob<cu::CUdeviceptr>;
 
 impl CudaBackend {
     /// The `k` best keys of each row of `row_len` keys in `keys` (the smallest for
@@ -211,28 +194,20 @@ impl CudaBackend {
         indices: &mut DeviceSlice<u32>,
         stream: &Stream,
     ) -> Result<()> {
-        let rows = check_top_k_device(keys.len(), row_len, k, values.len(), indices.len())?;
-        self.check_stream(stream)?;
         let slices = [
             ("keys", DeviceWords::of(keys)),
             ("values", DeviceWords::of(values)),
             ("indices", DeviceWords::of(indices)),
         ];
+        let run = |i: usize| (slices[i].1.ptr, slices[i].1.len);
+        let key_bytes = std::mem::size_of::<T>();
+        let job = TopKJob::checked(run(0), key_bytes, encoding, row_len, k, run(1), run(2))?;
+        self.check_stream(stream)?;
         for (what, words) in slices {
             if words.len > 0 {
                 self.check_owner(what, words.ptr)?;
             }
         }
-        let job = TopKJob {
-            keys: slices[0].1.ptr,
-            key_bytes: std::mem::size_of::<T>(),
-            encoding,
-            row_len: row_len as u64,
-            rows: rows as u64,
-            k: k as u64,
-            values: slices[1].1.ptr,
-            indices: slices[2].1.ptr,
-        };
         self.enqueue_top_k(&job, stream)
     }
 
@@ -428,21 +403,21 @@ impl CudaBackend {
             )
         }
     }
+}
 
+impl HostTopK for CudaBackend {
     /// [`crate::backend::Backend::top_k_rows_words`] on this device: uploads the keys on the
     /// backend's stream, runs [`CudaBackend::top_k_device_rows`]'s launches there and reads
     /// the values and positions back.
-    pub(super) fn top_k_host(
+    fn top_k_host(
         &self,
         keys: &[u32],
         encoding: KeyEncoding,
         row_len: usize,
         k: usize,
     ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
-        let rows = keys.len() / row_len;
-        let out = rows * k;
-        let key_bytes = keys.len() as u64 * 4;
-        let requested = key_bytes + out as u64 * 8;
+        let (out, requested) = host_top_k_sizes(keys.len(), row_len, k);
+        let key_bytes = keys.len() * 4;
         if requested > self.info.memory_bytes {
             return Err(self.out_of_memory(requested));
         }
@@ -450,9 +425,19 @@ impl CudaBackend {
         let _host = lock_shared_with_rayon(&self.busy);
         crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
-        let device_keys = self.alloc(key_bytes as usize, requested)?;
+        let device_keys = self.alloc(key_bytes, requested)?;
         let device_values = self.alloc(out * 4, requested)?;
         let device_indices = self.alloc(out * 4, requested)?;
+        let address = |b: &cust::memory::DeviceBuffer<u8>| b.as_device_ptr().as_raw();
+        let job = TopKJob::checked(
+            (address(&device_keys), keys.len()),
+            4,
+            encoding,
+            row_len,
+            k,
+            (address(&device_values), out),
+            (address(&device_indices), out),
+        )?;
         let mut values = vec![0u32; out];
         let mut indices = vec![0u32; out];
         let done = (|| -> Result<()> {
@@ -460,20 +445,10 @@ impl CudaBackend {
             // stream synchronization below.
             unsafe {
                 device_keys
-                    .index(..key_bytes as usize)
+                    .index(..key_bytes)
                     .async_copy_from(bytemuck::cast_slice::<u32, u8>(keys), &self.stream)
             }
             .map_err(on("cuMemcpyHtoDAsync"))?;
-            let job = TopKJob {
-                keys: device_keys.as_device_ptr().as_raw(),
-                key_bytes: 4,
-                encoding,
-                row_len: row_len as u64,
-                rows: rows as u64,
-                k: k as u64,
-                values: device_values.as_device_ptr().as_raw(),
-                indices: device_indices.as_device_ptr().as_raw(),
-            };
             self.enqueue_top_k(&job, &self.stream)?;
             for (from, to) in [
                 (&device_values, &mut values),

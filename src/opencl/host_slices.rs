@@ -3,12 +3,13 @@
 //! comes back through the ring as it arrives.
 
 use super::*;
+use crate::gpu::HostSort;
 
-impl OpenClBackend {
+impl HostSort for OpenClBackend {
     /// Every sort of host slices: uploads the columns through the pinned ring, sorts rows of
     /// `row_len` on the queue, and copies the result back through the ring as it arrives,
     /// into the columns themselves or, when given, into `out` (of the same shape).
-    pub(super) fn sort_host<'a>(
+    fn sort_host<'a>(
         &self,
         mut keys: Column<'a>,
         mut values: Option<Column<'a>>,

@@ -38,11 +38,12 @@ use opencl3::error_codes::{
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::types::cl_mem;
 
-use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
+use crate::backend::{BackendKind, DeviceInfo, DeviceType};
 use crate::buffer_cache::{DeviceBytes, Scratch, grow};
 use crate::error::{Error, Result};
+use crate::gpu::GpuBackend;
 use crate::host_transfer::{CacheStats, Column, HostStateOf};
-use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
+use crate::keys::KeyEncoding;
 use crate::pinned::PinnedMemory;
 use crate::rayon_lock::{RayonLockGuard, lock_shared_with_rayon};
 use crate::schedule::TileParams;
@@ -115,7 +116,7 @@ pub struct OpenClBackend {
     /// (`plan::POLICY.own_split_max_tiles`; 0 in tests, to exercise the splitter kernel with
     /// short inputs).
     own_split_max_tiles: u64,
-    /// Whether every sort runs the network ([`Backend::set_oblivious`]).
+    /// Whether every sort runs the network ([`crate::backend::Backend::set_oblivious`]).
     oblivious: AtomicBool,
     /// The merge scratch of device-resident sorts.
     device_scratch: Mutex<DeviceScratch>,
@@ -380,100 +381,38 @@ impl OpenClBackend {
     }
 }
 
-impl Backend for OpenClBackend {
-    fn device(&self) -> &DeviceInfo {
+impl GpuBackend for OpenClBackend {
+    fn info(&self) -> &DeviceInfo {
         &self.info
     }
 
-    fn sort_rows_words(
-        &self,
-        keys: WordsMut<'_>,
-        values: Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-        row_len: usize,
-    ) -> Result<()> {
-        self.sort_host(
-            Column::Words(keys),
-            values.map(Column::Words),
-            None,
-            encoding,
-            row_len,
-        )
+    fn oblivious(&self) -> &AtomicBool {
+        &self.oblivious
     }
 
-    fn sort_words_into(
-        &self,
-        keys: WordsMut<'_>,
-        values: Option<WordsMut<'_>>,
-        out_keys: WordsMut<'_>,
-        out_values: Option<WordsMut<'_>>,
-        encoding: KeyEncoding,
-    ) -> Result<()> {
-        let n = keys.len();
-        let out = Some((Column::Words(out_keys), out_values.map(Column::Words)));
-        let values = values.map(Column::Words);
-        self.sort_host(Column::Words(keys), values, out, encoding, n.max(1))
+    fn cache_stats(&self) -> &CacheStats {
+        &self.cache_stats
     }
 
-    fn sort_rows_narrow(
-        &self,
-        keys: &mut dyn NarrowKeys,
-        values: Option<WordsMut<'_>>,
-        descending: bool,
-        row_len: usize,
-    ) -> Result<()> {
-        self.sort_host(
-            Column::Narrow(keys),
-            values.map(Column::Words),
-            None,
-            KeyEncoding::narrow(descending),
-            row_len,
-        )
-    }
-
-    fn top_k_rows_words(
-        &self,
-        keys: &[u32],
-        encoding: KeyEncoding,
-        row_len: usize,
-        k: usize,
-    ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
-        self.top_k_host(keys, encoding, row_len, k)
-    }
-
-    fn set_oblivious(&self, oblivious: bool) {
-        self.oblivious.store(oblivious, Ordering::Relaxed);
-    }
-
-    fn set_all_or_nothing(&self, all_or_nothing: bool) {
-        self.cache_stats.set_all_or_nothing(all_or_nothing);
-    }
-
-    fn cached_pinned_bytes(&self) -> u64 {
-        self.cache_stats.pinned()
-    }
-
-    fn cached_bytes(&self) -> u64 {
-        let device_scratch = self
-            .device_scratch
+    fn device_scratch_bytes(&self) -> u64 {
+        self.device_scratch
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .buffers
-            .bytes();
-        self.cache_stats.device() + device_scratch
+            .bytes()
     }
 
-    fn alloc_pinned(&self, bytes: usize) -> Result<Option<Box<dyn PinnedMemory>>> {
+    fn alloc_caller_pinned(&self, bytes: usize) -> Result<Box<dyn PinnedMemory>> {
         let link = ClLink {
             backend: self,
             queue: &self.queue,
             requested: bytes as u64,
             targets: None,
         };
-        Ok(Some(Box::new(CallerPinned::new(&link, bytes)?)))
+        Ok(Box::new(CallerPinned::new(&link, bytes)?))
     }
 
-    fn release_cached(&self) {
+    fn release_kept(&self) {
         let mut host = lock_shared_with_rayon(&self.host);
         *host = HostState::default();
         self.cache_stats.keep(&host);
@@ -482,10 +421,6 @@ impl Backend for OpenClBackend {
             .device_scratch
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = DeviceScratch::default();
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
     }
 }
 

@@ -3,8 +3,9 @@
 use super::plan::{Kind, SortPlan};
 use super::programs::{Width, program_source};
 use super::*;
+use crate::backend::Backend;
 use crate::cpu::CpuBackend;
-use crate::keys::{KeyKind, KeyRepr, SortKey};
+use crate::keys::{KeyKind, KeyRepr, SortKey, WordsMut};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::cmp::Ordering;

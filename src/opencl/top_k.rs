@@ -15,11 +15,11 @@ use super::driver::driver;
 use super::launch::Args;
 use super::{CPU_DEVICE_RUNS, DeviceType, OpenClBackend, hold, lifecycle_lock};
 use crate::error::{Error, Result};
+use crate::gpu::{HostTopK, host_top_k_sizes};
 use crate::kernel_contract::padded_words;
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
 use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKPlan, TopKRoute};
-use crate::shape::check_top_k_device;
 
 /// The program's main file: the contract, the key words and their encoding, the kernels.
 const MAIN: &str = "#include \"contract.h\"\n#include \"words.clh\"\n#include \"top_k.clh\"\n";
@@ -83,19 +83,8 @@ pub(super) struct TopKProgram {
     max_log_tile: u32,
 }
 
-/// A checked top-k of buffers: `rows` rows of `row_len` keys of `key_bytes`, `k` values and
-/// positions per row to write.
-#[derive(Clone, Copy)]
-struct TopKJob {
-    keys: cl_mem,
-    key_bytes: usize,
-    encoding: KeyEncoding,
-    row_len: u64,
-    rows: u64,
-    k: u64,
-    values: cl_mem,
-    indices: cl_mem,
-}
+/// A checked top-k of buffers.
+type TopKJob = crate::gpu::TopKJob<cl_mem>;
 
 impl OpenClBackend {
     /// The top-k program of keys of `key_bytes`, built on first use.
@@ -189,27 +178,13 @@ impl OpenClBackend {
             ("values", DeviceWords::of("values", values)?),
             ("indices", DeviceWords::of("indices", indices)?),
         ];
-        let rows = check_top_k_device(
-            buffers[0].1.len,
-            row_len,
-            k,
-            buffers[1].1.len,
-            buffers[2].1.len,
-        )?;
+        let run = |i: usize| (buffers[i].1.mem, buffers[i].1.len);
+        let encoding = KeyEncoding::of::<K>(order);
+        let job = TopKJob::checked(run(0), K::WORD_BYTES, encoding, row_len, k, run(1), run(2))?;
         self.check_queue(queue)?;
         for (what, words) in buffers {
             self.check_buffer(what, words)?;
         }
-        let job = TopKJob {
-            keys: buffers[0].1.mem,
-            key_bytes: K::WORD_BYTES,
-            encoding: KeyEncoding::of::<K>(order),
-            row_len: row_len as u64,
-            rows: rows as u64,
-            k: k as u64,
-            values: buffers[1].1.mem,
-            indices: buffers[2].1.mem,
-        };
         self.enqueue_top_k(&job, queue)
     }
 
@@ -436,21 +411,21 @@ impl OpenClBackend {
         }
         Ok((plan.passes.len() - 1) % 2)
     }
+}
 
+impl HostTopK for OpenClBackend {
     /// [`crate::backend::Backend::top_k_rows_words`] on this device: uploads the keys, runs
     /// [`OpenClBackend::top_k_device_rows`]'s launches on the backend's queue and reads the
     /// values and positions back.
-    pub(super) fn top_k_host(
+    fn top_k_host(
         &self,
         keys: &[u32],
         encoding: KeyEncoding,
         row_len: usize,
         k: usize,
     ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
-        let rows = keys.len() / row_len;
-        let out = rows * k;
+        let (out, requested) = host_top_k_sizes(keys.len(), row_len, k);
         let key_bytes = keys.len() * 4;
-        let requested = (key_bytes + out * 8) as u64;
         self.check_memory(requested)?;
         let mut device_keys = self.alloc(key_bytes, requested)?;
         let device_values = self.alloc(out * 4, requested)?;
@@ -466,16 +441,15 @@ impl OpenClBackend {
             )
         }
         .map_err(self.memory_error("clEnqueueWriteBuffer", requested))?;
-        let job = TopKJob {
-            keys: device_keys.get(),
-            key_bytes: 4,
+        let job = TopKJob::checked(
+            (device_keys.get(), keys.len()),
+            4,
             encoding,
-            row_len: row_len as u64,
-            rows: rows as u64,
-            k: k as u64,
-            values: device_values.get(),
-            indices: device_indices.get(),
-        };
+            row_len,
+            k,
+            (device_values.get(), out),
+            (device_indices.get(), out),
+        )?;
         self.enqueue_top_k(&job, &self.queue)?;
         let mut values = vec![0u32; out];
         let mut indices = vec![0u32; out];

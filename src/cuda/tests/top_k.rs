@@ -2,6 +2,7 @@
 //! against a model on the shapes of `tests/top_k.rs`.
 
 use super::*;
+use crate::gpu::HostTopK;
 use crate::keys::KeyKind;
 
 /// Tiles of a large `K` get one thread per 32 words (the kernel then selects in

@@ -10,7 +10,7 @@ use std::cell::Cell;
 
 use super::super::*;
 use super::lcg;
-use crate::host_transfer::CopyBack;
+use crate::host_transfer::{Column, CopyBack};
 use cust::event::{Event, EventFlags};
 
 thread_local! {
