@@ -14,15 +14,14 @@ use crate::kernel_contract::{TOP_K_REGISTER_LOG_TILE, TOP_K_THREADS, TopKArgs, p
 use crate::schedule::top_k::TopKPlan;
 
 /// log2 of the smallest `K` whose tiles are selected in registers in launches of few
-/// blocks. Registers trade threads for work per thread: a large `K` has long merges that
-/// registers shorten, but with a small `K` a tile's merges are few and short, and a quarter
-/// of the threads each doing 32 words' work makes launches of few blocks longer
-/// (`compare.sh topk` measures both sides; `docs/performance.md`, "Top-k").
+/// blocks. Registers trade threads for work per thread: they win from this `K` on, but with
+/// a small `K` a tile's merges are few and short, and a quarter of the threads each doing 32
+/// words' work makes launches of few blocks longer (`compare.sh topk` measures both sides).
 const REGISTER_FROM_LOG_K: u32 = 10;
 
 /// Blocks per multiprocessor from which a launch selects every tile of 2^10 words or more in
 /// registers, whatever `K`: with many tiles the blocks' barriers, not their threads, bound
-/// the shared-memory network, and registers need fewer barriers.
+/// the shared-memory network.
 const REGISTER_FROM_BLOCKS_PER_SM: u64 = 16;
 
 /// Threads of a block that selects the best `2^log_k` of a tile of `2^log_tile` words, in a
