@@ -74,8 +74,7 @@ fn host_memory_bytes() -> u64 {
 }
 
 /// Below this many keys a sort stays on the calling thread: waking rayon's threads costs
-/// tens of microseconds (about 50 us per parallel call on a 16-core host), more than sorting
-/// a few thousand keys.
+/// tens of microseconds per parallel call, more than sorting a few thousand keys.
 const SEQUENTIAL_BELOW: usize = 1 << 14;
 
 /// Applies `f` to every key: on the calling thread below [`SEQUENTIAL_BELOW`], else on

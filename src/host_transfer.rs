@@ -1,9 +1,9 @@
 //! Host slices to the device and back at the speed of the bus: the one transfer engine of
 //! both GPU backends.
 //!
-//! Pageable memory crosses PCIe at a fraction of the bus speed (on PCIe 5, about 7 GiB/s up
-//! and 14 GiB/s down, against 51 GiB/s from pinned memory), and registering a caller's slice
-//! costs more than the copy it would save (over 40 ms to pin 1 GiB). So
+//! Pageable memory crosses PCIe at a fraction of the bus speed, and registering a caller's
+//! slice costs more than the copy it would save (`docs/performance.md`, "What the bus and
+//! the host allow"). So
 //! every host-slice sort stages through a small ring of pinned slots that the backend keeps:
 //! the host copies chunk `i + 1` into one slot (on all of rayon's threads, widening narrow
 //! keys on the way) while the bus carries chunk `i` out of another. Downloads run the same

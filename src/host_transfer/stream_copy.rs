@@ -11,9 +11,9 @@
 //! - **Into a pinned slot** (uploads): ordinary stores. The bus reads the slot within
 //!   microseconds, and a device's ring (48 MiB) stays in the last-level cache of a server's
 //!   CPU, where the bus's reads find the lines; non-temporal stores send them to memory
-//!   first, and the bus then reads memory, a third trip. On a host with a 300 MiB L3 (two
-//!   H200s, 32 cores), two GPUs uploading 2 GiB each at once took 50-58 ms with ordinary
-//!   stores and 58-104 ms with non-temporal ones; one GPU alone 47-52 ms either way.
+//!   first, and the bus then reads memory, a third trip. The third trip costs most when
+//!   several GPUs upload at once and share the host's memory; one GPU alone is level either
+//!   way (`docs/performance.md`, "The transfer engine").
 //!
 //! The only `unsafe` outside the backends' driver layers: the x86-64 streaming-store
 //! intrinsics take raw pointers.

@@ -28,8 +28,9 @@ use crate::kernel_contract::{COUNT_KEY_BITS, COUNT_KEYS_PER_THREAD};
 /// One row of 16-bit keys alone takes the counting sort from this many keys on: below it
 /// the counters' fixed work (2^16 of them written by every block, read and scanned once, in
 /// four launches) is most of the sort, and merge path's few passes over a short row are
-/// cheap. On an H100 the counting sort took 0.20 ms at 2^20 and 2^22 keys, merge path 0.06
-/// and 0.19 ms; at 2^24, 0.29 against 0.91 ms.
+/// cheap. The fixed work costs about as much as merge path's sort of 2^22 keys, so the
+/// threshold lies between that and 2^24, where counting is far ahead (`docs/performance.md`,
+/// "16-bit keys").
 pub const COUNTING_FROM: u64 = 1 << 23;
 
 /// The fewest keys a block of the count launch takes: each block writes its 2^16 counters,

@@ -27,9 +27,9 @@ const MIN_RANGES: usize = 8;
 /// The most keys sampled for the splitters and the regions' sizes.
 const SAMPLE_MAX: usize = 1 << 23;
 /// The largest chunk that goes up at a time, in bytes. Each chunk is one upload through the
-/// pinned ring, which starts and drains its pipeline of host copies: chunks of 2^24 `u32`
-/// keys uploaded 2^34 keys at 19 GB/s on an H100 whose transfers of 1 GiB run at about
-/// 25 GB/s.
+/// pinned ring, which starts and drains its pipeline of host copies: the shorter the chunk,
+/// the more of its upload those two ends take, and the further the whole upload falls below
+/// the bus's speed. [`MIN_CHUNKS`] bounds it from the other side.
 const CHUNK_MAX_BYTES: usize = 256 << 20;
 /// Chunks per slice at least, so that the scatter of one overlaps the upload of the next.
 const MIN_CHUNKS: usize = 16;

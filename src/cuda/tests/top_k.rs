@@ -146,7 +146,7 @@ fn rows_the_filter_cannot_serve_are_rescued() {
     let mut next = lcg(11);
     // A rescued row selects its k exactly on the device (`top_k_exact`), and the candidates'
     // step reads those: the select in shared memory (up to 8192 slots with K = 2048, and the
-    // 16384 slots of 2^24 with k = 100, with an H100's opt-in; the tiles there with
+    // 16384 slots of 2^24 with k = 100, with an opt-in of 227 KiB; the tiles there with
     // `BITONIC_TIMING_TOPK_TILES`) or the sort (K = 4096). Three rows spread their samples
     // over several blocks.
     for (row_len, k) in [

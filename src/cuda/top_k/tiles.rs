@@ -14,18 +14,14 @@ use crate::kernel_contract::{TOP_K_REGISTER_LOG_TILE, TOP_K_THREADS, TopKArgs, p
 use crate::schedule::top_k::TopKPlan;
 
 /// log2 of the smallest `K` whose tiles are selected in registers in launches of few
-/// blocks. On H100s (`compare.sh topk`, two runs on two machines of the same kind, one with
-/// the shared-memory network and one with registers for every tile of 2^10 words or more),
-/// registers took 4 x 131072 with k = 2048 from 0.142 to 0.102 ms and 2048 x 131072 with
-/// k = 1024 from 3.13 to 3.01 ms, but 64 x 131072 with k = 50 from 0.075 to 0.089 ms: with
+/// blocks. Registers trade threads for work per thread: they win from this `K` on, but with
 /// a small `K` a tile's merges are few and short, and a quarter of the threads each doing 32
-/// words' work makes launches of few blocks longer.
+/// words' work makes launches of few blocks longer (`compare.sh topk` measures both sides).
 const REGISTER_FROM_LOG_K: u32 = 10;
 
 /// Blocks per multiprocessor from which a launch selects every tile of 2^10 words or more in
 /// registers, whatever `K`: with many tiles the blocks' barriers, not their threads, bound
-/// the shared-memory network. 16384 rows of 1024 with k = 32 took 0.36 ms in registers and
-/// 1.10 ms with the network (H100, `compare.sh topk`, two builds).
+/// the shared-memory network.
 const REGISTER_FROM_BLOCKS_PER_SM: u64 = 16;
 
 /// Threads of a block that selects the best `2^log_k` of a tile of `2^log_tile` words, in a

@@ -22,9 +22,9 @@ const FILTER_MAX_LOG_SAMPLE: u32 = 16;
 const SAMPLE_MAX_PICKS: u64 = 512;
 
 /// log2 of the smallest `K` whose filtered candidates are sorted as rows rather than selected
-/// by tiles: the tiles' passes over a few runs of `K` are long launches of few blocks. On an
-/// H100 (`compare.sh topk`) sorting them took 4 x 131072 with k = 2048 from 0.103 to 0.091 ms;
-/// 2048 x 131072 with k = 1024 stayed about level (3.0-3.1 ms with tiles on other cards, 3.2).
+/// by tiles: the tiles' passes over a few runs of `K` are long launches of few blocks, which
+/// a sort of the candidates as rows outruns from this `K` on; below it the tiles' shorter
+/// merges keep them ahead or level (`compare.sh topk` measures both).
 const SORT_CANDIDATES_FROM_LOG_K: u32 = 10;
 
 /// A candidate filter in front of the bitonic top-k of long rows. A pass over the keys
@@ -68,9 +68,9 @@ pub(crate) struct TopKFilter {
 }
 
 /// log2 of the largest `K` of [`TopKCandidates::Select`]. The block sorts its `K` taken
-/// words with the shared-memory network, `log² K / 2` barriers; with `K` of 2048 that took 4
-/// x 131072, k = 2048 below the sort of its 8192 candidates (H100, `cuda_top_k_profile`
-/// with and without `BITONIC_TIMING_TOPK_TILES`).
+/// words with the shared-memory network, `log² K / 2` barriers, which past 2048 cost more
+/// than sorting the candidates as rows saves (`cuda_top_k_profile` with and without
+/// `BITONIC_TIMING_TOPK_TILES` compares the two).
 pub(crate) const CANDIDATES_SELECT_MAX_LOG_K: u32 = 11;
 
 /// Shared bytes of the candidates' select (`top_k_candidates` in `cuda/top_k_filter.cuh`)
@@ -301,14 +301,14 @@ mod tests {
         (selected, any)
     }
 
-    /// A device whose blocks have the shared memory of no opt-in, and one with an H100's
-    /// opt-in limit; both with an H100's multiprocessors.
+    /// A device whose blocks have the shared memory of no opt-in, and one with an opt-in
+    /// limit of 227 KiB; both with 132 multiprocessors.
     const DEFAULT: FilterDevice = FilterDevice {
         max_log_tile: 12,
         select_bytes: 48 * 1024,
         multiprocessors: 132,
     };
-    const H100: FilterDevice = FilterDevice {
+    const OPT_IN: FilterDevice = FilterDevice {
         select_bytes: 232_448,
         ..DEFAULT
     };
@@ -349,7 +349,7 @@ mod tests {
             assert!(filter.rescues(k - 1, k) && !filter.rescues(k, k));
             assert!(filter.rescues(filter.capacity + 1, k));
         }
-        // With an H100's opt-in the select takes 8192 slots with K = 2048 (81 KiB) and
+        // With an opt-in of 227 KiB the select takes 8192 slots with K = 2048 (81 KiB) and
         // 16384 with K = 128 (130 KiB), not 131072 slots, nor K = 4096.
         for (row_len, k, capacity, select) in [
             (131_072u64, 2048u64, 8192u64, true),
@@ -357,11 +357,11 @@ mod tests {
             (1 << 24, 100, 131_072, false),
             (131_072, 4096, 16_384, false),
         ] {
-            let filter = TopKFilter::new(MANY, row_len, k, H100).unwrap();
+            let filter = TopKFilter::new(MANY, row_len, k, OPT_IN).unwrap();
             assert_eq!(filter.capacity, capacity, "{row_len} {k}");
             assert_eq!(filter.candidates == TopKCandidates::Select, select);
             let bytes = candidates_select_bytes(capacity, k.next_power_of_two().ilog2());
-            assert_eq!(bytes <= u64::from(H100.select_bytes), select || k > 2048);
+            assert_eq!(bytes <= u64::from(OPT_IN.select_bytes), select || k > 2048);
         }
         // 2048 rows of 2^17, k = 1024: the sample of 4096 leaves 4096 candidates a row.
         assert_eq!(
@@ -374,13 +374,13 @@ mod tests {
         // 16384, an eighth of 2^17 for k = 4096.
         for (row_len, k, capacity) in [(1u64 << 20, 16_384u64, 65_536u64), (131_072, 4096, 16_384)]
         {
-            let filter = TopKFilter::new(MANY, row_len, k, H100).unwrap();
+            let filter = TopKFilter::new(MANY, row_len, k, OPT_IN).unwrap();
             assert_eq!(
                 (filter.capacity, filter.candidates),
                 (capacity, TopKCandidates::Sort)
             );
         }
-        assert!(TopKFilter::new(MANY, 131_072, 16_384, H100).is_none());
+        assert!(TopKFilter::new(MANY, 131_072, 16_384, OPT_IN).is_none());
         for e in 0..40 {
             let p = sample_position(3, 5, 1 << e | 77, 4.min(e));
             let lo = (5 * (1u64 << e | 77)) >> 4.min(e);
@@ -393,7 +393,7 @@ mod tests {
         // (rows, row_len, k) -> (log_sample, log_sample_blocks, rank, capacity, select).
         for ((rows, row_len, k), want) in [
             // One row of 2^24: 32 blocks of 2048 words (288 picks) leave 16384 slots, which
-            // an H100's opt-in lets one block select, where 4096 words left 131072.
+            // an opt-in of 227 KiB lets one block select, where 4096 words left 131072.
             ((1u64, 1u64 << 24, 100u64), (16, 5, 9, 16_384, true)),
             // 64 rows: four blocks a row keep 256 on 132 multiprocessors, 1024 slots.
             ((64, 131_072, 50), (13, 2, 17, 1024, true)),
@@ -403,7 +403,7 @@ mod tests {
             // As many rows as multiprocessors: one block a row.
             ((132, 131_072, 50), (12, 0, 13, 2048, true)),
         ] {
-            let filter = TopKFilter::new(rows, row_len, k, H100).unwrap();
+            let filter = TopKFilter::new(rows, row_len, k, OPT_IN).unwrap();
             let got = (
                 filter.log_sample,
                 filter.log_sample_blocks,

@@ -17,8 +17,8 @@ const SELECT_MAX_WARPS: u32 = crate::kernel_contract::TOP_K_THREADS / 32;
 /// holds the row's ordered keys in shared memory, finds the `k`-th smallest by a radix select
 /// of 8-bit digits, takes in position order every key below it and the first of those equal
 /// to it, and sorts the `K` taken words. One launch that reads each key once and does work
-/// linear in the row, where the tiles' network spends `log² K` comparators on every key: on
-/// an H100 16384 rows of 1024 with k = 32 were bound by the tiles' compute. Rows of at most
+/// linear in the row, where the tiles' network spends `log² K` comparators on every key, so
+/// that many short rows (16384 of 1024 with k = 32) are bound by the tiles' compute. Rows of at most
 /// [`SELECT_MAX_ROW`] keys of at most 32 bits, `K` up to 2^[`SELECT_MAX_LOG_K`].
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
