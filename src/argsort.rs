@@ -360,13 +360,13 @@ impl Sorter {
     ///
     /// Keys of at most 32 bits take one sort of `ordered key << 32 | label`. 8-byte keys:
     /// - on a device, the ordered keys sort with their labels as values, and each run of
-    ///   equal keys is then put in label order on the host. On an H100, from host memory at
-    ///   2^26 keys, that sort took 46.5 ms against 26.3 ms for the keys alone, and the route
-    ///   below 107 ms: its runs of equal prefixes look their keys up at random in host memory;
+    ///   equal keys is then put in label order on the host: the device sorts pairs faster
+    ///   than the host's route below, whose runs of equal prefixes look their keys up at
+    ///   random in host memory;
     /// - on the host, one sort of `prefix of the ordered key << label_bits | label` (the label
     ///   in as few bits as the largest label needs), then each run of equal prefixes in a row
-    ///   put in order of (the key's remaining bits, label): on 2 cores at 2^24 keys, 0.33 s
-    ///   against 1.07 s for rayon's sort of the pairs.
+    ///   put in order of (the key's remaining bits, label): one pass of 64-bit words, where a
+    ///   sort of the pairs would move twice the bytes (`docs/performance.md` has the figures).
     fn argsort_labelled_into<K: SortKey, B: LabelledBlock<K>>(
         &self,
         blocks: Vec<B>,

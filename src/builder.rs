@@ -1,9 +1,9 @@
 //! [`SorterBuilder`]: which devices a [`Sorter`] runs on, and how it sorts.
 
 use crate::backend::{BackendKind, DeviceType};
+use crate::device_choice::{self, DeviceFilter};
 use crate::dispatch::{DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM, Dispatch, Settings};
 use crate::error::{Error, Result};
-use crate::select::{self, DeviceFilter};
 use crate::sorter::Sorter;
 
 impl Sorter {
@@ -172,7 +172,7 @@ impl SorterBuilder {
         let (env_backend, env_device) = if self.ignore_env {
             (None, None)
         } else {
-            select::from_env()?
+            device_choice::from_env()?
         };
         let filter = match &self.devices {
             Some(list) => match list.first() {
@@ -185,20 +185,20 @@ impl SorterBuilder {
             },
             None => self.device.or(env_device),
         };
-        let backend = select::choose(self.backend.or(env_backend), filter)?;
+        let backend = device_choice::choose(self.backend.or(env_backend), filter)?;
         let main = backend.device().clone();
         let mut others = Vec::new();
         if let Some(list) = &self.devices {
             for &index in &list[1..] {
-                others.push(select::choose(
+                others.push(device_choice::choose(
                     Some(main.backend),
                     Some(DeviceFilter::Index(index)),
                 )?);
             }
         } else if self.all_gpus && main.device_type == DeviceType::Gpu {
-            for info in select::gpus_of(main.backend) {
+            for info in device_choice::gpus_of(main.backend) {
                 if info.index != main.index {
-                    others.push(select::choose(
+                    others.push(device_choice::choose(
                         Some(main.backend),
                         Some(DeviceFilter::Index(info.index)),
                     )?);

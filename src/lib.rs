@@ -44,6 +44,7 @@ mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod device;
+mod device_choice;
 mod dispatch;
 mod error;
 /// Test-only fault injection (cargo feature `fault-injection`); see `tests/faults.rs`.
@@ -68,7 +69,6 @@ mod rayon_lock;
 // Without a GPU backend only the network and its host emulation are used.
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 mod schedule;
-mod select;
 mod shape;
 mod sorter;
 #[cfg(any(feature = "cuda", test))]
@@ -77,11 +77,11 @@ mod top_k;
 
 pub use builder::SorterBuilder;
 pub use device::{BackendDevices, BackendKind, DeviceInfo, DeviceType};
+pub use device_choice::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
 pub use dispatch::{DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM};
 pub use error::{Error, Result};
 pub use keys::{Order, SortKey, WordKey};
 pub use pinned::PinnedBuffer;
-pub use select::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
 pub use sorter::Sorter;
 pub use top_k::TopK;
 

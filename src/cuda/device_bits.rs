@@ -8,7 +8,7 @@ use cust::memory::{DeviceCopy, DeviceSlice};
 use cust::stream::Stream;
 
 use super::CudaBackend;
-use super::device_slices::DeviceWords;
+use super::device_resident::DeviceWords;
 use crate::error::{Error, Result};
 use crate::keys::{KeyEncoding, Order, WordKey};
 

@@ -6,7 +6,7 @@
 use cust::context::CurrentContext;
 use cust::sys as cu;
 
-use super::device_slices::DeviceWords;
+use super::device_resident::DeviceWords;
 use super::driver::on;
 use super::link::{CudaLink, hand_over};
 use super::plan::Widths;

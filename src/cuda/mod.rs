@@ -20,12 +20,12 @@
 //! (the embedded PTX and its kernels), `plan/` (launches from the schedule),
 //! `host_slices.rs` (sorts of host slices through the transfer engine), `launch.rs`
 //! (the kernel calls of those launches), `link.rs` (pinned memory, copies and events for the
-//! transfer engine), `device_slices.rs` (sorts of data already on the device); tests in
+//! transfer engine), `device_resident.rs` (sorts of data already on the device); tests in
 //! `tests/`, and the transfer engine's timings on a CUDA device (ignored without one) in
 //! `tests/transfer_timings.rs`.
 //!
 //! Keys already in device memory are sorted in place on the caller's stream by the calls in
-//! `device_slices.rs` ([`CudaBackend::sort_device`] and its siblings); keys spread over
+//! `device_resident.rs` ([`CudaBackend::sort_device`] and its siblings); keys spread over
 //! several devices by [`sort_device_spread`] (`spread.rs`).
 
 use std::ffi::CString;
@@ -53,7 +53,7 @@ use crate::rayon_lock::lock_shared_with_rayon;
 mod counting;
 mod device_bits;
 mod device_ranges;
-mod device_slices;
+mod device_resident;
 mod driver;
 mod host_ranges;
 mod host_slices;

@@ -27,7 +27,7 @@ use cust::module::Module;
 use cust::stream::{Stream, StreamWaitEventFlags};
 use cust::sys as cu;
 
-use super::device_slices::DeviceWords;
+use super::device_resident::DeviceWords;
 use super::driver::{copy_device_async, driver_error, enable_peer_access, on};
 use super::kernels::{Kernel, launch_kernel, load_kernel};
 use super::{CudaBackend, step_done, timing_override};

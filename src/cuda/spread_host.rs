@@ -13,7 +13,7 @@ use std::sync::{Barrier, Mutex};
 use cust::sys as cu;
 
 use super::CudaBackend;
-use super::device_slices::DeviceWords;
+use super::device_resident::DeviceWords;
 use super::spread::{Side, spread, synchronize};
 use crate::error::{Error, Result};
 use crate::host_transfer::{Column, ConcurrentTransfers};

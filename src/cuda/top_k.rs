@@ -11,7 +11,7 @@ use cust::stream::Stream;
 use cust::sys as cu;
 
 use super::CudaBackend;
-use super::device_slices::DeviceWords;
+use super::device_resident::DeviceWords;
 use super::driver::on;
 use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
 use super::stream_buffers::StreamBuffers;

@@ -18,8 +18,8 @@ use opencl3::memory::{
 use opencl3::types::cl_mem;
 
 use super::driver::driver;
+use super::kernels::Variant;
 use super::plan::{Kind, MergeLaunch, MergePathPlan, SortPlan, chunk_plan};
-use super::programs::Variant;
 use super::{MergeScratch, OpenClBackend, Operands};
 use crate::backend::BackendKind;
 use crate::error::Result;

@@ -11,10 +11,10 @@ use opencl3::types::cl_mem;
 
 use super::chunked::sub_buffer;
 use super::driver::driver;
+use super::kernels::{Kernels, MergeKernels};
 use super::plan::{
     COUNT_GROUP, CountingLaunches, Kind, Launch, MergeLaunch, MergePathPlan, Shape, SortPlan,
 };
-use super::programs::{Kernels, MergeKernels};
 use super::{MergeScratch, OpenClBackend, Operands};
 use crate::backend::BackendKind;
 use crate::error::Result;

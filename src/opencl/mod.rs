@@ -11,17 +11,17 @@
 //! more sorts while it uploads instead: each chunk that has arrived is sorted on a second
 //! queue (`chunked.rs`), and the downloads wait for the merges of whole chunks.
 //!
-//! The files: `driver.rs` (failed calls as errors, the devices), `programs.rs` (the source,
+//! The files: `driver.rs` (failed calls as errors, the devices), `kernels.rs` (the source,
 //! built and cached per variant), `plan.rs` (launches from the schedule), `launch.rs` (kernel
 //! arguments and enqueues), `link.rs` (mapped host buffers, copies and events for the
-//! transfer engine), `chunked.rs` (sorting while uploading), `device_buffers.rs` (sorts of
+//! transfer engine), `chunked.rs` (sorting while uploading), `device_resident.rs` (sorts of
 //! data already on the device).
 //!
 //! Each program's kernel objects are cached with it; their arguments are per-object
 //! state, so a sort holds the program's kernel lock while it sets arguments and enqueues.
 //! One [`OpenClBackend`] may be shared by many threads. Sorts of host slices reuse device
 //! buffers kept from the largest sort so far; keys already in device memory are sorted in
-//! place on the caller's queue by the calls in `device_buffers.rs`
+//! place on the caller's queue by the calls in `device_resident.rs`
 //! ([`OpenClBackend::sort_device`] and its siblings).
 
 use std::collections::HashMap;
@@ -425,20 +425,20 @@ impl GpuBackend for OpenClBackend {
 }
 
 mod chunked;
-mod device_buffers;
+mod device_resident;
 mod driver;
 mod host_slices;
+mod kernels;
 mod launch;
 mod link;
 mod plan;
-mod programs;
 mod top_k;
 
 use chunked::ChunkedSort;
 pub use driver::devices;
 use driver::{describe, device_ids, driver};
+use kernels::{Variant, VariantKey};
 use link::{CallerPinned, ClLink};
-use programs::{Variant, VariantKey};
 
 #[cfg(test)]
 mod tests;

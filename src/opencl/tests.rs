@@ -1,7 +1,7 @@
 //! Tests of the opencl backend that need its internals.
 
+use super::kernels::{Width, program_source};
 use super::plan::{Kind, SortPlan};
-use super::programs::{Width, program_source};
 use super::*;
 use crate::backend::Backend;
 use crate::cpu::CpuBackend;
@@ -180,10 +180,10 @@ fn assert_same_pairs<K: bytemuck::Pod, V: bytemuck::Pod>(
 
 mod counting;
 mod fused_tails;
+mod kernels;
 mod keys;
 mod launches;
 mod merge_path;
 mod pairs;
-mod programs;
 mod rows;
 mod timings;

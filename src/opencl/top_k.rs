@@ -10,7 +10,7 @@ use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, ClMem};
 use opencl3::types::{CL_BLOCKING, cl_mem};
 
-use super::device_buffers::DeviceWords;
+use super::device_resident::DeviceWords;
 use super::driver::driver;
 use super::launch::Args;
 use super::{CPU_DEVICE_RUNS, DeviceType, OpenClBackend, hold, lifecycle_lock};
@@ -104,7 +104,7 @@ impl OpenClBackend {
         let built = {
             let _lifecycle = lifecycle_lock();
             let mut source = String::new();
-            super::programs::inline_includes(MAIN, &mut source, 0);
+            super::kernels::inline_includes(MAIN, &mut source, 0);
             let (_, key_type, stored) = KEY_TYPES[slot];
             let options = format!("-D KEY_T={key_type} -D KEY_BYTES={key_bytes} {stored}");
             let program = self.compile(&source, &options)?;
