@@ -1,6 +1,6 @@
 //! The executor interface that every backend implements.
 
-pub use crate::device::{BackendDevices, BackendKind, DeviceInfo, DeviceType};
+pub(crate) use crate::device::{BackendDevices, BackendKind, DeviceInfo, DeviceType};
 use crate::error::Result;
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;

@@ -25,7 +25,7 @@ const CPU_TILE: TileParams = TileParams {
 
 /// Sorts on the host with rayon.
 #[derive(Debug)]
-pub struct CpuBackend {
+pub(crate) struct CpuBackend {
     info: DeviceInfo,
     /// Whether key-value sorts run the network alone ([`Backend::set_oblivious`]), as the
     /// GPU backends then do.
@@ -34,7 +34,7 @@ pub struct CpuBackend {
 
 impl CpuBackend {
     /// The host CPU, with all of rayon's threads.
-    pub fn new() -> CpuBackend {
+    pub(crate) fn new() -> CpuBackend {
         CpuBackend {
             info: info(),
             oblivious: AtomicBool::new(false),
@@ -49,7 +49,7 @@ impl Default for CpuBackend {
 }
 
 /// The host as a device.
-pub fn info() -> DeviceInfo {
+pub(crate) fn info() -> DeviceInfo {
     DeviceInfo {
         backend: BackendKind::Cpu,
         index: 0,

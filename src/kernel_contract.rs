@@ -6,37 +6,37 @@
 /// The most levels one register round applies (`MAX_LOG_E`): each thread holds
 /// `2^MAX_LOG_E` elements. The CUDA kernels always use it; OpenCL programs are built with
 /// `LOG_E` in `1..=MAX_LOG_E`.
-pub const MAX_LOG_E: u32 = 4;
+pub(crate) const MAX_LOG_E: u32 = 4;
 
 /// `mode`: sort whole tiles (stages `1..=log_tile`).
-pub const MODE_SORT: u32 = 0;
+pub(crate) const MODE_SORT: u32 = 0;
 /// `mode`: the half-cleaners inside tiles.
-pub const MODE_MERGE: u32 = 1;
+pub(crate) const MODE_MERGE: u32 = 1;
 /// `mode`: levels whose strides are a tile or more.
-pub const MODE_GLOBAL: u32 = 2;
+pub(crate) const MODE_GLOBAL: u32 = 2;
 
 /// `transform` bit: raw keys become ordered words as they are loaded (the first pass).
-pub const ENCODE_ON_LOAD: u32 = 1;
+pub(crate) const ENCODE_ON_LOAD: u32 = 1;
 /// `transform` bit: ordered words become raw keys as they are stored (the last pass).
-pub const DECODE_ON_STORE: u32 = 2;
+pub(crate) const DECODE_ON_STORE: u32 = 2;
 
 /// Key kind: unsigned integers.
-pub const KIND_UNSIGNED: u32 = 0;
+pub(crate) const KIND_UNSIGNED: u32 = 0;
 /// Key kind: signed integers.
-pub const KIND_SIGNED: u32 = 1;
+pub(crate) const KIND_SIGNED: u32 = 1;
 /// Key kind: floats, in `total_cmp` order.
-pub const KIND_FLOAT: u32 = 2;
+pub(crate) const KIND_FLOAT: u32 = 2;
 /// `encoding` bit: descending order.
-pub const ENCODING_DESCENDING: u32 = 4;
+pub(crate) const ENCODING_DESCENDING: u32 = 4;
 
 /// On-chip arrays hold one padding word after every `2^PAD_SHIFT` elements, against bank
 /// conflicts.
-pub const PAD_SHIFT: u32 = 5;
+pub(crate) const PAD_SHIFT: u32 = 5;
 
 /// Words of one padded on-chip array of `2^bits` elements (`PADDED_WORDS`): one padding word
 /// per `2^PAD_SHIFT`, rounded up to a multiple of 4 so that an array of 8-byte words after it
 /// stays 16-byte aligned.
-pub fn padded_words(bits: u32) -> u64 {
+pub(crate) fn padded_words(bits: u32) -> u64 {
     let size = 1u64 << bits;
     (size + (size >> PAD_SHIFT) + 3) & !3
 }
@@ -44,42 +44,42 @@ pub fn padded_words(bits: u32) -> u64 {
 /// log2 of the keys a warp of a warp sort holds (`WARP_SORT_LOG`): 32 keys in each of its 32
 /// lanes.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const WARP_SORT_LOG: u32 = 10;
+pub(crate) const WARP_SORT_LOG: u32 = 10;
 
 /// log2 of the most warps of one warp sort's block (`WARP_SORT_MAX_WARPS_LOG`); a block of
 /// several warps exchanges their keys through 4 bytes of shared memory a key.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const WARP_SORT_MAX_WARPS_LOG: u32 = 3;
+pub(crate) const WARP_SORT_MAX_WARPS_LOG: u32 = 3;
 
 /// Bytes after a merge buffer that a thread past the end of its parts may read but never
 /// uses (`MERGE_SLACK_BYTES`).
-pub const MERGE_SLACK_BYTES: u64 = 16;
+pub(crate) const MERGE_SLACK_BYTES: u64 = 16;
 
 /// Dynamic shared memory of a CUDA merge block of 2^`bits` outputs whose elements are
 /// `element_bytes` wide (`MERGE_SHARED_BYTES`): two buffers, each of padded keys and values
 /// and its own slack.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub fn merge_shared_bytes(bits: u32, element_bytes: u64) -> u64 {
+pub(crate) fn merge_shared_bytes(bits: u32, element_bytes: u64) -> u64 {
     2 * (padded_words(bits) * element_bytes + MERGE_SLACK_BYTES)
 }
 
 /// `__local` keys of an OpenCL merge work-group of 2^`bits` outputs (`MERGE_LOCAL_KEY_BYTES`):
 /// one buffer of padded keys and the slack.
 #[cfg_attr(not(feature = "opencl"), allow(dead_code))]
-pub fn merge_local_key_bytes(bits: u32, key_bytes: u64) -> u64 {
+pub(crate) fn merge_local_key_bytes(bits: u32, key_bytes: u64) -> u64 {
     padded_words(bits) * key_bytes + MERGE_SLACK_BYTES
 }
 
 /// log2 of the outputs each thread of a merge pass writes for 4-byte elements
 /// (`MERGE_LOG_E`); wider elements take half as many.
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
-pub const MERGE_LOG_E: u32 = 4;
+pub(crate) const MERGE_LOG_E: u32 = 4;
 
 /// log2 of the outputs each thread of a merge pass writes for elements (keys, and values
 /// where they move too) of `element_bytes`: `MERGE_LOG_E` for 4 bytes, one less for wider
 /// ones (`E` of `cuda/bitonic.cu`, `MERGE_E` of `kernels/merge_path.clh`).
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
-pub fn merge_log_e(element_bytes: u64) -> u32 {
+pub(crate) fn merge_log_e(element_bytes: u64) -> u32 {
     if element_bytes == 4 {
         MERGE_LOG_E
     } else {
@@ -89,69 +89,69 @@ pub fn merge_log_e(element_bytes: u64) -> u32 {
 
 /// Threads of a CUDA merge block at most (`MERGE_THREADS`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const MERGE_THREADS: u32 = 256;
+pub(crate) const MERGE_THREADS: u32 = 256;
 
 /// Merge blocks per multiprocessor that the CUDA merge kernels are compiled for
 /// (`MERGE_BLOCKS_PER_SM`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const MERGE_BLOCKS_PER_SM: u32 = 5;
+pub(crate) const MERGE_BLOCKS_PER_SM: u32 = 5;
 
 /// log2 of the largest top-k tile in 8-byte words (`TOP_K_MAX_LOG_TILE`): 32 KiB with the
 /// padding words, which every GPU's shared or local memory holds without an opt-in.
-pub const TOP_K_MAX_LOG_TILE: u32 = 12;
+pub(crate) const TOP_K_MAX_LOG_TILE: u32 = 12;
 
 /// Threads of a CUDA top-k block at most (`TOP_K_THREADS`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const TOP_K_THREADS: u32 = 256;
+pub(crate) const TOP_K_THREADS: u32 = 256;
 
 /// Bytes of a row's keys that one block of the CUDA top-k filter reads at a time
 /// (`TOP_K_FILTER_CHUNK_BYTES`): [`TOP_K_THREADS`] times the 64 bytes each thread holds in 16
 /// registers, 16 keys of 32 bits or 32 of 16 bits.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const TOP_K_FILTER_CHUNK_BYTES: u32 = 16384;
+pub(crate) const TOP_K_FILTER_CHUNK_BYTES: u32 = 16384;
 
 /// log2 of the smallest CUDA top-k tile selected in registers (`TOP_K_REGISTER_LOG_TILE`): its
 /// block has one thread per 32 words, whole warps from this size on.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const TOP_K_REGISTER_LOG_TILE: u32 = 10;
+pub(crate) const TOP_K_REGISTER_LOG_TILE: u32 = 10;
 
 /// 32-bit words of shared memory of a CUDA top-k radix select (`TOP_K_RADIX_WORDS`): 256
 /// digit counts and the digit chosen, with its rank and count.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const TOP_K_RADIX_WORDS: u32 = 260;
+pub(crate) const TOP_K_RADIX_WORDS: u32 = 260;
 
 /// Threads of a block of the CUDA range scatter (`RANGE_SCATTER_THREADS`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const RANGE_SCATTER_THREADS: u32 = 256;
+pub(crate) const RANGE_SCATTER_THREADS: u32 = 256;
 
 /// Consecutive keys that one block of the CUDA range scatter appends to their ranges
 /// (`RANGE_SCATTER_KEYS`): a multiple of [`RANGE_SCATTER_THREADS`].
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const RANGE_SCATTER_KEYS: u32 = 4096;
+pub(crate) const RANGE_SCATTER_KEYS: u32 = 4096;
 
 /// The most splitters of one range scatter (`RANGE_MAX_SPLITTERS`): its shared memory holds
 /// them and a count and a base for each of their `2 * RANGE_MAX_SPLITTERS + 1` ranges.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub const RANGE_MAX_SPLITTERS: u32 = 511;
+pub(crate) const RANGE_MAX_SPLITTERS: u32 = 511;
 
 /// Bits of a key of the counting sort (`COUNT_KEY_BITS`): one counter per ordered word,
 /// `2^COUNT_KEY_BITS` in all.
-pub const COUNT_KEY_BITS: u32 = 16;
+pub(crate) const COUNT_KEY_BITS: u32 = 16;
 
 /// Consecutive keys that one thread of the counting sort's count and fill launches takes
 /// (`COUNT_KEYS_PER_THREAD`).
-pub const COUNT_KEYS_PER_THREAD: u32 = 8;
+pub(crate) const COUNT_KEYS_PER_THREAD: u32 = 8;
 
 /// Threads of the one block of the counting sort's starts launch (`COUNT_STARTS_THREADS`),
 /// each scanning `2^COUNT_KEY_BITS / COUNT_STARTS_THREADS` words.
-pub const COUNT_STARTS_THREADS: u32 = 256;
+pub(crate) const COUNT_STARTS_THREADS: u32 = 256;
 
 /// The parameter block of every CUDA merge pass and its splitter pass (`struct MergeArgs` in
 /// `kernels/contract.h`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// Elements of one row (the whole array for a plain sort).
     pub n: u64,
     /// Rows of `n` elements one after another, each merged on its own (1 for a plain sort).
@@ -170,7 +170,7 @@ pub struct MergeArgs {
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct PassArgs {
+pub(crate) struct PassArgs {
     /// Elements per row (`n` for a plain sort).
     pub row_len: u64,
     /// Number of rows (1 for a plain sort).
@@ -203,7 +203,7 @@ pub struct PassArgs {
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TopKArgs {
+pub(crate) struct TopKArgs {
     /// Elements of one row that the launch reads.
     pub len: u64,
     /// Rows.

@@ -31,6 +31,7 @@
 //! With the cargo feature `arrow`, [`arrow`] sorts arrow-rs arrays as arrow-ord's kernels do.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod argsort;
 #[cfg(feature = "arrow")]

@@ -31,7 +31,7 @@ use crate::kernel_contract::{COUNT_KEY_BITS, COUNT_KEYS_PER_THREAD};
 /// cheap. The fixed work costs about as much as merge path's sort of 2^22 keys, so the
 /// threshold lies between that and 2^24, where counting is far ahead (`docs/performance.md`,
 /// "16-bit keys").
-pub const COUNTING_FROM: u64 = 1 << 23;
+pub(crate) const COUNTING_FROM: u64 = 1 << 23;
 
 /// The fewest keys a block of the count launch takes: each block writes its 2^16 counters,
 /// so a block counts at least as many keys as it writes counters.
@@ -43,13 +43,13 @@ const BLOCKS_PER_UNIT: u64 = 1;
 
 /// log2 of the 4-byte counters that `on_chip_bytes` of a block's on-chip memory hold, at
 /// most one per word (`2^COUNT_KEY_BITS`): the largest window a backend can offer.
-pub fn window_log_for(on_chip_bytes: u64) -> u32 {
+pub(crate) fn window_log_for(on_chip_bytes: u64) -> u32 {
     (on_chip_bytes / 4).max(1).ilog2().min(COUNT_KEY_BITS)
 }
 
 /// The launches of the counting sort of one row of `n` keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CountingPlan {
+pub(crate) struct CountingPlan {
     /// Keys of the row.
     pub n: u64,
     /// Blocks of the count launch, each counting `keys_per_block` consecutive keys (the last
@@ -65,7 +65,7 @@ pub struct CountingPlan {
 impl CountingPlan {
     /// The plan for `n` keys on a device of `compute_units` units whose blocks hold
     /// `2^max_window_log` counters (at most `2^16` are used).
-    pub fn new(n: u64, compute_units: u32, max_window_log: u32) -> CountingPlan {
+    pub(crate) fn new(n: u64, compute_units: u32, max_window_log: u32) -> CountingPlan {
         let step = u64::from(COUNT_KEYS_PER_THREAD);
         let most_blocks = (u64::from(compute_units) * BLOCKS_PER_UNIT).max(1);
         let blocks = (n / MIN_KEYS_PER_BLOCK).clamp(1, most_blocks);
@@ -80,27 +80,27 @@ impl CountingPlan {
 
     /// Sweeps of each block over its keys: one per window of counters.
     #[cfg(test)]
-    pub fn sweeps(&self) -> u32 {
+    pub(crate) fn sweeps(&self) -> u32 {
         1 << (COUNT_KEY_BITS - self.window_log)
     }
 
     /// Words of the counts (4 bytes each): `2^16` per block.
-    pub fn counts_len(&self) -> u64 {
+    pub(crate) fn counts_len(&self) -> u64 {
         self.blocks << COUNT_KEY_BITS
     }
 
     /// Where the starts begin in the scratch, in bytes (8-byte aligned).
-    pub fn starts_offset(&self) -> u64 {
+    pub(crate) fn starts_offset(&self) -> u64 {
         (self.counts_len() * 4).next_multiple_of(8)
     }
 
     /// Bytes of the scratch: the counts, then `2^16 + 1` starts of 8 bytes.
-    pub fn scratch_bytes(&self) -> u64 {
+    pub(crate) fn scratch_bytes(&self) -> u64 {
         self.starts_offset() + ((1u64 << COUNT_KEY_BITS) + 1) * 8
     }
 
     /// Threads of the fill launch: one per [`COUNT_KEYS_PER_THREAD`] positions.
-    pub fn fill_threads(&self) -> u64 {
+    pub(crate) fn fill_threads(&self) -> u64 {
         self.n.div_ceil(u64::from(COUNT_KEYS_PER_THREAD))
     }
 }

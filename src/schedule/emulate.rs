@@ -141,7 +141,7 @@ pub fn emulate<W: Ord + Copy + Send, V: Copy + Send>(
 /// tile sort does), then all tiles merged stably. Stable merges in any grouping give one
 /// result, the stable sort of the tiles laid end to end, so this needs no model of the
 /// merge passes: equal keys keep their tile's order, tile after tile.
-pub fn emulate_merge_path<W: Ord + Copy + Send + Sync, V: Copy + Send + Sync>(
+pub(crate) fn emulate_merge_path<W: Ord + Copy + Send + Sync, V: Copy + Send + Sync>(
     log_tile: u32,
     keys: &mut [W],
     values: &mut [V],

@@ -21,7 +21,7 @@ use super::POLICY;
 /// `2^POLICY.max_log_sort_tile`, and one smaller where that leaves an odd number of merge
 /// passes, so that the passes, which alternate between the data and a scratch buffer, end in
 /// the data.
-pub fn choose_sort_tile(n: u64, max_log_tile: u32, compute_units: u32) -> Option<u32> {
+pub(crate) fn choose_sort_tile(n: u64, max_log_tile: u32, compute_units: u32) -> Option<u32> {
     let log_n = super::ceil_log2(n);
     if log_n <= POLICY.max_log_single_tile {
         return None;
@@ -32,7 +32,7 @@ pub fn choose_sort_tile(n: u64, max_log_tile: u32, compute_units: u32) -> Option
 /// [`choose_sort_tile`] for `rows` rows of `row_len` elements, each sorted on its own, or
 /// `None` where the network sorts them: rows that fit its largest tile, `2^max_log_tile`
 /// (one launch sorts them whole). The network's tile choice counts every row's tiles.
-pub fn choose_rows_sort_tile(
+pub(crate) fn choose_rows_sort_tile(
     rows: u64,
     row_len: u64,
     max_log_tile: u32,
@@ -70,7 +70,7 @@ fn sort_tile(rows: u64, log_row: u32, max_log_tile: u32, compute_units: u32) -> 
 /// and the order of equal keys' values depends on nothing but the tile: the tile sort's
 /// network order inside each tile, then tile by tile (the merges are stable), which the CPU
 /// backend reproduces.
-pub fn pair_sort_tile(n: u64, element_bytes: u64) -> Option<u32> {
+pub(crate) fn pair_sort_tile(n: u64, element_bytes: u64) -> Option<u32> {
     if element_bytes == 0
         || super::ceil_log2(n.saturating_mul(element_bytes)) < POLICY.pair_min_log_merge_bytes
     {
@@ -84,7 +84,7 @@ pub fn pair_sort_tile(n: u64, element_bytes: u64) -> Option<u32> {
 
 /// The merge passes of a sort of `n` keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MergePlan {
+pub(crate) struct MergePlan {
     /// Keys.
     pub n: u64,
     /// log2 of the tile every block sorts on chip (the first runs).
@@ -96,7 +96,7 @@ pub struct MergePlan {
 /// One merge pass: groups of up to `2^log_ways` runs of `2^log_run` keys (the last run of the
 /// array may be shorter) merged into runs of `2^(log_run + log_ways)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MergePass {
+pub(crate) struct MergePass {
     /// log2 of the input runs.
     pub log_run: u32,
     /// log2 of the runs merged into one (the last pass may merge fewer).
@@ -105,7 +105,7 @@ pub struct MergePass {
 
 impl MergePlan {
     /// The merge passes in order: none when `n` fits one tile.
-    pub fn passes(&self) -> Vec<MergePass> {
+    pub(crate) fn passes(&self) -> Vec<MergePass> {
         let levels = super::ceil_log2(self.n.max(1)).saturating_sub(self.log_tile);
         let ways = self.log_ways.max(1);
         (0..levels.div_ceil(ways))
@@ -120,7 +120,7 @@ impl MergePlan {
 /// One two-way merge pass as the kernels run it: output tiles of `2^tile_bits` keys, each
 /// merged by one block or work-group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TiledPass {
+pub(crate) struct TiledPass {
     /// log2 of the input runs.
     pub log_run: u32,
     /// log2 of a tile's outputs: the kernels' largest, or less so that a tile lies inside
@@ -135,7 +135,7 @@ pub struct TiledPass {
 impl MergePlan {
     /// The two-way passes of this plan (`log_ways` must be 1) with tiles of at most
     /// `2^max_tile_bits` outputs.
-    pub fn tiled_passes(&self, max_tile_bits: u32) -> Vec<TiledPass> {
+    pub(crate) fn tiled_passes(&self, max_tile_bits: u32) -> Vec<TiledPass> {
         debug_assert_eq!(self.log_ways, 1, "the kernels merge two runs at a time");
         let passes = self.passes();
         let count = passes.len();
@@ -165,7 +165,7 @@ impl MergePlan {
     /// multiple of `2^log_chunk`, so the whole sort's runs there are the chunk's). A short
     /// last chunk makes them all, its lone run copied where it has no partner, so that every
     /// chunk ends in the same buffer. None decodes.
-    pub fn chunk_passes(&self, max_tile_bits: u32, log_chunk: u32) -> Vec<TiledPass> {
+    pub(crate) fn chunk_passes(&self, max_tile_bits: u32, log_chunk: u32) -> Vec<TiledPass> {
         (self.log_tile..log_chunk)
             .map(|log_run| self.tiled_pass(log_run, max_tile_bits, false))
             .collect()
@@ -182,7 +182,7 @@ impl MergePlan {
 /// is less, and holds at least one tile of `2^sort_tile`. The passes are those of the whole
 /// sort, merely run chunk by chunk ([`MergePlan::chunk_passes`]), so the result is the same
 /// bit for bit.
-pub fn upload_chunk(n: u64, element_bytes: u64, sort_tile: u32) -> Option<u32> {
+pub(crate) fn upload_chunk(n: u64, element_bytes: u64, sort_tile: u32) -> Option<u32> {
     if element_bytes == 0 || n.saturating_mul(element_bytes) < POLICY.min_sort_while_uploading_bytes
     {
         return None;
@@ -195,7 +195,7 @@ pub fn upload_chunk(n: u64, element_bytes: u64, sort_tile: u32) -> Option<u32> {
 /// The chunks of a sort that sorts while it uploads ([`upload_chunk`]), handed out in order
 /// once they have landed.
 #[derive(Clone, Copy, Debug)]
-pub struct UploadChunks {
+pub(crate) struct UploadChunks {
     n: u64,
     log_chunk: u32,
     /// The first element of the next chunk to hand out.
@@ -204,7 +204,7 @@ pub struct UploadChunks {
 
 impl UploadChunks {
     /// The chunks of `2^log_chunk` elements (the last may be shorter) of `n` elements.
-    pub fn new(n: u64, log_chunk: u32) -> UploadChunks {
+    pub(crate) fn new(n: u64, log_chunk: u32) -> UploadChunks {
         UploadChunks {
             n,
             log_chunk,
@@ -213,18 +213,18 @@ impl UploadChunks {
     }
 
     /// log2 of a chunk's elements.
-    pub fn log_chunk(&self) -> u32 {
+    pub(crate) fn log_chunk(&self) -> u32 {
         self.log_chunk
     }
 
     /// The elements of all chunks together.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.n
     }
 
     /// The next chunk not yet handed out, as (first element, elements), if it lies within the
     /// first `landed` elements.
-    pub fn next_landed(&mut self, landed: u64) -> Option<(u64, u64)> {
+    pub(crate) fn next_landed(&mut self, landed: u64) -> Option<(u64, u64)> {
         let first = self.next;
         let len = (1u64 << self.log_chunk).min(self.n.saturating_sub(first));
         if len == 0 || first + len > landed {
@@ -240,7 +240,7 @@ impl UploadChunks {
 mod model;
 
 #[cfg(test)]
-pub use model::{emulate, split};
+pub(crate) use model::{emulate, split};
 
 #[cfg(test)]
 mod tests;

@@ -148,7 +148,12 @@ impl Schedule {
 /// `2^POLICY.max_log_single_tile` (one launch); otherwise small enough that every compute
 /// unit gets a tile, but not below `2^POLICY.min_log_tile`. Both GPU backends choose their
 /// tile here.
-pub fn choose_log_tile(rows: u64, log_row: u32, max_log_tile: u32, compute_units: u32) -> u32 {
+pub(crate) fn choose_log_tile(
+    rows: u64,
+    log_row: u32,
+    max_log_tile: u32,
+    compute_units: u32,
+) -> u32 {
     if log_row <= max_log_tile && (rows > 1 || log_row <= POLICY.max_log_single_tile) {
         return log_row.max(1);
     }
@@ -194,7 +199,7 @@ pub(crate) mod counting;
 pub(crate) mod device_ranges;
 mod emulate;
 mod index;
-pub mod merge_path;
+pub(crate) mod merge_path;
 // Without a GPU backend nothing makes launch plans.
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub(crate) mod plan;
@@ -202,7 +207,8 @@ mod policy;
 mod search;
 pub(crate) mod top_k;
 
-pub use emulate::{emulate, emulate_merge_path};
+pub use emulate::emulate;
+pub(crate) use emulate::emulate_merge_path;
 pub use index::{global_index, register_network, tile_comparator};
 pub(crate) use policy::POLICY;
 use search::merge_passes;

@@ -15,7 +15,7 @@ use crate::kernel_contract::merge_log_e;
 
 /// The word widths of a sort's elements: key bytes (2, 4 or 8) and value bytes (0, 4 or 8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Widths {
+pub(crate) struct Widths {
     /// Bytes of a key word.
     pub key: u64,
     /// Bytes of a value word; 0 for keys alone.
@@ -25,12 +25,12 @@ pub struct Widths {
 impl Widths {
     /// Keys alone of `key` bytes.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub fn keys(key: u64) -> Widths {
+    pub(crate) fn keys(key: u64) -> Widths {
         Widths { key, value: 0 }
     }
 
     /// Bytes of one element, key and value together.
-    pub fn element(self) -> u64 {
+    pub(crate) fn element(self) -> u64 {
         self.key + self.value
     }
 
@@ -39,7 +39,7 @@ impl Widths {
     /// `cuda/words.cuh`), so on-chip budgets and plans count 4 bytes for it; global memory
     /// (the data and the scratch) holds it in 2.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub fn on_chip(self) -> Widths {
+    pub(crate) fn on_chip(self) -> Widths {
         Widths {
             key: self.key.max(4),
             value: self.value,
@@ -51,7 +51,7 @@ impl Widths {
 /// thresholds, for one sort's widths. The backends fill it in (`facts` in their `plan`
 /// modules).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceFacts {
+pub(crate) struct DeviceFacts {
     /// log2 of the largest tile the network sorts on chip; also the largest tile sort of a
     /// merge-path sort of pairs or of rows.
     pub max_log_tile: u32,
@@ -88,7 +88,7 @@ pub struct DeviceFacts {
 impl DeviceFacts {
     /// Whether `rows` rows of `row_len` are one row that the backend sorts whole in one
     /// launch ([`DeviceFacts::whole_row_logs`]).
-    pub fn whole_row(&self, row_len: u64, rows: u64) -> bool {
+    pub(crate) fn whole_row(&self, row_len: u64, rows: u64) -> bool {
         let log_row = ceil_log2(row_len);
         rows == 1
             && self
@@ -100,7 +100,7 @@ impl DeviceFacts {
 
 /// What a sort runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SortPlan {
+pub(crate) enum SortPlan {
     /// The bitonic network in place with tiles of `2^log_tile`: the passes of
     /// [`Schedule::new`](super::Schedule::new) with the backend's
     /// [`TileParams`](super::TileParams) for that tile.
@@ -121,7 +121,7 @@ pub enum SortPlan {
 /// data to a scratch buffer and back (an even number for a whole sort, so that the result
 /// ends in the data; its last decodes keys).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MergePathPlan {
+pub(crate) struct MergePathPlan {
     /// Elements of one row (the whole array for a plain sort).
     pub row_len: u64,
     /// Rows, one after another, each merged on its own (1 for a plain sort).
@@ -135,7 +135,7 @@ pub struct MergePathPlan {
 impl MergePathPlan {
     /// Entries of the splitter buffer (`u64`): the most output tiles of any pass, over all
     /// rows.
-    pub fn splits(&self) -> u64 {
+    pub(crate) fn splits(&self) -> u64 {
         self.passes
             .iter()
             .map(|p| p.tiles * self.rows)
@@ -146,7 +146,7 @@ impl MergePathPlan {
     /// log2 of the virtual row the tile sort runs on: at least one tile, so that a chunk
     /// shorter than a tile still has its tile sorted (and its keys encoded) as the whole
     /// sort's last tile would.
-    pub fn tile_sort_log_row(&self) -> u32 {
+    pub(crate) fn tile_sort_log_row(&self) -> u32 {
         ceil_log2(self.row_len).max(self.sort_tile)
     }
 }
@@ -154,7 +154,7 @@ impl MergePathPlan {
 /// The network's tile for a sort of `rows` rows of `row_len`: the whole row where the
 /// backend sorts it in one launch ([`DeviceFacts::whole_row`]), the parent module's
 /// [`choose_log_tile`] otherwise.
-pub fn network_tile(facts: &DeviceFacts, row_len: u64, rows: u64) -> u32 {
+pub(crate) fn network_tile(facts: &DeviceFacts, row_len: u64, rows: u64) -> u32 {
     let log_row = ceil_log2(row_len);
     if facts.whole_row(row_len, rows) {
         log_row
@@ -169,7 +169,7 @@ pub fn network_tile(facts: &DeviceFacts, row_len: u64, rows: u64) -> u32 {
 /// one row where [`merge_path_plan`] gives one (keys alone that the backend sorts whole in
 /// one launch excepted) and for rows where [`rows_merge_path_plan`] does; unless
 /// `oblivious` asks for the network, whose memory accesses depend only on the shape.
-pub fn choose(
+pub(crate) fn choose(
     facts: &DeviceFacts,
     row_len: u64,
     rows: u64,
@@ -206,7 +206,11 @@ pub fn choose(
 /// than [`DeviceFacts::min_log_merge_bytes`] asks for; pairs where [`pair_sort_tile`] says
 /// so, the same on every device, or where the device cannot hold that tile; and wherever
 /// [`tiled_merge_path_plan`] makes none.
-pub fn merge_path_plan(facts: &DeviceFacts, n: u64, widths: Widths) -> Option<MergePathPlan> {
+pub(crate) fn merge_path_plan(
+    facts: &DeviceFacts,
+    n: u64,
+    widths: Widths,
+) -> Option<MergePathPlan> {
     let sort_tile = if widths.value == 0 {
         if ceil_log2(n.saturating_mul(widths.key)) < facts.min_log_merge_bytes {
             return None;
@@ -223,7 +227,7 @@ pub fn merge_path_plan(facts: &DeviceFacts, n: u64, widths: Widths) -> Option<Me
 /// (one launch sorts them whole), key-value rows (whose values of equal keys take the
 /// network's order on every backend), more rows than [`DeviceFacts::max_merge_rows`], and
 /// wherever [`tiled_merge_path_plan`] makes none.
-pub fn rows_merge_path_plan(
+pub(crate) fn rows_merge_path_plan(
     facts: &DeviceFacts,
     row_len: u64,
     rows: u64,
@@ -240,7 +244,7 @@ pub fn rows_merge_path_plan(
 /// sort sorts tiles of `2^sort_tile` (which leaves an even number of merge passes), or
 /// `None` for a program without merge kernels or merge tiles too small for a merge block
 /// of one warp (32 threads).
-pub fn tiled_merge_path_plan(
+pub(crate) fn tiled_merge_path_plan(
     facts: &DeviceFacts,
     (n, rows): (u64, u64),
     sort_tile: u32,
@@ -270,7 +274,12 @@ pub fn tiled_merge_path_plan(
 /// of the scratch, they leave it as the whole sort's passes would; the whole sort's merges
 /// of runs of `2^log_chunk` and longer follow once every chunk is sorted. Its splits are
 /// the chunk's, no more than the whole sort's.
-pub fn chunk_plan(facts: &DeviceFacts, m: u64, sort_tile: u32, log_chunk: u32) -> MergePathPlan {
+pub(crate) fn chunk_plan(
+    facts: &DeviceFacts,
+    m: u64,
+    sort_tile: u32,
+    log_chunk: u32,
+) -> MergePathPlan {
     let passes = MergePlan {
         n: m,
         log_tile: sort_tile,

@@ -5,7 +5,7 @@
 
 /// Tuned numbers of the schedule, shared by every backend (see [`POLICY`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SchedulePolicy {
+pub(crate) struct SchedulePolicy {
     /// The network's tiles are at least `2^min_log_tile` elements unless the whole row is
     /// smaller. Tiles shrink so that every compute unit gets one, but each halving adds a
     /// stage above the tile, and with it passes over memory, while a smaller tile gives its
@@ -54,7 +54,7 @@ pub struct SchedulePolicy {
 }
 
 /// The schedule's tuned numbers.
-pub const POLICY: SchedulePolicy = SchedulePolicy {
+pub(crate) const POLICY: SchedulePolicy = SchedulePolicy {
     min_log_tile: 11,
     max_log_single_tile: 13,
     max_log_sort_tile: 15,

@@ -16,7 +16,7 @@ const SPLIT_BLOCK: u32 = 256;
 /// One merge pass: `merge_split_<K>` finds where every output tile's part of its two input
 /// runs starts, then `merge_pass_<K>_<V>` merges the parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MergeLaunch {
+pub(crate) struct MergeLaunch {
     /// Both kernels' parameters.
     pub args: MergeArgs,
     /// Whether the merge kernel finds its tiles' parts itself (`merge_search_pass_<key>_<value>`;
@@ -39,7 +39,7 @@ pub struct MergeLaunch {
 /// merge passes that alternate from the data to the scratch buffer and back (an even number,
 /// so the result ends in the data).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MergePathPlan {
+pub(crate) struct MergePathPlan {
     /// The network's local sort of every tile, encoding keys on load.
     pub tile_sort: Launch,
     /// The merge passes in order; the last decodes keys on store.
@@ -52,7 +52,7 @@ pub struct MergePathPlan {
 /// the rest of the data uploads (`schedule::plan::chunk_plan`): the tile sort of its tiles of
 /// `2^sort_tile`, then the whole sort's merge passes up to runs of `2^log_chunk`, none
 /// decoding. Its `splits` are the chunk's, no more than the whole sort's.
-pub fn chunk_plan(
+pub(crate) fn chunk_plan(
     limits: &DeviceLimits,
     m: u64,
     sort_tile: u32,

@@ -16,18 +16,18 @@
 
 use std::ops::RangeInclusive;
 
-pub use crate::schedule::counting::COUNTING_FROM;
+pub(super) use crate::schedule::counting::COUNTING_FROM;
 use crate::schedule::counting::{CountingPlan, window_log_for};
 use crate::schedule::plan::{self as neutral, DeviceFacts, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, Transform};
 
-pub use crate::kernel_contract::{
+pub(super) use crate::kernel_contract::{
     DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_BLOCKS_PER_SM, MERGE_THREADS, MODE_GLOBAL, MODE_MERGE,
     MODE_SORT, MergeArgs, PassArgs, merge_log_e, merge_shared_bytes, padded_words,
 };
-pub use crate::schedule::plan::Widths;
+pub(super) use crate::schedule::plan::Widths;
 pub(crate) use merge::merge_path_launches;
-pub use merge::{MergeLaunch, MergePathPlan, chunk_plan};
+pub(super) use merge::{MergeLaunch, MergePathPlan, chunk_plan};
 
 mod merge;
 
@@ -85,7 +85,7 @@ pub(crate) const POLICY: CudaPolicy = CudaPolicy {
 
 /// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's
 /// largest round).
-pub const LOG_E: u32 = crate::kernel_contract::MAX_LOG_E;
+pub(super) const LOG_E: u32 = crate::kernel_contract::MAX_LOG_E;
 
 /// The largest tile, as log2 of its elements (`2^15` keys of 4 bytes fill 132 KiB).
 pub(crate) const MAX_LOG_TILE: u32 = 15;
@@ -109,7 +109,7 @@ const RESERVED_SHARED_BYTES: u64 = 1024;
 
 /// The device limits the plan is made from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceLimits {
+pub(super) struct DeviceLimits {
     /// Shared memory one block may use, with the opt-in attribute, in bytes.
     pub shared_bytes_per_block: u32,
     /// The most blocks of a grid's x dimension.
@@ -127,7 +127,7 @@ pub struct DeviceLimits {
 
 /// One kernel launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Launch {
+pub(crate) struct Launch {
     /// The kernel's parameters.
     pub args: PassArgs,
     /// Blocks.
@@ -142,7 +142,7 @@ pub struct Launch {
 
 /// The kernel of a [`Launch`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PassKernel {
+pub(crate) enum PassKernel {
     /// `tile_pass_<key>_<value>`: blocks each holding a tile.
     Tile,
     /// `cluster_pass_<key>_<value>`: blocks in clusters of `2^LOG_CLUSTER`, each holding a
@@ -155,7 +155,7 @@ pub enum PassKernel {
 
 /// What a sort runs: the network's launches, or a tile sort and merge passes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SortPlan {
+pub(crate) enum SortPlan {
     /// Every pass in place ([`plan`]).
     Network(Vec<Launch>),
     /// The tile sort and the merges; they need a scratch buffer as large as the data and a
@@ -174,7 +174,7 @@ pub(crate) const COUNT_THREADS: u32 = 512;
 /// `4 << plan.window_log` bytes of dynamic shared memory), `count_totals`, `count_starts`
 /// and `fill_keys_u16`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CountingLaunches {
+pub(crate) struct CountingLaunches {
     /// The neutral plan.
     pub plan: CountingPlan,
     /// `ENCODING_*` bits.
@@ -183,7 +183,7 @@ pub struct CountingLaunches {
 
 impl CountingLaunches {
     /// Dynamic shared memory of a count block: its window of 4-byte counters.
-    pub fn count_shared_bytes(&self) -> u32 {
+    pub(crate) fn count_shared_bytes(&self) -> u32 {
         4 << self.plan.window_log
     }
 }
@@ -304,7 +304,7 @@ pub(crate) fn tile_params(log_tile: u32) -> TileParams {
 /// unless `oblivious` asks for the network. The neutral plan and the launches see the
 /// on-chip widths ([`Widths::on_chip`]); the warp and cluster sorts, which exist for `u32`
 /// keys alone, the stored ones.
-pub fn choose(
+pub(super) fn choose(
     limits: &DeviceLimits,
     row_len: u64,
     rows: u64,
@@ -330,7 +330,7 @@ pub fn choose(
 /// Every launch of the network's sort of `rows` rows of `row_len` elements (`row_len >= 2`)
 /// of these widths, under `encoding`; `cap` (an experiment's override) caps the tile and
 /// turns the warp sort off.
-pub fn plan(
+pub(super) fn plan(
     limits: &DeviceLimits,
     row_len: u64,
     rows: u64,

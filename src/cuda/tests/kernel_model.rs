@@ -173,7 +173,7 @@ fn sort_tile(tile: &mut [u32]) {
 }
 
 /// Runs `launches` over `keys` (already ordered words; no transform).
-pub fn execute(launches: &[Launch], keys: &mut [u32]) {
+pub(super) fn execute(launches: &[Launch], keys: &mut [u32]) {
     for l in launches {
         let a = &l.args;
         let size = 1u64 << a.tile_bits;

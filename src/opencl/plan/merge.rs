@@ -15,7 +15,7 @@ use crate::schedule::plan as neutral;
 /// starts, then `merge_pass` merges the parts from one buffer into the other; or, for a pass
 /// of few tiles, `merge_pass_own_splits` does both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MergeLaunch {
+pub(crate) struct MergeLaunch {
     /// log2 of the input runs.
     pub log_run: u32,
     /// log2 of the outputs of one work-group's tile.
@@ -47,7 +47,7 @@ pub struct MergeLaunch {
 /// scratch buffer and back (an even number, so that the result ends in the data; the last
 /// decodes keys).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MergePathPlan {
+pub(crate) struct MergePathPlan {
     /// The tile sort.
     pub tile_sort: Launch,
     /// The rows the tile sort runs on (each at least one tile long); the merges merge each
@@ -64,7 +64,7 @@ pub struct MergePathPlan {
 /// `2^sort_tile`, then the whole sort's merge passes up to runs of `2^log_chunk`, none
 /// decoding. Its tile sort runs on rows at least one tile long
 /// ([`neutral::MergePathPlan::tile_sort_log_row`]).
-pub fn chunk_plan(
+pub(crate) fn chunk_plan(
     limits: &Limits,
     m: u64,
     widths: (u64, u64),

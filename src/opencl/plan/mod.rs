@@ -16,17 +16,17 @@
 //! `merge_split` and one of `merge_pass` (`kernels/merge_path.clh`), or, for a pass of few
 //! tiles, one launch of `merge_pass_own_splits` (`merge.rs`).
 
-pub use crate::schedule::counting::COUNTING_FROM;
+pub(super) use crate::schedule::counting::COUNTING_FROM;
 use crate::schedule::counting::{CountingPlan, window_log_for};
 use crate::schedule::plan::{self as neutral, DeviceFacts, Widths, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2};
 
-pub use crate::kernel_contract::{
+pub(super) use crate::kernel_contract::{
     DECODE_ON_STORE, ENCODE_ON_LOAD, MERGE_THREADS, MODE_GLOBAL, MODE_MERGE, MODE_SORT,
     merge_local_key_bytes, merge_log_e, padded_words,
 };
 pub(crate) use merge::merge_path_launches;
-pub use merge::{MergeLaunch, MergePathPlan, chunk_plan};
+pub(super) use merge::{MergeLaunch, MergePathPlan, chunk_plan};
 
 mod merge;
 
@@ -78,17 +78,17 @@ pub(crate) const GPU_MAX_MERGE_ROWS: u64 = POLICY.gpu_max_merge_rows;
 
 /// log2 of the elements a work item holds in registers in one round (`LOG_E` of the
 /// program; CPU devices get programs with smaller rounds).
-pub const LOG_E: u32 = crate::kernel_contract::MAX_LOG_E;
+pub(super) const LOG_E: u32 = crate::kernel_contract::MAX_LOG_E;
 /// The largest tile: 2^13 elements (32 KiB of `u32` keys), a tile work-group's most work
 /// items ([`MAX_TILE_GROUP`]) with `2^LOG_E` elements each.
-pub const MAX_LOG_TILE: u32 = 13;
+pub(super) const MAX_LOG_TILE: u32 = 13;
 /// Local memory kept free beyond the tile: some drivers report more than a kernel may use
 /// (NVIDIA reports 49152 bytes and accepts 48128).
-pub const LOCAL_MEM_MARGIN: u64 = 1024;
+pub(super) const LOCAL_MEM_MARGIN: u64 = 1024;
 /// The most work items of a tile work-group.
-pub const MAX_TILE_GROUP: usize = 512;
+pub(super) const MAX_TILE_GROUP: usize = 512;
 /// Work items of a `bitonic_global` work-group, at most.
-pub const MAX_GLOBAL_GROUP: usize = 256;
+pub(super) const MAX_GLOBAL_GROUP: usize = 256;
 /// The most work-groups a tile pass launches; the groups loop over the remaining tiles.
 const MAX_TILE_GROUPS: u64 = 1 << 16;
 /// The most work items a global pass launches; the items loop over the remaining groups.
@@ -96,7 +96,7 @@ const MAX_GLOBAL_ITEMS: u64 = 1 << 22;
 
 /// What the plan needs to know about the device and the program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub(super) struct Limits {
     /// `CL_DEVICE_LOCAL_MEM_SIZE`.
     pub local_mem: u64,
     /// Compute units: tiles shrink (not below the schedule's smallest tile) so each gets
@@ -143,7 +143,7 @@ pub struct Limits {
 
 /// The shape of one sort: `rows` rows of `row_len` elements, each padded to `2^log_row`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shape {
+pub(super) struct Shape {
     /// Elements per row (`n` for a plain sort).
     pub row_len: u64,
     /// Rows (1 for a plain sort).
@@ -154,7 +154,7 @@ pub struct Shape {
 
 impl Shape {
     /// `rows` rows of `row_len` elements.
-    pub fn new(row_len: u64, rows: u64) -> Shape {
+    pub(super) fn new(row_len: u64, rows: u64) -> Shape {
         Shape {
             row_len,
             rows,
@@ -170,7 +170,7 @@ impl Shape {
 
 /// Which kernel a launch runs, with its pass-specific arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     /// `bitonic_tile`.
     Tile {
         /// Virtual tiles (work-groups loop over them).
@@ -208,7 +208,7 @@ pub enum Kind {
 
 /// One kernel launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Launch {
+pub(super) struct Launch {
     /// The kernel and its pass arguments.
     pub kind: Kind,
     /// `ENCODE_ON_LOAD` / `DECODE_ON_STORE` bits.
@@ -223,7 +223,7 @@ pub struct Launch {
 
 /// What a sort runs: the network's launches, or a tile sort and merge passes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SortPlan {
+pub(super) enum SortPlan {
     /// Every pass in place ([`plan`]).
     Network(Vec<Launch>),
     /// The tile sort and the merges; needs a scratch buffer as large as the keys and a
@@ -236,7 +236,7 @@ pub enum SortPlan {
 
 /// The largest tile whose padded keys and values fit the local memory (less the margin),
 /// capped at `limits.max_log_tile`; at least 2 elements.
-pub fn max_log_tile(limits: &Limits, element_bytes: u64) -> u32 {
+pub(super) fn max_log_tile(limits: &Limits, element_bytes: u64) -> u32 {
     let budget = limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN);
     let mut bits = limits.max_log_tile.clamp(1, MAX_LOG_TILE);
     while bits > 1 && padded_words(bits) * element_bytes.max(1) > budget {
@@ -248,12 +248,12 @@ pub fn max_log_tile(limits: &Limits, element_bytes: u64) -> u32 {
 /// log2 of the columns of a global tile for a device whose largest tile is `2^log_tile`:
 /// `POLICY.max_log_cols`, or half the tile's bits on small devices (so that a global pass
 /// still applies several levels).
-pub fn log_cols(log_tile: u32) -> u32 {
+pub(super) fn log_cols(log_tile: u32) -> u32 {
     POLICY.max_log_cols.min(log_tile / 2)
 }
 
 /// The tile parameters of the schedule for a tile of `2^log_tile`.
-pub fn tile_params(log_tile: u32) -> TileParams {
+pub(super) fn tile_params(log_tile: u32) -> TileParams {
     TileParams {
         log_tile,
         max_global_levels: (log_tile - log_cols(log_tile)).max(1),
@@ -263,7 +263,7 @@ pub fn tile_params(log_tile: u32) -> TileParams {
 
 /// log2 of the outputs of one merge work-group: `MERGE_THREADS` work items' worth (fewer
 /// where the kernel allows fewer), less where the local memory holds less.
-pub fn merge_log_tile(limits: &Limits, key_bytes: u64, value_bytes: u64) -> u32 {
+pub(super) fn merge_log_tile(limits: &Limits, key_bytes: u64, value_bytes: u64) -> u32 {
     let budget = limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN);
     let threads = floor_pow2(limits.merge_group.clamp(1, MERGE_THREADS as usize));
     let mut bits = merge_log_e(key_bytes + value_bytes) + threads.trailing_zeros();
@@ -280,7 +280,7 @@ fn merge_local_bytes(bits: u32, key_bytes: u64, value_bytes: u64) -> u64 {
 }
 
 /// The largest power of two `<= x` (1 for 0).
-pub fn floor_pow2(x: usize) -> usize {
+pub(super) fn floor_pow2(x: usize) -> usize {
     if x <= 1 {
         1
     } else {
@@ -310,7 +310,7 @@ pub(crate) fn facts(limits: &Limits, (key_bytes, value_bytes): (u64, u64)) -> De
 
 /// Work items of a counting sort's count, totals and fill work-groups; the starts
 /// work-group has `COUNT_STARTS_THREADS` (as many).
-pub const COUNT_GROUP: usize = crate::kernel_contract::COUNT_STARTS_THREADS as usize;
+pub(super) const COUNT_GROUP: usize = crate::kernel_contract::COUNT_STARTS_THREADS as usize;
 
 /// log2 of the 4-byte counters a count work-group holds in local memory (less the margin
 /// every launch leaves), at most [`Limits::max_count_window_log`].
@@ -323,7 +323,7 @@ fn count_window_log(limits: &Limits) -> u32 {
 /// [`COUNT_GROUP`], with `4 << plan.window_log` bytes of local memory), `count_totals`,
 /// `count_starts` (one work-group) and `fill_keys16`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CountingLaunches {
+pub(super) struct CountingLaunches {
     /// The neutral plan.
     pub plan: CountingPlan,
 }
@@ -331,7 +331,7 @@ pub struct CountingLaunches {
 /// The plan of a sort of `shape` with keys of `key_bytes` and values of `value_bytes` (or
 /// 0): the neutral plan's choice ([`neutral::choose`]) as launches, unless `oblivious` asks
 /// for the network.
-pub fn choose(
+pub(super) fn choose(
     limits: &Limits,
     shape: Shape,
     key_bytes: u64,
@@ -356,14 +356,14 @@ pub fn choose(
 }
 
 /// The schedule the network runs for a sort of `shape` with elements of these widths.
-pub fn schedule(limits: &Limits, shape: Shape, widths: (u64, u64)) -> Schedule {
+pub(super) fn schedule(limits: &Limits, shape: Shape, widths: (u64, u64)) -> Schedule {
     let log_tile = network_tile(&facts(limits, widths), shape.row_len, shape.rows);
     Schedule::new(shape.row_len, tile_params(log_tile))
 }
 
 /// Every launch of the network's sort of `shape` (with `row_len >= 2`) with elements of
 /// these widths (key and value bytes).
-pub fn plan(limits: &Limits, shape: Shape, widths: (u64, u64)) -> Vec<Launch> {
+pub(super) fn plan(limits: &Limits, shape: Shape, widths: (u64, u64)) -> Vec<Launch> {
     let element_bytes = widths.0 + widths.1;
     launches(
         limits,

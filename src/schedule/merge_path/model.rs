@@ -11,7 +11,7 @@ use super::MergePlan;
 ///
 /// The search bisects the key's bits as a kernel would (one binary search per run and step),
 /// then hands the remaining ties to the runs in order.
-pub fn split(runs: &[&[u64]], rank: u64) -> Vec<u64> {
+pub(crate) fn split(runs: &[&[u64]], rank: u64) -> Vec<u64> {
     let below = |v: u64| -> u64 {
         runs.iter()
             .map(|r| r.partition_point(|&k| k < v) as u64)
@@ -52,7 +52,7 @@ pub fn split(runs: &[&[u64]], rank: u64) -> Vec<u64> {
 /// sorted on its own (stably), then each pass of `plan` merging its groups of runs output
 /// tile by output tile, each tile taking the parts of the runs between its two ranks'
 /// [`split`]s. The result equals a stable sort by key.
-pub fn emulate<V: Copy>(keys: &mut [u64], values: &mut [V], plan: MergePlan) {
+pub(crate) fn emulate<V: Copy>(keys: &mut [u64], values: &mut [V], plan: MergePlan) {
     assert_eq!(keys.len(), values.len(), "keys and values differ in length");
     let n = keys.len();
     let tile = 1usize << plan.log_tile;
