@@ -249,7 +249,12 @@ impl OpenClBackend {
 
     /// The largest tile's parameters for this key/value layout (building its program if
     /// needed); a sort may use a smaller tile so that every compute unit gets work.
-    pub(crate) fn tile_params(&self, key_bytes: usize, value_bytes: Option<usize>) -> Result<TileParams> {
+    #[cfg(test)]
+    pub(crate) fn tile_params(
+        &self,
+        key_bytes: usize,
+        value_bytes: Option<usize>,
+    ) -> Result<TileParams> {
         let variant = self.variant_of_widths(key_bytes, value_bytes)?;
         Ok(plan::tile_params(plan::max_log_tile(
             &variant.limits,
