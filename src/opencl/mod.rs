@@ -46,6 +46,7 @@ use crate::host_transfer::{CacheStats, Column, HostStateOf};
 use crate::keys::KeyEncoding;
 use crate::pinned::PinnedMemory;
 use crate::rayon_lock::{RayonLockGuard, lock_shared_with_rayon};
+#[cfg(test)]
 use crate::schedule::TileParams;
 use crate::shape::debug_assert_rows_words;
 
