@@ -63,6 +63,10 @@ impl<'a> CaseRun<'a> {
     }
 }
 
+/// Milliseconds of each of our device-resident runs and the last one's output, or why they
+/// failed; `None` where the sorter has no device-resident timing of the keys.
+pub(super) type DeviceTimed<T> = Option<Result<(Vec<f64>, T), String>>;
+
 /// Times our device-resident sort of a copy of `keys` in rows of `row_len` (ascending; 0:
 /// one array), with the sorted copy; `None` where `sorter` has no device-resident sort of `K`
 /// keys.
@@ -71,7 +75,7 @@ pub(super) fn device_sort<K: FloatKey>(
     keys: &[K],
     row_len: usize,
     cfg: &CompareConfig,
-) -> Option<Result<(Vec<f64>, Vec<K>), String>> {
+) -> DeviceTimed<Vec<K>> {
     if !on_device(sorter) {
         return None;
     }
@@ -90,7 +94,7 @@ pub(super) fn device_top_k<K: FloatKey>(
     row_len: usize,
     k: usize,
     cfg: &CompareConfig,
-) -> Option<Result<(Vec<f64>, (Vec<K>, Vec<u32>)), String>> {
+) -> DeviceTimed<(Vec<K>, Vec<u32>)> {
     let order = bitonic::Order::Descending;
     let (warmup, runs) = (cfg.warmup, cfg.runs);
     let timed = on_device(sorter).then(|| {
@@ -108,7 +112,7 @@ pub(super) fn device_top_k<K: FloatKey>(
 /// no device-resident timing of `K` keys, which is noted.
 pub(super) fn device_checked<K: FloatKey, T>(
     sorter: &Sorter,
-    got: Option<Result<(Vec<f64>, T), String>>,
+    got: DeviceTimed<T>,
     check: impl FnOnce(&T) -> Result<(), String>,
     what: &str,
     failures: &mut Failures,

@@ -200,7 +200,10 @@ fn script_sorts_through_the_protocol() {
 
     // Bad requests are errors, and the process goes on.
     assert!(peer.time(Timing::Device, &keys, None, 300, 0, 1).is_err());
-    assert!(peer.time::<u32>(&[], None, 0, 0, 1).is_err());
+    assert!(
+        peer.time::<u32>(Timing::Device, &[], None, 0, 0, 1)
+            .is_err()
+    );
     assert!(peer.time(Timing::Device, &keys, None, 0, 0, 1).is_ok());
     // No files are left behind.
     let left: Vec<_> = std::fs::read_dir(&peer.dir.0).unwrap().collect();
