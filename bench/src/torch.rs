@@ -299,9 +299,10 @@ fn start_in(dir: &TempDir, launch: &Launch) -> Result<(PeerProcess, Reply), Stri
 }
 
 /// What a request times.
-#[derive(Clone, Copy, Debug)]
-enum Timing {
-    /// `torch.sort` on the device, between CUDA events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    /// The sort (or the float request's operation) on the device, between CUDA events (the
+    /// stream held).
     Device,
     /// The host round trip from and to ordinary memory.
     PageableTrip,
@@ -316,6 +317,15 @@ impl Timing {
             Timing::Device => "sort",
             Timing::PageableTrip => "trip-pageable",
             Timing::PinnedTrip => "trip-pinned",
+        }
+    }
+
+    /// The script's name for the timing of a float request: the round trips' names are
+    /// the sort's.
+    fn float_request(self) -> &'static str {
+        match self {
+            Timing::Device => "device",
+            trip => trip.request(),
         }
     }
 }
@@ -363,45 +373,16 @@ pub fn probe(launch: &Launch) -> Result<TorchPeer, String> {
 }
 
 impl TorchPeer {
-    /// Times `torch.sort` on `keys` (and `values`, gathered by the returned indices):
-    /// `warmup` untimed runs, then `runs` timed ones; `row_len` > 0 sorts each row of that
-    /// many keys on its own (`dim=-1` on a rows x cols tensor). Returns the milliseconds of
-    /// each timed run and the sorted output of the last one, and the script's note on the
-    /// runs (empty when it has none; e.g. runs whose stream was not held). Restarts the
-    /// script if an earlier request ended it.
+    /// Times `torch.sort` on `keys` (and `values`, gathered by the returned indices) as
+    /// `timing` says: `warmup` untimed runs, then `runs` timed ones; `row_len` > 0 sorts each
+    /// row of that many keys on its own (`dim=-1` on a rows x cols tensor). A round trip
+    /// moves host tensors to the device, sorts and moves the results back to host tensors,
+    /// in ordinary memory or page-locked memory with non-blocking copies (the script's
+    /// docstring says exactly what is timed). Returns the milliseconds of each timed run and
+    /// the sorted output of the last one, and the script's note on the runs (empty when it
+    /// has none; e.g. runs whose stream was not held). Restarts the script if an earlier
+    /// request ended it.
     pub fn time<W: Word>(
-        &self,
-        keys: &[W],
-        values: Option<&[u32]>,
-        row_len: usize,
-        warmup: usize,
-        runs: usize,
-    ) -> Result<(TorchTimes<W>, String), String> {
-        self.request(Timing::Device, keys, values, row_len, warmup, runs)
-    }
-
-    /// As [`TorchPeer::time`], but each run is a host round trip timed with the wall clock:
-    /// host tensors to the device, `torch.sort`, the results back to host tensors, in
-    /// ordinary memory or, with `pinned`, page-locked memory and non-blocking copies (the
-    /// script's docstring says exactly what is timed).
-    pub fn time_round_trip<W: Word>(
-        &self,
-        keys: &[W],
-        values: Option<&[u32]>,
-        row_len: usize,
-        warmup: usize,
-        runs: usize,
-        pinned: bool,
-    ) -> Result<(TorchTimes<W>, String), String> {
-        let timing = if pinned {
-            Timing::PinnedTrip
-        } else {
-            Timing::PageableTrip
-        };
-        self.request(timing, keys, values, row_len, warmup, runs)
-    }
-
-    fn request<W: Word>(
         &self,
         timing: Timing,
         keys: &[W],
@@ -420,41 +401,35 @@ impl TorchPeer {
         if row_len > 0 && !n.is_multiple_of(row_len) {
             return Err(format!("{n} keys are not rows of {row_len}"));
         }
+        self.with_files(|input, output| {
+            let (input_text, output_text) = (path_text(input)?, path_text(output)?);
+            write_input(input, keys, values).map_err(|e| format!("writing {input_text}: {e}"))?;
+            let bits = 8 * std::mem::size_of::<W>();
+            let request = format!(
+                "{}\t{bits}\t{}\t{}\t{row_len}\t{warmup}\t{runs}\t{input_text}\t{output_text}",
+                timing.request(),
+                u8::from(values.is_some()),
+                n,
+            );
+            let (ms, note) = self.exchange(&request, runs)?;
+            let (sorted_keys, sorted_values) = read_output::<W>(output, n, values.is_some())
+                .map_err(|e| format!("reading {output_text}: {e}"))?;
+            Ok(((ms, sorted_keys, sorted_values), note))
+        })
+    }
+
+    /// Runs `request` with the paths of the request's input and output files in the peer's
+    /// directory, and removes both files after, whatever it returns.
+    fn with_files<T>(
+        &self,
+        request: impl FnOnce(&Path, &Path) -> Result<T, String>,
+    ) -> Result<T, String> {
         let input = self.dir.0.join("in.bin");
         let output = self.dir.0.join("out.bin");
-        let result =
-            self.time_through(timing, &input, &output, keys, values, row_len, warmup, runs);
+        let result = request(&input, &output);
         let _ = std::fs::remove_file(&input);
         let _ = std::fs::remove_file(&output);
         result
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn time_through<W: Word>(
-        &self,
-        timing: Timing,
-        input: &Path,
-        output: &Path,
-        keys: &[W],
-        values: Option<&[u32]>,
-        row_len: usize,
-        warmup: usize,
-        runs: usize,
-    ) -> Result<(TorchTimes<W>, String), String> {
-        let (input_text, output_text) = (path_text(input)?, path_text(output)?);
-        write_input(input, keys, values).map_err(|e| format!("writing {input_text}: {e}"))?;
-
-        let bits = 8 * std::mem::size_of::<W>();
-        let request = format!(
-            "{}\t{bits}\t{}\t{}\t{row_len}\t{warmup}\t{runs}\t{input_text}\t{output_text}",
-            timing.request(),
-            u8::from(values.is_some()),
-            keys.len(),
-        );
-        let (ms, note) = self.exchange(&request, runs)?;
-        let (sorted_keys, sorted_values) = read_output::<W>(output, keys.len(), values.is_some())
-            .map_err(|e| format!("reading {output_text}: {e}"))?;
-        Ok(((ms, sorted_keys, sorted_values), note))
     }
 }
 
@@ -579,4 +554,4 @@ mod float;
 #[cfg(test)]
 mod tests;
 
-pub use float::{FloatDtype, FloatOp, FloatTiming};
+pub use float::{FloatDtype, FloatOp};

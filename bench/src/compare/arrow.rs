@@ -38,15 +38,9 @@ pub(super) fn run(cfg: &CompareConfig, entries: &[Entry], failures: &mut Failure
          is faster)"
     );
     print_columns();
-    let mut out = Vec::new();
-    for (i, &n) in cfg.arrow_sizes.iter().enumerate() {
-        let seed = cfg.seed ^ ((i as u64 + 1) << 32) ^ (case_id(Case::Arrow) << 56);
-        out.extend(measure_single(cfg, n, seed, entries, failures));
-    }
-    for (i, &n) in cfg.lex_sizes.iter().enumerate() {
-        let seed = cfg.seed ^ ((i as u64 + 101) << 32) ^ (case_id(Case::Arrow) << 56);
-        out.extend(measure_lex(cfg, n, seed, entries, failures));
-    }
+    let mut run = CaseRun::new(cfg, entries, failures);
+    let mut out = run.at_sizes(Case::Arrow, &cfg.arrow_sizes, 1, measure_single);
+    out.extend(run.at_sizes(Case::Arrow, &cfg.lex_sizes, 101, measure_lex));
     out
 }
 
@@ -120,14 +114,41 @@ fn print_trip_row(row: &Row, reference: Option<f64>, note: &str) {
     print_row_ratio(row, ratio, note);
 }
 
-/// `sort_to_indices` of `n` Float64 rows with nulls, and its peers.
-fn measure_single(
-    cfg: &CompareConfig,
+/// arrow-ord's `sort` timed as the `arrow-ord` row of `case` (`n` rows, host round trips),
+/// and its indices with every run of equal `key`s put in input order: the oracle. None
+/// where it failed, which is counted and printed.
+fn arrow_ord_oracle<K: PartialEq>(
+    case: &str,
     n: usize,
-    seed: u64,
-    entries: &[Entry],
+    trips: (usize, usize),
+    sort: impl FnMut() -> Result<UInt32Array, arrow_schema::ArrowError>,
+    key: impl Fn(u32) -> K,
     failures: &mut Failures,
-) -> Vec<Row> {
+) -> Option<(Row, Vec<u32>)> {
+    let mut row = new_row(case, "arrow-ord", "host CPU (1 thread)", n);
+    match time_calls(trips, sort) {
+        Ok((ms, indices)) => {
+            row.roundtrip_ms = ms;
+            Some((row, canonical(&indices_of(&indices), key)))
+        }
+        Err(e) => {
+            failures.errors += 1;
+            print_row(&row, None, &error_note("arrow-ord", "error", &e));
+            None
+        }
+    }
+}
+
+/// Prints the oracle's row (see [`arrow_ord_oracle`]) after ours, whose first is its
+/// `reference`, and adds it to `out`.
+fn push_oracle_row(out: &mut Vec<Row>, row: Row, reference: Option<f64>) {
+    print_trip_row(&row, reference, "the oracle (tie runs put in input order)");
+    out.push(row);
+}
+
+/// `sort_to_indices` of `n` Float64 rows with nulls, and its peers.
+fn measure_single(run: &mut CaseRun<'_>, n: usize, seed: u64) -> Vec<Row> {
+    let (cfg, entries, failures) = (run.cfg, run.entries, &mut *run.failures);
     let case = "arrow-sort_to_indices-f64";
     println!("-- sort_to_indices, Float64, 1 in {NULL_EVERY} rows null");
     let array = float64_with_nulls(n, seed);
@@ -140,25 +161,10 @@ fn measure_single(
     let mut out = Vec::new();
 
     // arrow-ord first: its result is the oracle (tie runs normalized).
-    let mut row = new_row(case, "arrow-ord", "host CPU (1 thread)", n);
-    let got = time_wall(
-        trips,
-        &mut (),
-        |_| {},
-        |_| arrow_ord::sort::sort_to_indices(&array, None, None).map_err(|e| e.to_string()),
-    );
-    let want = match got {
-        Ok((ms, indices)) => {
-            row.roundtrip_ms = ms;
-            canonical(&indices_of(&indices), key)
-        }
-        Err(e) => {
-            failures.errors += 1;
-            print_row(&row, None, &error_note("arrow-ord", "error", &e));
-            return out;
-        }
+    let sort = || arrow_ord::sort::sort_to_indices(&array, None, None);
+    let Some((arrow_ord_row, want)) = arrow_ord_oracle(case, n, trips, sort, key, failures) else {
+        return Vec::new();
     };
-    let arrow_ord_row = row;
     // The stable order of the valid values alone: our argsort's model.
     let mut want_argsort: Vec<u32> = (0..valid.len() as u32).collect();
     want_argsort.par_sort_by(|&a, &b| valid[a as usize].total_cmp(&valid[b as usize]));
@@ -166,30 +172,22 @@ fn measure_single(
 
     for (entry, sorter) in our_sorters(entries) {
         for sorter_name in ["bitonic-arrow", "bitonic-argsort"] {
-            let mut row = new_row(case, sorter_name, &entry.device, n);
-            if let Some(why) = entry.skip_reason(cfg, n, 8) {
-                print_row(&row, None, &why);
+            let Some(mut row) = row_unless_skipped(case, sorter_name, entry, cfg, n, 8) else {
                 continue;
-            }
+            };
             let what = format!("{sorter_name} {} on {case}, n = {n}", entry.device);
             let mut notes = Vec::new();
-            let got = time_wall(
-                trips,
-                &mut (),
-                |_| {},
-                // Both give a UInt32Array, as arrow-ord does (a vector becomes one without a
-                // copy), so that no row pays for a copy the others do not make.
-                |_| {
-                    if sorter_name == "bitonic-arrow" {
-                        bitonic::arrow::sort_to_indices(sorter, &array, None, None)
-                    } else {
-                        sorter
-                            .argsort(&valid, bitonic::Order::Ascending)
-                            .map(UInt32Array::from)
-                    }
-                    .map_err(|e| e.to_string())
-                },
-            );
+            // Both give a UInt32Array, as arrow-ord does (a vector becomes one without a
+            // copy), so that no row pays for a copy the others do not make.
+            let got = time_calls(trips, || {
+                if sorter_name == "bitonic-arrow" {
+                    bitonic::arrow::sort_to_indices(sorter, &array, None, None)
+                } else {
+                    sorter
+                        .argsort(&valid, bitonic::Order::Ascending)
+                        .map(UInt32Array::from)
+                }
+            });
             let check = |got: &UInt32Array| {
                 if sorter_name == "bitonic-arrow" {
                     same_indices(got.values(), &want, key)
@@ -209,58 +207,44 @@ fn measure_single(
             out.push(row);
         }
     }
-    print_trip_row(
-        &arrow_ord_row,
-        reference,
-        "the oracle (tie runs put in input order)",
-    );
-    out.push(arrow_ord_row);
+    push_oracle_row(&mut out, arrow_ord_row, reference);
 
-    if let Some(entry) = entries.iter().find(|e| matches!(e.runner, Runner::Cpu)) {
-        let mut row = new_row(case, "rust-cpu", &entry.device, n);
-        match entry.skip_reason(cfg, n, 8) {
-            Some(why) => print_row(&row, None, &why),
-            None => {
-                let mut notes = Vec::new();
-                let mut work = valid.clone();
-                let got = time_wall(
-                    trips,
-                    &mut work,
-                    |w| w.copy_from_slice(&valid),
-                    |w| {
-                        w.par_sort_unstable_by(f64::total_cmp);
-                        Ok(())
-                    },
-                );
-                let check = |_: &()| match want_argsort
-                    .iter()
-                    .zip(&work)
-                    .position(|(&i, v)| valid[i as usize].to_bits() != v.to_bits())
-                {
-                    Some(i) => Err(format!("value {i} is {}, not in sorted order", work[i])),
-                    None => Ok(()),
-                };
-                let what = format!("rust-cpu on {case}, n = {n}");
-                if let Some(ms) = timed_and_checked(got, check, &what, "cpu", failures, &mut notes)
-                {
-                    row.roundtrip_ms = ms;
-                }
-                print_trip_row(&row, reference, &notes.join("; "));
-                out.push(row);
-            }
+    let cpu = entries.iter().find(|e| matches!(e.runner, Runner::Cpu));
+    if let Some(entry) = cpu
+        && let Some(mut row) = row_unless_skipped(case, "rust-cpu", entry, cfg, n, 8)
+    {
+        let mut notes = Vec::new();
+        let mut work = valid.clone();
+        let got = time_wall(
+            trips,
+            &mut work,
+            |w| w.copy_from_slice(&valid),
+            |w| {
+                w.par_sort_unstable_by(f64::total_cmp);
+                Ok(())
+            },
+        );
+        let check = |_: &()| match want_argsort
+            .iter()
+            .zip(&work)
+            .position(|(&i, v)| valid[i as usize].to_bits() != v.to_bits())
+        {
+            Some(i) => Err(format!("value {i} is {}, not in sorted order", work[i])),
+            None => Ok(()),
+        };
+        let what = format!("rust-cpu on {case}, n = {n}");
+        if let Some(ms) = timed_and_checked(got, check, &what, "cpu", failures, &mut notes) {
+            row.roundtrip_ms = ms;
         }
+        print_trip_row(&row, reference, &notes.join("; "));
+        out.push(row);
     }
     out
 }
 
 /// `lexsort_to_indices` of `n` rows of (Int32, Float64 with nulls), ours and arrow-ord's.
-fn measure_lex(
-    cfg: &CompareConfig,
-    n: usize,
-    seed: u64,
-    entries: &[Entry],
-    failures: &mut Failures,
-) -> Vec<Row> {
+fn measure_lex(run: &mut CaseRun<'_>, n: usize, seed: u64) -> Vec<Row> {
+    let (cfg, entries, failures) = (run.cfg, run.entries, &mut *run.failures);
     let case = "arrow-lexsort_to_indices-i32-f64";
     println!(
         "-- lexsort_to_indices, (Int32 of {LEX_INT_VALUES} values, Float64 with 1 in \
@@ -286,43 +270,20 @@ fn measure_lex(
     let trips = cfg.trip_runs(n * 12);
     let mut out = Vec::new();
 
-    let mut row = new_row(case, "arrow-ord", "host CPU (1 thread)", n);
-    let got = time_wall(
-        trips,
-        &mut (),
-        |_| {},
-        |_| arrow_ord::sort::lexsort_to_indices(&columns, None).map_err(|e| e.to_string()),
-    );
-    let want = match got {
-        Ok((ms, indices)) => {
-            row.roundtrip_ms = ms;
-            canonical(&indices_of(&indices), key)
-        }
-        Err(e) => {
-            failures.errors += 1;
-            print_row(&row, None, &error_note("arrow-ord", "error", &e));
-            return out;
-        }
+    let sort = || arrow_ord::sort::lexsort_to_indices(&columns, None);
+    let Some((arrow_ord_row, want)) = arrow_ord_oracle(case, n, trips, sort, key, failures) else {
+        return Vec::new();
     };
-    let arrow_ord_row = row;
     let mut reference: Option<f64> = None;
     for (entry, sorter) in our_sorters(entries) {
-        let mut row = new_row(case, "bitonic-arrow", &entry.device, n);
-        if let Some(why) = entry.skip_reason(cfg, n, 12) {
-            print_row(&row, None, &why);
+        let Some(mut row) = row_unless_skipped(case, "bitonic-arrow", entry, cfg, n, 12) else {
             continue;
-        }
+        };
         let what = format!("bitonic-arrow {} on {case}, n = {n}", entry.device);
         let mut notes = Vec::new();
-        let got = time_wall(
-            trips,
-            &mut (),
-            |_| {},
-            |_| {
-                bitonic::arrow::lexsort_to_indices(sorter, &columns, None)
-                    .map_err(|e| e.to_string())
-            },
-        );
+        let got = time_calls(trips, || {
+            bitonic::arrow::lexsort_to_indices(sorter, &columns, None)
+        });
         let check = |got: &UInt32Array| same_indices(got.values(), &want, key);
         if let Some(ms) = timed_and_checked(got, check, &what, "round trip", failures, &mut notes) {
             row.roundtrip_ms = ms;
@@ -333,11 +294,6 @@ fn measure_lex(
         print_trip_row(&row, reference, &notes.join("; "));
         out.push(row);
     }
-    print_trip_row(
-        &arrow_ord_row,
-        reference,
-        "the oracle (tie runs put in input order)",
-    );
-    out.push(arrow_ord_row);
+    push_oracle_row(&mut out, arrow_ord_row, reference);
     out
 }

@@ -6,7 +6,7 @@ use half::bf16;
 
 use super::floats::*;
 use super::*;
-use crate::torch::{FloatOp, FloatTiming};
+use crate::torch::FloatOp;
 
 /// Runs the case at every size of `cfg.sizes`.
 pub(super) fn run(cfg: &CompareConfig, entries: &[Entry], failures: &mut Failures) -> Vec<Row> {
@@ -20,22 +20,13 @@ pub(super) fn run(cfg: &CompareConfig, entries: &[Entry], failures: &mut Failure
          it runs device-resident, else our u32 sort); above 1: that one is faster"
     );
     print_columns();
-    let mut out = Vec::new();
-    for (i, &n) in cfg.sizes.iter().enumerate() {
-        let seed = cfg.seed ^ ((i as u64 + 1) << 32) ^ (case_id(Case::Bf16) << 56);
-        out.extend(measure_size(cfg, n, seed, entries, failures));
-    }
-    out
+    let mut run = CaseRun::new(cfg, entries, failures);
+    run.at_sizes(Case::Bf16, &cfg.sizes, 1, measure_size)
 }
 
 /// Measures every sorter on `n` keys.
-fn measure_size(
-    cfg: &CompareConfig,
-    n: usize,
-    seed: u64,
-    entries: &[Entry],
-    failures: &mut Failures,
-) -> Vec<Row> {
+fn measure_size(run: &mut CaseRun<'_>, n: usize, seed: u64) -> Vec<Row> {
+    let (cfg, entries, failures) = (run.cfg, run.entries, &mut *run.failures);
     let case = Case::Bf16.name();
     let keys: Vec<bf16> = float_keys(n, seed);
     let mut want = keys.clone();
@@ -54,40 +45,18 @@ fn measure_size(
     let mut out = Vec::new();
 
     for (entry, sorter) in our_sorters(entries) {
-        let mut row = new_row(&case, "bitonic", &entry.device, n);
-        if let Some(why) = entry.skip_reason(cfg, n, 2) {
-            print_row(&row, None, &why);
+        let Some(mut row) = row_unless_skipped(&case, "bitonic", entry, cfg, n, 2) else {
             continue;
-        }
+        };
         let what = format!("bitonic {} on bf16, n = {n}", entry.device);
         let mut notes = Vec::new();
-        let mut work = keys.clone();
-        match on_device(sorter)
-            .then(|| bf16::device_sort(sorter, &mut work, 0, cfg))
-            .flatten()
+        let got = device_sort(sorter, &keys, 0, cfg);
+        let check = |sorted: &Vec<bf16>| same_keys(sorted, &want, "keys");
+        if let Some(ms) = device_checked::<bf16, _>(sorter, got, check, &what, failures, &mut notes)
         {
-            Some(got) => {
-                let got = got.map(|ms| (ms, ()));
-                let check = |_: &()| same_keys(&work, &want, "keys");
-                if let Some(ms) =
-                    timed_and_checked(got, check, &what, "device", failures, &mut notes)
-                {
-                    row.device_ms = ms;
-                }
-            }
-            None => notes.push(no_device_note::<bf16>(sorter)),
+            row.device_ms = ms;
         }
-        let got = time_wall(
-            trips,
-            &mut work,
-            |w| w.copy_from_slice(&keys),
-            |w| {
-                sorter
-                    .sort(w, bitonic::Order::Ascending)
-                    .map_err(|e| e.to_string())
-            },
-        );
-        let check = |_: &()| same_keys(&work, &want, "keys");
+        let got = time_sorts(trips, &keys, |w| sorter.sort(w, bitonic::Order::Ascending));
         if let Some(ms) = timed_and_checked(got, check, &what, "round trip", failures, &mut notes) {
             row.roundtrip_ms = ms;
         }
@@ -107,7 +76,6 @@ fn measure_size(
                 )?;
                 Ok((ms, buf.to_vec()))
             });
-        let check = |sorted: &Vec<bf16>| same_keys(sorted, &want, "keys");
         let stage = "pinned round trip";
         if let Some(ms) = timed_and_checked(got, check, &what, stage, failures, &mut notes) {
             row.pinned_ms = ms;
@@ -120,11 +88,9 @@ fn measure_size(
     }
 
     for (entry, sorter) in our_sorters(entries) {
-        let mut row = new_row(&case, "bitonic-u32", &entry.device, n);
-        if let Some(why) = entry.skip_reason(cfg, n, 4) {
-            print_row(&row, None, &why);
+        let Some(mut row) = row_unless_skipped(&case, "bitonic-u32", entry, cfg, n, 4) else {
             continue;
-        }
+        };
         let what = format!("bitonic-u32 {} on bf16, n = {n}", entry.device);
         let mut notes = Vec::new();
         if on_device(sorter) {
@@ -161,36 +127,18 @@ fn measure_size(
     for entry in entries {
         match &entry.runner {
             Runner::Torch(peer) => {
-                let mut row = new_row(&case, torch::NAME, &entry.device, n);
-                if let Some(why) = entry.skip_reason(cfg, n, 2) {
-                    print_row(&row, None, &why);
+                let Some(mut row) = row_unless_skipped(&case, torch::NAME, entry, cfg, n, 2) else {
                     continue;
-                }
+                };
                 let what = format!("{} {} on bf16, n = {n}", torch::NAME, entry.device);
                 let mut notes = Vec::new();
-                let timings = [
-                    (FloatTiming::Device, "device"),
-                    (FloatTiming::PageableTrip, "round trip"),
-                    (FloatTiming::PinnedTrip, "pinned round trip"),
-                ];
-                for (timing, stage) in timings {
-                    let (warmup, runs) = match timing {
-                        FloatTiming::Device => (cfg.warmup, cfg.runs),
-                        _ => trips,
-                    };
-                    let got = peer
-                        .time_float(FloatOp::Sort, timing, bf16::DTYPE, &keys, n, warmup, runs)
-                        .map(|(ms, sorted, note)| {
-                            if !note.is_empty() {
-                                notes.push(truncate(&note, 120));
-                            }
-                            (ms, sorted)
-                        });
+                for (timing, stage) in TORCH_TIMINGS {
+                    let got = time_torch(peer, FloatOp::Sort, timing, &keys, n, cfg, &mut notes);
                     let check = |s: &Vec<bf16>| same_keys(s, &want, "keys");
-                    match timed_and_checked(got, check, &what, stage, failures, &mut notes) {
-                        Some(ms) if timing == FloatTiming::Device => row.device_ms = ms,
-                        Some(ms) => *row.trip_ms(timing == FloatTiming::PinnedTrip) = ms,
-                        None => {}
+                    if let Some(ms) =
+                        timed_and_checked(got, check, &what, stage, failures, &mut notes)
+                    {
+                        *torch_times(&mut row, timing) = ms;
                     }
                 }
                 print_row(&row, reference_ms, &notes.join("; "));
@@ -201,11 +149,9 @@ fn measure_size(
                 print_row(&row, None, &format!("unavailable: {why}"));
             }
             Runner::Cpu => {
-                let mut row = new_row(&case, "rust-cpu", &entry.device, n);
-                if let Some(why) = entry.skip_reason(cfg, n, 2) {
-                    print_row(&row, None, &why);
+                let Some(mut row) = row_unless_skipped(&case, "rust-cpu", entry, cfg, n, 2) else {
                     continue;
-                }
+                };
                 let mut notes = Vec::new();
                 let mut work = keys.clone();
                 let got = time_wall(

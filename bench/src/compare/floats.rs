@@ -6,10 +6,11 @@ use std::cmp::Ordering;
 use half::bf16;
 
 use super::*;
-use crate::torch::FloatDtype;
+use crate::device_timing::DeviceKey;
+use crate::torch::{FloatDtype, FloatOp, Timing, TorchPeer};
 
 /// A float key type of the float cases: `f32` or `bf16`.
-pub(super) trait FloatKey: SortKey + std::fmt::Debug {
+pub(super) trait FloatKey: SortKey + DeviceKey + std::fmt::Debug {
     /// The dtype torch gets.
     const DTYPE: FloatDtype;
     /// The type's name in tables and the CSV.
@@ -20,29 +21,111 @@ pub(super) trait FloatKey: SortKey + std::fmt::Debug {
 
     /// The crate's order: IEEE 754 `totalOrder`.
     fn total_order(&self, other: &Self) -> Ordering;
-
-    /// Times our device-resident sort of `keys` in rows of `row_len` (ascending), leaving
-    /// them sorted; `None` where the library has no device-resident sort of this type.
-    fn device_sort(
-        sorter: &Sorter,
-        keys: &mut [Self],
-        row_len: usize,
-        cfg: &CompareConfig,
-    ) -> Option<Result<Vec<f64>, String>>;
-
-    /// Times our device-resident top-k (largest first) of every row; `None` where this
-    /// build or the device has none for this type.
-    fn device_top_k(
-        sorter: &Sorter,
-        keys: &[Self],
-        row_len: usize,
-        k: usize,
-        cfg: &CompareConfig,
-    ) -> Option<Result<TopKTimed<Self>, String>>;
 }
 
-/// Milliseconds of each timed run, and the last run's values and indices.
-pub(super) type TopKTimed<K> = device_timing::TopKTimes<K>;
+/// One run of a case: the configuration, the entries it measures and the failures it
+/// counts, which every measurement of the case takes.
+pub(super) struct CaseRun<'a> {
+    pub(super) cfg: &'a CompareConfig,
+    pub(super) entries: &'a [Entry],
+    pub(super) failures: &'a mut Failures,
+}
+
+impl<'a> CaseRun<'a> {
+    pub(super) fn new(
+        cfg: &'a CompareConfig,
+        entries: &'a [Entry],
+        failures: &'a mut Failures,
+    ) -> Self {
+        CaseRun {
+            cfg,
+            entries,
+            failures,
+        }
+    }
+
+    /// The rows of `measure` at each of `sizes`, the `i`-th seeded from the configuration's
+    /// seed, `case` and `first_index + i`, so that every size of every part of a case (each
+    /// part with its own `first_index`) sorts keys of its own.
+    pub(super) fn at_sizes(
+        &mut self,
+        case: Case,
+        sizes: &[usize],
+        first_index: u64,
+        measure: impl Fn(&mut CaseRun<'a>, usize, u64) -> Vec<Row>,
+    ) -> Vec<Row> {
+        let mut out = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            let seed = self.cfg.seed ^ ((i as u64 + first_index) << 32) ^ (case_id(case) << 56);
+            out.extend(measure(self, n, seed));
+        }
+        out
+    }
+}
+
+/// Milliseconds of each of our device-resident runs and the last one's output, or why they
+/// failed; `None` where the sorter has no device-resident timing of the keys.
+pub(super) type DeviceTimed<T> = Option<Result<(Vec<f64>, T), String>>;
+
+/// Times our device-resident sort of a copy of `keys` in rows of `row_len` (ascending; 0:
+/// one array), with the sorted copy; `None` where `sorter` has no device-resident sort of `K`
+/// keys.
+pub(super) fn device_sort<K: FloatKey>(
+    sorter: &Sorter,
+    keys: &[K],
+    row_len: usize,
+    cfg: &CompareConfig,
+) -> DeviceTimed<Vec<K>> {
+    if !on_device(sorter) {
+        return None;
+    }
+    let mut sorted = keys.to_vec();
+    let (warmup, runs) = (cfg.warmup, cfg.runs);
+    let timed =
+        device_timing::time_sort_keys(sorter, &mut sorted, None, row_len, warmup, runs, cfg.cuda)?;
+    Some(timed.map(|ms| (ms, sorted)))
+}
+
+/// Times our device-resident top-k (largest first) of every row of `row_len`, with the last
+/// run's values and indices; `None` where this build or the device has none for `K` keys.
+pub(super) fn device_top_k<K: FloatKey>(
+    sorter: &Sorter,
+    keys: &[K],
+    row_len: usize,
+    k: usize,
+    cfg: &CompareConfig,
+) -> DeviceTimed<(Vec<K>, Vec<u32>)> {
+    let order = bitonic::Order::Descending;
+    let (warmup, runs) = (cfg.warmup, cfg.runs);
+    let timed = on_device(sorter).then(|| {
+        device_timing::time_top_k(sorter, keys, row_len, k, order, warmup, runs, cfg.cuda)
+    });
+    Some(
+        timed
+            .flatten()?
+            .map(|(ms, values, indices)| (ms, (values, indices))),
+    )
+}
+
+/// The device-resident times of `got` (a [`device_sort`] or [`device_top_k`] by `sorter`)
+/// whose output passed `check`, as [`timed_and_checked`] gives them; none where `sorter` has
+/// no device-resident timing of `K` keys, which is noted.
+pub(super) fn device_checked<K: FloatKey, T>(
+    sorter: &Sorter,
+    got: DeviceTimed<T>,
+    check: impl FnOnce(&T) -> Result<(), String>,
+    what: &str,
+    failures: &mut Failures,
+    notes: &mut Vec<String>,
+) -> Option<Vec<f64>> {
+    match got {
+        Some(got) => timed_and_checked(got, check, what, "device", failures, notes),
+        None => {
+            notes.push(no_device_note::<K>(sorter));
+            None
+        }
+    }
+}
 
 impl FloatKey for f32 {
     const DTYPE: FloatDtype = FloatDtype::F32;
@@ -54,36 +137,6 @@ impl FloatKey for f32 {
 
     fn total_order(&self, other: &Self) -> Ordering {
         self.total_cmp(other)
-    }
-
-    fn device_sort(
-        sorter: &Sorter,
-        keys: &mut [Self],
-        row_len: usize,
-        cfg: &CompareConfig,
-    ) -> Option<Result<Vec<f64>, String>> {
-        Some(device_timing::time_sort_keys(
-            sorter, keys, row_len, cfg.warmup, cfg.runs, cfg.cuda,
-        ))
-    }
-
-    fn device_top_k(
-        sorter: &Sorter,
-        keys: &[Self],
-        row_len: usize,
-        k: usize,
-        cfg: &CompareConfig,
-    ) -> Option<Result<TopKTimed<Self>, String>> {
-        device_timing::time_top_k(
-            sorter,
-            keys,
-            row_len,
-            k,
-            bitonic::Order::Descending,
-            cfg.warmup,
-            cfg.runs,
-            cfg.cuda,
-        )
     }
 }
 
@@ -97,36 +150,6 @@ impl FloatKey for bf16 {
 
     fn total_order(&self, other: &Self) -> Ordering {
         self.total_cmp(other)
-    }
-
-    /// On CUDA the keys sort as their bits (`cust` has no `DeviceCopy` for `half` types).
-    fn device_sort(
-        sorter: &Sorter,
-        keys: &mut [Self],
-        row_len: usize,
-        cfg: &CompareConfig,
-    ) -> Option<Result<Vec<f64>, String>> {
-        device_timing::time_sort_sixteen(sorter, keys, row_len, cfg.warmup, cfg.runs, cfg.cuda)
-    }
-
-    /// As [`FloatKey::device_sort`]: bits on CUDA.
-    fn device_top_k(
-        sorter: &Sorter,
-        keys: &[Self],
-        row_len: usize,
-        k: usize,
-        cfg: &CompareConfig,
-    ) -> Option<Result<TopKTimed<Self>, String>> {
-        device_timing::time_top_k_sixteen(
-            sorter,
-            keys,
-            row_len,
-            k,
-            bitonic::Order::Descending,
-            cfg.warmup,
-            cfg.runs,
-            cfg.cuda,
-        )
     }
 }
 
@@ -260,6 +283,88 @@ pub(super) fn time_wall<S, T>(
     }
     let last = last.ok_or("no run")?;
     Ok((ms, last))
+}
+
+/// Wall-clock times of `sort` on a copy of `keys`, restored before each run (see
+/// [`time_wall`]), with the last run's output.
+pub(super) fn time_sorts<K: FloatKey>(
+    runs: (usize, usize),
+    keys: &[K],
+    mut sort: impl FnMut(&mut [K]) -> Result<(), bitonic::Error>,
+) -> Result<(Vec<f64>, Vec<K>), String> {
+    let mut work = keys.to_vec();
+    let restore = |w: &mut Vec<K>| w.copy_from_slice(keys);
+    let (ms, ()) = time_wall(runs, &mut work, restore, |w| {
+        sort(w).map_err(|e| e.to_string())
+    })?;
+    Ok((ms, work))
+}
+
+/// Wall-clock times of `call`, with nothing to prepare between runs (see [`time_wall`]).
+pub(super) fn time_calls<T, E: ToString>(
+    runs: (usize, usize),
+    mut call: impl FnMut() -> Result<T, E>,
+) -> Result<(Vec<f64>, T), String> {
+    time_wall(runs, &mut (), |_| {}, |_| call().map_err(|e| e.to_string()))
+}
+
+/// How torch's rows are timed, each with the stage its notes name.
+pub(super) const TORCH_TIMINGS: [(Timing, &str); 3] = [
+    (Timing::Device, "device"),
+    (Timing::PageableTrip, "round trip"),
+    (Timing::PinnedTrip, "pinned round trip"),
+];
+
+/// torch's times of `op` on `keys` in rows of `row_len` as `timing` says (`cfg`'s runs on
+/// the device, its round-trip runs for `keys` otherwise) and its last output; the script's
+/// note, where it has one, goes to `notes`.
+pub(super) fn time_torch<K: FloatKey>(
+    peer: &TorchPeer,
+    op: FloatOp,
+    timing: Timing,
+    keys: &[K],
+    row_len: usize,
+    cfg: &CompareConfig,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<f64>, Vec<K>), String> {
+    let (warmup, runs) = match timing {
+        Timing::Device => (cfg.warmup, cfg.runs),
+        _ => cfg.trip_runs(std::mem::size_of_val(keys)),
+    };
+    let (ms, out, note) = peer.time_float(op, timing, K::DTYPE, keys, row_len, warmup, runs)?;
+    if !note.is_empty() {
+        notes.push(truncate(&note, 120));
+    }
+    Ok((ms, out))
+}
+
+/// The times of `row` that `timing` measures.
+pub(super) fn torch_times(row: &mut Row, timing: Timing) -> &mut Vec<f64> {
+    match timing {
+        Timing::Device => &mut row.device_ms,
+        Timing::PageableTrip => &mut row.roundtrip_ms,
+        Timing::PinnedTrip => &mut row.pinned_ms,
+    }
+}
+
+/// A row of `sorter` on `entry`'s device for `case` and `n` keys of `key_bytes`, nothing
+/// measured yet; none where the entry skips that size, the reason printed.
+pub(super) fn row_unless_skipped(
+    case: &str,
+    sorter: &str,
+    entry: &Entry,
+    cfg: &CompareConfig,
+    n: usize,
+    key_bytes: usize,
+) -> Option<Row> {
+    let row = new_row(case, sorter, &entry.device, n);
+    match entry.skip_reason(cfg, n, key_bytes) {
+        Some(why) => {
+            print_row(&row, None, &why);
+            None
+        }
+        None => Some(row),
+    }
 }
 
 /// A row of `sorter` on `device` for `case` and `n`, nothing measured yet.

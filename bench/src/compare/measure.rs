@@ -2,6 +2,7 @@
 //! check of every result.
 
 use super::*;
+use crate::torch::Timing;
 
 /// Random words from a seed, filled in parallel chunks (the same words for any thread
 /// count).
@@ -225,6 +226,7 @@ where
             }
             Runner::Torch(peer) => {
                 let got = peer.time(
+                    Timing::Device,
                     &input.keys,
                     input.values.as_deref(),
                     row_len,
@@ -246,13 +248,18 @@ where
                 }
                 let (warmup, runs) = cfg.trip_runs(n * bytes_per_key);
                 for pinned in [false, true] {
-                    let got = peer.time_round_trip(
+                    let timing = if pinned {
+                        Timing::PinnedTrip
+                    } else {
+                        Timing::PageableTrip
+                    };
+                    let got = peer.time(
+                        timing,
                         &input.keys,
                         input.values.as_deref(),
                         row_len,
                         warmup,
                         runs,
-                        pinned,
                     );
                     let stage = trip_stage(pinned);
                     let got = got.map(|(timed, _)| timed);

@@ -6,7 +6,7 @@ use half::bf16;
 
 use super::floats::*;
 use super::*;
-use crate::torch::{FloatOp, FloatTiming};
+use crate::torch::{FloatOp, Timing};
 
 /// One shape of the case: `rows` rows of `cols` keys, the `k` largest of each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,11 +75,12 @@ pub(super) fn run(
     );
     print_columns();
     let shapes = shape.map_or_else(|| TOP_K_SHAPES.to_vec(), |s| vec![s]);
+    let mut run = CaseRun::new(cfg, entries, failures);
     let mut out = Vec::new();
     for (i, &shape) in shapes.iter().enumerate() {
         let seed = cfg.seed ^ ((i as u64 + 1) << 32) ^ (case_id(Case::TopK(None)) << 56);
-        out.extend(measure_shape::<f32>(cfg, shape, seed, entries, failures));
-        out.extend(measure_shape::<bf16>(cfg, shape, seed, entries, failures));
+        out.extend(measure_shape::<f32>(&mut run, shape, seed));
+        out.extend(measure_shape::<bf16>(&mut run, shape, seed));
     }
     out
 }
@@ -115,13 +116,8 @@ fn check_ours<K: FloatKey>(got: (&[K], &[u32]), want: (&[K], &[u32])) -> Result<
 }
 
 /// Measures every sorter on one shape and key type.
-fn measure_shape<K: FloatKey>(
-    cfg: &CompareConfig,
-    shape: TopKShape,
-    seed: u64,
-    entries: &[Entry],
-    failures: &mut Failures,
-) -> Vec<Row> {
+fn measure_shape<K: FloatKey>(run: &mut CaseRun<'_>, shape: TopKShape, seed: u64) -> Vec<Row> {
+    let (cfg, entries, failures) = (run.cfg, run.entries, &mut *run.failures);
     let TopKShape { rows, cols, k } = shape;
     let case = case_name::<K>(shape);
     let Some(n) = rows.checked_mul(cols) else {
@@ -136,12 +132,9 @@ fn measure_shape<K: FloatKey>(
         .filter(|e| e.skip_reason(cfg, n, size_of::<K>()).is_none());
     // The model, timed as the CPU's row where that runs at this size.
     let (cpu_ms, (want_values, want_indices)) = if cpu.is_some() {
-        let timed = time_wall(
-            (cfg.warmup, cfg.runs),
-            &mut (),
-            |_| {},
-            |_| Ok(top_k_model(&keys, cols, k)),
-        );
+        let timed = time_calls((cfg.warmup, cfg.runs), || {
+            Ok::<_, String>(top_k_model(&keys, cols, k))
+        });
         timed.unwrap_or_else(|_| (Vec::new(), top_k_model(&keys, cols, k)))
     } else {
         (Vec::new(), top_k_model(&keys, cols, k))
@@ -153,27 +146,16 @@ fn measure_shape<K: FloatKey>(
     let mut out = Vec::new();
 
     for (entry, sorter) in our_sorters(entries) {
-        let mut row = new_row(&case, "bitonic-topk", &entry.device, n);
-        if let Some(why) = entry.skip_reason(cfg, n, size_of::<K>()) {
-            print_row(&row, None, &why);
+        let name = "bitonic-topk";
+        let Some(mut row) = row_unless_skipped(&case, name, entry, cfg, n, size_of::<K>()) else {
             continue;
-        }
-        let what = format!("bitonic-topk {} on {case}", entry.device);
+        };
+        let what = format!("{name} {} on {case}", entry.device);
         let mut notes = Vec::new();
-        match on_device(sorter)
-            .then(|| K::device_top_k(sorter, &keys, cols, k, cfg))
-            .flatten()
-        {
-            Some(got) => {
-                let got = got.map(|(ms, v, i)| (ms, (v, i)));
-                let check = |(v, i): &(Vec<K>, Vec<u32>)| check_ours((v, i), want);
-                if let Some(ms) =
-                    timed_and_checked(got, check, &what, "device", failures, &mut notes)
-                {
-                    row.device_ms = ms;
-                }
-            }
-            None => notes.push(no_device_note::<K>(sorter)),
+        let got = device_top_k(sorter, &keys, cols, k, cfg);
+        let check = |(v, i): &(Vec<K>, Vec<u32>)| check_ours((v, i), want);
+        if let Some(ms) = device_checked::<K, _>(sorter, got, check, &what, failures, &mut notes) {
+            row.device_ms = ms;
         }
         for pinned in [false, true] {
             let got = if pinned {
@@ -182,28 +164,14 @@ fn measure_shape<K: FloatKey>(
                     .map_err(|e| e.to_string())
                     .and_then(|mut buf| {
                         buf.copy_from_slice(&keys);
-                        time_wall(
-                            trips,
-                            &mut (),
-                            |_| {},
-                            |_| {
-                                sorter
-                                    .top_k_rows(&buf, cols, k, bitonic::Order::Descending)
-                                    .map_err(|e| e.to_string())
-                            },
-                        )
+                        time_calls(trips, || {
+                            sorter.top_k_rows(&buf, cols, k, bitonic::Order::Descending)
+                        })
                     })
             } else {
-                time_wall(
-                    trips,
-                    &mut (),
-                    |_| {},
-                    |_| {
-                        sorter
-                            .top_k_rows(&keys, cols, k, bitonic::Order::Descending)
-                            .map_err(|e| e.to_string())
-                    },
-                )
+                time_calls(trips, || {
+                    sorter.top_k_rows(&keys, cols, k, bitonic::Order::Descending)
+                })
             };
             let check = |t: &bitonic::TopK<K>| check_ours((&t.values, &t.indices), want);
             let stage = if pinned {
@@ -223,40 +191,20 @@ fn measure_shape<K: FloatKey>(
     }
 
     for (entry, sorter) in our_sorters(entries) {
-        let mut row = new_row(&case, "bitonic-sort-rows", &entry.device, n);
-        if let Some(why) = entry.skip_reason(cfg, n, size_of::<K>()) {
-            print_row(&row, None, &why);
+        let name = "bitonic-sort-rows";
+        let Some(mut row) = row_unless_skipped(&case, name, entry, cfg, n, size_of::<K>()) else {
             continue;
-        }
-        let what = format!("bitonic-sort-rows {} on {case}", entry.device);
+        };
+        let what = format!("{name} {} on {case}", entry.device);
         let mut notes = Vec::new();
-        let mut work = keys.clone();
-        match on_device(sorter)
-            .then(|| K::device_sort(sorter, &mut work, cols, cfg))
-            .flatten()
-        {
-            Some(got) => {
-                let got = got.map(|ms| (ms, ()));
-                let check = |_: &()| same_keys(&work, &want_sorted, "keys");
-                if let Some(ms) =
-                    timed_and_checked(got, check, &what, "device", failures, &mut notes)
-                {
-                    row.device_ms = ms;
-                }
-            }
-            None => notes.push(no_device_note::<K>(sorter)),
+        let got = device_sort(sorter, &keys, cols, cfg);
+        let check = |sorted: &Vec<K>| same_keys(sorted, &want_sorted, "keys");
+        if let Some(ms) = device_checked::<K, _>(sorter, got, check, &what, failures, &mut notes) {
+            row.device_ms = ms;
         }
-        let got = time_wall(
-            trips,
-            &mut work,
-            |w| w.copy_from_slice(&keys),
-            |w| {
-                sorter
-                    .sort_rows(w, cols, bitonic::Order::Ascending)
-                    .map_err(|e| e.to_string())
-            },
-        );
-        let check = |_: &()| same_keys(&work, &want_sorted, "keys");
+        let got = time_sorts(trips, &keys, |w| {
+            sorter.sort_rows(w, cols, bitonic::Order::Ascending)
+        });
         if let Some(ms) = timed_and_checked(got, check, &what, "round trip", failures, &mut notes) {
             row.roundtrip_ms = ms;
         }
@@ -268,51 +216,21 @@ fn measure_shape<K: FloatKey>(
         match &entry.runner {
             Runner::Torch(peer) => {
                 let what = |sorter: &str| format!("{sorter} {} on {case}", entry.device);
-                let mut row = new_row(&case, "torch-topk", &entry.device, n);
-                if let Some(why) = entry.skip_reason(cfg, n, size_of::<K>()) {
-                    print_row(&row, None, &why);
+                let Some(mut row) =
+                    row_unless_skipped(&case, "torch-topk", entry, cfg, n, size_of::<K>())
+                else {
                     continue;
-                }
+                };
                 let mut notes = Vec::new();
-                let timings = [
-                    (FloatTiming::Device, "device"),
-                    (FloatTiming::PageableTrip, "round trip"),
-                    (FloatTiming::PinnedTrip, "pinned round trip"),
-                ];
-                for (timing, stage) in timings {
-                    let (warmup, runs) = match timing {
-                        FloatTiming::Device => (cfg.warmup, cfg.runs),
-                        _ => trips,
-                    };
-                    let got = peer.time_float(
-                        FloatOp::TopK(k),
-                        timing,
-                        K::DTYPE,
-                        &keys,
-                        cols,
-                        warmup,
-                        runs,
-                    );
-                    let got = got.map(|(ms, values, note)| {
-                        if !note.is_empty() {
-                            notes.push(truncate(&note, 120));
-                        }
-                        (ms, values)
-                    });
+                for (timing, stage) in TORCH_TIMINGS {
+                    let op = FloatOp::TopK(k);
+                    let got = time_torch(peer, op, timing, &keys, cols, cfg, &mut notes);
                     let check = |v: &Vec<K>| same_values_per_row(v, &want_values, k);
-                    let ms = timed_and_checked(
-                        got,
-                        check,
-                        &what("torch-topk"),
-                        stage,
-                        failures,
-                        &mut notes,
-                    );
-                    match (timing, ms) {
-                        (FloatTiming::Device, Some(ms)) => row.device_ms = ms,
-                        (FloatTiming::PageableTrip, Some(ms)) => row.roundtrip_ms = ms,
-                        (FloatTiming::PinnedTrip, Some(ms)) => row.pinned_ms = ms,
-                        (_, None) => {}
+                    let what = what("torch-topk");
+                    if let Some(ms) =
+                        timed_and_checked(got, check, &what, stage, failures, &mut notes)
+                    {
+                        *torch_times(&mut row, timing) = ms;
                     }
                 }
                 print_row(&row, reference_ms, &notes.join("; "));
@@ -320,21 +238,8 @@ fn measure_shape<K: FloatKey>(
 
                 let mut row = new_row(&case, "torch-sort-rows", &entry.device, n);
                 let mut notes = Vec::new();
-                let got = peer.time_float(
-                    FloatOp::Sort,
-                    FloatTiming::Device,
-                    K::DTYPE,
-                    &keys,
-                    cols,
-                    cfg.warmup,
-                    cfg.runs,
-                );
-                let got = got.map(|(ms, sorted, note)| {
-                    if !note.is_empty() {
-                        notes.push(truncate(&note, 120));
-                    }
-                    (ms, sorted)
-                });
+                let (op, timing) = (FloatOp::Sort, Timing::Device);
+                let got = time_torch(peer, op, timing, &keys, cols, cfg, &mut notes);
                 let check = |s: &Vec<K>| same_keys(s, &want_sorted, "keys");
                 let what = what("torch-sort-rows");
                 if let Some(ms) =

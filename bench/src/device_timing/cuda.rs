@@ -6,9 +6,9 @@
 use std::ffi::c_void;
 use std::ptr;
 
+use bitonic::Order;
 use bitonic::cuda::CudaBackend;
 use bitonic::internals::Backend;
-use bitonic::{Order, WordKey};
 use cust::context::{Context, CurrentContext};
 use cust::device::Device;
 use cust::event::{Event, EventFlags};
@@ -17,6 +17,7 @@ use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::sys as cu;
 
+use super::cuda_keys::CudaKey;
 use super::{CudaOptions, Shape, on};
 
 /// The hold kernel (`cuda/hold.cu`), compiled by build.rs.
@@ -34,32 +35,36 @@ fn check(call: &str, status: cu::CUresult) -> Result<(), String> {
     }
 }
 
+/// Makes `cuda`'s device's primary context, the one the backend works in, current for the
+/// caller's scope.
+fn context_of(cuda: &CudaBackend) -> Result<Context, String> {
+    let device = Device::get_device(cuda.device().index as u32).map_err(on("cuDeviceGet"))?;
+    Context::new(device).map_err(on("cuDevicePrimaryCtxRetain"))
+}
+
+/// A device buffer holding a copy of `data`.
+fn upload<T: DeviceCopy>(data: &[T]) -> Result<DeviceBuffer<T>, String> {
+    DeviceBuffer::from_slice(data).map_err(on("cuMemAlloc/cuMemcpyHtoD"))
+}
+
 /// Times the sort of `keys` (and `values`) on `cuda`'s device; see [`super::time_sort`].
-pub(super) fn time<K: WordKey + DeviceCopy>(
+pub(super) fn time<K: CudaKey>(
     cuda: &CudaBackend,
     keys: &mut [K],
     values: Option<&mut [u32]>,
     shape: Shape,
     options: CudaOptions,
 ) -> Result<Vec<f64>, String> {
-    let ordinal = cuda.device().index as u32;
-    let device = Device::get_device(ordinal).map_err(on("cuDeviceGet"))?;
-    // The device's primary context, the one the backend sorts in; current from here on.
-    let _context = Context::new(device).map_err(on("cuDevicePrimaryCtxRetain"))?;
-    let pristine_keys = DeviceBuffer::from_slice(keys).map_err(on("cuMemAlloc/cuMemcpyHtoD"))?;
-    let work_keys = DeviceBuffer::from_slice(keys).map_err(on("cuMemAlloc/cuMemcpyHtoD"))?;
-    let pristine_values = match values.as_deref() {
-        Some(v) => Some(DeviceBuffer::from_slice(v).map_err(on("cuMemAlloc/cuMemcpyHtoD"))?),
-        None => None,
-    };
-    let work_values = match values.as_deref() {
-        Some(v) => Some(DeviceBuffer::from_slice(v).map_err(on("cuMemAlloc/cuMemcpyHtoD"))?),
-        None => None,
-    };
+    let _context = context_of(cuda)?;
+    let stored: &mut [K::Stored] = bytemuck::cast_slice_mut(keys);
+    let pristine_keys = upload(stored)?;
+    let work_keys = upload(stored)?;
+    let pristine_values = values.as_deref().map(upload).transpose()?;
+    let work_values = values.as_deref().map(upload).transpose()?;
     // The uploads above may still be in flight on the legacy stream.
     CurrentContext::synchronize().map_err(on("cuCtxSynchronize"))?;
     let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
-    let mut work = Work {
+    let mut work = Work::<K> {
         keys: work_keys,
         values: work_values,
     };
@@ -78,7 +83,7 @@ pub(super) fn time<K: WordKey + DeviceCopy>(
         &restore_all,
         &mut |w, s| w.sort(cuda, shape.row_len, s),
     )?;
-    work.keys.copy_to(keys).map_err(on("cuMemcpyDtoH"))?;
+    work.keys.copy_to(stored).map_err(on("cuMemcpyDtoH"))?;
     if let (Some(w), Some(v)) = (&work.values, values) {
         w.copy_to(v).map_err(on("cuMemcpyDtoH"))?;
     }
@@ -90,7 +95,7 @@ pub(super) fn time<K: WordKey + DeviceCopy>(
 /// graph unless `options` says otherwise, then `warmup + runs` times, each after `restore`
 /// (untimed) and with the stream held unless `options` says otherwise. The current context
 /// must be the one `stream` belongs to.
-pub(super) fn time_enqueued<T>(
+fn time_enqueued<T>(
     stream: &Stream,
     shape: Shape,
     options: CudaOptions,
@@ -151,27 +156,29 @@ pub(super) fn time_enqueued<T>(
 }
 
 /// The buffers the timed sorts work on.
-struct Work<K: DeviceCopy> {
-    keys: DeviceBuffer<K>,
+struct Work<K: CudaKey> {
+    keys: DeviceBuffer<K::Stored>,
     values: Option<DeviceBuffer<u32>>,
 }
 
-impl<K: WordKey + DeviceCopy> Work<K> {
+impl<K: CudaKey> Work<K> {
     /// Enqueues the sort on `stream`.
     fn sort(&mut self, cuda: &CudaBackend, row_len: usize, stream: &Stream) -> Result<(), String> {
-        let asc = Order::Ascending;
-        let done = match (&mut self.values, row_len) {
-            (None, 0) => cuda.sort_device(&mut self.keys, asc, stream),
-            (None, r) => cuda.sort_device_rows(&mut self.keys, r, asc, stream),
-            (Some(v), 0) => cuda.sort_device_by_key(&mut self.keys, v, asc, stream),
-            (Some(v), r) => cuda.sort_device_rows_by_key(&mut self.keys, v, r, asc, stream),
-        };
-        done.map_err(|e| format!("sort: {e}"))
+        let values = self.values.as_deref_mut();
+        K::sort(
+            cuda,
+            &mut self.keys,
+            values,
+            row_len,
+            Order::Ascending,
+            stream,
+        )
+        .map_err(|e| format!("sort: {e}"))
     }
 }
 
 /// Copies `from` over `to` on `stream` (untimed: before the start event).
-pub(super) fn restore<T: DeviceCopy>(
+fn restore<T: DeviceCopy>(
     from: &DeviceSlice<T>,
     to: &DeviceSlice<T>,
     stream: &Stream,
@@ -340,33 +347,28 @@ impl Drop for Hold {
 }
 
 /// The buffers of a timed top-k: the keys (read only) and the selected values and indices.
-struct TopKWork<K: DeviceCopy> {
-    keys: DeviceBuffer<K>,
-    values: DeviceBuffer<K>,
+struct TopKWork<K: CudaKey> {
+    keys: DeviceBuffer<K::Stored>,
+    values: DeviceBuffer<K::Stored>,
     indices: DeviceBuffer<u32>,
 }
 
-/// Times `CudaBackend::top_k_device_rows` on `keys` (rows of `row_len`, the `k` best of each
-/// in `order`); see [`super::time_top_k`]. The keys are only read, so nothing is restored
-/// between runs.
-pub(super) fn time_top_k<K: WordKey + DeviceCopy>(
+/// Times the top-k of `keys` (rows of `row_len`, the `k` best of each in `order`) on
+/// `cuda`'s device; see [`super::time_top_k`]. The keys are only read, so nothing is
+/// restored between runs.
+pub(super) fn time_top_k<K: CudaKey>(
     cuda: &CudaBackend,
     keys: &[K],
     (row_len, k, order): (usize, usize, Order),
     shape: Shape,
     options: CudaOptions,
 ) -> Result<super::TopKTimes<K>, String> {
-    let ordinal = cuda.device().index as u32;
-    let device = Device::get_device(ordinal).map_err(on("cuDeviceGet"))?;
-    // The device's primary context, the one the backend works in; current from here on.
-    let _context = Context::new(device).map_err(on("cuDevicePrimaryCtxRetain"))?;
+    let _context = context_of(cuda)?;
     let selected = keys.len() / row_len * k;
-    let mut work = TopKWork {
-        keys: DeviceBuffer::from_slice(keys).map_err(on("cuMemAlloc/cuMemcpyHtoD"))?,
-        values: DeviceBuffer::from_slice(&vec![K::zeroed(); selected])
-            .map_err(on("cuMemAlloc/cuMemcpyHtoD"))?,
-        indices: DeviceBuffer::from_slice(&vec![0u32; selected])
-            .map_err(on("cuMemAlloc/cuMemcpyHtoD"))?,
+    let mut work = TopKWork::<K> {
+        keys: upload(bytemuck::cast_slice(keys))?,
+        values: upload(&bytemuck::zeroed_vec::<K::Stored>(selected))?,
+        indices: upload(&vec![0u32; selected])?,
     };
     // The uploads above may still be in flight on the legacy stream.
     CurrentContext::synchronize().map_err(on("cuCtxSynchronize"))?;
@@ -378,14 +380,23 @@ pub(super) fn time_top_k<K: WordKey + DeviceCopy>(
         &mut work,
         &|_, _| Ok(()),
         &mut |w, s| {
-            cuda.top_k_device_rows(&w.keys, row_len, k, order, &mut w.values, &mut w.indices, s)
-                .map_err(|e| format!("top-k: {e}"))
+            K::top_k(
+                cuda,
+                &w.keys,
+                row_len,
+                k,
+                order,
+                &mut w.values,
+                &mut w.indices,
+                s,
+            )
+            .map_err(|e| format!("top-k: {e}"))
         },
     )?;
-    let mut values = vec![K::zeroed(); selected];
+    let mut values: Vec<K> = bytemuck::zeroed_vec(selected);
     let mut indices = vec![0u32; selected];
     work.values
-        .copy_to(&mut values[..])
+        .copy_to(bytemuck::cast_slice_mut(&mut values[..]))
         .map_err(on("cuMemcpyDtoH"))?;
     work.indices
         .copy_to(&mut indices[..])

@@ -9,25 +9,27 @@
 #[cfg(feature = "cuda")]
 mod cuda;
 #[cfg(feature = "cuda")]
-mod cuda_bits;
+mod cuda_keys;
 #[cfg(feature = "opencl")]
 mod opencl;
 
+use bitonic::Sorter;
+#[cfg(feature = "cuda")]
+use bitonic::cuda::CudaBackend;
 use bitonic::internals::WordsMut;
-use bitonic::{Sorter, WordKey};
+#[cfg(feature = "opencl")]
+use bitonic::opencl::OpenClBackend;
 
-/// Keys whose device-resident sorts the timing here can run: the library's device-buffer
-/// calls take `WordKey`s, and with CUDA also `cust`'s `DeviceCopy` ones.
+/// Keys whose device-resident sorts the timing here can run: with CUDA, those the CUDA
+/// timing can hold in device memory.
 #[cfg(feature = "cuda")]
-pub trait DeviceKey: WordKey + cust::memory::DeviceCopy {}
-#[cfg(feature = "cuda")]
-impl<K: WordKey + cust::memory::DeviceCopy> DeviceKey for K {}
-/// Keys whose device-resident sorts the timing here can run: the library's device-buffer
-/// calls take `WordKey`s.
+pub use cuda_keys::CudaKey as DeviceKey;
+/// Keys whose device-resident sorts the timing here can run: the library's OpenCL
+/// device-buffer calls take every `WordKey`.
 #[cfg(not(feature = "cuda"))]
-pub trait DeviceKey: WordKey {}
+pub trait DeviceKey: bitonic::WordKey {}
 #[cfg(not(feature = "cuda"))]
-impl<K: WordKey> DeviceKey for K {}
+impl<K: bitonic::WordKey> DeviceKey for K {}
 
 /// How CUDA sorts are timed.
 #[derive(Clone, Copy, Debug)]
@@ -61,74 +63,54 @@ pub fn time_sort(
     runs: usize,
     cuda_options: CudaOptions,
 ) -> Result<Vec<f64>, String> {
-    if keys.is_empty() || runs == 0 {
-        return Err("device-resident timing needs at least one key and one run".into());
-    }
-    if values.as_ref().is_some_and(|v| v.len() != keys.len()) {
-        return Err("keys and values differ in length".into());
-    }
-    if row_len > 0 && !keys.len().is_multiple_of(row_len) {
-        return Err(format!("{} keys are not rows of {row_len}", keys.len()));
-    }
-    let shape = Shape {
-        row_len,
-        warmup,
-        runs,
+    let timed = match keys {
+        WordsMut::U32(k) => time_sort_keys(sorter, k, values, row_len, warmup, runs, cuda_options),
+        WordsMut::U64(k) => time_sort_keys(sorter, k, values, row_len, warmup, runs, cuda_options),
     };
-    #[cfg(feature = "cuda")]
-    if let Some(cuda) = sorter.cuda() {
-        return match keys {
-            WordsMut::U32(k) => cuda::time(cuda, k, values, shape, cuda_options),
-            WordsMut::U64(k) => cuda::time(cuda, k, values, shape, cuda_options),
-        };
-    }
-    let _ = (cuda_options, shape);
-    #[cfg(feature = "opencl")]
-    if let Some(cl) = sorter.opencl() {
-        return match keys {
-            WordsMut::U32(k) => opencl::time(cl, k, values, shape),
-            WordsMut::U64(k) => opencl::time(cl, k, values, shape),
-        };
-    }
-    Err(format!(
-        "no device events on {} (device-resident timing needs CUDA or OpenCL)",
-        sorter.device().backend
-    ))
+    timed.unwrap_or_else(|| {
+        Err(format!(
+            "no device events on {} (device-resident timing needs CUDA or OpenCL)",
+            sorter.device().backend
+        ))
+    })
 }
 
-/// [`time_sort`] of keys of any type the device-buffer calls take (`f32`, say), without
-/// values: the keys sort in their own order, not as unsigned words.
+/// [`time_sort`] of keys of any type the timing here takes (`f32`, `bf16`, say): the keys
+/// sort in their own order, not as unsigned words; `None` on a backend without device
+/// buffers (the CPU).
 pub fn time_sort_keys<K: DeviceKey>(
     sorter: &Sorter,
     keys: &mut [K],
+    values: Option<&mut [u32]>,
     row_len: usize,
     warmup: usize,
     runs: usize,
     cuda_options: CudaOptions,
-) -> Result<Vec<f64>, String> {
-    let shape = sort_shape(keys.len(), row_len, warmup, runs)?;
-    #[cfg(feature = "cuda")]
-    if let Some(cuda) = sorter.cuda() {
-        return cuda::time(cuda, keys, None, shape, cuda_options);
-    }
-    let _ = (cuda_options, shape);
-    #[cfg(feature = "opencl")]
-    if let Some(cl) = sorter.opencl() {
-        return opencl::time(cl, keys, None, shape);
-    }
-    Err(format!(
-        "no device events on {} (device-resident timing needs CUDA or OpenCL)",
-        sorter.device().backend
-    ))
+) -> Option<Result<Vec<f64>, String>> {
+    let values_len = values.as_ref().map(|v| v.len());
+    let shape = match sort_shape(keys.len(), values_len, row_len, warmup, runs) {
+        Ok(shape) => shape,
+        Err(e) => return Some(Err(e)),
+    };
+    run_on_backend(
+        sorter,
+        cuda_options,
+        (keys, values),
+        #[cfg(feature = "cuda")]
+        |cuda, options, (keys, values)| cuda::time(cuda, keys, values, shape, options),
+        #[cfg(feature = "opencl")]
+        |cl, (keys, values)| opencl::time(cl, keys, values, shape),
+    )
 }
 
 /// Milliseconds of each timed top-k, and the last one's values and their indices.
 pub type TopKTimes<K> = (Vec<f64>, Vec<K>, Vec<u32>);
 
 /// Milliseconds of each of `runs` timed top-k selections (`k` best of every row of
-/// `row_len` in `order`) of `keys` on `sorter`'s device (`CudaBackend::top_k_device_rows` or
-/// `OpenClBackend::top_k_device_rows`), after `warmup` untimed ones, and the last one's
-/// values and indices; `None` for a backend without device buffers (the CPU).
+/// `row_len` in `order`) of `keys` on `sorter`'s device (`CudaBackend::top_k_device_rows`,
+/// `top_k_device_bits_rows` for 16-bit keys, or `OpenClBackend::top_k_device_rows`), after
+/// `warmup` untimed ones, and the last one's values and indices; `None` on a backend
+/// without device buffers (the CPU).
 #[allow(clippy::too_many_arguments)]
 pub fn time_top_k<K: DeviceKey>(
     sorter: &Sorter,
@@ -140,105 +122,58 @@ pub fn time_top_k<K: DeviceKey>(
     runs: usize,
     cuda_options: CudaOptions,
 ) -> Option<Result<TopKTimes<K>, String>> {
-    #[cfg(feature = "cuda")]
-    if let Some(cuda) = sorter.cuda() {
-        let shape = top_k_shape(keys.len(), row_len, warmup, runs);
-        return Some(shape.and_then(|shape| {
-            cuda::time_top_k(cuda, keys, (row_len, k, order), shape, cuda_options)
-        }));
-    }
-    let _ = cuda_options;
-    time_top_k_opencl(sorter, keys, row_len, k, order, warmup, runs)
+    let shape = match top_k_shape(keys.len(), row_len, warmup, runs) {
+        Ok(shape) => shape,
+        Err(e) => return Some(Err(e)),
+    };
+    let selection = (row_len, k, order);
+    run_on_backend(
+        sorter,
+        cuda_options,
+        keys,
+        #[cfg(feature = "cuda")]
+        |cuda, options, keys| cuda::time_top_k(cuda, keys, selection, shape, options),
+        #[cfg(feature = "opencl")]
+        |cl, keys| opencl::time_top_k(cl, keys, selection, shape),
+    )
 }
 
-/// [`time_top_k`] on OpenCL devices only, for keys the CUDA timing does not take (16-bit
-/// keys: the library's CUDA backend keeps none in device memory); `None` on other backends.
-pub fn time_top_k_opencl<K: WordKey>(
+/// Runs one timing on `sorter`'s device, handing `data` to the backend's own: `on_cuda`
+/// (with `cuda_options`) on a CUDA device, `on_opencl` on an OpenCL one; `None` on a backend
+/// without device buffers (the CPU). The only place that tells the backends apart.
+fn run_on_backend<D, T>(
     sorter: &Sorter,
-    keys: &[K],
-    row_len: usize,
-    k: usize,
-    order: bitonic::Order,
-    warmup: usize,
-    runs: usize,
-) -> Option<Result<TopKTimes<K>, String>> {
+    cuda_options: CudaOptions,
+    data: D,
+    #[cfg(feature = "cuda")] on_cuda: impl FnOnce(&CudaBackend, CudaOptions, D) -> Result<T, String>,
+    #[cfg(feature = "opencl")] on_opencl: impl FnOnce(&OpenClBackend, D) -> Result<T, String>,
+) -> Option<Result<T, String>> {
+    #[cfg(feature = "cuda")]
+    if let Some(cuda) = sorter.cuda() {
+        return Some(on_cuda(cuda, cuda_options, data));
+    }
     #[cfg(feature = "opencl")]
     if let Some(cl) = sorter.opencl() {
-        let shape = top_k_shape(keys.len(), row_len, warmup, runs);
-        return Some(
-            shape.and_then(|shape| opencl::time_top_k(cl, keys, (row_len, k, order), shape)),
-        );
+        return Some(on_opencl(cl, data));
     }
-    let _ = (sorter, keys, row_len, k, order, warmup, runs);
+    let _ = (sorter, cuda_options, data);
     None
 }
 
-/// [`time_sort_keys`] of 16-bit keys (`half::bf16`, `half::f16`): on CUDA through the
-/// `*_bits` calls (`cust` copies no `half` types), on OpenCL through the generic ones; `None`
-/// on the CPU.
-pub fn time_sort_sixteen<K: WordKey + bytemuck::Pod>(
-    sorter: &Sorter,
-    keys: &mut [K],
+/// The shape of a timed sort of `n` keys (`row_len` 0: one array) and `values_len` values
+/// where there are values, or why there is nothing to time.
+fn sort_shape(
+    n: usize,
+    values_len: Option<usize>,
     row_len: usize,
     warmup: usize,
     runs: usize,
-    cuda_options: CudaOptions,
-) -> Option<Result<Vec<f64>, String>> {
-    #[cfg(feature = "cuda")]
-    if let Some(cuda) = sorter.cuda() {
-        let shape = sort_shape(keys.len(), row_len, warmup, runs);
-        return Some(shape.and_then(|shape| cuda_bits::time(cuda, keys, shape, cuda_options)));
-    }
-    let _ = cuda_options;
-    time_sort_keys_opencl(sorter, keys, row_len, warmup, runs)
-}
-
-/// [`time_top_k`] of 16-bit keys (see [`time_sort_sixteen`]).
-#[allow(clippy::too_many_arguments)]
-pub fn time_top_k_sixteen<K: WordKey + bytemuck::Pod>(
-    sorter: &Sorter,
-    keys: &[K],
-    row_len: usize,
-    k: usize,
-    order: bitonic::Order,
-    warmup: usize,
-    runs: usize,
-    cuda_options: CudaOptions,
-) -> Option<Result<TopKTimes<K>, String>> {
-    #[cfg(feature = "cuda")]
-    if let Some(cuda) = sorter.cuda() {
-        let shape = top_k_shape(keys.len(), row_len, warmup, runs);
-        return Some(shape.and_then(|shape| {
-            cuda_bits::time_top_k(cuda, keys, (row_len, k, order), shape, cuda_options)
-        }));
-    }
-    let _ = cuda_options;
-    time_top_k_opencl(sorter, keys, row_len, k, order, warmup, runs)
-}
-
-/// [`time_sort_keys`] on OpenCL devices only (see [`time_top_k_opencl`]); `None` on other
-/// backends.
-pub fn time_sort_keys_opencl<K: WordKey>(
-    sorter: &Sorter,
-    keys: &mut [K],
-    row_len: usize,
-    warmup: usize,
-    runs: usize,
-) -> Option<Result<Vec<f64>, String>> {
-    #[cfg(feature = "opencl")]
-    if let Some(cl) = sorter.opencl() {
-        let shape = sort_shape(keys.len(), row_len, warmup, runs);
-        return Some(shape.and_then(|shape| opencl::time(cl, keys, None, shape)));
-    }
-    let _ = (sorter, keys, row_len, warmup, runs);
-    None
-}
-
-/// The shape of a timed sort of `n` keys (`row_len` 0: one array), or why there is nothing
-/// to time.
-fn sort_shape(n: usize, row_len: usize, warmup: usize, runs: usize) -> Result<Shape, String> {
+) -> Result<Shape, String> {
     if n == 0 || runs == 0 {
         return Err("device-resident timing needs at least one key and one run".into());
+    }
+    if values_len.is_some_and(|len| len != n) {
+        return Err("keys and values differ in length".into());
     }
     if row_len > 0 && !n.is_multiple_of(row_len) {
         return Err(format!("{n} keys are not rows of {row_len}"));
@@ -251,7 +186,6 @@ fn sort_shape(n: usize, row_len: usize, warmup: usize, runs: usize) -> Result<Sh
 }
 
 /// The shape of a timed top-k, or why there is nothing to time.
-#[cfg(any(feature = "cuda", feature = "opencl"))]
 fn top_k_shape(n: usize, row_len: usize, warmup: usize, runs: usize) -> Result<Shape, String> {
     if n == 0 || runs == 0 || row_len == 0 || !n.is_multiple_of(row_len) {
         return Err(format!(

@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::Read;
 
-use super::{TorchPeer, path_text};
+use super::{Timing, TorchPeer, path_text};
 
 /// The tensor's dtype.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,27 +43,6 @@ pub enum FloatOp {
     TopK(usize),
 }
 
-/// How the request is timed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FloatTiming {
-    /// On the device, between CUDA events (the stream held).
-    Device,
-    /// The host round trip from and to ordinary memory.
-    PageableTrip,
-    /// The host round trip from and to pinned memory.
-    PinnedTrip,
-}
-
-impl FloatTiming {
-    fn name(self) -> &'static str {
-        match self {
-            FloatTiming::Device => "device",
-            FloatTiming::PageableTrip => "trip-pageable",
-            FloatTiming::PinnedTrip => "trip-pinned",
-        }
-    }
-}
-
 /// Milliseconds of each timed run, the last run's output (the sorted rows, or the `k`
 /// values of every row) and the script's note.
 pub type FloatTimes<K> = (Vec<f64>, Vec<K>, String);
@@ -75,7 +54,7 @@ impl TorchPeer {
     pub fn time_float<K: bytemuck::Pod>(
         &self,
         op: FloatOp,
-        timing: FloatTiming,
+        timing: Timing,
         dtype: FloatDtype,
         keys: &[K],
         row_len: usize,
@@ -100,25 +79,20 @@ impl TorchPeer {
             FloatOp::TopK(k) if (1..=row_len).contains(&k) => ("ftopk", k, n / row_len * k),
             FloatOp::TopK(k) => return Err(format!("k = {k} for rows of {row_len}")),
         };
-        let input = self.dir.0.join("in.bin");
-        let output = self.dir.0.join("out.bin");
-        let result = (|| {
-            let (input_text, output_text) = (path_text(&input)?, path_text(&output)?);
-            std::fs::write(&input, bytemuck::cast_slice::<K, u8>(keys))
+        self.with_files(|input, output| {
+            let (input_text, output_text) = (path_text(input)?, path_text(output)?);
+            std::fs::write(input, bytemuck::cast_slice::<K, u8>(keys))
                 .map_err(|e| format!("writing {input_text}: {e}"))?;
             let request = format!(
                 "{name}\t{}\t{}\t{n}\t{row_len}\t{k}\t{warmup}\t{runs}\t{input_text}\t{output_text}",
-                timing.name(),
+                timing.float_request(),
                 dtype.name(),
             );
             let (ms, note) = self.exchange(&request, runs)?;
-            let out = read_keys::<K>(&output, out_len)
+            let out = read_keys::<K>(output, out_len)
                 .map_err(|e| format!("reading {output_text}: {e}"))?;
             Ok((ms, out, note))
-        })();
-        let _ = std::fs::remove_file(&input);
-        let _ = std::fs::remove_file(&output);
-        result
+        })
     }
 }
 

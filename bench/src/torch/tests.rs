@@ -169,14 +169,16 @@ fn script_sorts_through_the_protocol() {
         .collect();
     let mut want = keys.clone();
     want.sort_unstable();
-    let ((ms, got, none), note) = peer.time(&keys, None, 0, 1, 3).unwrap();
+    let ((ms, got, none), note) = peer.time(Timing::Device, &keys, None, 0, 1, 3).unwrap();
     assert_eq!(note, "");
     assert_eq!(ms.len(), 3);
     assert_eq!(got, want);
     assert!(none.is_none());
 
     let values: Vec<u32> = (0..keys.len() as u32).collect();
-    let ((_, got, got_values), _) = peer.time(&keys, Some(&values), 0, 0, 1).unwrap();
+    let ((_, got, got_values), _) = peer
+        .time(Timing::Device, &keys, Some(&values), 0, 0, 1)
+        .unwrap();
     assert_eq!(got, want);
     let got_values = got_values.unwrap();
     for (k, v) in got.iter().zip(&got_values) {
@@ -188,18 +190,21 @@ fn script_sorts_through_the_protocol() {
         .collect();
     let mut want64 = keys64.clone();
     want64.sort_unstable();
-    let ((_, got64, _), _) = peer.time(&keys64, None, 0, 0, 2).unwrap();
+    let ((_, got64, _), _) = peer.time(Timing::Device, &keys64, None, 0, 0, 2).unwrap();
     assert_eq!(got64, want64);
 
     let mut want_rows = keys.clone();
     want_rows.chunks_mut(100).for_each(|r| r.sort_unstable());
-    let ((_, got_rows, _), _) = peer.time(&keys, None, 100, 0, 1).unwrap();
+    let ((_, got_rows, _), _) = peer.time(Timing::Device, &keys, None, 100, 0, 1).unwrap();
     assert_eq!(got_rows, want_rows);
 
     // Bad requests are errors, and the process goes on.
-    assert!(peer.time(&keys, None, 300, 0, 1).is_err());
-    assert!(peer.time::<u32>(&[], None, 0, 0, 1).is_err());
-    assert!(peer.time(&keys, None, 0, 0, 1).is_ok());
+    assert!(peer.time(Timing::Device, &keys, None, 300, 0, 1).is_err());
+    assert!(
+        peer.time::<u32>(Timing::Device, &[], None, 0, 0, 1)
+            .is_err()
+    );
+    assert!(peer.time(Timing::Device, &keys, None, 0, 0, 1).is_ok());
     // No files are left behind.
     let left: Vec<_> = std::fs::read_dir(&peer.dir.0).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
@@ -214,11 +219,11 @@ fn a_dead_script_is_restarted() {
     }
     let keys = vec![3u32, 1, 2];
     // The first request finds the script gone (an error), the next one restarts it.
-    let first = peer.time(&keys, None, 0, 0, 1);
+    let first = peer.time(Timing::Device, &keys, None, 0, 0, 1);
     let second = first
         .as_ref()
         .err()
-        .map(|_| peer.time(&keys, None, 0, 0, 1));
+        .map(|_| peer.time(Timing::Device, &keys, None, 0, 0, 1));
     let ok = match (&first, &second) {
         (Ok(_), _) => first.unwrap(),
         (Err(_), Some(Ok(_))) => second.unwrap().unwrap(),
