@@ -16,6 +16,70 @@ pub fn foreign_result(call: &str, got: bitonic::Result<()>) -> Result<(), String
     }
 }
 
+/// The calls of `device::errors::foreign` that both backends refuse, in both orders: own
+/// buffers on a stream or queue of another context, buffers of another context on the
+/// caller's or on the other one, keys and values of different contexts. Every call runs
+/// (the caller cleans up after); the first that is not `ForeignBuffer` is the error.
+#[allow(clippy::too_many_arguments)]
+pub fn foreign_calls<D: DeviceApi>(
+    dev: &D,
+    label: &str,
+    keys: &mut D::Buf<u64>,
+    values: &mut D::Buf<u32>,
+    other_keys: &mut D::Buf<u64>,
+    other_values: &mut D::Buf<u32>,
+    other_queue: &D::Queue,
+) -> Result<(), String> {
+    let (q, oq, queue) = (dev.queue(), other_queue, D::QUEUE);
+    let mut outcome = Ok(());
+    for order in [Order::Ascending, Order::Descending] {
+        let calls: [(String, bitonic::Result<()>); 9] = [
+            (
+                format!("sort_device: own keys, {queue} of another context"),
+                dev.sort_on(keys, order, oq),
+            ),
+            (
+                format!("sort_device_by_key: own buffers, {queue} of another context"),
+                dev.sort_by_key_on(keys, values, order, oq),
+            ),
+            (
+                format!("sort_device_rows: own keys, {queue} of another context"),
+                dev.sort_rows_on(keys, 100, order, oq),
+            ),
+            (
+                format!("sort_device_rows_by_key: own buffers, {queue} of another context"),
+                dev.sort_rows_by_key_on(keys, values, 100, order, oq),
+            ),
+            (
+                format!("sort_device: keys of another context, own {queue}"),
+                dev.sort_on(other_keys, order, q),
+            ),
+            (
+                format!("sort_device: keys and {queue} of another context"),
+                dev.sort_on(other_keys, order, oq),
+            ),
+            (
+                "sort_device_by_key: values of another context".into(),
+                dev.sort_by_key_on(keys, other_values, order, q),
+            ),
+            (
+                "sort_device_by_key: keys of another context".into(),
+                dev.sort_by_key_on(other_keys, values, order, q),
+            ),
+            (
+                "sort_device_rows_by_key: values of another context".into(),
+                dev.sort_rows_by_key_on(keys, other_values, 1000, order, q),
+            ),
+        ];
+        for (call, got) in calls {
+            if outcome.is_ok() {
+                outcome = foreign_result(&format!("{label}: {call} ({order:?})"), got);
+            }
+        }
+    }
+    outcome
+}
+
 /// The buffers hold what they held before the failed call.
 fn unchanged<D: DeviceApi, K: DevKey, V: Elem>(
     dev: &D,
