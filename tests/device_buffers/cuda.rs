@@ -12,7 +12,7 @@ use cust::memory::{AsyncCopyDestination, DeviceBuffer, LockedBuffer};
 use cust::stream::{Stream, StreamFlags};
 use libtest_mimic::{Failed, Trial};
 
-use crate::device::sixteen::{Dev16, Key16};
+use crate::device::sixteen::{Dev16, Key16, forward_16_calls};
 use crate::device::{
     DeviceApi, Elem, check_sorted_pairs, foreign_calls, forward_device_calls, random_pairs,
     register as register_device,
@@ -129,49 +129,7 @@ impl Dev16 for CuDev {
         self.download(keys)
     }
 
-    fn sort16<K: Key16>(&self, keys: &mut DeviceBuffer<u16>, order: Order) -> bitonic::Result<()> {
-        self.cuda().sort_device_bits::<K>(keys, order, &self.stream)
-    }
-
-    fn sort16_rows<K: Key16>(
-        &self,
-        keys: &mut DeviceBuffer<u16>,
-        row_len: usize,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.cuda()
-            .sort_device_bits_rows::<K>(keys, row_len, order, &self.stream)
-    }
-
-    fn sort16_by_key<K: Key16>(
-        &self,
-        keys: &mut DeviceBuffer<u16>,
-        values: &mut DeviceBuffer<u32>,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.cuda()
-            .sort_device_bits_by_key::<K, u32>(keys, values, order, &self.stream)
-    }
-
-    fn top_k16_rows<K: Key16>(
-        &self,
-        keys: &DeviceBuffer<u16>,
-        row_len: usize,
-        k: usize,
-        order: Order,
-        values: &mut DeviceBuffer<u16>,
-        indices: &mut DeviceBuffer<u32>,
-    ) -> bitonic::Result<()> {
-        self.cuda().top_k_device_bits_rows::<K>(
-            keys,
-            row_len,
-            k,
-            order,
-            values,
-            indices,
-            &self.stream,
-        )
-    }
+    forward_16_calls!(cuda: sort_device_bits, sort_device_bits_rows, sort_device_bits_by_key, top_k_device_bits_rows);
 
     fn sort16_unaligned<K: Key16>(
         &self,

@@ -61,8 +61,8 @@ pub trait DevValue: TestValue + Elem {}
 impl<T: TestValue + Elem> DevValue for T {}
 
 /// One backend's device-resident API, as the generic trials use it: buffers of the
-/// caller's, filled and read on the caller's stream or queue. The `*_on` calls take the
-/// stream or queue (`foreign` passes one of another context); the others use the caller's.
+/// caller's, filled and read on the caller's stream or queue. The sorts take the stream or
+/// queue: `dev.queue()`, or (`foreign`) one of another context.
 pub trait DeviceApi: Sized {
     /// A device buffer of `T`.
     type Buf<T: Elem>;
@@ -93,27 +93,27 @@ pub trait DeviceApi: Sized {
         range: Range<usize>,
         order: Order,
     ) -> Result<(), String>;
-    fn sort_on<K: DevKey>(
+    fn sort<K: DevKey>(
         &self,
         keys: &mut Self::Buf<K>,
         order: Order,
         queue: &Self::Queue,
     ) -> bitonic::Result<()>;
-    fn sort_by_key_on<K: DevKey, V: Elem>(
+    fn sort_by_key<K: DevKey, V: Elem>(
         &self,
         keys: &mut Self::Buf<K>,
         values: &mut Self::Buf<V>,
         order: Order,
         queue: &Self::Queue,
     ) -> bitonic::Result<()>;
-    fn sort_rows_on<K: DevKey>(
+    fn sort_rows<K: DevKey>(
         &self,
         keys: &mut Self::Buf<K>,
         row_len: usize,
         order: Order,
         queue: &Self::Queue,
     ) -> bitonic::Result<()>;
-    fn sort_rows_by_key_on<K: DevKey, V: Elem>(
+    fn sort_rows_by_key<K: DevKey, V: Elem>(
         &self,
         keys: &mut Self::Buf<K>,
         values: &mut Self::Buf<V>,
@@ -123,7 +123,7 @@ pub trait DeviceApi: Sized {
     ) -> bitonic::Result<()>;
     /// `top_k_device_rows`.
     #[allow(clippy::too_many_arguments)]
-    fn top_k_rows_on<K: DevKey>(
+    fn top_k_rows<K: DevKey>(
         &self,
         keys: &Self::Buf<K>,
         row_len: usize,
@@ -133,54 +133,14 @@ pub trait DeviceApi: Sized {
         indices: &mut Self::Buf<u32>,
         queue: &Self::Queue,
     ) -> bitonic::Result<()>;
-
-    fn sort<K: DevKey>(&self, keys: &mut Self::Buf<K>, order: Order) -> bitonic::Result<()> {
-        self.sort_on(keys, order, self.queue())
-    }
-    fn sort_by_key<K: DevKey, V: Elem>(
-        &self,
-        keys: &mut Self::Buf<K>,
-        values: &mut Self::Buf<V>,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.sort_by_key_on(keys, values, order, self.queue())
-    }
-    fn sort_rows<K: DevKey>(
-        &self,
-        keys: &mut Self::Buf<K>,
-        row_len: usize,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.sort_rows_on(keys, row_len, order, self.queue())
-    }
-    fn sort_rows_by_key<K: DevKey, V: Elem>(
-        &self,
-        keys: &mut Self::Buf<K>,
-        values: &mut Self::Buf<V>,
-        row_len: usize,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.sort_rows_by_key_on(keys, values, row_len, order, self.queue())
-    }
-    fn top_k_rows<K: DevKey>(
-        &self,
-        keys: &Self::Buf<K>,
-        row_len: usize,
-        k: usize,
-        order: Order,
-        values: &mut Self::Buf<K>,
-        indices: &mut Self::Buf<u32>,
-    ) -> bitonic::Result<()> {
-        self.top_k_rows_on(keys, row_len, k, order, values, indices, self.queue())
-    }
 }
 
-/// The `*_on` calls of a `DeviceApi` impl, forwarded to the backend that `self.$backend()`
+/// The sorts of a `DeviceApi` impl, forwarded to the backend that `self.$backend()`
 /// returns: both backends name their device-resident calls alike and take the stream or
 /// queue last.
 macro_rules! forward_device_calls {
     ($backend:ident) => {
-        fn sort_on<K: $crate::device::DevKey>(
+        fn sort<K: $crate::device::DevKey>(
             &self,
             keys: &mut Self::Buf<K>,
             order: bitonic::Order,
@@ -189,7 +149,7 @@ macro_rules! forward_device_calls {
             self.$backend().sort_device(keys, order, queue)
         }
 
-        fn sort_by_key_on<K: $crate::device::DevKey, V: $crate::device::Elem>(
+        fn sort_by_key<K: $crate::device::DevKey, V: $crate::device::Elem>(
             &self,
             keys: &mut Self::Buf<K>,
             values: &mut Self::Buf<V>,
@@ -200,7 +160,7 @@ macro_rules! forward_device_calls {
                 .sort_device_by_key(keys, values, order, queue)
         }
 
-        fn sort_rows_on<K: $crate::device::DevKey>(
+        fn sort_rows<K: $crate::device::DevKey>(
             &self,
             keys: &mut Self::Buf<K>,
             row_len: usize,
@@ -211,7 +171,7 @@ macro_rules! forward_device_calls {
                 .sort_device_rows(keys, row_len, order, queue)
         }
 
-        fn sort_rows_by_key_on<K: $crate::device::DevKey, V: $crate::device::Elem>(
+        fn sort_rows_by_key<K: $crate::device::DevKey, V: $crate::device::Elem>(
             &self,
             keys: &mut Self::Buf<K>,
             values: &mut Self::Buf<V>,
@@ -223,7 +183,7 @@ macro_rules! forward_device_calls {
                 .sort_device_rows_by_key(keys, values, row_len, order, queue)
         }
 
-        fn top_k_rows_on<K: $crate::device::DevKey>(
+        fn top_k_rows<K: $crate::device::DevKey>(
             &self,
             keys: &Self::Buf<K>,
             row_len: usize,

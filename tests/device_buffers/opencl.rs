@@ -12,7 +12,7 @@ use opencl3::context::Context;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 
-use crate::device::sixteen::{Dev16, Key16};
+use crate::device::sixteen::{Dev16, Key16, forward_16_calls};
 use crate::device::{
     DeviceApi, Elem, check_sorted_pairs, foreign_calls, foreign_result, forward_device_calls,
     random_pairs, register as register_device,
@@ -143,42 +143,7 @@ impl Dev16 for ClDev {
         Ok(bytemuck::cast_slice::<K, u16>(&read(&self.queue, keys)?).to_vec())
     }
 
-    fn sort16<K: Key16>(&self, keys: &mut Buffer<K>, order: Order) -> bitonic::Result<()> {
-        self.cl().sort_device(keys, order, &self.queue)
-    }
-
-    fn sort16_rows<K: Key16>(
-        &self,
-        keys: &mut Buffer<K>,
-        row_len: usize,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.cl()
-            .sort_device_rows(keys, row_len, order, &self.queue)
-    }
-
-    fn sort16_by_key<K: Key16>(
-        &self,
-        keys: &mut Buffer<K>,
-        values: &mut Buffer<u32>,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.cl()
-            .sort_device_by_key(keys, values, order, &self.queue)
-    }
-
-    fn top_k16_rows<K: Key16>(
-        &self,
-        keys: &Buffer<K>,
-        row_len: usize,
-        k: usize,
-        order: Order,
-        values: &mut Buffer<K>,
-        indices: &mut Buffer<u32>,
-    ) -> bitonic::Result<()> {
-        self.cl()
-            .top_k_device_rows(keys, row_len, k, order, values, indices, &self.queue)
-    }
+    forward_16_calls!(cl: sort_device, sort_device_rows, sort_device_by_key, top_k_device_rows);
 
     /// Sub-buffers start at offsets aligned to `CL_DEVICE_MEM_BASE_ADDR_ALIGN`: none 2
     /// bytes in.

@@ -36,39 +36,39 @@ pub fn foreign_calls<D: DeviceApi>(
         let calls: [(String, bitonic::Result<()>); 9] = [
             (
                 format!("sort_device: own keys, {queue} of another context"),
-                dev.sort_on(keys, order, oq),
+                dev.sort(keys, order, oq),
             ),
             (
                 format!("sort_device_by_key: own buffers, {queue} of another context"),
-                dev.sort_by_key_on(keys, values, order, oq),
+                dev.sort_by_key(keys, values, order, oq),
             ),
             (
                 format!("sort_device_rows: own keys, {queue} of another context"),
-                dev.sort_rows_on(keys, 100, order, oq),
+                dev.sort_rows(keys, 100, order, oq),
             ),
             (
                 format!("sort_device_rows_by_key: own buffers, {queue} of another context"),
-                dev.sort_rows_by_key_on(keys, values, 100, order, oq),
+                dev.sort_rows_by_key(keys, values, 100, order, oq),
             ),
             (
                 format!("sort_device: keys of another context, own {queue}"),
-                dev.sort_on(other_keys, order, q),
+                dev.sort(other_keys, order, q),
             ),
             (
                 format!("sort_device: keys and {queue} of another context"),
-                dev.sort_on(other_keys, order, oq),
+                dev.sort(other_keys, order, oq),
             ),
             (
                 "sort_device_by_key: values of another context".into(),
-                dev.sort_by_key_on(keys, other_values, order, q),
+                dev.sort_by_key(keys, other_values, order, q),
             ),
             (
                 "sort_device_by_key: keys of another context".into(),
-                dev.sort_by_key_on(other_keys, values, order, q),
+                dev.sort_by_key(other_keys, values, order, q),
             ),
             (
                 "sort_device_rows_by_key: values of another context".into(),
-                dev.sort_rows_by_key_on(keys, other_values, 1000, order, q),
+                dev.sort_rows_by_key(keys, other_values, 1000, order, q),
             ),
         ];
         for (call, got) in calls {
@@ -131,7 +131,7 @@ fn mismatch<D: DeviceApi, K: DevKey, V: DevValue>(
             V::NAME,
             order_name(order)
         );
-        let got = dev.sort_by_key(&mut keys, &mut values, order);
+        let got = dev.sort_by_key(&mut keys, &mut values, order, dev.queue());
         expect_error(&call, got, &want)?;
         unchanged(dev, &call, &keys, &keys_in, Some((&values, &values_in[..])))?;
     }
@@ -141,7 +141,7 @@ fn mismatch<D: DeviceApi, K: DevKey, V: DevValue>(
         K::NAME,
         V::NAME
     );
-    let got = dev.sort_rows_by_key(&mut keys, &mut values, 1, Order::Ascending);
+    let got = dev.sort_rows_by_key(&mut keys, &mut values, 1, Order::Ascending, dev.queue());
     expect_error(&call, got, &want)?;
     unchanged(dev, &call, &keys, &keys_in, Some((&values, &values_in[..])))
 }
@@ -160,13 +160,13 @@ fn bad_rows<D: DeviceApi>(t: &Target, dev: &D) -> Result<(), String> {
                 t.label,
                 order_name(order)
             );
-            match dev.sort_rows(&mut keys, row_len, order) {
+            match dev.sort_rows(&mut keys, row_len, order, dev.queue()) {
                 Err(Error::InvalidConfig(_)) => {}
                 other => return Err(format!("{call}: want Err(InvalidConfig), got {other:?}")),
             }
             unchanged::<D, f32, u64>(dev, &call, &keys, &keys_in, None)?;
             let call = format!("{call} (with values)");
-            match dev.sort_rows_by_key(&mut keys, &mut values, row_len, order) {
+            match dev.sort_rows_by_key(&mut keys, &mut values, row_len, order, dev.queue()) {
                 Err(Error::InvalidConfig(_)) => {}
                 other => return Err(format!("{call}: want Err(InvalidConfig), got {other:?}")),
             }
@@ -191,11 +191,11 @@ fn value_size<D: DeviceApi, V: Elem + Default>(t: &Target, dev: &D) -> Result<()
                 t.label,
                 order_name(order)
             );
-            let got = dev.sort_by_key(&mut keys, &mut values, order);
+            let got = dev.sort_by_key(&mut keys, &mut values, order, dev.queue());
             expect_error(&call, got, &want)?;
             unchanged(dev, &call, &keys, &keys_in, Some((&values, &values_in[..])))?;
             let call = format!("{call} (rows of 1)");
-            let got = dev.sort_rows_by_key(&mut keys, &mut values, 1, order);
+            let got = dev.sort_rows_by_key(&mut keys, &mut values, 1, order, dev.queue());
             expect_error(&call, got, &want)?;
             unchanged(dev, &call, &keys, &keys_in, Some((&values, &values_in[..])))?;
         }

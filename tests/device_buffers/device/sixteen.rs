@@ -100,6 +100,55 @@ pub trait Dev16: DeviceApi {
     ) -> Option<bitonic::Result<()>>;
 }
 
+/// The sorts of a `Dev16` impl, forwarded to the calls of `self.$backend()` named here
+/// (generic over the key type first) on the caller's stream or queue.
+macro_rules! forward_16_calls {
+    ($backend:ident: $sort:ident, $rows:ident, $by_key:ident, $top_k:ident) => {
+        fn sort16<K: $crate::device::sixteen::Key16>(
+            &self,
+            keys: &mut Self::Keys16<K>,
+            order: bitonic::Order,
+        ) -> bitonic::Result<()> {
+            self.$backend().$sort::<K>(keys, order, self.queue())
+        }
+
+        fn sort16_rows<K: $crate::device::sixteen::Key16>(
+            &self,
+            keys: &mut Self::Keys16<K>,
+            row_len: usize,
+            order: bitonic::Order,
+        ) -> bitonic::Result<()> {
+            self.$backend()
+                .$rows::<K>(keys, row_len, order, self.queue())
+        }
+
+        fn sort16_by_key<K: $crate::device::sixteen::Key16>(
+            &self,
+            keys: &mut Self::Keys16<K>,
+            values: &mut Self::Buf<u32>,
+            order: bitonic::Order,
+        ) -> bitonic::Result<()> {
+            self.$backend()
+                .$by_key::<K, u32>(keys, values, order, self.queue())
+        }
+
+        fn top_k16_rows<K: $crate::device::sixteen::Key16>(
+            &self,
+            keys: &Self::Keys16<K>,
+            row_len: usize,
+            k: usize,
+            order: bitonic::Order,
+            values: &mut Self::Keys16<K>,
+            indices: &mut Self::Buf<u32>,
+        ) -> bitonic::Result<()> {
+            let queue = self.queue();
+            self.$backend()
+                .$top_k::<K>(keys, row_len, k, order, values, indices, queue)
+        }
+    };
+}
+pub(crate) use forward_16_calls;
+
 fn ordered<K: Key16>(a: u16, b: u16, order: Order) -> Ordering {
     match order {
         Order::Ascending => K::order(a, b),
@@ -220,7 +269,7 @@ fn lengths<D: Dev16, K: Key16>(t: &Target) -> Result<(), Failed> {
     // The generic call takes u16 directly.
     let input: Vec<u16> = (0..5000u16).rev().collect();
     let mut keys = dev.upload(&input)?;
-    dev.sort(&mut keys, Order::Ascending)
+    dev.sort(&mut keys, Order::Ascending, dev.queue())
         .map_err(|e| format!("{}: sort_device::<u16> returned {e:?}", t.label))?;
     if dev.download(&keys)? != (0..5000u16).collect::<Vec<_>>() {
         return Err(format!("{}: sort_device::<u16> did not sort", t.label).into());
