@@ -33,8 +33,10 @@ pub mod sixteen;
 #[path = "device/top_k.rs"]
 mod top_k;
 
+pub use errors::foreign_calls;
+#[cfg(feature = "opencl")]
+pub use errors::foreign_result;
 use errors::shape_errors;
-pub use errors::{foreign_calls, foreign_result};
 use keys::keys_trial;
 use pairs::{check_pairs, pairs_trial};
 use rows::{rows_by_key_trial, rows_trial};
