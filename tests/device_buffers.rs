@@ -27,11 +27,10 @@
 //!   lengths are `InvalidConfig` and write nothing.
 //! - `device::sixteen::<key>::*` (`u16`, `i16`; `f16`, `bf16` with `half`): 16-bit keys
 //!   sorted in place: all 65,536 bit patterns bit for bit against `total_cmp` (one array,
-//!   rows), lengths around tiles and merges, pairs, top-k (OpenCL:
-//!   `device_buffers/sixteen.rs`; CUDA, with f16 and bf16 as bits:
-//!   `device_buffers/cuda_sixteen.rs`).
+//!   rows), lengths around tiles and merges, pairs, top-k, the counting sort
+//!   (`device_buffers/device/sixteen.rs`; CUDA holds f16 and bf16 as bits).
 //! - `device::sub_range`: a sort of part of a larger allocation (a cust sub-slice, an OpenCL
-//!   sub-buffer) touches nothing outside it.
+//!   sub-buffer), by key and then keys alone, touches nothing outside it.
 //! - `device::queue_order`: the sort runs after an asynchronous upload enqueued on the same
 //!   stream or queue, and a read enqueued after it sees the sorted data.
 //! - `device::errors::shapes`: keys and values of different lengths (`LengthMismatch`), rows
@@ -228,10 +227,6 @@ mod device;
 #[cfg(feature = "opencl")]
 #[path = "device_buffers/opencl.rs"]
 mod opencl;
-
-#[cfg(feature = "opencl")]
-#[path = "device_buffers/sixteen.rs"]
-mod sixteen;
 
 #[cfg(not(feature = "opencl"))]
 mod opencl {

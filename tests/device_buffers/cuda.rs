@@ -1,5 +1,6 @@
 //! CUDA's side of the device-resident trials: buffers and streams of the caller's own.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use bitonic::cuda::CudaBackend;
@@ -11,8 +12,9 @@ use cust::memory::{AsyncCopyDestination, DeviceBuffer, LockedBuffer};
 use cust::stream::{Stream, StreamFlags};
 use libtest_mimic::{Failed, Trial};
 
+use crate::device::sixteen::{Dev16, Key16, forward_16_calls};
 use crate::device::{
-    DevKey, DeviceApi, Elem, check_sorted_pairs, foreign_result, random_pairs,
+    DeviceApi, Elem, check_sorted_pairs, foreign_calls, forward_device_calls, random_pairs,
     register as register_device,
 };
 use crate::targets::{Slot, Target};
@@ -38,7 +40,10 @@ fn cu(call: &'static str) -> impl FnOnce(cust::error::CudaError) -> String {
 
 impl DeviceApi for CuDev {
     type Buf<T: Elem> = DeviceBuffer<T>;
+    type Queue = Stream;
     const EMPTY_BUFFERS: bool = true;
+    const PART: (usize, usize, usize) = (1000, 70_001, 999);
+    const QUEUE: &'static str = "stream";
 
     fn open(t: &Target) -> Result<Self, String> {
         if t.sorter.cuda().is_none() {
@@ -53,6 +58,10 @@ impl DeviceApi for CuDev {
             sorter: Arc::clone(&t.sorter),
             _context: context,
         })
+    }
+
+    fn queue(&self) -> &Stream {
+        &self.stream
     }
 
     fn upload<T: Elem>(&self, data: &[T]) -> Result<DeviceBuffer<T>, String> {
@@ -84,59 +93,61 @@ impl DeviceApi for CuDev {
         Ok(data)
     }
 
-    fn sort<K: DevKey>(&self, keys: &mut DeviceBuffer<K>, order: Order) -> bitonic::Result<()> {
-        self.cuda().sort_device(keys, order, &self.stream)
+    /// Views of the part of both allocations (cust 0.3's `DeviceSlice::index`).
+    fn sort_part(
+        &self,
+        keys: &mut DeviceBuffer<u64>,
+        values: Option<&mut DeviceBuffer<u32>>,
+        range: Range<usize>,
+        order: Order,
+    ) -> Result<(), String> {
+        let mut part_keys = keys.index(range.clone());
+        match values {
+            Some(values) => self.cuda().sort_device_by_key(
+                &mut part_keys,
+                &mut values.index(range),
+                order,
+                &self.stream,
+            ),
+            None => self.cuda().sort_device(&mut part_keys, order, &self.stream),
+        }
+        .map_err(|e| format!("{e:?}"))
     }
 
-    fn sort_by_key<K: DevKey, V: Elem>(
-        &self,
-        keys: &mut DeviceBuffer<K>,
-        values: &mut DeviceBuffer<V>,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.cuda()
-            .sort_device_by_key(keys, values, order, &self.stream)
+    forward_device_calls!(cuda);
+}
+
+/// 16-bit keys as their bits (`half`'s types are no `DeviceCopy`), through `*_bits` calls.
+impl Dev16 for CuDev {
+    type Keys16<K: Key16> = DeviceBuffer<u16>;
+
+    fn upload16<K: Key16>(&self, bits: &[u16]) -> Result<DeviceBuffer<u16>, String> {
+        self.upload(bits)
     }
 
-    fn sort_rows<K: DevKey>(
-        &self,
-        keys: &mut DeviceBuffer<K>,
-        row_len: usize,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.cuda()
-            .sort_device_rows(keys, row_len, order, &self.stream)
+    fn download16<K: Key16>(&self, keys: &DeviceBuffer<u16>) -> Result<Vec<u16>, String> {
+        self.download(keys)
     }
 
-    fn sort_rows_by_key<K: DevKey, V: Elem>(
-        &self,
-        keys: &mut DeviceBuffer<K>,
-        values: &mut DeviceBuffer<V>,
-        row_len: usize,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.cuda()
-            .sort_device_rows_by_key(keys, values, row_len, order, &self.stream)
-    }
+    forward_16_calls!(cuda: sort_device_bits, sort_device_bits_rows, sort_device_bits_by_key, top_k_device_bits_rows);
 
-    fn top_k_rows<K: DevKey>(
+    fn sort16_unaligned<K: Key16>(
         &self,
-        keys: &DeviceBuffer<K>,
-        row_len: usize,
-        k: usize,
+        padded: &mut DeviceBuffer<u16>,
+        n: usize,
         order: Order,
-        values: &mut DeviceBuffer<K>,
-        indices: &mut DeviceBuffer<u32>,
-    ) -> bitonic::Result<()> {
-        self.cuda()
-            .top_k_device_rows(keys, row_len, k, order, values, indices, &self.stream)
+    ) -> Option<bitonic::Result<()>> {
+        let mut inside = padded.index(1..1 + n);
+        Some(
+            self.cuda()
+                .sort_device_bits_rows::<K>(&mut inside, n, order, &self.stream),
+        )
     }
 }
 
 /// A stream and memory of a second, non-primary context on the same device.
 fn foreign(t: &Target) -> Result<(), Failed> {
     let dev = CuDev::open(t)?;
-    let cuda = dev.cuda();
     let label = &t.label;
     let n = 5000;
     let (keys_in, values_in) = random_pairs(t, "device::errors::foreign", n);
@@ -157,53 +168,15 @@ fn foreign(t: &Target) -> Result<(), Failed> {
     ContextStack::pop().map_err(cu("cuCtxPopCurrent"))?;
     let (other_stream, mut other_keys, mut other_values) = made?;
 
-    let (s, os) = (&dev.stream, &other_stream);
-    let mut outcome = Ok(());
-    for order in [Order::Ascending, Order::Descending] {
-        let calls: [(&str, bitonic::Result<()>); 9] = [
-            (
-                "sort_device: own keys, stream of another context",
-                cuda.sort_device(&mut keys, order, os),
-            ),
-            (
-                "sort_device_by_key: own buffers, stream of another context",
-                cuda.sort_device_by_key(&mut keys, &mut values, order, os),
-            ),
-            (
-                "sort_device_rows: own keys, stream of another context",
-                cuda.sort_device_rows(&mut keys, 100, order, os),
-            ),
-            (
-                "sort_device_rows_by_key: own buffers, stream of another context",
-                cuda.sort_device_rows_by_key(&mut keys, &mut values, 100, order, os),
-            ),
-            (
-                "sort_device: keys of another context, own stream",
-                cuda.sort_device(&mut other_keys, order, s),
-            ),
-            (
-                "sort_device: keys and stream of another context",
-                cuda.sort_device(&mut other_keys, order, os),
-            ),
-            (
-                "sort_device_by_key: values of another context",
-                cuda.sort_device_by_key(&mut keys, &mut other_values, order, s),
-            ),
-            (
-                "sort_device_by_key: keys of another context",
-                cuda.sort_device_by_key(&mut other_keys, &mut values, order, s),
-            ),
-            (
-                "sort_device_rows_by_key: values of another context",
-                cuda.sort_device_rows_by_key(&mut keys, &mut other_values, 1000, order, s),
-            ),
-        ];
-        for (call, got) in calls {
-            if outcome.is_ok() {
-                outcome = foreign_result(&format!("{label}: {call}"), got);
-            }
-        }
-    }
+    let outcome = foreign_calls(
+        &dev,
+        label,
+        &mut keys,
+        &mut values,
+        &mut other_keys,
+        &mut other_values,
+        &other_stream,
+    );
     let own_same = dev.download(&keys)? == keys_in && dev.download(&values)? == values_in;
     // The other context's memory is read, and freed, with that context current.
     ContextStack::push(&other).map_err(cu("cuCtxPushCurrent"))?;
@@ -217,46 +190,6 @@ fn foreign(t: &Target) -> Result<(), Failed> {
         return Err(format!("{label}: ForeignBuffer calls changed the buffers").into());
     }
     Ok(())
-}
-
-/// A sub-slice in the middle of an allocation: sorted, nothing outside it moved.
-fn sub_range(t: &Target) -> Result<(), Failed> {
-    let dev = CuDev::open(t)?;
-    let (before, len, after) = (1000usize, 70_001usize, 999usize);
-    let total = before + len + after;
-    let (keys_in, values_in) = random_pairs(t, "device::sub_range", total);
-    let keys = dev.upload(&keys_in)?;
-    let values = dev.upload(&values_in)?;
-    // Views of the middle of both allocations (cust 0.3's `DeviceSlice::index`).
-    let mut mid_keys = keys.index(before..before + len);
-    let mut mid_values = values.index(before..before + len);
-    dev.cuda()
-        .sort_device_by_key(
-            &mut mid_keys,
-            &mut mid_values,
-            Order::Descending,
-            &dev.stream,
-        )
-        .map_err(|e| format!("{}: sort_device_by_key of a sub-slice: {e:?}", t.label))?;
-    let got_keys = dev.download(&keys)?;
-    let got_values = dev.download(&values)?;
-    let inside = before..before + len;
-    if got_keys[..before] != keys_in[..before]
-        || got_keys[before + len..] != keys_in[before + len..]
-        || got_values[..before] != values_in[..before]
-        || got_values[before + len..] != values_in[before + len..]
-    {
-        return Err(format!("{}: sorting a sub-slice changed memory outside it", t.label).into());
-    }
-    check_sorted_pairs(
-        t,
-        &keys_in[inside.clone()],
-        &values_in[inside.clone()],
-        &got_keys[inside.clone()],
-        &got_values[inside],
-        Order::Descending,
-    )
-    .map_err(|e| format!("{}: the sorted sub-slice: {e}", t.label).into())
 }
 
 /// An asynchronous upload from page-locked memory, the sort and an asynchronous
@@ -363,14 +296,9 @@ fn stream_ordered_alloc(t: &Target) -> Result<(), Failed> {
     .map_err(|e| format!("{}: {e}", t.label).into())
 }
 
-#[path = "cuda_sixteen.rs"]
-mod sixteen;
-
 pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
     register_device::<CuDev>(slot, trials);
-    sixteen::register(slot, trials);
     trials.push(slot.trial("device::errors::foreign", foreign));
-    trials.push(slot.trial("device::sub_range", sub_range));
     trials.push(slot.trial("device::queue_order", queue_order));
     trials.push(slot.trial("device::stream_ordered_alloc", stream_ordered_alloc));
 }

@@ -1,5 +1,6 @@
 //! OpenCL's side of the device-resident trials: buffers and queues of the caller's own.
 
+use std::ops::Range;
 use std::ptr;
 use std::sync::Arc;
 
@@ -11,11 +12,11 @@ use opencl3::context::Context;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 
+use crate::device::sixteen::{Dev16, Key16, forward_16_calls};
 use crate::device::{
-    DevKey, DeviceApi, Elem, check_sorted_pairs, foreign_result, random_pairs,
-    register as register_device,
+    DeviceApi, Elem, check_sorted_pairs, foreign_calls, foreign_result, forward_device_calls,
+    random_pairs, register as register_device,
 };
-use crate::support::{check_keys, expected};
 use crate::targets::{Slot, Target};
 
 /// The caller's side: a queue of its own on the backend's context.
@@ -31,7 +32,7 @@ impl ClDev {
 }
 
 /// A buffer of `context` holding `data` (blocking write on `queue`).
-fn buffer_in<T: Elem>(
+fn buffer_in<T: bytemuck::Pod>(
     context: &Context,
     queue: &CommandQueue,
     data: &[T],
@@ -50,7 +51,7 @@ fn buffer_in<T: Elem>(
 }
 
 /// The whole buffer, read with a blocking read on `queue` (after what it holds before).
-fn read<T: Elem>(queue: &CommandQueue, buffer: &Buffer<T>) -> Result<Vec<T>, String> {
+fn read<T: bytemuck::Pod>(queue: &CommandQueue, buffer: &Buffer<T>) -> Result<Vec<T>, String> {
     let bytes = buffer
         .size()
         .map_err(|e| format!("clGetMemObjectInfo: {e}"))?;
@@ -63,7 +64,12 @@ fn read<T: Elem>(queue: &CommandQueue, buffer: &Buffer<T>) -> Result<Vec<T>, Str
 
 impl DeviceApi for ClDev {
     type Buf<T: Elem> = Buffer<T>;
+    type Queue = CommandQueue;
     const EMPTY_BUFFERS: bool = false;
+    // The part starts 4 KiB (values) and 8 KiB (keys) in: a multiple of every device's
+    // base address alignment.
+    const PART: (usize, usize, usize) = (1024, 70_001, 1000);
+    const QUEUE: &'static str = "queue";
 
     fn open(t: &Target) -> Result<Self, String> {
         let cl = t
@@ -78,6 +84,10 @@ impl DeviceApi for ClDev {
         })
     }
 
+    fn queue(&self) -> &CommandQueue {
+        &self.queue
+    }
+
     fn upload<T: Elem>(&self, data: &[T]) -> Result<Buffer<T>, String> {
         buffer_in(self.cl().context(), &self.queue, data)
     }
@@ -86,52 +96,64 @@ impl DeviceApi for ClDev {
         read(&self.queue, buf)
     }
 
-    fn sort<K: DevKey>(&self, keys: &mut Buffer<K>, order: Order) -> bitonic::Result<()> {
-        self.cl().sort_device(keys, order, &self.queue)
+    /// Sub-buffers of the part of both buffers.
+    fn sort_part(
+        &self,
+        keys: &mut Buffer<u64>,
+        values: Option<&mut Buffer<u32>>,
+        range: Range<usize>,
+        order: Order,
+    ) -> Result<(), String> {
+        let sub = |flags| format!("clCreateSubBuffer: {flags}");
+        // SAFETY: the region lies within the parent buffers, at an aligned offset.
+        let mut part_keys =
+            unsafe { keys.create_sub_buffer(CL_MEM_READ_WRITE, range.start, range.len()) }
+                .map_err(sub)?;
+        match values {
+            Some(values) => {
+                // SAFETY: as above.
+                let mut part_values = unsafe {
+                    values.create_sub_buffer(CL_MEM_READ_WRITE, range.start, range.len())
+                }
+                .map_err(sub)?;
+                self.cl()
+                    .sort_device_by_key(&mut part_keys, &mut part_values, order, &self.queue)
+            }
+            None => self.cl().sort_device(&mut part_keys, order, &self.queue),
+        }
+        .map_err(|e| format!("{e:?}"))
     }
 
-    fn sort_by_key<K: DevKey, V: Elem>(
-        &self,
-        keys: &mut Buffer<K>,
-        values: &mut Buffer<V>,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.cl()
-            .sort_device_by_key(keys, values, order, &self.queue)
+    forward_device_calls!(cl);
+}
+
+/// 16-bit keys as themselves: the generic calls on buffers of `K`.
+impl Dev16 for ClDev {
+    type Keys16<K: Key16> = Buffer<K>;
+
+    fn upload16<K: Key16>(&self, bits: &[u16]) -> Result<Buffer<K>, String> {
+        buffer_in(
+            self.cl().context(),
+            &self.queue,
+            bytemuck::cast_slice::<u16, K>(bits),
+        )
     }
 
-    fn sort_rows<K: DevKey>(
-        &self,
-        keys: &mut Buffer<K>,
-        row_len: usize,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.cl()
-            .sort_device_rows(keys, row_len, order, &self.queue)
+    fn download16<K: Key16>(&self, keys: &Buffer<K>) -> Result<Vec<u16>, String> {
+        Ok(bytemuck::cast_slice::<K, u16>(&read(&self.queue, keys)?).to_vec())
     }
 
-    fn sort_rows_by_key<K: DevKey, V: Elem>(
-        &self,
-        keys: &mut Buffer<K>,
-        values: &mut Buffer<V>,
-        row_len: usize,
-        order: Order,
-    ) -> bitonic::Result<()> {
-        self.cl()
-            .sort_device_rows_by_key(keys, values, row_len, order, &self.queue)
-    }
+    forward_16_calls!(cl: sort_device, sort_device_rows, sort_device_by_key, top_k_device_rows);
 
-    fn top_k_rows<K: DevKey>(
+    /// Sub-buffers start at offsets aligned to `CL_DEVICE_MEM_BASE_ADDR_ALIGN`: none 2
+    /// bytes in.
+    fn sort16_unaligned<K: Key16>(
         &self,
-        keys: &Buffer<K>,
-        row_len: usize,
-        k: usize,
-        order: Order,
-        values: &mut Buffer<K>,
-        indices: &mut Buffer<u32>,
-    ) -> bitonic::Result<()> {
-        self.cl()
-            .top_k_device_rows(keys, row_len, k, order, values, indices, &self.queue)
+        _: &mut Buffer<K>,
+        _: usize,
+        _: Order,
+    ) -> Option<bitonic::Result<()>> {
+        None
     }
 }
 
@@ -151,50 +173,16 @@ fn foreign(t: &Target) -> Result<(), Failed> {
     let mut values = dev.upload(&values_in)?;
     let mut other_keys = buffer_in(&other, &other_queue, &keys_in)?;
     let mut other_values = buffer_in(&other, &other_queue, &values_in)?;
+    foreign_calls(
+        &dev,
+        label,
+        &mut keys,
+        &mut values,
+        &mut other_keys,
+        &mut other_values,
+        &other_queue,
+    )?;
     let (q, oq) = (&dev.queue, &other_queue);
-    for order in [Order::Ascending, Order::Descending] {
-        let calls: [(&str, bitonic::Result<()>); 9] = [
-            (
-                "sort_device: own keys, queue of another context",
-                cl.sort_device(&mut keys, order, oq),
-            ),
-            (
-                "sort_device_by_key: own buffers, queue of another context",
-                cl.sort_device_by_key(&mut keys, &mut values, order, oq),
-            ),
-            (
-                "sort_device_rows: own keys, queue of another context",
-                cl.sort_device_rows(&mut keys, 100, order, oq),
-            ),
-            (
-                "sort_device_rows_by_key: own buffers, queue of another context",
-                cl.sort_device_rows_by_key(&mut keys, &mut values, 100, order, oq),
-            ),
-            (
-                "sort_device: keys of another context, own queue",
-                cl.sort_device(&mut other_keys, order, q),
-            ),
-            (
-                "sort_device: keys and queue of another context",
-                cl.sort_device(&mut other_keys, order, oq),
-            ),
-            (
-                "sort_device_by_key: values of another context",
-                cl.sort_device_by_key(&mut keys, &mut other_values, order, q),
-            ),
-            (
-                "sort_device_by_key: keys of another context",
-                cl.sort_device_by_key(&mut other_keys, &mut values, order, q),
-            ),
-            (
-                "sort_device_rows_by_key: values of another context",
-                cl.sort_device_rows_by_key(&mut keys, &mut other_values, 1000, order, q),
-            ),
-        ];
-        for (call, got) in calls {
-            foreign_result(&format!("{label}: {call}"), got)?;
-        }
-    }
     let untouched = |what: &str, same: bool| -> Result<(), String> {
         match same {
             true => Ok(()),
@@ -253,64 +241,6 @@ fn foreign(t: &Target) -> Result<(), Failed> {
         "two keys beside a 12-byte value buffer",
         read(q, &two_keys)? == [9, 3],
     )?;
-    Ok(())
-}
-
-/// A sub-buffer in the middle of a larger buffer: sorted, and nothing outside it moved.
-fn sub_range(t: &Target) -> Result<(), Failed> {
-    let dev = ClDev::open(t)?;
-    let cl = dev.cl();
-    // The sub-buffers start 4 KiB (values) and 8 KiB (keys) in: a multiple of every
-    // device's base address alignment.
-    let (before, len, after) = (1024usize, 70_001usize, 1000usize);
-    let total = before + len + after;
-    let (keys_in, values_in) = random_pairs(t, "device::sub_range", total);
-    let keys = dev.upload(&keys_in)?;
-    let values = dev.upload(&values_in)?;
-    // SAFETY: the region lies within the parent buffers, at an aligned offset.
-    let (mut sub_keys, mut sub_values) = unsafe {
-        (
-            keys.create_sub_buffer(CL_MEM_READ_WRITE, before, len),
-            values.create_sub_buffer(CL_MEM_READ_WRITE, before, len),
-        )
-    };
-    let (sub_keys, sub_values) = match (&mut sub_keys, &mut sub_values) {
-        (Ok(k), Ok(v)) => (k, v),
-        (Err(e), _) | (_, Err(e)) => {
-            return Err(format!("{}: clCreateSubBuffer: {e}", t.label).into());
-        }
-    };
-    cl.sort_device_by_key(sub_keys, sub_values, Order::Descending, &dev.queue)
-        .map_err(|e| format!("{}: sort_device_by_key of a sub-buffer: {e:?}", t.label))?;
-    let got_keys = read(&dev.queue, &keys)?;
-    let got_values = read(&dev.queue, &values)?;
-    let inside = before..before + len;
-    if got_keys[..before] != keys_in[..before]
-        || got_keys[before + len..] != keys_in[before + len..]
-        || got_values[..before] != values_in[..before]
-        || got_values[before + len..] != values_in[before + len..]
-    {
-        return Err(format!(
-            "{}: sorting a sub-buffer changed the parent outside it",
-            t.label
-        )
-        .into());
-    }
-    check_sorted_pairs(
-        t,
-        &keys_in[inside.clone()],
-        &values_in[inside.clone()],
-        &got_keys[inside.clone()],
-        &got_values[inside],
-        Order::Descending,
-    )
-    .map_err(|e| format!("{}: the sorted sub-buffer: {e}", t.label))?;
-    // The keys alone, ascending, on the sorted sub-buffer.
-    cl.sort_device(sub_keys, Order::Ascending, &dev.queue)
-        .map_err(|e| format!("{}: sort_device of a sub-buffer: {e:?}", t.label))?;
-    let got = read(&dev.queue, sub_keys)?;
-    check_keys(&got, &expected(&keys_in[before..before + len], false))
-        .map_err(|e| format!("{}: the sub-buffer sorted again: {e}", t.label))?;
     Ok(())
 }
 
@@ -417,9 +347,7 @@ fn out_of_order_queue(t: &Target) -> Result<(), Failed> {
 
 pub fn register(slot: &Slot, trials: &mut Vec<Trial>) {
     register_device::<ClDev>(slot, trials);
-    crate::sixteen::register(slot, trials);
     trials.push(slot.trial("device::errors::foreign", foreign));
-    trials.push(slot.trial("device::sub_range", sub_range));
     trials.push(slot.trial("device::queue_order", queue_order));
     trials.push(slot.trial("device::out_of_order_queue", out_of_order_queue));
 }

@@ -16,6 +16,70 @@ pub fn foreign_result(call: &str, got: bitonic::Result<()>) -> Result<(), String
     }
 }
 
+/// The calls of `device::errors::foreign` that both backends refuse, in both orders: own
+/// buffers on a stream or queue of another context, buffers of another context on the
+/// caller's or on the other one, keys and values of different contexts. Every call runs
+/// (the caller cleans up after); the first that is not `ForeignBuffer` is the error.
+#[allow(clippy::too_many_arguments)]
+pub fn foreign_calls<D: DeviceApi>(
+    dev: &D,
+    label: &str,
+    keys: &mut D::Buf<u64>,
+    values: &mut D::Buf<u32>,
+    other_keys: &mut D::Buf<u64>,
+    other_values: &mut D::Buf<u32>,
+    other_queue: &D::Queue,
+) -> Result<(), String> {
+    let (q, oq, queue) = (dev.queue(), other_queue, D::QUEUE);
+    let mut outcome = Ok(());
+    for order in [Order::Ascending, Order::Descending] {
+        let calls: [(String, bitonic::Result<()>); 9] = [
+            (
+                format!("sort_device: own keys, {queue} of another context"),
+                dev.sort(keys, order, oq),
+            ),
+            (
+                format!("sort_device_by_key: own buffers, {queue} of another context"),
+                dev.sort_by_key(keys, values, order, oq),
+            ),
+            (
+                format!("sort_device_rows: own keys, {queue} of another context"),
+                dev.sort_rows(keys, 100, order, oq),
+            ),
+            (
+                format!("sort_device_rows_by_key: own buffers, {queue} of another context"),
+                dev.sort_rows_by_key(keys, values, 100, order, oq),
+            ),
+            (
+                format!("sort_device: keys of another context, own {queue}"),
+                dev.sort(other_keys, order, q),
+            ),
+            (
+                format!("sort_device: keys and {queue} of another context"),
+                dev.sort(other_keys, order, oq),
+            ),
+            (
+                "sort_device_by_key: values of another context".into(),
+                dev.sort_by_key(keys, other_values, order, q),
+            ),
+            (
+                "sort_device_by_key: keys of another context".into(),
+                dev.sort_by_key(other_keys, values, order, q),
+            ),
+            (
+                "sort_device_rows_by_key: values of another context".into(),
+                dev.sort_rows_by_key(keys, other_values, 1000, order, q),
+            ),
+        ];
+        for (call, got) in calls {
+            if outcome.is_ok() {
+                outcome = foreign_result(&format!("{label}: {call} ({order:?})"), got);
+            }
+        }
+    }
+    outcome
+}
+
 /// The buffers hold what they held before the failed call.
 fn unchanged<D: DeviceApi, K: DevKey, V: Elem>(
     dev: &D,
@@ -67,7 +131,7 @@ fn mismatch<D: DeviceApi, K: DevKey, V: DevValue>(
             V::NAME,
             order_name(order)
         );
-        let got = dev.sort_by_key(&mut keys, &mut values, order);
+        let got = dev.sort_by_key(&mut keys, &mut values, order, dev.queue());
         expect_error(&call, got, &want)?;
         unchanged(dev, &call, &keys, &keys_in, Some((&values, &values_in[..])))?;
     }
@@ -77,7 +141,7 @@ fn mismatch<D: DeviceApi, K: DevKey, V: DevValue>(
         K::NAME,
         V::NAME
     );
-    let got = dev.sort_rows_by_key(&mut keys, &mut values, 1, Order::Ascending);
+    let got = dev.sort_rows_by_key(&mut keys, &mut values, 1, Order::Ascending, dev.queue());
     expect_error(&call, got, &want)?;
     unchanged(dev, &call, &keys, &keys_in, Some((&values, &values_in[..])))
 }
@@ -96,13 +160,13 @@ fn bad_rows<D: DeviceApi>(t: &Target, dev: &D) -> Result<(), String> {
                 t.label,
                 order_name(order)
             );
-            match dev.sort_rows(&mut keys, row_len, order) {
+            match dev.sort_rows(&mut keys, row_len, order, dev.queue()) {
                 Err(Error::InvalidConfig(_)) => {}
                 other => return Err(format!("{call}: want Err(InvalidConfig), got {other:?}")),
             }
             unchanged::<D, f32, u64>(dev, &call, &keys, &keys_in, None)?;
             let call = format!("{call} (with values)");
-            match dev.sort_rows_by_key(&mut keys, &mut values, row_len, order) {
+            match dev.sort_rows_by_key(&mut keys, &mut values, row_len, order, dev.queue()) {
                 Err(Error::InvalidConfig(_)) => {}
                 other => return Err(format!("{call}: want Err(InvalidConfig), got {other:?}")),
             }
@@ -127,11 +191,11 @@ fn value_size<D: DeviceApi, V: Elem + Default>(t: &Target, dev: &D) -> Result<()
                 t.label,
                 order_name(order)
             );
-            let got = dev.sort_by_key(&mut keys, &mut values, order);
+            let got = dev.sort_by_key(&mut keys, &mut values, order, dev.queue());
             expect_error(&call, got, &want)?;
             unchanged(dev, &call, &keys, &keys_in, Some((&values, &values_in[..])))?;
             let call = format!("{call} (rows of 1)");
-            let got = dev.sort_rows_by_key(&mut keys, &mut values, 1, order);
+            let got = dev.sort_rows_by_key(&mut keys, &mut values, 1, order, dev.queue());
             expect_error(&call, got, &want)?;
             unchanged(dev, &call, &keys, &keys_in, Some((&values, &values_in[..])))?;
         }

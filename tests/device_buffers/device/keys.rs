@@ -50,7 +50,7 @@ pub fn keys_trial<D: DeviceApi, K: DevKey>(t: &Target, order: Order) -> Result<(
             let keys_in: Vec<K> = input.keys(n, &mut rng_for(seed));
             let want = expected(&keys_in, descending(order));
             let mut keys = dev.upload(&keys_in).map_err(|e| format!("{at}: {e}"))?;
-            dev.sort(&mut keys, order)
+            dev.sort(&mut keys, order, dev.queue())
                 .map_err(|e| format!("{at}: sort_device returned {e:?}"))?;
             let got = dev.download(&keys).map_err(|e| format!("{at}: {e}"))?;
             check_keys(&got, &want).map_err(|e| format!("{at}: {e}"))?;

@@ -134,7 +134,7 @@ pub fn pairs_trial<D: DeviceApi, K: DevKey, V: DevValue>(t: &Target) -> Result<(
                 let fail = |e: String| format!("{at}: {e}");
                 let mut keys = dev.upload(&keys_in).map_err(fail)?;
                 let mut values = dev.upload(&values_in).map_err(fail)?;
-                dev.sort_by_key(&mut keys, &mut values, order)
+                dev.sort_by_key(&mut keys, &mut values, order, dev.queue())
                     .map_err(|e| fail(format!("sort_device_by_key returned {e:?}")))?;
                 let got_keys = dev.download(&keys).map_err(fail)?;
                 let got_values = dev.download(&values).map_err(fail)?;

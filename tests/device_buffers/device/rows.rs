@@ -55,7 +55,7 @@ pub fn rows_trial<D: DeviceApi, K: DevKey>(t: &Target, order: Order) -> Result<(
         let at = format!("{} (rows of {row_len})", context(t, &id, input, n, seed));
         let keys_in: Vec<K> = input.keys(n, &mut rng_for(seed));
         let mut keys = dev.upload(&keys_in).map_err(|e| format!("{at}: {e}"))?;
-        dev.sort_rows(&mut keys, row_len, order)
+        dev.sort_rows(&mut keys, row_len, order, dev.queue())
             .map_err(|e| format!("{at}: sort_device_rows returned {e:?}"))?;
         let got = dev.download(&keys).map_err(|e| format!("{at}: {e}"))?;
         check_rows(&got, &keys_in, row_len, order).map_err(|e| format!("{at}: {e}"))?;
@@ -89,7 +89,7 @@ pub fn rows_by_key_trial<D: DeviceApi, K: DevKey, V: DevValue>(
         let values_in: Vec<V> = (0..n).map(|i| V::make(i, salt)).collect();
         let mut keys = dev.upload(&keys_in).map_err(fail)?;
         let mut values = dev.upload(&values_in).map_err(fail)?;
-        dev.sort_rows_by_key(&mut keys, &mut values, row_len, order)
+        dev.sort_rows_by_key(&mut keys, &mut values, row_len, order, dev.queue())
             .map_err(|e| fail(format!("sort_device_rows_by_key returned {e:?}")))?;
         let got_keys = dev.download(&keys).map_err(fail)?;
         let got_values = dev.download(&values).map_err(fail)?;

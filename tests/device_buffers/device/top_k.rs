@@ -93,8 +93,16 @@ pub fn top_k_trial<D: DeviceApi, K: DevKey>(t: &Target, order: Order) -> Result<
         let keys = dev.upload(&keys_in).map_err(fail)?;
         let mut values = dev.upload(&vec![K::zeroed(); rows * k]).map_err(fail)?;
         let mut indices = dev.upload(&vec![u32::MAX; rows * k]).map_err(fail)?;
-        dev.top_k_rows(&keys, row_len, k, order, &mut values, &mut indices)
-            .map_err(|e| fail(format!("top_k_device_rows returned {e:?}")))?;
+        dev.top_k_rows(
+            &keys,
+            row_len,
+            k,
+            order,
+            &mut values,
+            &mut indices,
+            dev.queue(),
+        )
+        .map_err(|e| fail(format!("top_k_device_rows returned {e:?}")))?;
         let got_values = dev.download(&values).map_err(fail)?;
         let got_indices = dev.download(&indices).map_err(fail)?;
         let want = model(&keys_in, row_len, k, order);
@@ -168,6 +176,7 @@ pub fn top_k_errors<D: DeviceApi>(t: &Target) -> Result<(), Failed> {
             Order::Ascending,
             &mut values,
             &mut indices,
+            dev.queue(),
         ) {
             Err(Error::InvalidConfig(_)) => {}
             other => return Err(format!("{case}: {other:?}, not InvalidConfig").into()),
