@@ -18,11 +18,14 @@
 //! Every sort call takes an [`Order`] as its last argument, on host slices ([`Sorter`]) and
 //! on buffers already in device memory (`Sorter::cuda` and `Sorter::opencl`) alike.
 //!
-//! The architecture: `schedule` computes the passes of a sort from its shape and the
-//! device's tile size, once for every backend; `keys` maps key types to ordered bits; each
-//! backend (`cpu`, [`cuda`], [`opencl`]) translates the passes into launches and is the only
-//! place that touches its driver API; `host_transfer` moves host slices over the bus for
-//! both GPU backends.
+//! The architecture, top down: the user layer ([`Sorter`] with its argsort, top-k and
+//! `arrow` calls); one dispatch step (`dispatch`: the host CPU or a device, typed keys into
+//! words), with `range_sort` for host slices sorted in ranges; the backends (`cpu`, [`cuda`],
+//! [`opencl`]), each the only place that touches its driver API, with what both GPU backends
+//! do alike written once in `gpu` and `host_transfer` (the bus); the shared plan
+//! (`schedule`: the passes of a sort from its shape and the device's tile size, once for
+//! every backend); and at the bottom `shape` (the checks of every call), `keys` (key types
+//! as ordered bits) and `error`. Nothing imports a layer above it.
 //!
 //! Host slices larger than a device's memory, and sorters over several devices
 //! ([`SorterBuilder::devices`]), are sorted in ranges found by [`partition`], the public
