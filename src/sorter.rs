@@ -46,7 +46,7 @@ impl Sorter {
     }
 
     /// The device this sorter runs on (the first of several, see
-    /// [`SorterBuilder::devices`]).
+    /// [`crate::SorterBuilder::devices`]).
     pub fn device(&self) -> &DeviceInfo {
         self.dispatch.first().device()
     }
@@ -133,7 +133,7 @@ impl Sorter {
     ///
     /// Pinned memory is taken out of the operating system's pageable memory; allocating it
     /// costs about as much as writing it once, so keep buffers for reuse rather than making
-    /// one per sort. With [`SorterBuilder::all_or_nothing`] the results still go through the
+    /// one per sort. With [`crate::SorterBuilder::all_or_nothing`] the results still go through the
     /// staging ring, which keeps that promise. Errors: [`Error::OutOfMemory`] when the
     /// driver cannot pin that much, [`Error::Driver`] for other driver failures.
     pub fn pinned_buffer<T: bytemuck::Pod>(&self, len: usize) -> Result<PinnedBuffer<T>> {

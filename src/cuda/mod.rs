@@ -14,7 +14,7 @@
 //! sorts while it uploads instead: each chunk that has arrived is sorted on a second stream
 //! (`host_slices::ChunkedSort`), ordered after its copies by an event, and the downloads
 //! wait for the merges of whole chunks. The device buffers and the ring are kept for the next
-//! sort ([`CudaBackend::release_cached`] frees them).
+//! sort ([`Backend::release_cached`] frees them).
 //!
 //! The files: `driver.rs` (driver errors, initialization, device properties), `kernels.rs`
 //! (the embedded PTX and its kernels), `plan/` (launches from the schedule),

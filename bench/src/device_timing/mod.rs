@@ -78,6 +78,11 @@ pub fn time_sort(
 /// [`time_sort`] of keys of any type the timing here takes (`f32`, `bf16`, say): the keys
 /// sort in their own order, not as unsigned words; `None` on a backend without device
 /// buffers (the CPU).
+// Without a GPU backend the checked shape has no timing to go to.
+#[cfg_attr(
+    not(any(feature = "cuda", feature = "opencl")),
+    allow(unused_variables)
+)]
 pub fn time_sort_keys<K: DeviceKey>(
     sorter: &Sorter,
     keys: &mut [K],
@@ -112,6 +117,10 @@ pub type TopKTimes<K> = (Vec<f64>, Vec<K>, Vec<u32>);
 /// `warmup` untimed ones, and the last one's values and indices; `None` on a backend
 /// without device buffers (the CPU).
 #[allow(clippy::too_many_arguments)]
+#[cfg_attr(
+    not(any(feature = "cuda", feature = "opencl")),
+    allow(unused_variables)
+)]
 pub fn time_top_k<K: DeviceKey>(
     sorter: &Sorter,
     keys: &[K],
