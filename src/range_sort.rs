@@ -111,7 +111,7 @@ pub(crate) fn after_out_of_memory(dispatch: &Dispatch, n: usize) -> Option<Plan>
 
 /// How a sort of `n` elements of `element_bytes` each (keys as the device holds them, plus
 /// values) is split, or `None` where one device sorts it whole: it fits the first device,
-/// and it is shorter than [`crate::SorterBuilder::split_from`] or the dispatch has one device.
+/// and it is shorter than [`crate::SorterBuilder::split_from`] or the sorter has one device.
 /// A split sort runs on every device. The oblivious
 /// mode never splits: partitioning reads memory where the keys lead it.
 pub(crate) fn plan(dispatch: &Dispatch, n: usize, element_bytes: u64) -> Option<Plan> {
