@@ -29,7 +29,10 @@ impl std::fmt::Debug for Sorter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sorter")
             .field("device", self.device())
-            .field("other_devices", &(self.dispatch.device_backends().count() - 1))
+            .field(
+                "other_devices",
+                &(self.dispatch.device_backends().count() - 1),
+            )
             .finish()
     }
 }
