@@ -20,7 +20,9 @@
 //! (the embedded PTX and its kernels), `plan/` (launches from the schedule),
 //! `host_slices.rs` (sorts of host slices through the transfer engine), `launch.rs`
 //! (the kernel calls of those launches), `link.rs` (pinned memory, copies and events for the
-//! transfer engine), `device_resident.rs` (sorts of data already on the device); tests in
+//! transfer engine), `device_resident.rs` (sorts of data already on the device),
+//! `host_ranges.rs` (host slices sorted in the GPUs' own memory without the host partition:
+//! the spread sort of `spread_host.rs` and the ranges of `device_ranges.rs`); tests in
 //! `tests/`, and the transfer engine's timings on a CUDA device (ignored without one) in
 //! `tests/transfer_timings.rs`.
 //!
