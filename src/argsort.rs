@@ -272,12 +272,12 @@ impl Sorter {
     /// Sorts 64-bit words ascending in rows of `row_len`, on the backend that sorts this many
     /// host elements; a failed copy back is reported as the failure itself ([`of_copies`]).
     fn sort_u64_rows(&self, words: &mut [u64], row_len: usize) -> Result<()> {
-        of_copies(self.dispatch.backend_for(words.len()).sort_rows_words(
-            WordsMut::U64(words),
-            None,
-            UNSIGNED,
-            row_len,
-        ))
+        of_copies(
+            self.dispatch
+                .backends
+                .backend_for(words.len())
+                .sort_rows_words(WordsMut::U64(words), None, UNSIGNED, row_len),
+        )
     }
 
     fn stable_by_key<K: SortKey, V: Copy>(
@@ -402,7 +402,7 @@ impl Sorter {
         }
         let enc = KeyEncoding { kind, descending };
         let ordered = |key: K| enc.encode(u64_of_key(key));
-        let backend = self.dispatch.backend_for(n);
+        let backend = self.dispatch.backends.backend_for(n);
         if backend.device().backend != BackendKind::Cpu {
             // Zeroed pages from the allocator: the blocks' threads touch them first.
             let mut keys = vec![0u64; n];

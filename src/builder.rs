@@ -1,8 +1,9 @@
 //! [`SorterBuilder`]: which devices a [`Sorter`] runs on, and how it sorts.
 
 use crate::backend::{BackendKind, DeviceType};
+use crate::backends::{Backends, DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM, Settings};
 use crate::device_choice::{self, DeviceFilter};
-use crate::dispatch::{DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM, Dispatch, Settings};
+use crate::dispatch::Dispatch;
 use crate::error::{Error, Result};
 use crate::sorter::Sorter;
 
@@ -217,7 +218,9 @@ impl SorterBuilder {
             all_or_nothing: self.all_or_nothing,
         };
         Ok(Sorter {
-            dispatch: Dispatch::new(backend, others, settings),
+            dispatch: Dispatch {
+                backends: Backends::new(backend, others, settings),
+            },
         })
     }
 }

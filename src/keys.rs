@@ -13,6 +13,7 @@
 //! the host; 16-bit keys in device memory ([`WordKey`]) are encoded at 16 bits by the OpenCL
 //! kernels as they load them, the same rule as `ordered_half` for floats.
 
+use crate::error::Result;
 use crate::kernel_contract;
 
 /// How the raw bits of a key word are turned into ordered bits.
@@ -514,6 +515,38 @@ narrow_key!(
     |k: half::bf16| ordered_half(k.to_bits()),
     |w: u32| half::bf16::from_bits(half_bits(w))
 );
+
+/// Presents values as 32- or 64-bit words.
+pub(crate) fn with_value_words<V: bytemuck::Pod>(
+    values: Option<&mut [V]>,
+    f: impl FnOnce(Option<WordsMut<'_>>) -> Result<()>,
+) -> Result<()> {
+    match values {
+        None => f(None),
+        Some(values) if std::mem::size_of::<V>() == 4 => as_words::<V, u32>(values, f),
+        Some(values) => as_words::<V, u64>(values, f),
+    }
+}
+
+/// Views `values` as words of their own size in place, or, for a type aligned below its
+/// size (such as `[u8; 4]`), copies them to aligned words and back after `f`.
+fn as_words<V: bytemuck::Pod, W: Word>(
+    values: &mut [V],
+    f: impl FnOnce(Option<WordsMut<'_>>) -> Result<()>,
+) -> Result<()> {
+    if let Ok(words) = bytemuck::try_cast_slice_mut::<V, W>(values) {
+        return f(Some(W::words_mut(words)));
+    }
+    let mut words: Vec<W> = values
+        .iter()
+        .map(|v| bytemuck::pod_read_unaligned(bytemuck::bytes_of(v)))
+        .collect();
+    f(Some(W::words_mut(&mut words)))?;
+    for (v, w) in values.iter_mut().zip(&words) {
+        *v = bytemuck::pod_read_unaligned(bytemuck::bytes_of(w));
+    }
+    Ok(())
+}
 
 #[cfg(test)]
 mod tests;

@@ -19,8 +19,9 @@
 //! on buffers already in device memory (`Sorter::cuda` and `Sorter::opencl`) alike.
 //!
 //! The architecture, top down: the user layer ([`Sorter`] with its argsort, top-k and
-//! `arrow` calls); one dispatch step (`dispatch`: the host CPU or a device, typed keys into
-//! words), with `range_sort` for host slices sorted in ranges; the backends (`cpu`, [`cuda`],
+//! `arrow` calls); one dispatch step, run once per call: `dispatch` checks the shape and turns
+//! typed keys into words, `range_sort` has one device sort them or sorts them in ranges, and
+//! `backends` hands each slice to the host CPU or a device; the backends (`cpu`, [`cuda`],
 //! [`opencl`]), each the only place that touches its driver API, with what both GPU backends
 //! do alike written once in `gpu` and `host_transfer` (the bus); the shared plan
 //! (`schedule`: the passes of a sort from its shape and the device's tile size, once for
@@ -40,6 +41,7 @@ mod argsort;
 #[cfg(feature = "arrow")]
 pub mod arrow;
 mod backend;
+mod backends;
 mod builder;
 // Without a GPU backend only the key encodings are used.
 #[cfg(any(feature = "cuda", feature = "opencl"))]
@@ -79,10 +81,10 @@ mod sorter;
 mod spread_cuts;
 mod top_k;
 
+pub use backends::{DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM};
 pub use builder::SorterBuilder;
 pub use device::{BackendDevices, BackendKind, DeviceInfo, DeviceType};
 pub use device_choice::{DeviceFilter, ENV_BACKEND, ENV_DEVICE, devices};
-pub use dispatch::{DEFAULT_HOST_THRESHOLD, DEFAULT_SPLIT_FROM};
 pub use error::{Error, Result};
 pub use keys::{Order, SortKey, WordKey};
 pub use pinned::PinnedBuffer;
@@ -95,7 +97,7 @@ pub use top_k::TopK;
 #[doc(hidden)]
 pub mod internals {
     pub use crate::backend::Backend;
-    pub use crate::dispatch::TIED_PAIRS_THRESHOLD_DIVISOR;
+    pub use crate::backends::TIED_PAIRS_THRESHOLD_DIVISOR;
     pub use crate::keys::{KeyEncoding, KeyKind, NarrowKeys, Word, WordsMut};
     pub use crate::pinned::PinnedMemory;
     pub use crate::schedule::{

@@ -89,9 +89,7 @@ fn splitmix64(state: &mut u64) -> u64 {
 /// The same inputs give the same sample.
 pub fn sample<K: SortKey>(keys: &[K], count: usize, order: Order, seed: u64) -> Vec<u64> {
     let descending = order.is_descending();
-    sample_by(keys.len(), count, seed, |i| {
-        keys[i].ordered_bits(descending)
-    })
+    sample_of(keys, count, seed, |k| k.ordered_bits(descending))
 }
 
 #[cfg(feature = "cuda")]
@@ -103,9 +101,17 @@ pub(crate) fn sample_words<W: Word>(
     count: usize,
     seed: u64,
 ) -> Vec<u64> {
-    sample_by(words.len(), count, seed, |i| {
-        encoding.encode(words[i]).into()
-    })
+    sample_of(words, count, seed, |w| encoding.encode(w).into())
+}
+
+/// [`sample`] of elements whose ordered bits `bits` gives.
+pub(crate) fn sample_of<T: Copy + Sync>(
+    keys: &[T],
+    count: usize,
+    seed: u64,
+    bits: impl Fn(T) -> u64 + Sync,
+) -> Vec<u64> {
+    sample_by(keys.len(), count, seed, |i| bits(keys[i]))
 }
 
 /// The seed of the crate's own samples, so that a slice is partitioned the same way on every
@@ -210,7 +216,9 @@ impl Splitters {
 
 /// How many keys fall in each of `splitters.ranges()` ranges, counted on rayon's threads.
 pub fn counts<K: SortKey>(keys: &[K], splitters: &Splitters, order: Order) -> Vec<usize> {
-    block_counts(keys, splitters, order, block_len(keys.len()))
+    let descending = order.is_descending();
+    let bits = |k: K| k.ordered_bits(descending);
+    block_counts(keys, splitters, &bits, block_len(keys.len()))
         .into_iter()
         .fold(vec![0; splitters.ranges()], |mut total, block| {
             for (t, c) in total.iter_mut().zip(block) {
@@ -226,18 +234,17 @@ fn block_len(n: usize) -> usize {
 }
 
 /// The count per range of each block of `block` keys.
-fn block_counts<K: SortKey>(
-    keys: &[K],
+fn block_counts<T: Copy + Sync>(
+    keys: &[T],
     splitters: &Splitters,
-    order: Order,
+    bits: &(impl Fn(T) -> u64 + Sync),
     block: usize,
 ) -> Vec<Vec<usize>> {
-    let descending = order.is_descending();
     keys.par_chunks(block)
         .map(|chunk| {
             let mut counts = vec![0usize; splitters.ranges()];
-            for k in chunk {
-                counts[splitters.range_of_bits(k.ordered_bits(descending))] += 1;
+            for &k in chunk {
+                counts[splitters.range_of_bits(bits(k))] += 1;
             }
             counts
         })
@@ -297,6 +304,20 @@ pub fn scatter<K: SortKey, V: Copy + Send + Sync>(
     out_keys: &mut [K],
     out_values: Option<&mut [V]>,
 ) -> Result<Partition> {
+    let descending = order.is_descending();
+    let bits = |k: K| k.ordered_bits(descending);
+    scatter_of(keys, values, splitters, bits, out_keys, out_values)
+}
+
+/// [`scatter`] of elements whose ordered bits `bits` gives.
+pub(crate) fn scatter_of<T: Copy + Send + Sync, V: Copy + Send + Sync>(
+    keys: &[T],
+    values: Option<&[V]>,
+    splitters: &Splitters,
+    bits: impl Fn(T) -> u64 + Sync,
+    out_keys: &mut [T],
+    out_values: Option<&mut [V]>,
+) -> Result<Partition> {
     let n = keys.len();
     let mismatch = |other: usize| Error::LengthMismatch {
         keys: n,
@@ -317,27 +338,26 @@ pub fn scatter<K: SortKey, V: Copy + Send + Sync>(
         _ => {}
     }
     let block = block_len(n);
-    let per_block = block_counts(keys, splitters, order, block);
+    let per_block = block_counts(keys, splitters, &bits, block);
     let ranges = splitters.ranges();
     let totals: Vec<usize> = (0..ranges)
         .map(|r| per_block.iter().map(|c| c[r]).sum())
         .collect();
     let partition = Partition::from_counts(&totals);
     let key_pieces = pieces(out_keys, &per_block, ranges);
-    let descending = order.is_descending();
-    let place = |chunk: &[K], mut dst: Vec<&mut [K]>, vals: Option<(&[V], Vec<&mut [V]>)>| {
+    let place = |chunk: &[T], mut dst: Vec<&mut [T]>, vals: Option<(&[V], Vec<&mut [V]>)>| {
         let mut at = vec![0usize; ranges];
         match vals {
             None => {
                 for &k in chunk {
-                    let r = splitters.range_of_bits(k.ordered_bits(descending));
+                    let r = splitters.range_of_bits(bits(k));
                     dst[r][at[r]] = k;
                     at[r] += 1;
                 }
             }
             Some((vals, mut vdst)) => {
                 for (&k, &v) in chunk.iter().zip(vals) {
-                    let r = splitters.range_of_bits(k.ordered_bits(descending));
+                    let r = splitters.range_of_bits(bits(k));
                     dst[r][at[r]] = k;
                     vdst[r][at[r]] = v;
                     at[r] += 1;

@@ -1,5 +1,6 @@
-//! Sorts of one host slice in ranges: slices larger than a device's memory, and slices
-//! spread over several devices.
+//! Sorts of host slices of converted keys ([`sort_slices`], from the dispatch step): on the
+//! first device where one device sorts them whole, else in ranges: slices larger than a
+//! device's memory, and slices spread over several devices.
 //!
 //! The slice is partitioned on the host ([`crate::partition`]): splitters from a sample, a
 //! count per range, and a stable scatter into a host buffer of the slice's size, where the
@@ -30,9 +31,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 
 use crate::backend::{Backend, BackendKind};
-use crate::dispatch::Dispatch;
+use crate::backends::{Backends, KeyForm};
 use crate::error::{Error, Result};
-use crate::keys::{KeyEncoding, KeyRepr, Order, SortKey, Word};
+use crate::keys::{Word, WordsMut};
 use crate::partition::{self, Partition, SAMPLE_SEED, Splitters};
 use crate::schedule::device_ranges::{MIN_BUDGET, element_budget};
 
@@ -55,7 +56,7 @@ const COPY_PIECE: usize = 1 << 16;
 
 /// How a sort of one host slice is split.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Plan {
+struct Plan {
     /// How many of the sorter's devices take part (the first ones).
     devices: usize,
     /// Spans to aim for: a multiple of `devices`.
@@ -65,13 +66,13 @@ pub(crate) struct Plan {
 /// The device memory one sort on `device` may use: its memory (or the sorter's limit), a
 /// GPU that the sorter opened several times shared among them; `None` for the CPU backend
 /// without a limit.
-fn memory(dispatch: &Dispatch, device: &dyn Backend) -> Option<u64> {
+fn memory(backends: &Backends, device: &dyn Backend) -> Option<u64> {
     let info = device.device();
-    match dispatch.settings.memory_limit {
+    match backends.settings.memory_limit {
         Some(limit) => Some(limit),
         None if info.backend == BackendKind::Cpu => None,
         None => {
-            let openings = dispatch
+            let openings = backends
                 .device_backends()
                 .filter(|d| d.device().backend == info.backend && d.device().index == info.index)
                 .count() as u64;
@@ -82,18 +83,18 @@ fn memory(dispatch: &Dispatch, device: &dyn Backend) -> Option<u64> {
 
 /// The elements one sort on `device` may hold: its [`memory`] over twice the bytes of an
 /// element (the keys and values, and the scratch of as many).
-fn budget(dispatch: &Dispatch, device: &dyn Backend, element_bytes: u64) -> usize {
-    element_budget(memory(dispatch, device), element_bytes)
+fn budget(backends: &Backends, device: &dyn Backend, element_bytes: u64) -> usize {
+    element_budget(memory(backends, device), element_bytes)
 }
 
 /// The smallest budget among `devices`.
 fn smallest_budget<'a>(
-    dispatch: &Dispatch,
+    backends: &Backends,
     devices: impl Iterator<Item = &'a dyn Backend>,
     element_bytes: u64,
 ) -> usize {
     devices
-        .map(|d| budget(dispatch, d, element_bytes))
+        .map(|d| budget(backends, d, element_bytes))
         .min()
         .unwrap_or(usize::MAX)
 }
@@ -102,8 +103,8 @@ fn smallest_budget<'a>(
 /// its budget said it would fit (the device had less free memory than that): spans of a
 /// quarter. `None` where the sort cannot be partitioned (the oblivious mode) or is too short
 /// to be worth it.
-pub(crate) fn after_out_of_memory(dispatch: &Dispatch, n: usize) -> Option<Plan> {
-    (!dispatch.settings.oblivious && n >= 2 * MIN_BUDGET).then_some(Plan {
+fn after_out_of_memory(backends: &Backends, n: usize) -> Option<Plan> {
+    (!backends.settings.oblivious && n >= 2 * MIN_BUDGET).then_some(Plan {
         devices: 1,
         spans: OUT_OF_MEMORY_SPANS,
     })
@@ -114,21 +115,21 @@ pub(crate) fn after_out_of_memory(dispatch: &Dispatch, n: usize) -> Option<Plan>
 /// and it is shorter than [`crate::SorterBuilder::split_from`] or the sorter has one device.
 /// A split sort runs on every device. The oblivious
 /// mode never splits: partitioning reads memory where the keys lead it.
-pub(crate) fn plan(dispatch: &Dispatch, n: usize, element_bytes: u64) -> Option<Plan> {
-    if dispatch.settings.oblivious {
+fn plan(backends: &Backends, n: usize, element_bytes: u64) -> Option<Plan> {
+    if backends.settings.oblivious {
         return None;
     }
-    let device_count = dispatch.device_backends().count();
-    let first = smallest_budget(dispatch, dispatch.device_backends().take(1), element_bytes);
+    let device_count = backends.device_backends().count();
+    let first = smallest_budget(backends, backends.device_backends().take(1), element_bytes);
     // A slice that must be partitioned anyway goes to every device.
-    let spread = device_count > 1 && (n >= dispatch.settings.split_from || n > first);
+    let spread = device_count > 1 && (n >= backends.settings.split_from || n > first);
     if !spread && n <= first {
         return None;
     }
     let devices = if spread { device_count } else { 1 };
     let budget = smallest_budget(
-        dispatch,
-        dispatch.device_backends().take(devices),
+        backends,
+        backends.device_backends().take(devices),
         element_bytes,
     );
     Some(plan_for(n, budget, devices))
@@ -141,62 +142,94 @@ fn plan_for(n: usize, budget: usize, devices: usize) -> Plan {
     Plan { devices, spans }
 }
 
-/// Sorts `keys` (and `values`) by `plan` on the sorter's first `plan.devices` devices.
-pub(crate) fn sort<K: SortKey, V: Word>(
-    dispatch: &Dispatch,
-    plan: &Plan,
-    keys: &mut [K],
-    values: Option<&mut [V]>,
-    descending: bool,
+/// Sorts rows of `row_len` of converted `keys` of `form` with `values` on the first device,
+/// or in ranges where one row is too large for it or is spread over several devices, or where
+/// it ran out of the device's memory (which had less free than its budget said; the slices
+/// are then as they were, since a sort allocates before anything is copied back).
+pub(crate) fn sort_slices<T: bytemuck::Pod + Send + Sync, F: KeyForm<T>>(
+    backends: &Backends,
+    keys: &mut [T],
+    form: F,
+    mut values: Option<WordsMut<'_>>,
+    row_len: usize,
 ) -> Result<()> {
-    let devices: Vec<&dyn Backend> = dispatch.device_backends().take(plan.devices).collect();
-    if values.is_none() && !dispatch.settings.all_or_nothing {
+    let n = keys.len();
+    let one_row = row_len == n;
+    let value_bytes = values.as_ref().map_or(0, |v| v.word_bytes() as u64);
+    let element_bytes = form.device_bytes() + value_bytes;
+    let mut plan = one_row.then(|| plan(backends, n, element_bytes)).flatten();
+    loop {
+        if let Some(plan) = plan {
+            return match values {
+                None => sort::<T, F, u32>(backends, &plan, keys, form, None),
+                Some(WordsMut::U32(v)) => sort(backends, &plan, keys, form, Some(v)),
+                Some(WordsMut::U64(v)) => sort(backends, &plan, keys, form, Some(v)),
+            };
+        }
+        let value_words = values.as_mut().map(WordsMut::reborrow);
+        let sorted = backends.sort_slice(backends.first(), keys, form, value_words, row_len);
+        plan = match sorted {
+            Err(Error::OutOfMemory { .. }) if one_row => after_out_of_memory(backends, n),
+            _ => None,
+        };
+        if plan.is_none() {
+            return sorted;
+        }
+    }
+}
+
+/// Sorts `keys` of `form` (and `values`) by `plan` on the sorter's first `plan.devices`
+/// devices.
+fn sort<T: bytemuck::Pod + Send + Sync, F: KeyForm<T>, V: Word>(
+    backends: &Backends,
+    plan: &Plan,
+    keys: &mut [T],
+    form: F,
+    values: Option<&mut [V]>,
+) -> Result<()> {
+    let devices: Vec<&dyn Backend> = backends.device_backends().take(plan.devices).collect();
+    if values.is_none() && !backends.settings.all_or_nothing {
         let memory: Vec<u64> = devices
             .iter()
-            .map(|&d| memory(dispatch, d).unwrap_or(u64::MAX))
+            .map(|&d| memory(backends, d).unwrap_or(u64::MAX))
             .collect();
-        if let KeyRepr::Words(words, kind) = K::repr(keys)
-            && devices[0].sort_host_in_device_memory(
-                &devices,
-                &memory,
-                words,
-                KeyEncoding { kind, descending },
-            )?
+        if let Some((words, encoding)) = form.words(keys)
+            && devices[0].sort_host_in_device_memory(&devices, &memory, words, encoding)?
         {
             return Ok(());
         }
     }
-    sort_on_devices(dispatch, &devices, plan.spans, keys, values, descending, 0)
+    sort_on_devices(backends, &devices, plan.spans, keys, form, values, 0)
 }
 
 /// [`sort`] on the given devices, aiming for `spans` spans.
-fn sort_on_devices<K: SortKey, V: Word>(
-    dispatch: &Dispatch,
+fn sort_on_devices<T: bytemuck::Pod + Send + Sync, F: KeyForm<T>, V: Word>(
+    backends: &Backends,
     devices: &[&dyn Backend],
     spans: usize,
-    keys: &mut [K],
+    keys: &mut [T],
+    form: F,
     values: Option<&mut [V]>,
-    descending: bool,
     depth: u32,
 ) -> Result<()> {
     let kind = devices[0].device().backend;
     crate::fault::point(kind, "partition")?;
     let n = keys.len();
-    let order = Order::from_descending(descending);
     let ranges = spans * RANGES_PER_SPAN;
     let count = ranges.saturating_mul(partition::OVERSAMPLING).max(1024);
-    let sample = partition::sample(keys, count, order, SAMPLE_SEED + u64::from(depth));
+    let bits = |k: T| form.bits(k);
+    let sample = partition::sample_of(keys, count, SAMPLE_SEED + u64::from(depth), bits);
     let splitters = Splitters::from_sorted_sample(&sample, ranges);
-    let mut sorted_keys: Vec<K> = host_buffer(n)?;
+    let mut sorted_keys: Vec<T> = host_buffer(n)?;
     let mut sorted_values: Option<Vec<V>> = match &values {
         Some(_) => Some(host_buffer(n)?),
         None => None,
     };
-    let partition = partition::scatter(
+    let partition = partition::scatter_of(
         keys,
         values.as_deref(),
         &splitters,
-        order,
+        bits,
         &mut sorted_keys,
         sorted_values.as_deref_mut(),
     )?;
@@ -205,11 +238,11 @@ fn sort_on_devices<K: SortKey, V: Word>(
     // slices; a failure then has the rest sorted on the host (`finish_on_host`), which needs
     // the buffer's ranges intact: only the GPU backends' sorts into other slices promise that
     // (narrow keys are sorted in place, and a copy back that fails half-way mixes them).
-    let direct = !dispatch.settings.all_or_nothing && depth == 0 && std::mem::size_of::<K>() >= 4;
+    let direct = !backends.settings.all_or_nothing && depth == 0 && std::mem::size_of::<T>() >= 4;
     if !direct {
         let pieces = cut(&mut sorted_keys, sorted_values.as_deref_mut(), &spans);
         run(devices, pieces, |device, (k, v)| {
-            sort_span(dispatch, device, k, v, descending, depth)
+            sort_span(backends, device, k, form, v, depth)
         })?;
         crate::fault::point(kind, "write-back")?;
         copy_into(keys, &sorted_keys);
@@ -225,19 +258,19 @@ fn sort_on_devices<K: SortKey, V: Word>(
         let targets = cut(keys, values.as_deref_mut(), &spans);
         let pieces: Vec<_> = sources.into_iter().zip(targets).enumerate().collect();
         run(devices, pieces, |device, (i, (source, target))| {
-            sort_span_into(dispatch, device, source, target, descending)?;
+            sort_span_into(backends, device, source, target, form)?;
             done[i].store(true, Ordering::Relaxed);
             Ok(())
         })
         .and_then(|()| crate::fault::point(kind, "write-back"))
     };
     let finished = finish_on_host(
-        dispatch,
+        backends,
         (&mut sorted_keys, sorted_values.as_deref_mut()),
         (keys, values),
         &spans,
         &done,
-        descending,
+        form,
     );
     result.and(finished)
 }
@@ -246,20 +279,22 @@ fn sort_on_devices<K: SortKey, V: Word>(
 /// (none when all succeeded) from the buffer into the caller's slices, and copies what lies
 /// between the spans (single-key ranges, sorted as they stand). The slices are then fully
 /// sorted, whatever failed.
-fn finish_on_host<K: SortKey, V: Word>(
-    dispatch: &Dispatch,
-    (sorted_keys, mut sorted_values): (&mut [K], Option<&mut [V]>),
-    (keys, mut values): (&mut [K], Option<&mut [V]>),
+fn finish_on_host<T: bytemuck::Pod + Send + Sync, F: KeyForm<T>, V: Word>(
+    backends: &Backends,
+    (sorted_keys, mut sorted_values): (&mut [T], Option<&mut [V]>),
+    (keys, mut values): (&mut [T], Option<&mut [V]>),
     spans: &[Range<usize>],
     done: &[AtomicBool],
-    descending: bool,
+    form: F,
 ) -> Result<()> {
     let host = crate::cpu::CpuBackend::new();
     for (span, done) in spans.iter().zip(done) {
         if !done.load(Ordering::Relaxed) {
             let k = &mut sorted_keys[span.clone()];
-            let v = sorted_values.as_deref_mut().map(|v| &mut v[span.clone()]);
-            dispatch.sort_on(&host, k, v, descending, span.len())?;
+            let v = sorted_values
+                .as_deref_mut()
+                .map(|v| V::words_mut(&mut v[span.clone()]));
+            backends.sort_slice(&host, k, form, v, span.len())?;
             copy_into(&mut keys[span.clone()], &sorted_keys[span.clone()]);
             if let (Some(values), Some(sorted)) = (values.as_deref_mut(), sorted_values.as_deref())
             {
@@ -402,30 +437,28 @@ fn run<P: Send>(
 /// (`target`), leaving the buffer's span as it was on error. A span that does not fit the
 /// device, or that runs out of its memory, is sorted in the buffer as [`sort_span`] does and
 /// then copied.
-fn sort_span_into<K: SortKey, V: Word>(
-    dispatch: &Dispatch,
+fn sort_span_into<T: bytemuck::Pod + Send + Sync, F: KeyForm<T>, V: Word>(
+    backends: &Backends,
     device: &dyn Backend,
-    (keys, mut values): Piece<'_, K, V>,
-    (out_keys, out_values): Piece<'_, K, V>,
-    descending: bool,
+    (keys, mut values): Piece<'_, T, V>,
+    (out_keys, out_values): Piece<'_, T, V>,
+    form: F,
 ) -> Result<()> {
     crate::fault::point(device.device().backend, "range sort")?;
-    let element_bytes = std::mem::size_of::<K>() as u64
+    let element_bytes = form.device_bytes()
         + values
             .as_ref()
             .map_or(0, |_| std::mem::size_of::<V>() as u64);
     let n = keys.len();
-    let budget = budget(dispatch, device, element_bytes);
+    let budget = budget(backends, device, element_bytes);
     let fits = n <= budget;
     let mut out_values = out_values;
     if fits {
-        let sorted = dispatch.sort_on_into(
+        let sorted = backends.sort_slice_into(
             device,
-            &mut *keys,
-            values.as_deref_mut(),
-            &mut *out_keys,
-            out_values.as_deref_mut(),
-            descending,
+            (&mut *keys, values.as_deref_mut().map(V::words_mut)),
+            (&mut *out_keys, out_values.as_deref_mut().map(V::words_mut)),
+            form,
         );
         match sorted {
             // The device had less free memory than its budget: the span is as it was (a
@@ -441,12 +474,12 @@ fn sort_span_into<K: SortKey, V: Word>(
         plan_for(n, budget, 1).spans
     };
     sort_on_devices(
-        dispatch,
+        backends,
         &[device],
         spans,
         keys,
+        form,
         values.as_deref_mut(),
-        descending,
         1,
     )
     .map_err(|e| match e {
@@ -464,45 +497,46 @@ fn sort_span_into<K: SortKey, V: Word>(
 /// unlucky sample), else by the device's own sort of host slices. A failure that left the
 /// span half written is reported by its cause: the span is the sorter's buffer, and the
 /// caller's slices are untouched.
-fn sort_span<K: SortKey, V: Word>(
-    dispatch: &Dispatch,
+fn sort_span<T: bytemuck::Pod + Send + Sync, F: KeyForm<T>, V: Word>(
+    backends: &Backends,
     device: &dyn Backend,
-    keys: &mut [K],
+    keys: &mut [T],
+    form: F,
     values: Option<&mut [V]>,
-    descending: bool,
     depth: u32,
 ) -> Result<()> {
     crate::fault::point(device.device().backend, "range sort")?;
-    let element_bytes = std::mem::size_of::<K>().max(4) as u64
+    let element_bytes = form.device_bytes()
         + values
             .as_ref()
             .map_or(0, |_| std::mem::size_of::<V>() as u64);
-    let budget = budget(dispatch, device, element_bytes);
+    let budget = budget(backends, device, element_bytes);
     let n = keys.len();
     let mut values = values;
     let sorted = if n > budget && depth < MAX_DEPTH {
         let plan = plan_for(n, budget, 1);
         sort_on_devices(
-            dispatch,
+            backends,
             &[device],
             plan.spans,
             keys,
+            form,
             values,
-            descending,
             depth + 1,
         )
     } else {
-        match dispatch.sort_on(device, keys, values.as_deref_mut(), descending, n) {
+        let value_words = values.as_deref_mut().map(V::words_mut);
+        match backends.sort_slice(device, keys, form, value_words, n) {
             // The device had less free memory than its budget: the span is as it was (a
             // sort allocates before anything is copied back), so it goes in smaller pieces.
             Err(Error::OutOfMemory { .. }) if depth < MAX_DEPTH && n >= 2 * MIN_BUDGET => {
                 sort_on_devices(
-                    dispatch,
+                    backends,
                     &[device],
                     OUT_OF_MEMORY_SPANS,
                     keys,
+                    form,
                     values,
-                    descending,
                     depth + 1,
                 )
             }

@@ -1,12 +1,10 @@
 //! The user-facing `Sorter`: typed keys and values in, sorted slices out.
 
 use crate::backend::{Backend, DeviceInfo};
-use crate::dispatch::{Dispatch, with_value_words};
+use crate::dispatch::Dispatch;
 use crate::error::{Error, Result};
-use crate::keys::{Order, SortKey, WordsMut};
+use crate::keys::{Order, SortKey};
 use crate::pinned::PinnedBuffer;
-use crate::range_sort;
-use crate::shape::{check_lengths, check_rows, check_value_bytes};
 
 /// Sorts slices on one device. Create it once and reuse it: device contexts and compiled
 /// kernels are cached inside.
@@ -31,7 +29,7 @@ impl std::fmt::Debug for Sorter {
             .field("device", self.device())
             .field(
                 "other_devices",
-                &(self.dispatch.device_backends().count() - 1),
+                &(self.dispatch.backends.device_backends().count() - 1),
             )
             .finish()
     }
@@ -43,21 +41,25 @@ impl Sorter {
     /// backend is not the CPU already.
     #[cfg(test)]
     pub(crate) fn with_backend(backend: Box<dyn Backend>) -> Sorter {
+        use crate::backends::Backends;
         Sorter {
-            dispatch: Dispatch::new(backend, Vec::new(), Default::default()),
+            dispatch: Dispatch {
+                backends: Backends::new(backend, Vec::new(), Default::default()),
+            },
         }
     }
 
     /// The device this sorter runs on (the first of several, see
     /// [`crate::SorterBuilder::devices`]).
     pub fn device(&self) -> &DeviceInfo {
-        self.dispatch.first().device()
+        self.dispatch.backends.first().device()
     }
 
     /// Every device this sorter runs on, [`Sorter::device`] first; a device opened twice is
     /// listed twice.
     pub fn devices(&self) -> Vec<&DeviceInfo> {
         self.dispatch
+            .backends
             .device_backends()
             .map(|b| b.device())
             .collect()
@@ -67,21 +69,21 @@ impl Sorter {
     /// [`Backend::sort_words`] (tests and the benchmark; shapes are not checked there).
     #[doc(hidden)]
     pub fn backend(&self) -> &dyn Backend {
-        self.dispatch.first()
+        self.dispatch.backends.first()
     }
 
     /// The CUDA backend under this sorter, when it runs on one: its `sort_device*` calls sort
     /// keys already in device memory ([`crate::cuda::CudaBackend::sort_device`]).
     #[cfg(feature = "cuda")]
     pub fn cuda(&self) -> Option<&crate::cuda::CudaBackend> {
-        self.dispatch.first().as_any()?.downcast_ref()
+        self.dispatch.backends.first().as_any()?.downcast_ref()
     }
 
     /// The OpenCL backend under this sorter, when it runs on one: its `sort_device*` calls
     /// sort keys already in device memory ([`crate::opencl::OpenClBackend::sort_device`]).
     #[cfg(feature = "opencl")]
     pub fn opencl(&self) -> Option<&crate::opencl::OpenClBackend> {
-        self.dispatch.first().as_any()?.downcast_ref()
+        self.dispatch.backends.first().as_any()?.downcast_ref()
     }
 
     /// Bytes of device memory kept for the next sort, on all of the sorter's devices together.
@@ -91,6 +93,7 @@ impl Sorter {
     /// Nothing else is allocated on the device: the network sorts in place.
     pub fn cached_device_bytes(&self) -> u64 {
         self.dispatch
+            .backends
             .device_backends()
             .map(|b| b.cached_bytes())
             .sum()
@@ -103,6 +106,7 @@ impl Sorter {
     /// allocated by the first such sort and kept.
     pub fn cached_pinned_bytes(&self) -> u64 {
         self.dispatch
+            .backends
             .device_backends()
             .map(|b| b.cached_pinned_bytes())
             .sum()
@@ -112,7 +116,7 @@ impl Sorter {
     /// ([`Sorter::cached_device_bytes`] and [`Sorter::cached_pinned_bytes`] become 0); the
     /// next sort allocates again. Dropping the sorter frees them too.
     pub fn release_device_memory(&self) {
-        for b in self.dispatch.device_backends() {
+        for b in self.dispatch.backends.device_backends() {
             b.release_cached()
         }
     }
@@ -150,7 +154,7 @@ impl Sorter {
         let memory = if bytes == 0 {
             None
         } else {
-            self.dispatch.first().alloc_pinned(bytes)?
+            self.dispatch.backends.first().alloc_pinned(bytes)?
         };
         PinnedBuffer::new(memory, len)
     }
@@ -192,7 +196,8 @@ impl Sorter {
         row_len: usize,
         order: Order,
     ) -> Result<()> {
-        self.run_rows::<K, u32>(data, None, order.is_descending(), row_len)
+        self.dispatch
+            .sort_slices::<K, u32>(data, None, order.is_descending(), row_len)
     }
 
     /// Sorts each row of `keys` in `order` and moves `values` (the same shape) with them.
@@ -203,7 +208,8 @@ impl Sorter {
         row_len: usize,
         order: Order,
     ) -> Result<()> {
-        self.run_rows(keys, Some(values), order.is_descending(), row_len)
+        self.dispatch
+            .sort_slices(keys, Some(values), order.is_descending(), row_len)
     }
 
     fn run<K: SortKey, V: bytemuck::Pod>(
@@ -213,71 +219,9 @@ impl Sorter {
         descending: bool,
     ) -> Result<()> {
         let n = keys.len();
-        self.run_rows(keys, values, descending, n.max(1))
+        self.dispatch
+            .sort_slices(keys, values, descending, n.max(1))
     }
-
-    /// Every keyed sort: rows of `row_len` (the whole slice for a plain sort).
-    pub(crate) fn run_rows<K: SortKey, V: bytemuck::Pod>(
-        &self,
-        keys: &mut [K],
-        values: Option<&mut [V]>,
-        descending: bool,
-        row_len: usize,
-    ) -> Result<()> {
-        check_lengths(keys.len(), values.as_ref().map(|v| v.len()))?;
-        check_rows(keys.len(), row_len)?;
-        if values.is_some() {
-            check_value_bytes(std::mem::size_of::<V>())?;
-        }
-        if keys.len() <= 1 || row_len <= 1 {
-            return Ok(());
-        }
-        let dispatch = &self.dispatch;
-        if row_len == keys.len() {
-            let element_bytes = std::mem::size_of::<K>().max(4) as u64
-                + values
-                    .as_ref()
-                    .map_or(0, |_| std::mem::size_of::<V>() as u64);
-            let n = keys.len();
-            if let Some(plan) = range_sort::plan(dispatch, n, element_bytes) {
-                return sort_in_ranges(dispatch, &plan, keys, values, descending);
-            }
-            let mut values = values;
-            let sorted = dispatch.sort_on(
-                dispatch.first(),
-                keys,
-                values.as_deref_mut(),
-                descending,
-                row_len,
-            );
-            // Less free device memory than the device has: the slices are as they were (a
-            // sort allocates before anything is copied back), so sort them in ranges.
-            if let Err(Error::OutOfMemory { .. }) = &sorted
-                && let Some(plan) = range_sort::after_out_of_memory(dispatch, n)
-            {
-                return sort_in_ranges(dispatch, &plan, keys, values, descending);
-            }
-            return sorted;
-        }
-        dispatch.sort_on(dispatch.first(), keys, values, descending, row_len)
-    }
-}
-
-/// A sort of one row in ranges ([`crate::range_sort`]); values travel as words of their size,
-/// which threads may share.
-fn sort_in_ranges<K: SortKey, V: bytemuck::Pod>(
-    dispatch: &Dispatch,
-    plan: &range_sort::Plan,
-    keys: &mut [K],
-    values: Option<&mut [V]>,
-    descending: bool,
-) -> Result<()> {
-    use crate::range_sort::sort;
-    with_value_words(values, |words| match words {
-        None => sort::<K, u32>(dispatch, plan, keys, None, descending),
-        Some(WordsMut::U32(v)) => sort(dispatch, plan, keys, Some(v), descending),
-        Some(WordsMut::U64(v)) => sort(dispatch, plan, keys, Some(v), descending),
-    })
 }
 
 #[cfg(test)]

@@ -120,7 +120,7 @@ impl Sorter {
             kind,
             descending: order.is_descending(),
         };
-        let backend = self.dispatch.backend_for(keys.len());
+        let backend = self.dispatch.backends.backend_for(keys.len());
         let Some((values, indices)) = backend.top_k_rows_words(&words, encoding, row_len, k)?
         else {
             return Ok(None);

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::*;
 use crate::backend::{DeviceInfo, DeviceType};
 use crate::cpu::CpuBackend;
-use crate::keys::{KeyEncoding, WordsMut};
+use crate::keys::{KeyEncoding, Order, WordsMut};
 use crate::sorter::Sorter;
 
 /// Sorts on the host, but refuses sorts longer than `most` as a full device would.
