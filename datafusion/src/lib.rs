@@ -32,10 +32,11 @@
 //!
 //! # How a partition is sorted
 //!
-//! [`BitonicSortExec`] collects its input partition, concatenates the key columns, sorts the
-//! rows with [`bitonic::arrow::lexsort_to_indices`] (one stable pass of the [`Sorter`] per
+//! [`BitonicSortExec`] collects its input partition, sorts the rows by their key columns
+//! (concatenated) with [`bitonic::arrow::lexsort_to_indices`] (one stable pass of the [`Sorter`] per
 //! key column, nulls and `SortOptions` as DataFusion orders them) and gathers every column of
-//! the schema in the sorted order, in batches of the session's `batch_size`. Floats are
+//! the schema in the sorted order from the concatenated batches, in batches of the
+//! session's `batch_size`. Floats are
 //! ordered as DataFusion orders them (IEEE `totalOrder`:
 //! `-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < NaN`).
 //!
@@ -50,7 +51,8 @@
 //! # Memory and errors
 //!
 //! The collected batches, their concatenation and the sorted output are registered with the
-//! session's `MemoryPool` (one `MemoryConsumer` per partition). Where the pool refuses, the
+//! session's `MemoryPool` (one `MemoryConsumer` per partition); the collected batches stay
+//! until the output is gathered, for DataFusion's sort of equal keys. Where the pool refuses, the
 //! partition fails with DataFusion's `ResourcesExhausted` error: unlike `SortExec` this
 //! operator does not spill to disk, so a query whose partitions do not fit the pool should
 //! run without the rule (or with more partitions). Results are never wrong.

@@ -19,9 +19,7 @@ use bitonic::Sorter;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use datafusion::arrow::compute::kernels::boolean::and;
 use datafusion::arrow::compute::kernels::cmp::not_distinct;
-use datafusion::arrow::compute::{
-    SortColumn, SortOptions, concat, interleave_record_batch, take, take_record_batch,
-};
+use datafusion::arrow::compute::{SortColumn, SortOptions, concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::datasource::memory::MemorySourceConfig;
@@ -158,24 +156,6 @@ impl PartitionSort {
             .map_err(|error| DataFusionError::ExecutionJoin(Box::new(error)))?
     }
 
-    /// The key columns of `batches`, each concatenated into one array (reserved).
-    fn key_arrays(&self, batches: &[RecordBatch]) -> Result<Vec<ArrayRef>> {
-        let arrays = self
-            .keys
-            .iter()
-            .map(|key| {
-                let parts: Vec<&dyn Array> = batches
-                    .iter()
-                    .map(|batch| batch.column(key.index).as_ref())
-                    .collect();
-                let array = concat(&parts)?;
-                self.reservation.try_grow(array.get_array_memory_size())?;
-                Ok(array)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(arrays)
-    }
-
     /// The sort permutation of the rows of `keys`, the first `limit` only with `Some`.
     fn indices(&self, keys: &[ArrayRef], limit: Option<usize>) -> Result<UInt32Array> {
         let columns: Vec<SortColumn> = self
@@ -200,29 +180,56 @@ impl PartitionSort {
         }
     }
 
-    /// Whether two neighbours of the rows `indices` picks from `keys` have equal keys, where
-    /// that shows in the output: some column of the schema is not a key (rows equal in
-    /// every column look alike in any order). Equal means not distinct: nulls equal nulls,
-    /// floats compare by IEEE totalOrder (bit patterns), as DataFusion's sort compares them.
-    fn has_visible_ties(&self, keys: &[ArrayRef], indices: &UInt32Array) -> Result<bool> {
+    /// Whether two neighbouring rows of `sorted` (the output batches, in order) have equal
+    /// keys, where that shows in the output: some column of the schema is not a key (rows
+    /// equal in every column look alike in any order). Equal means not distinct: nulls equal
+    /// nulls, floats compare by IEEE totalOrder (bit patterns), as DataFusion's sort compares
+    /// them. The batches are compared in parallel, each with the last row of the one before.
+    fn has_visible_ties(&self, sorted: &[RecordBatch]) -> Result<bool> {
         let every_column_a_key = (0..self.schema.fields().len())
             .all(|column| self.keys.iter().any(|key| key.index == column));
-        if every_column_a_key || indices.len() < 2 {
+        if every_column_a_key {
             return Ok(false);
         }
-        let pairs = indices.len() - 1;
+        let ties = (0..sorted.len())
+            .into_par_iter()
+            .map(|at| {
+                let batch = &sorted[at];
+                let mut pairs = vec![(batch.slice(0, batch.num_rows().saturating_sub(1)), {
+                    let rows = batch.num_rows();
+                    batch.slice(1.min(rows), rows.saturating_sub(1))
+                })];
+                if at > 0 && batch.num_rows() > 0 {
+                    let before = &sorted[at - 1];
+                    if before.num_rows() > 0 {
+                        pairs.push((before.slice(before.num_rows() - 1, 1), batch.slice(0, 1)));
+                    }
+                }
+                for (left, right) in pairs {
+                    if left.num_rows() > 0 && self.equal_keys(&left, &right)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            })
+            .collect::<Result<Vec<bool>>>()?;
+        Ok(ties.into_iter().any(|tie| tie))
+    }
+
+    /// Whether some row of `left` has the keys of the same row of `right` (equal lengths).
+    fn equal_keys(&self, left: &RecordBatch, right: &RecordBatch) -> Result<bool> {
         let mut equal: Option<BooleanArray> = None;
-        for values in keys {
-            let sorted = take(values.as_ref(), indices, None)?;
-            let same = not_distinct(&sorted.slice(0, pairs), &sorted.slice(1, pairs))?;
-            equal = Some(match equal {
+        for key in self.keys.iter() {
+            let same = not_distinct(left.column(key.index), right.column(key.index))?;
+            let both = match equal {
                 None => same,
                 Some(equal) => and(&equal, &same)?,
-            });
+            };
             // Every pair already differs in an earlier key.
-            if equal.as_ref().is_some_and(|equal| !equal.has_true()) {
+            if !both.has_true() {
                 return Ok(false);
             }
+            equal = Some(both);
         }
         Ok(equal.is_some_and(|equal| equal.has_true()))
     }
@@ -231,56 +238,56 @@ impl PartitionSort {
     /// at most `batch_size` rows gathered in parallel; or [`Sorted::Tied`] where equal keys
     /// among the output rows (or at the `fetch` cut) make DataFusion's own order needed.
     fn sorted(&mut self, batches: &[RecordBatch]) -> Result<Sorted> {
-        let keys = self.key_arrays(batches)?;
-        let keys_size: usize = keys.iter().map(|key| key.get_array_memory_size()).sum();
-        // With a fetch, one row past the cut shows whether the cut falls between equal rows.
-        let indices = self.indices(&keys, self.fetch.map(|k| k.saturating_add(1)))?;
-        if self.has_visible_ties(&keys, &indices)? {
-            self.reservation
-                .resize(self.reservation.size().saturating_sub(keys_size));
-            return Ok(Sorted::Tied);
-        }
-        drop(keys);
-        let indices = match self.fetch {
-            Some(k) if indices.len() > k => indices.slice(0, k),
-            _ => indices,
-        };
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         let input_size: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+        // One batch to sort and gather from: arrow's `take` from one batch is several times
+        // faster than interleaving rows of many. The input batches stay (until the caller
+        // drops them) for DataFusion's sort, should the check below need it.
+        let input = if let [batch] = batches {
+            batch.clone()
+        } else {
+            self.reservation.try_grow(input_size)?;
+            concat_batches(&self.schema, batches)?
+        };
+        let keys: Vec<ArrayRef> = self
+            .keys
+            .iter()
+            .map(|key| Arc::clone(input.column(key.index)))
+            .collect();
+        // With a fetch, one row past the cut shows whether the cut falls between equal rows.
+        let indices = self.indices(&keys, self.fetch.map(|k| k.saturating_add(1)))?;
+        drop(keys);
         // The output is about the input's size times the share of rows kept.
         let output_size = (input_size as f64 * indices.len() as f64 / rows.max(1) as f64) as usize;
         self.reservation.try_grow(output_size)?;
-        // Where each batch starts among all rows: a row's batch and its place in it.
-        let starts: Vec<usize> = batches
-            .iter()
-            .scan(0usize, |start, batch| {
-                let this = *start;
-                *start += batch.num_rows();
-                Some(this)
-            })
-            .collect();
-        let sorted = indices
+        let mut sorted = indices
             .values()
             .par_chunks(self.batch_size.max(1))
             .map(|chunk| {
-                if batches.len() == 1 {
-                    let chunk = UInt32Array::from(chunk.to_vec());
-                    return take_record_batch(&batches[0], &chunk).map_err(DataFusionError::from);
-                }
-                let places: Vec<(usize, usize)> = chunk
-                    .iter()
-                    .map(|&row| {
-                        let row = row as usize;
-                        let batch = starts.partition_point(|&start| start <= row) - 1;
-                        (batch, row - starts[batch])
-                    })
-                    .collect();
-                let sources: Vec<&RecordBatch> = batches.iter().collect();
-                interleave_record_batch(&sources, &places).map_err(DataFusionError::from)
+                let chunk = UInt32Array::from(chunk.to_vec());
+                take_record_batch(&input, &chunk).map_err(DataFusionError::from)
             })
             .collect::<Result<Vec<_>>>()?;
+        drop(input);
+        if batches.len() > 1 {
+            self.reservation
+                .resize(self.reservation.size().saturating_sub(input_size));
+        }
+        if self.has_visible_ties(&sorted)? {
+            self.reservation
+                .resize(self.reservation.size().saturating_sub(output_size));
+            return Ok(Sorted::Tied);
+        }
+        // The row past the cut only served the check above.
+        if let Some(k) = self.fetch
+            && indices.len() > k
+            && let Some(last) = sorted.pop()
+            && last.num_rows() > 1
+        {
+            sorted.push(last.slice(0, last.num_rows() - 1));
+        }
         let sorted_size: usize = sorted.iter().map(RecordBatch::get_array_memory_size).sum();
-        // The input batches and the keys are dropped by the caller; the output stays.
+        // The input batches are dropped by the caller; the output stays.
         self.reservation.resize(sorted_size);
         Ok(Sorted::Unique(sorted))
     }
