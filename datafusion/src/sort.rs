@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use bitonic::Sorter;
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt32Array};
+use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use datafusion::arrow::compute::kernels::boolean::and;
 use datafusion::arrow::compute::kernels::cmp::not_distinct;
 use datafusion::arrow::compute::{SortColumn, SortOptions, concat_batches, take_record_batch};
