@@ -270,11 +270,11 @@ macro_rules! slt_tests {
 
 slt_tests! {
     order_slt, order_slt_thrice: "order.slt", 60, 20;
-    topk_slt, topk_slt_thrice: "topk.slt", 10, 0;
-    limit_slt, limit_slt_thrice: "limit.slt", 0, 0;
-    window_slt, window_slt_thrice: "window.slt", 0, 0;
-    aggregate_slt, aggregate_slt_thrice: "aggregate.slt", 0, 0;
-    group_by_slt, group_by_slt_thrice: "group_by.slt", 0, 0;
-    sort_pushdown_slt, sort_pushdown_slt_thrice: "sort_pushdown.slt", 0, 0;
-    joins_slt, joins_slt_thrice: "joins.slt", 0, 0;
+    topk_slt, topk_slt_thrice: "topk.slt", 10, 1;
+    limit_slt, limit_slt_thrice: "limit.slt", 50, 4;
+    window_slt, window_slt_thrice: "window.slt", 250, 120;
+    aggregate_slt, aggregate_slt_thrice: "aggregate.slt", 750, 90;
+    group_by_slt, group_by_slt_thrice: "group_by.slt", 400, 45;
+    sort_pushdown_slt, sort_pushdown_slt_thrice: "sort_pushdown.slt", 120, 50;
+    joins_slt, joins_slt_thrice: "joins.slt", 170, 20;
 }
