@@ -39,6 +39,11 @@ use crate::sort::{KeyColumn, PartitionSort};
 /// input partitions, in partition order), the plan this node stands for. The `ties_resorted`
 /// metric counts those partitions. Over several input partitions (directly or under a
 /// `CoalescePartitionsExec`), each is read apart and its rows kept in their arrival order.
+///
+/// With `fetch`, the node collects and sorts its whole input, then keeps the first `fetch`
+/// rows (checking the row past the cut for equal keys too): it holds the input, where
+/// DataFusion's top-k holds `fetch` rows, which is why [`crate::BitonicSortRule`] leaves
+/// top-k sorts to DataFusion and only plans built by hand (or decoded) carry one.
 #[derive(Debug, Clone)]
 pub struct BitonicSortExec {
     input: Arc<dyn ExecutionPlan>,
