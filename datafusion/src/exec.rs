@@ -10,6 +10,7 @@ use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{LexOrdering, PhysicalExpr};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::execution_plan::CardinalityEffect;
 use datafusion::physical_plan::metrics::{
     BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
@@ -24,10 +25,25 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::sort::{KeyColumn, PartitionSort};
 
-/// Sorts its input with a [`Sorter`], as the `SortExec` it replaces would: by `expr`, each
-/// partition alone when `preserve_partitioning` is set (else all rows together),
-/// the first `fetch` rows only when `fetch` is set. Every sort expression is a column of a
-/// type [`bitonic::arrow`] sorts; [`BitonicSortExec::try_new`] checks it.
+/// Sorts its input with a [`Sorter`], returning exactly the rows, in exactly the order, of
+/// the `SortExec` it replaces: by `expr`, each partition alone when `preserve_partitioning`
+/// is set (else all rows together), the first `fetch` rows only when `fetch` is set. Every
+/// sort expression is a column of a type [`bitonic::arrow`] sorts; [`BitonicSortExec::try_new`]
+/// checks it.
+///
+/// Rows with equal keys may come in any order by SQL, and DataFusion orders them by how its
+/// sorts and merges work, which no stable sort reproduces. So the sorter's result is kept
+/// where no two neighbouring output rows have equal keys (then it is the only correct order,
+/// so DataFusion's too), and otherwise, where some column is not a key, the same batches are
+/// sorted again by DataFusion's own `SortExec` (with `SortPreservingMergeExec` over several
+/// input partitions, in partition order), the plan this node stands for. The `ties_resorted`
+/// metric counts those partitions. Over several input partitions (directly or under a
+/// `CoalescePartitionsExec`), each is read apart and its rows kept in their arrival order.
+///
+/// With `fetch`, the node collects and sorts its whole input, then keeps the first `fetch`
+/// rows (checking the row past the cut for equal keys too): it holds the input, where
+/// DataFusion's top-k holds `fetch` rows, which is why [`crate::BitonicSortRule`] leaves
+/// top-k sorts to DataFusion and only plans built by hand (or decoded) carry one.
 #[derive(Debug, Clone)]
 pub struct BitonicSortExec {
     input: Arc<dyn ExecutionPlan>,
@@ -255,17 +271,19 @@ impl ExecutionPlan for BitonicSortExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let input_partitions = self.input.output_partitioning().partition_count();
-        let input = if self.preserve_partitioning || input_partitions == 1 {
-            self.input.execute(partition, Arc::clone(&context))?
+        let inputs = if self.preserve_partitioning {
+            vec![self.input.execute(partition, Arc::clone(&context))?]
         } else {
-            let streams = (0..input_partitions)
-                .map(|part| self.input.execute(part, Arc::clone(&context)))
-                .collect::<Result<Vec<_>>>()?;
-            Box::pin(RecordBatchStreamAdapter::new(
-                self.input.schema(),
-                futures::stream::select_all(streams),
-            ))
+            // The partitions under a `CoalescePartitionsExec` are read here, each apart, so
+            // that the rows keep their partition: where equal keys make DataFusion's order
+            // needed, that order depends on it (see `crate::sort`).
+            let source = match self.input.downcast_ref::<CoalescePartitionsExec>() {
+                Some(coalesce) if coalesce.fetch().is_none() => coalesce.input(),
+                _ => &self.input,
+            };
+            (0..source.output_partitioning().partition_count())
+                .map(|part| source.execute(part, Arc::clone(&context)))
+                .collect::<Result<Vec<_>>>()?
         };
         let reservation = MemoryConsumer::new(format!("BitonicSortExec[{partition}]"))
             .register(context.memory_pool());
@@ -273,15 +291,18 @@ impl ExecutionPlan for BitonicSortExec {
         let sort = PartitionSort {
             sorter: Arc::clone(&self.sorter),
             schema: self.schema(),
+            expr: self.expr.clone(),
             keys: Arc::clone(&self.keys),
             fetch: self.fetch,
             batch_size: context.session_config().batch_size(),
+            context,
             reservation,
             fallbacks: MetricBuilder::new(&self.metrics).counter("fallbacks", partition),
+            ties_resorted: MetricBuilder::new(&self.metrics).counter("ties_resorted", partition),
             sort_time: MetricBuilder::new(&self.metrics).subset_time("sort_time", partition),
         };
         let sorted = futures::stream::once(async move {
-            let (batches, reservation) = sort.run(input).await?;
+            let (batches, reservation) = sort.run(inputs).await?;
             // Each batch's share of the reservation is released as it leaves.
             let stream = futures::stream::iter(batches).map(move |batch| {
                 let size = batch.get_array_memory_size();

@@ -18,30 +18,41 @@
 //! # What is replaced
 //!
 //! [`register`] adds [`BitonicSortRule`], a physical optimizer rule that runs after
-//! DataFusion's own rules. It puts a [`BitonicSortExec`] in the place of every `SortExec`
-//! whose sort expressions are all plain columns of a type [`bitonic::arrow`] sorts
-//! (`Int8` .. `Int64`, `UInt8` .. `UInt64`, `Float16/32/64`, `Date32/64`, `Time32/64`,
-//! `Timestamp`, `Duration`) and whose input is bounded. Everything else keeps DataFusion's
-//! `SortExec`: an expression such as `ORDER BY a + 1` or `ORDER BY lower(name)`, a string,
-//! boolean, decimal or nested key, or an unbounded (streaming) input. The replacement keeps
-//! the `SortExec`'s `fetch` (top-k), `preserve_partitioning` and output properties, so the
-//! `SortPreservingMergeExec` above a per-partition sort still merges the partitions.
+//! DataFusion's own rules. It puts a [`BitonicSortExec`] in the place of every full `SortExec`
+//! (one without `fetch`) whose sort expressions are all plain columns of a type
+//! [`bitonic::arrow`] sorts (`Int8` .. `Int64`, `UInt8` .. `UInt64`, `Float16/32/64`,
+//! `Date32/64`, `Time32/64`, `Timestamp`, `Duration`) and whose input is bounded. Everything
+//! else keeps DataFusion's `SortExec`: an expression such as `ORDER BY a + 1` or
+//! `ORDER BY lower(name)`, a string, boolean, decimal or nested key, an unbounded (streaming)
+//! input, and every top-k (`ORDER BY ... LIMIT`, a `SortExec` with `fetch`), whose choice and
+//! order among rows with equal keys only DataFusion's own top-k gives (see
+//! [`BitonicSortRule`]). The replacement keeps the `SortExec`'s `preserve_partitioning` and
+//! output properties, so the `SortPreservingMergeExec` above a per-partition sort still
+//! merges the partitions (unless the rule combines them, see [`BitonicSortRule`]).
 //!
 //! # How a partition is sorted
 //!
-//! [`BitonicSortExec`] collects its input partition, concatenates the batches once, sorts
-//! the rows with [`bitonic::arrow::lexsort_to_indices`] (one stable pass of the [`Sorter`]
-//! per key column, nulls and `SortOptions` as DataFusion orders them) and gathers every
-//! column of the schema with arrow's `take`, in batches of the session's `batch_size`.
-//! With `fetch` (`ORDER BY ... LIMIT k`) the input is reduced as it arrives: whenever more
-//! than a few million rows are buffered they are cut to their best `k` rows, so a top-k
-//! holds `k` rows plus one chunk. Floats are ordered as DataFusion orders them (IEEE
-//! `totalOrder`: `-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < NaN`).
+//! [`BitonicSortExec`] collects its input partition, sorts the rows by their key columns
+//! (concatenated) with [`bitonic::arrow::lexsort_to_indices`] (one stable pass of the [`Sorter`] per
+//! key column, nulls and `SortOptions` as DataFusion orders them) and gathers every column of
+//! the schema in the sorted order from the concatenated batches, in batches of the
+//! session's `batch_size`. Floats are
+//! ordered as DataFusion orders them (IEEE `totalOrder`:
+//! `-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < NaN`).
+//!
+//! Results equal DataFusion's row for row, rows with equal keys included: where two
+//! neighbouring sorted rows have equal keys and some column is not a key, the order of those
+//! rows is DataFusion's to choose (its sorts are unstable and its merge interleaves equal
+//! rows of different partitions round robin), so the same batches are sorted again by
+//! DataFusion's own `SortExec` and `SortPreservingMergeExec`, in the partition and arrival
+//! order DataFusion's plan would have seen them. The operator's `ties_resorted` metric counts
+//! those sorts; with distinct keys the sorter's result stands.
 //!
 //! # Memory and errors
 //!
 //! The collected batches, their concatenation and the sorted output are registered with the
-//! session's `MemoryPool` (one `MemoryConsumer` per partition). Where the pool refuses, the
+//! session's `MemoryPool` (one `MemoryConsumer` per partition); the collected batches stay
+//! until the output is gathered, for DataFusion's sort of equal keys. Where the pool refuses, the
 //! partition fails with DataFusion's `ResourcesExhausted` error: unlike `SortExec` this
 //! operator does not spill to disk, so a query whose partitions do not fit the pool should
 //! run without the rule (or with more partitions). Results are never wrong.

@@ -14,16 +14,25 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 
 use crate::exec::{BitonicSortExec, key_columns};
 
-/// A physical optimizer rule: every `SortExec` whose sort expressions are all plain columns
-/// of a type [`bitonic::arrow`] sorts, over a bounded input, becomes a [`BitonicSortExec`]
-/// with the same expressions, `fetch` and `preserve_partitioning`. Every other `SortExec`
-/// stays. Meant to run after DataFusion's own rules ([`crate::register`] adds it there).
+/// A physical optimizer rule: every full `SortExec` (one without `fetch`) whose sort
+/// expressions are all plain columns of a type [`bitonic::arrow`] sorts, over a bounded input,
+/// becomes a [`BitonicSortExec`] with the same expressions and `preserve_partitioning`. Every
+/// other `SortExec` stays. Meant to run after DataFusion's own rules ([`crate::register`]
+/// adds it there).
+///
+/// A top-k (`SortExec` with `fetch`, from `ORDER BY ... LIMIT`) stays DataFusion's: which of
+/// several rows with equal keys it keeps, and in which order it emits them, follow from its
+/// heap's history and from a threshold its partitions share as they run (and push into the
+/// scan), so only DataFusion's own top-k returns its rows; it is also one pass over the
+/// input at memory speed, which a device sort of the input does not beat.
 ///
 /// With combined partitions (the default), a full sort of several partitions, planned as a
 /// `SortPreservingMergeExec` over per-partition sorts, becomes one [`BitonicSortExec`] over a
 /// `CoalescePartitionsExec`: the partitions are still read in parallel, then sorted in one
-/// call instead of sorted apart and merged row by row on one thread. Top-k sorts (`fetch`)
-/// stay per partition, where each keeps only `k` rows and the merge is small.
+/// call instead of sorted apart and merged row by row on one thread. The sort reads the
+/// partitions under the `CoalescePartitionsExec` itself, so that where equal keys call for
+/// DataFusion's order it can sort and merge them as DataFusion would (see
+/// [`BitonicSortExec`]).
 #[derive(Debug)]
 pub struct BitonicSortRule {
     sorter: Arc<Sorter>,
@@ -73,6 +82,11 @@ impl BitonicSortRule {
 
     /// The replacement for `sort`, or `None` where it stays.
     fn replacement(&self, sort: &SortExec) -> Option<BitonicSortExec> {
+        // A top-k's result among equal keys is its heap's and its shared threshold's (see
+        // the rule's documentation): only DataFusion's own operator returns it.
+        if sort.fetch().is_some() {
+            return None;
+        }
         let input = sort.input();
         // A sort over a stream that never ends can only emit in order if its input already
         // is; that is SortExec's business.
@@ -93,7 +107,7 @@ impl BitonicSortRule {
             Arc::clone(input),
             sort.expr().clone(),
             sort.preserve_partitioning(),
-            sort.fetch(),
+            None,
             Arc::clone(&self.sorter),
         )
         .ok()

@@ -1,32 +1,38 @@
-//! Sorting one partition: collect the batches, concatenate them once, sort the rows with the
-//! [`Sorter`], gather every column. A top-k (`fetch`) cuts the collected rows to the best
-//! `k` whenever a chunk has arrived, so it holds `k` rows plus one chunk.
+//! Sorting the rows of one output partition: collect the batches of its input partitions,
+//! sort the rows by their key columns with the [`Sorter`], gather every column.
+//!
+//! Rows whose sort keys are all equal ("ties") leave SQL free to order them as it likes, and
+//! DataFusion orders them by how its own operators happen to work: `SortExec` sorts each
+//! partition with arrow's unstable `lexsort_to_indices` (per batch and merged, or all batches
+//! at once, depending on their size), `SortPreservingMergeExec` interleaves equal rows of
+//! different partitions round robin, and a top-k emits its heap. No stable sort reproduces
+//! those orders. So a sort here is exact in two steps: the [`Sorter`] sorts, and where the
+//! sorted rows have no two neighbours with equal keys the result is the only correct one and
+//! therefore DataFusion's; where they do (and some column is not a key, so the order of equal
+//! rows shows), the rows are sorted again by DataFusion's own plan for the same sort
+//! (`SortExec`, with `SortPreservingMergeExec` over several input partitions) over the same
+//! batches in the same order, which gives exactly DataFusion's result.
 
 use std::sync::Arc;
 
 use bitonic::Sorter;
-use datafusion::arrow::array::{Array, RecordBatch, Scalar, UInt32Array};
-use datafusion::arrow::compute::kernels::boolean::or_kleene;
-use datafusion::arrow::compute::kernels::cmp::{gt_eq, lt_eq};
-use datafusion::arrow::compute::{
-    SortColumn, SortOptions, concat_batches, filter_record_batch, is_null, take_record_batch,
-};
+use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::kernels::boolean::and;
+use datafusion::arrow::compute::kernels::cmp::not_distinct;
+use datafusion::arrow::compute::{SortColumn, SortOptions, concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::runtime::SpawnedTask;
+use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::MemoryReservation;
-use datafusion::physical_plan::SendableRecordBatchStream;
+use datafusion::physical_expr::LexOrdering;
 use datafusion::physical_plan::metrics::{Count, Time};
+use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream, collect};
 use futures::StreamExt;
 use rayon::prelude::*;
-
-/// The most rows a top-k collects before cutting them to its best `k`: enough that one sort
-/// call amortizes a device round trip, few enough that a top-k stays small in memory.
-const TOP_K_CHUNK_ROWS: usize = 1 << 22;
-
-/// Rows a top-k collects before its first cut (at least twice `k`): a cheap first sort that
-/// gives the filter its threshold early.
-const TOP_K_FIRST_CUT_ROWS: usize = 8192;
 
 /// One sort key: a column of the input schema and its order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,108 +43,100 @@ pub(crate) struct KeyColumn {
     pub options: SortOptions,
 }
 
-/// Everything one partition's sort needs.
+/// Everything one output partition's sort needs.
 pub(crate) struct PartitionSort {
     pub sorter: Arc<Sorter>,
     pub schema: SchemaRef,
+    pub expr: LexOrdering,
     pub keys: Arc<[KeyColumn]>,
     pub fetch: Option<usize>,
     pub batch_size: usize,
+    pub context: Arc<TaskContext>,
     pub reservation: MemoryReservation,
     /// Sorts the sorter failed, done by arrow's CPU sort instead.
     pub fallbacks: Count,
+    /// Sorts whose rows had equal keys, ordered by DataFusion's own plan.
+    pub ties_resorted: Count,
     /// Time spent sorting and gathering.
     pub sort_time: Time,
 }
 
+/// What the sorter's pass found.
+enum Sorted {
+    /// The sorted rows, in batches of at most `batch_size` rows.
+    Unique(Vec<RecordBatch>),
+    /// Neighbouring sorted rows with equal keys: DataFusion's own order is needed.
+    Tied,
+}
+
 impl PartitionSort {
-    /// Sorts all of `input`; returns the sorted batches (at most `batch_size` rows each) and
-    /// the reservation that accounts for them.
+    /// Sorts all rows of `inputs` (the input partitions this output partition reads, in
+    /// partition order); returns the sorted batches (at most `batch_size` rows each) and the
+    /// reservation that accounts for them.
     pub async fn run(
-        mut self,
-        mut input: SendableRecordBatchStream,
+        self,
+        inputs: Vec<SendableRecordBatchStream>,
     ) -> Result<(Vec<RecordBatch>, MemoryReservation)> {
-        let mut batches = Vec::new();
+        // Each input partition's batches in their arrival order: DataFusion's sort of the
+        // same rows sees them so, and the order of equal rows follows from it.
+        let mut partitions: Vec<Vec<RecordBatch>> = vec![Vec::new(); inputs.len()];
+        let mut tagged = futures::stream::select_all(
+            inputs
+                .into_iter()
+                .enumerate()
+                .map(|(partition, stream)| stream.map(move |batch| (partition, batch))),
+        );
         let mut rows = 0usize;
-        let mut bytes = 0usize;
-        // A top-k cuts its rows to the best `k` whenever `cut_at` rows are collected; the cut
-        // point doubles from a small start (an early threshold lets the filter below drop
-        // most rows) to `TOP_K_CHUNK_ROWS` (few, large sorts where the filter drops little).
-        let mut cut_at = self
-            .fetch
-            .map(|k| k.saturating_mul(2).max(TOP_K_FIRST_CUT_ROWS));
-        // After a cut: the worst of the best `k` rows, which a row must not follow to enter.
-        let mut threshold: Option<RecordBatch> = None;
-        while let Some(batch) = input.next().await {
-            let mut batch = batch?;
-            if let Some(worst) = &threshold {
-                batch = self.could_enter(&batch, worst)?;
-            }
+        while let Some((partition, batch)) = tagged.next().await {
+            let batch = batch?;
+            // DataFusion's sort skips empty batches too.
             if batch.num_rows() == 0 {
                 continue;
             }
-            let size = batch.get_array_memory_size();
-            self.reservation.try_grow(size)?;
-            bytes += size;
+            self.reservation.try_grow(batch.get_array_memory_size())?;
             rows += batch.num_rows();
-            batches.push(batch);
-            if let (Some(k), Some(at)) = (self.fetch, cut_at)
-                && rows >= at
-            {
-                let (kept, this) = self.blocking(move |this| this.best(batches, bytes)).await?;
-                self = this;
-                rows = kept.num_rows();
-                bytes = kept.get_array_memory_size();
-                if rows == k && k > 0 {
-                    threshold = Some(kept.slice(k - 1, 1));
-                }
-                batches = vec![kept];
-                cut_at = Some(
-                    at.saturating_mul(2)
-                        .min(TOP_K_CHUNK_ROWS.max(k.saturating_mul(2))),
-                );
-            }
+            partitions[partition].push(batch);
         }
         if rows == 0 || self.fetch == Some(0) {
             self.reservation.free();
             return Ok((Vec::new(), self.reservation));
         }
-        let (sorted, this) = self
-            .blocking(move |this| this.sorted(batches, bytes))
-            .await?;
-        Ok((sorted, this.reservation))
+        let batches: Vec<RecordBatch> = partitions.iter().flatten().cloned().collect();
+        let (sorted, this) = self.blocking(move |this| this.sorted(&batches)).await?;
+        match sorted {
+            Sorted::Unique(sorted) => Ok((sorted, this.reservation)),
+            Sorted::Tied => {
+                this.ties_resorted.add(1);
+                // DataFusion's sort reserves the batches itself.
+                this.reservation.free();
+                let sorted = {
+                    let timer = this.sort_time.clone();
+                    let _guard = timer.timer();
+                    collect(this.datafusion_plan(partitions)?, Arc::clone(&this.context)).await?
+                };
+                let size = sorted.iter().map(RecordBatch::get_array_memory_size).sum();
+                this.reservation.try_grow(size)?;
+                Ok((sorted, this.reservation))
+            }
+        }
     }
 
-    /// The rows of `batch` that could still enter a top-k whose worst row is `worst`: those
-    /// not after it in the first key's order (ties on the first key stay, later keys decide
-    /// them). A cheap vectorized comparison, where sorting the rows would not be.
-    fn could_enter(&self, batch: &RecordBatch, worst: &RecordBatch) -> Result<RecordBatch> {
-        let key = self.keys[0];
-        let column = batch.column(key.index);
-        let bound = worst.column(key.index);
-        let mask = if bound.is_null(0) {
-            if !key.options.nulls_first {
-                // Every row is at least as good as a null placed last.
-                return Ok(batch.clone());
-            }
-            // Nulls placed first and the worst kept row null: only nulls can tie with it.
-            is_null(column)?
+    /// DataFusion's plan for this sort over `partitions`: `SortExec` (per partition, then
+    /// `SortPreservingMergeExec`, where there are several), with this sort's keys and fetch.
+    fn datafusion_plan(&self, partitions: Vec<Vec<RecordBatch>>) -> Result<Arc<dyn ExecutionPlan>> {
+        let count = partitions.len();
+        let source = MemorySourceConfig::try_new_exec(&partitions, Arc::clone(&self.schema), None)?;
+        let sort = SortExec::new(self.expr.clone(), source)
+            .with_preserve_partitioning(count > 1)
+            .with_fetch(self.fetch);
+        Ok(if count > 1 {
+            Arc::new(
+                SortPreservingMergeExec::new(self.expr.clone(), Arc::new(sort))
+                    .with_fetch(self.fetch),
+            )
         } else {
-            let bound = Scalar::new(Arc::clone(bound));
-            // Float comparisons here follow IEEE totalOrder, as the sort does.
-            let not_after = if key.options.descending {
-                gt_eq(column, &bound)?
-            } else {
-                lt_eq(column, &bound)?
-            };
-            if key.options.nulls_first {
-                or_kleene(&not_after, &is_null(column)?)?
-            } else {
-                not_after
-            }
-        };
-        // Null mask entries (null keys placed last) drop the row.
-        Ok(filter_record_batch(batch, &mask)?)
+            Arc::new(sort)
+        })
     }
 
     /// Runs `work` on a blocking thread: sorts and gathers of millions of rows would stall
@@ -158,35 +156,21 @@ impl PartitionSort {
             .map_err(|error| DataFusionError::ExecutionJoin(Box::new(error)))?
     }
 
-    /// `batches` (of `bytes` bytes, already reserved) as one batch; the concatenation is
-    /// reserved before it is made and the batches' reservation released after.
-    fn concatenate(&self, batches: Vec<RecordBatch>, bytes: usize) -> Result<RecordBatch> {
-        if batches.len() == 1 {
-            return Ok(batches.into_iter().next().expect("one batch"));
-        }
-        self.reservation.try_grow(bytes)?;
-        let batch = concat_batches(&self.schema, &batches)?;
-        drop(batches);
-        let size = batch.get_array_memory_size();
-        self.reservation
-            .resize(self.reservation.size().saturating_sub(2 * bytes) + size);
-        Ok(batch)
-    }
-
-    /// The sort permutation of `batch`'s rows, the first `limit` only with `Some`.
-    fn indices(&self, batch: &RecordBatch, limit: Option<usize>) -> Result<UInt32Array> {
+    /// The sort permutation of the rows of `keys`, the first `limit` only with `Some`.
+    fn indices(&self, keys: &[ArrayRef], limit: Option<usize>) -> Result<UInt32Array> {
         let columns: Vec<SortColumn> = self
             .keys
             .iter()
-            .map(|key| SortColumn {
-                values: Arc::clone(batch.column(key.index)),
+            .zip(keys)
+            .map(|(key, values)| SortColumn {
+                values: Arc::clone(values),
                 options: Some(key.options),
             })
             .collect();
         match bitonic::arrow::lexsort_to_indices(&self.sorter, &columns, limit) {
             Ok(indices) => Ok(indices),
             // A device that fails (out of memory, lost) must not fail the query: arrow's CPU
-            // sort orders the rows as DataFusion's own sort would.
+            // sort orders the rows by the same keys.
             Err(_) => {
                 self.fallbacks.add(1);
                 Ok(datafusion::arrow::compute::lexsort_to_indices(
@@ -196,44 +180,115 @@ impl PartitionSort {
         }
     }
 
-    /// The best `fetch` rows of `batches` in sorted order, as one batch. The rows kept
-    /// earlier come first in `batches`, so among equal keys the earlier input row stays
-    /// first.
-    fn best(&mut self, batches: Vec<RecordBatch>, bytes: usize) -> Result<RecordBatch> {
-        let batch = self.concatenate(batches, bytes)?;
-        let indices = self.indices(&batch, self.fetch)?;
-        let kept = take_record_batch(&batch, &indices)?;
-        let size = kept.get_array_memory_size();
-        self.reservation.resize(
-            self.reservation
-                .size()
-                .saturating_sub(batch.get_array_memory_size())
-                + size,
-        );
-        Ok(kept)
+    /// Whether two neighbouring rows of `sorted` (the output batches, in order) have equal
+    /// keys, where that shows in the output: some column of the schema is not a key (rows
+    /// equal in every column look alike in any order). Equal means not distinct: nulls equal
+    /// nulls, floats compare by IEEE totalOrder (bit patterns), as DataFusion's sort compares
+    /// them. The batches are compared in parallel, each with the last row of the one before.
+    fn has_visible_ties(&self, sorted: &[RecordBatch]) -> Result<bool> {
+        let every_column_a_key = (0..self.schema.fields().len())
+            .all(|column| self.keys.iter().any(|key| key.index == column));
+        if every_column_a_key {
+            return Ok(false);
+        }
+        let ties = (0..sorted.len())
+            .into_par_iter()
+            .map(|at| {
+                let batch = &sorted[at];
+                let mut pairs = vec![(batch.slice(0, batch.num_rows().saturating_sub(1)), {
+                    let rows = batch.num_rows();
+                    batch.slice(1.min(rows), rows.saturating_sub(1))
+                })];
+                if at > 0 && batch.num_rows() > 0 {
+                    let before = &sorted[at - 1];
+                    if before.num_rows() > 0 {
+                        pairs.push((before.slice(before.num_rows() - 1, 1), batch.slice(0, 1)));
+                    }
+                }
+                for (left, right) in pairs {
+                    if left.num_rows() > 0 && self.equal_keys(&left, &right)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            })
+            .collect::<Result<Vec<bool>>>()?;
+        Ok(ties.into_iter().any(|tie| tie))
+    }
+
+    /// Whether some row of `left` has the keys of the same row of `right` (equal lengths).
+    fn equal_keys(&self, left: &RecordBatch, right: &RecordBatch) -> Result<bool> {
+        let mut equal: Option<BooleanArray> = None;
+        for key in self.keys.iter() {
+            let same = not_distinct(left.column(key.index), right.column(key.index))?;
+            let both = match equal {
+                None => same,
+                Some(equal) => and(&equal, &same)?,
+            };
+            // Every pair already differs in an earlier key.
+            if !both.has_true() {
+                return Ok(false);
+            }
+            equal = Some(both);
+        }
+        Ok(equal.is_some_and(|equal| equal.has_true()))
     }
 
     /// All rows of `batches` in sorted order (the first `fetch` with a top-k), in batches of
-    /// at most `batch_size` rows gathered in parallel.
-    fn sorted(&mut self, batches: Vec<RecordBatch>, bytes: usize) -> Result<Vec<RecordBatch>> {
-        let batch = self.concatenate(batches, bytes)?;
-        let indices = self.indices(&batch, self.fetch)?;
-        let input_size = batch.get_array_memory_size();
+    /// at most `batch_size` rows gathered in parallel; or [`Sorted::Tied`] where equal keys
+    /// among the output rows (or at the `fetch` cut) make DataFusion's own order needed.
+    fn sorted(&mut self, batches: &[RecordBatch]) -> Result<Sorted> {
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let input_size: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+        // One batch to sort and gather from: arrow's `take` from one batch is several times
+        // faster than interleaving rows of many. The input batches stay (until the caller
+        // drops them) for DataFusion's sort, should the check below need it.
+        let input = if let [batch] = batches {
+            batch.clone()
+        } else {
+            self.reservation.try_grow(input_size)?;
+            concat_batches(&self.schema, batches)?
+        };
+        let keys: Vec<ArrayRef> = self
+            .keys
+            .iter()
+            .map(|key| Arc::clone(input.column(key.index)))
+            .collect();
+        // With a fetch, one row past the cut shows whether the cut falls between equal rows.
+        let indices = self.indices(&keys, self.fetch.map(|k| k.saturating_add(1)))?;
+        drop(keys);
         // The output is about the input's size times the share of rows kept.
-        let output_size =
-            (input_size as f64 * indices.len() as f64 / batch.num_rows().max(1) as f64) as usize;
+        let output_size = (input_size as f64 * indices.len() as f64 / rows.max(1) as f64) as usize;
         self.reservation.try_grow(output_size)?;
-        let sorted = indices
+        let mut sorted = indices
             .values()
             .par_chunks(self.batch_size.max(1))
             .map(|chunk| {
                 let chunk = UInt32Array::from(chunk.to_vec());
-                take_record_batch(&batch, &chunk).map_err(DataFusionError::from)
+                take_record_batch(&input, &chunk).map_err(DataFusionError::from)
             })
             .collect::<Result<Vec<_>>>()?;
-        drop(batch);
-        self.reservation
-            .resize(self.reservation.size().saturating_sub(input_size));
-        Ok(sorted)
+        drop(input);
+        if batches.len() > 1 {
+            self.reservation
+                .resize(self.reservation.size().saturating_sub(input_size));
+        }
+        if self.has_visible_ties(&sorted)? {
+            self.reservation
+                .resize(self.reservation.size().saturating_sub(output_size));
+            return Ok(Sorted::Tied);
+        }
+        // The row past the cut only served the check above.
+        if let Some(k) = self.fetch
+            && indices.len() > k
+            && let Some(last) = sorted.pop()
+            && last.num_rows() > 1
+        {
+            sorted.push(last.slice(0, last.num_rows() - 1));
+        }
+        let sorted_size: usize = sorted.iter().map(RecordBatch::get_array_memory_size).sum();
+        // The input batches are dropped by the caller; the output stays.
+        self.reservation.resize(sorted_size);
+        Ok(Sorted::Unique(sorted))
     }
 }

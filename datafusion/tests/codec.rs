@@ -62,9 +62,10 @@ async fn plans_round_trip_and_run_alike() {
     let ctx = context(2, true);
     ctx.register_table("t", table()).expect("registers");
     let codec = BitonicCodec::standalone(sorter());
+    let mut plans = Vec::new();
     for sql in [
         "SELECT * FROM t ORDER BY a DESC NULLS LAST, b",
-        "SELECT * FROM t ORDER BY b NULLS FIRST LIMIT 17",
+        "SELECT * FROM t ORDER BY b NULLS FIRST, a",
         "SELECT b FROM t WHERE a > 1 ORDER BY b DESC",
     ] {
         let plan = ctx
@@ -74,6 +75,14 @@ async fn plans_round_trip_and_run_alike() {
             .create_physical_plan()
             .await
             .expect("a plan");
+        plans.push((sql.to_string(), plan));
+    }
+    // A sort with a fetch, set by hand (the rule leaves top-k sorts to DataFusion).
+    let fetched = Arc::clone(&plans[1].1)
+        .with_fetch(Some(17))
+        .expect("the top node is ours and takes a fetch");
+    plans.push(("the second plan with fetch 17".to_string(), fetched));
+    for (sql, plan) in plans {
         assert!(bitonic_nodes(&plan) > 0, "{sql}: the rule did not fire");
         let bytes = physical_plan_to_bytes_with_extension_codec(Arc::clone(&plan), &codec)
             .expect("encodes");

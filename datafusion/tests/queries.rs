@@ -19,6 +19,14 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use support::{assert_same, context, context_with_rule, physical_plan};
 
+/// The `c2` column DataFusion 55.2 returns for the `window_2.csv` join at 4 partitions.
+const EXPECTED_JOIN_C2: &[i32] = &[
+    96, 87, 82, 79, 96, 87, 82, 79, 96, 87, 82, 79, 96, 87, 82, 79,
+];
+
+/// The same with `OFFSET 3 LIMIT 2` on the outer query.
+const EXPECTED_FURTHER_C2: &[i32] = &[79, 96];
+
 /// Rows of the test table: fewer than a top-k collects before its first cut.
 const ROWS: usize = 3001;
 
@@ -321,6 +329,10 @@ async fn every_key_type_in_every_order() {
                 let sql = format!("SELECT * FROM t ORDER BY {key} {order}, id DESC LIMIT 37");
                 assert_same(&stock, &ours, &sql).await;
             }
+            // Equal keys (few values, nulls) with another column: the neighbour check
+            // compares this key type, and DataFusion orders the equal rows.
+            let sql = format!("SELECT {key}, id FROM t ORDER BY {key} DESC");
+            assert_same(&stock, &ours, &sql).await;
             // The key alone: ties may come in any order, the keys may not.
             let sql = format!("SELECT {key} FROM t ORDER BY {key} DESC NULLS LAST");
             assert_same(&stock, &ours, &sql).await;
@@ -339,8 +351,10 @@ fn separate_partitions(partitions: usize) -> SessionContext {
     ctx
 }
 
+/// Top-k queries (which the rule leaves to DataFusion) under the rule: the full sorts around
+/// them are ours, the results still DataFusion's.
 #[tokio::test]
-async fn top_k_filtering_by_the_worst_kept_row() {
+async fn top_k_queries_agree() {
     for partitions in [1, 2] {
         let (stock, ours) = (context(partitions, false), context(partitions, true));
         let table = table_of(partitions, MANY_ROWS);
@@ -355,6 +369,157 @@ async fn top_k_filtering_by_the_worst_kept_row() {
         // Ties on the first key beyond the cut: the second key decides.
         let sql = "SELECT * FROM t ORDER BY u8 DESC, f64, id DESC LIMIT 3000";
         assert_same(&stock, &ours, sql).await;
+        // A full sort of ours over a top-k of DataFusion's, equal keys in both.
+        let sql =
+            "SELECT * FROM (SELECT * FROM t ORDER BY u8 DESC LIMIT 3000 OFFSET 7) ORDER BY i8";
+        assert_same(&stock, &ours, sql).await;
+        assert!(physical_plan(&ours, sql).await.contains("BitonicSortExec"));
+    }
+}
+
+/// Rows with equal sort keys and different other columns come in DataFusion's order, at
+/// every partition count, partitions combined or apart, under OFFSET and LIMIT: the sort
+/// finds the equal neighbours and sorts those rows again by DataFusion's plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn equal_keys_come_in_datafusion_order() {
+    for partitions in [1, 4, 16] {
+        for combined in [true, false] {
+            let (stock, ours) = contexts(partitions);
+            let ours = if combined {
+                ours
+            } else {
+                separate_partitions(partitions)
+            };
+            // Seven values and nulls over 3001 rows: long runs of equal keys.
+            for (sql, on_ours) in [
+                ("SELECT u8, id, s FROM t ORDER BY u8", true),
+                ("SELECT * FROM t ORDER BY i16 DESC NULLS FIRST, f32", true),
+                ("SELECT f64, id FROM t ORDER BY f64 DESC", true),
+                ("SELECT u8, id FROM t ORDER BY u8 OFFSET 400", true),
+                // A top-k here (`ORDER BY u8 ... LIMIT`) is left out: it stays DataFusion's, whose
+                // choice among equal keys at 16 partitions varies from run to run.
+                // Row numbers over equal keys follow the sort's order of them.
+                (
+                    "SELECT u8, id, row_number() OVER (ORDER BY u8) AS n FROM t",
+                    true,
+                ),
+            ] {
+                for _ in 0..3 {
+                    assert_same(&stock, &ours, sql).await;
+                }
+                let plan = physical_plan(&ours, sql).await;
+                assert_eq!(plan.contains("BitonicSortExec"), on_ours, "{sql}: {plan}");
+            }
+        }
+    }
+}
+
+/// The `ties_resorted` metric of `sql`'s sort in `ctx`, from EXPLAIN ANALYZE.
+async fn ties_resorted(ctx: &SessionContext, sql: &str) -> String {
+    let plan = physical_plan(ctx, &format!("ANALYZE {sql}")).await;
+    let line = plan
+        .lines()
+        .find(|line| line.contains("BitonicSortExec"))
+        .unwrap_or_else(|| panic!("no BitonicSortExec in {plan}"));
+    let start = line.find("ties_resorted=").expect("the metric");
+    line[start..]
+        .split([',', ']'])
+        .next()
+        .expect("a value")
+        .trim()
+        .to_string()
+}
+
+/// Distinct keys keep the sorter's result; equal keys in a column that shows them are
+/// sorted again; equal keys where every column is a key are not (the order cannot show).
+#[tokio::test]
+async fn only_visible_ties_are_sorted_again() {
+    let (_, ours) = contexts(1);
+    assert_eq!(
+        ties_resorted(&ours, "SELECT u8, id FROM t ORDER BY id").await,
+        "ties_resorted=0"
+    );
+    assert_eq!(
+        ties_resorted(&ours, "SELECT u8, id FROM t ORDER BY u8").await,
+        "ties_resorted=1"
+    );
+    assert_eq!(
+        ties_resorted(&ours, "SELECT u8 FROM t ORDER BY u8").await,
+        "ties_resorted=0"
+    );
+}
+
+/// The query over `window_2.csv` whose inner top-ks cut between rows with equal keys: the
+/// rows and their order are stock DataFusion's (written out below, as DataFusion 55.2 returns
+/// them at 4 target partitions), at every partition count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn offsets_between_equal_keys_return_datafusion_rows() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/slt/data/window_2.csv");
+    let create = format!(
+        "CREATE EXTERNAL TABLE ordered_table (a0 INT, a INT, b INT, c INT, d INT) \
+         STORED AS CSV WITH ORDER (c ASC) LOCATION '{path}' OPTIONS ('format.has_header' 'true')"
+    );
+    let join = "SELECT t1.b, c, c2 FROM ( \
+          SELECT b, c FROM ordered_table ORDER BY b DESC, c DESC OFFSET 1 LIMIT 4 \
+        ) AS t1 INNER JOIN ( \
+          SELECT b, c AS c2 FROM ordered_table ORDER BY b DESC, d DESC OFFSET 1 LIMIT 4 \
+        ) AS t2 ON t1.b = t2.b ORDER BY t1.b DESC, c DESC, c2 DESC";
+    let further = format!("{join} OFFSET 3 LIMIT 2");
+    let probe = "SELECT b, c AS c2, d FROM ordered_table ORDER BY b DESC, d DESC OFFSET 1 LIMIT 4";
+    for partitions in [1, 4, 16] {
+        let (stock, ours) = (context(partitions, false), context(partitions, true));
+        for ctx in [&stock, &ours] {
+            ctx.sql(&create)
+                .await
+                .expect("creates")
+                .collect()
+                .await
+                .expect("creates");
+        }
+        for sql in [join, further.as_str(), probe] {
+            assert_same(&stock, &ours, sql).await;
+        }
+        assert!(physical_plan(&ours, join).await.contains("BitonicSortExec"));
+        if partitions == 4 {
+            let column = |batches: Vec<RecordBatch>, index: usize| -> Vec<i32> {
+                batches
+                    .iter()
+                    .flat_map(|batch| {
+                        batch
+                            .column(index)
+                            .as_primitive::<datafusion::arrow::datatypes::Int32Type>()
+                            .values()
+                            .to_vec()
+                    })
+                    .collect()
+            };
+            let run = |sql: String| {
+                let ours = &ours;
+                async move {
+                    ours.sql(&sql)
+                        .await
+                        .expect("plans")
+                        .collect()
+                        .await
+                        .expect("runs")
+                }
+            };
+            assert_eq!(
+                column(run(join.to_string()).await, 2),
+                EXPECTED_JOIN_C2,
+                "{join}"
+            );
+            assert_eq!(
+                column(run(further.clone()).await, 2),
+                EXPECTED_FURTHER_C2,
+                "{further}"
+            );
+            assert_eq!(
+                column(run(probe.to_string()).await, 1),
+                vec![82, 87, 79, 96],
+                "{probe}"
+            );
+        }
     }
 }
 
@@ -415,14 +580,12 @@ async fn rule_fires_only_on_plain_columns_of_sorted_types() {
         plan.contains("SortPreservingMergeExec") && !plan.contains(" SortExec: "),
         "{plan}"
     );
-    // Top-k stays per partition.
+    // A top-k stays DataFusion's.
     let plan = physical_plan(&ours, "SELECT * FROM t ORDER BY u8 LIMIT 10").await;
     assert!(
-        plan.contains("BitonicSortExec: TopK(fetch=10)")
-            && plan.contains("preserve_partitioning=[true]"),
+        plan.contains("SortExec: TopK(fetch=10)") && !plan.contains("BitonicSortExec"),
         "{plan}"
     );
-    assert!(plan.contains("SortPreservingMergeExec"), "{plan}");
     let (_, single) = contexts(1);
     let plan = physical_plan(&single, "SELECT * FROM t ORDER BY ts_us").await;
     assert!(

@@ -1,13 +1,20 @@
-//! DataFusion's own sqllogictest files on sorting (`tests/slt/`, see its README), run twice:
-//! once against stock DataFusion, once with `bitonic_datafusion::register`. Every statement
-//! must succeed or fail alike, and every query must return the same rows in the same order
-//! (as a multiset where the file asks for `rowsort` or `valuesort`). EXPLAIN queries are
-//! skipped: the plans differ by design. The files' expected outputs are not consulted; stock
-//! DataFusion is the oracle.
+//! DataFusion's own sqllogictest files on sorting, limits, windows, aggregates and joins
+//! (`tests/slt/`, see its README), run twice side by side: once against stock DataFusion,
+//! once with `bitonic_datafusion::register`. Every statement must succeed or fail alike, and
+//! every query must return the same rows in the same order (as a multiset where the file
+//! asks for `rowsort` or `valuesort`), including rows with equal sort keys, whose order is
+//! DataFusion's to choose. EXPLAIN queries are skipped: the plans differ by design. The
+//! files' expected outputs are not consulted; stock DataFusion is the oracle.
+//!
+//! Each file runs at 1, 4 and 16 target partitions (the files may change the setting
+//! themselves), on a multi-threaded runtime, so that partitions run concurrently. The ignored
+//! tests (`cargo test -- --ignored`) run every file three times at each count: a result that
+//! depended on which partition finished first would differ between the runs.
 
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -16,8 +23,12 @@ use datafusion::prelude::SessionContext;
 use sqllogictest::{Condition, Control, DefaultColumnType, QueryExpect, Record, SortMode};
 use support::{context, physical_plan};
 
-/// The partition count DataFusion's own sqllogictest runner uses.
-const TARGET_PARTITIONS: usize = 4;
+/// The target partition counts every file runs at: one partition, the count DataFusion's
+/// own sqllogictest runner uses, and more partitions than most files have rows per key.
+const TARGET_PARTITIONS: [usize; 3] = [1, 4, 16];
+
+/// Distinguishes the scratch directories of runs in one process.
+static RUNS: AtomicUsize = AtomicUsize::new(0);
 
 /// What one file's run found.
 #[derive(Debug, Default)]
@@ -39,15 +50,16 @@ struct Run {
 }
 
 impl Run {
-    fn new(bitonic: bool, file: &str) -> Self {
+    fn new(bitonic: bool, file: &str, partitions: usize) -> Self {
         let scratch = std::env::temp_dir().join(format!(
-            "bitonic-slt-{}-{file}-{}",
+            "bitonic-slt-{}-{}-{file}-{}",
             std::process::id(),
+            RUNS.fetch_add(1, Ordering::Relaxed),
             if bitonic { "bitonic" } else { "stock" }
         ));
         std::fs::create_dir_all(&scratch).expect("a scratch directory");
         Self {
-            ctx: context(TARGET_PARTITIONS, bitonic),
+            ctx: context(partitions, bitonic),
             scratch,
         }
     }
@@ -107,12 +119,16 @@ fn skipped(conditions: &[Condition]) -> bool {
     })
 }
 
-async fn run_file(file: &str) -> Tally {
+/// Runs every record of `file` against both contexts at `partitions` target partitions.
+async fn run_file(file: &str, partitions: usize) -> Tally {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/slt")
         .join(file);
     let records = sqllogictest::parse_file::<DefaultColumnType>(&path).expect("parses");
-    let (stock, ours) = (Run::new(false, file), Run::new(true, file));
+    let (stock, ours) = (
+        Run::new(false, file, partitions),
+        Run::new(true, file, partitions),
+    );
     let mut tally = Tally::default();
     let mut default_sort = SortMode::NoSort;
     for record in records {
@@ -132,7 +148,7 @@ async fn run_file(file: &str) -> Tally {
                 assert_eq!(
                     expected.is_ok(),
                     actual.is_ok(),
-                    "{loc}: {sql}\nstock: {expected:?}\nbitonic: {actual:?}"
+                    "{loc} ({partitions} partitions): {sql}\nstock: {expected:?}\nbitonic: {actual:?}"
                 );
                 tally.statements += 1;
             }
@@ -172,7 +188,7 @@ async fn run_file(file: &str) -> Tally {
                                 actual[0].sort();
                             }
                         }
-                        assert_eq!(expected, actual, "{loc}: {sql}");
+                        assert_eq!(expected, actual, "{loc} ({partitions} partitions): {sql}");
                         tally.queries_compared += 1;
                         let plan = physical_plan(&ours.ctx, &ours.localize(&sql)).await;
                         if plan.contains("BitonicSortExec") {
@@ -181,7 +197,7 @@ async fn run_file(file: &str) -> Tally {
                     }
                     (Err(_), Err(_)) => tally.queries_failed_alike += 1,
                     (expected, actual) => panic!(
-                        "{loc}: {sql}\nstock: {:?}\nbitonic: {:?}",
+                        "{loc} ({partitions} partitions): {sql}\nstock: {:?}\nbitonic: {:?}",
                         expected.map(|batches| rows(&batches)),
                         actual.map(|batches| rows(&batches))
                     ),
@@ -190,20 +206,75 @@ async fn run_file(file: &str) -> Tally {
             _ => {}
         }
     }
-    println!("{file}: {tally:?}");
+    println!(
+        "{file} at {partitions} partitions: {} queries compared, {} on BitonicSortExec, {} \
+         failed alike, 0 differences ({} statements, {} EXPLAINs skipped)",
+        tally.queries_compared,
+        tally.queries_on_bitonic,
+        tally.queries_failed_alike,
+        tally.statements,
+        tally.explains_skipped
+    );
     tally
 }
 
-#[tokio::test]
-async fn order_slt() {
-    let tally = run_file("order.slt").await;
-    assert!(tally.queries_compared >= 60, "{tally:?}");
-    assert!(tally.queries_on_bitonic >= 20, "{tally:?}");
+/// Runs `file` `times` times at each of [`TARGET_PARTITIONS`] (every run compares every
+/// result, and panics at the first difference), then checks that each count compared at
+/// least `compared` queries, `on_bitonic` of them on our operator: a file whose tables failed
+/// to load would compare nothing and prove nothing.
+async fn check(file: &str, times: usize, compared: usize, on_bitonic: usize) {
+    for partitions in TARGET_PARTITIONS {
+        let mut tallies = Vec::new();
+        for _ in 0..times {
+            tallies.push(run_file(file, partitions).await);
+        }
+        for tally in &tallies {
+            assert!(
+                tally.queries_compared >= compared,
+                "{file} at {partitions} partitions: {tally:?}"
+            );
+            assert!(
+                tally.queries_on_bitonic >= on_bitonic,
+                "{file} at {partitions} partitions: {tally:?}"
+            );
+        }
+        // Every run of a file does the same: the same queries compare and fail alike.
+        let counts = |tally: &Tally| (tally.queries_compared, tally.queries_failed_alike);
+        assert!(
+            tallies
+                .windows(2)
+                .all(|runs| counts(&runs[0]) == counts(&runs[1])),
+            "{file} at {partitions} partitions: {tallies:?}"
+        );
+    }
 }
 
-#[tokio::test]
-async fn topk_slt() {
-    let tally = run_file("topk.slt").await;
-    assert!(tally.queries_compared >= 10, "{tally:?}");
-    assert!(tally.queries_on_bitonic >= 4, "{tally:?}");
+/// One test per vendored file, once (default) and three times (ignored) at each partition
+/// count, with the least counts each must compare and run on our operator.
+macro_rules! slt_tests {
+    ($($once:ident, $thrice:ident: $file:literal, $compared:literal, $on_bitonic:literal;)*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $once() {
+                check($file, 1, $compared, $on_bitonic).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            #[ignore = "extended: every file three times at each partition count"]
+            async fn $thrice() {
+                check($file, 3, $compared, $on_bitonic).await;
+            }
+        )*
+    };
+}
+
+slt_tests! {
+    order_slt, order_slt_thrice: "order.slt", 60, 20;
+    topk_slt, topk_slt_thrice: "topk.slt", 10, 1;
+    limit_slt, limit_slt_thrice: "limit.slt", 50, 4;
+    window_slt, window_slt_thrice: "window.slt", 250, 120;
+    aggregate_slt, aggregate_slt_thrice: "aggregate.slt", 750, 90;
+    group_by_slt, group_by_slt_thrice: "group_by.slt", 400, 45;
+    sort_pushdown_slt, sort_pushdown_slt_thrice: "sort_pushdown.slt", 120, 50;
+    joins_slt, joins_slt_thrice: "joins.slt", 170, 20;
 }
