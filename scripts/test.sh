@@ -11,4 +11,4 @@ cargo build --workspace --exclude bitonic-datafusion --all-features --all-target
 cargo test --workspace --exclude bitonic-datafusion --all-features "$@"
 # The OpenCL backend's own tests (small tiles, build logs) need a device, so a plain
 # `cargo test` lists them as ignored; PoCL is one, so run them for real here.
-cargo test -p bitonic --all-features --lib -- --ignored opencl::
+cargo test --workspace --exclude bitonic-datafusion --all-features --lib -- --ignored opencl::

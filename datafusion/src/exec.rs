@@ -23,7 +23,7 @@ use datafusion::physical_plan::{
 };
 use futures::{StreamExt, TryStreamExt};
 
-use crate::sort::{KeyColumn, PartitionSort};
+use crate::sort::{KeyColumn, PartitionSort, SortOutput};
 
 /// Sorts its input with a [`Sorter`], returning exactly the rows, in exactly the order, of
 /// the `SortExec` it replaces: by `expr`, each partition alone when `preserve_partitioning`
@@ -39,6 +39,10 @@ use crate::sort::{KeyColumn, PartitionSort};
 /// input partitions, in partition order), the plan this node stands for. The `ties_resorted`
 /// metric counts those partitions. Over several input partitions (directly or under a
 /// `CoalescePartitionsExec`), each is read apart and its rows kept in their arrival order.
+///
+/// Where the session's memory pool refuses to hold a partition's rows, they go to
+/// DataFusion's own sort (the batches read so far, then the rest of the input), which spills
+/// to disk; the `fallbacks` metric counts it.
 ///
 /// With `fetch`, the node collects and sorts its whole input, then keeps the first `fetch`
 /// rows (checking the row past the cut for equal keys too): it holds the input, where
@@ -302,15 +306,19 @@ impl ExecutionPlan for BitonicSortExec {
             sort_time: MetricBuilder::new(&self.metrics).subset_time("sort_time", partition),
         };
         let sorted = futures::stream::once(async move {
-            let (batches, reservation) = sort.run(inputs).await?;
-            // Each batch's share of the reservation is released as it leaves.
-            let stream = futures::stream::iter(batches).map(move |batch| {
-                let size = batch.get_array_memory_size();
-                reservation.resize(reservation.size().saturating_sub(size));
-                baseline.record_output(batch.num_rows());
-                Ok(batch)
-            });
-            Ok::<_, DataFusionError>(stream)
+            let stream = match sort.run(inputs).await? {
+                // Each batch's share of the reservation is released as it leaves.
+                SortOutput::Held(batches, reservation) => futures::stream::iter(batches)
+                    .map(move |batch| {
+                        let size = batch.get_array_memory_size();
+                        reservation.resize(reservation.size().saturating_sub(size));
+                        Ok(batch)
+                    })
+                    .boxed(),
+                SortOutput::Streamed(stream) => stream.boxed(),
+            };
+            let counted = stream.inspect_ok(move |batch| baseline.record_output(batch.num_rows()));
+            Ok::<_, DataFusionError>(counted)
         })
         .try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(

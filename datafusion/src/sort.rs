@@ -12,8 +12,13 @@
 //! rows shows), the rows are sorted again by DataFusion's own plan for the same sort
 //! (`SortExec`, with `SortPreservingMergeExec` over several input partitions) over the same
 //! batches in the same order, which gives exactly DataFusion's result.
+//!
+//! Where the memory pool refuses to hold the rows, the same plan takes them over from where
+//! the reading stopped, so that it spills to disk as DataFusion's sort does.
 
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use bitonic::Sorter;
 use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt32Array};
@@ -22,7 +27,6 @@ use datafusion::arrow::compute::kernels::cmp::not_distinct;
 use datafusion::arrow::compute::{SortColumn, SortOptions, concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::runtime::SpawnedTask;
-use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::MemoryReservation;
@@ -30,8 +34,10 @@ use datafusion::physical_expr::LexOrdering;
 use datafusion::physical_plan::metrics::{Count, Time};
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream, collect};
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use rayon::prelude::*;
 
 /// One sort key: a column of the input schema and its order.
@@ -53,7 +59,8 @@ pub(crate) struct PartitionSort {
     pub batch_size: usize,
     pub context: Arc<TaskContext>,
     pub reservation: MemoryReservation,
-    /// Sorts the sorter failed, done by arrow's CPU sort instead.
+    /// Sorts the sorter failed (done by arrow's CPU sort instead), and sorts the memory pool
+    /// refused to hold (done by DataFusion's own sort, which spills).
     pub fallbacks: Count,
     /// Sorts whose rows had equal keys, ordered by DataFusion's own plan.
     pub ties_resorted: Count,
@@ -71,12 +78,10 @@ enum Sorted {
 
 impl PartitionSort {
     /// Sorts all rows of `inputs` (the input partitions this output partition reads, in
-    /// partition order); returns the sorted batches (at most `batch_size` rows each) and the
-    /// reservation that accounts for them.
-    pub async fn run(
-        self,
-        inputs: Vec<SendableRecordBatchStream>,
-    ) -> Result<(Vec<RecordBatch>, MemoryReservation)> {
+    /// partition order); returns the sorted rows, as batches of at most `batch_size` rows
+    /// held under the reservation, or as DataFusion's own sort where the memory pool refused
+    /// to hold them.
+    pub async fn run(self, inputs: Vec<SendableRecordBatchStream>) -> Result<SortOutput> {
         // Each input partition's batches in their arrival order: DataFusion's sort of the
         // same rows sees them so, and the order of equal rows follows from it.
         let mut partitions: Vec<Vec<RecordBatch>> = vec![Vec::new(); inputs.len()];
@@ -84,7 +89,7 @@ impl PartitionSort {
             inputs
                 .into_iter()
                 .enumerate()
-                .map(|(partition, stream)| stream.map(move |batch| (partition, batch))),
+                .map(|(partition, stream)| Tagged { partition, stream }),
         );
         let mut rows = 0usize;
         while let Some((partition, batch)) = tagged.next().await {
@@ -93,39 +98,96 @@ impl PartitionSort {
             if batch.num_rows() == 0 {
                 continue;
             }
-            self.reservation.try_grow(batch.get_array_memory_size())?;
+            let refused = self.reservation.try_grow(batch.get_array_memory_size());
             rows += batch.num_rows();
             partitions[partition].push(batch);
+            if let Err(error) = refused {
+                if !is_refusal(&error) {
+                    return Err(error);
+                }
+                let mut rest: Vec<Option<SendableRecordBatchStream>> =
+                    partitions.iter().map(|_| None).collect();
+                for unread in tagged {
+                    rest[unread.partition] = Some(unread.stream);
+                }
+                return self.spilling(partitions, rest);
+            }
         }
         if rows == 0 || self.fetch == Some(0) {
             self.reservation.free();
-            return Ok((Vec::new(), self.reservation));
+            return Ok(SortOutput::Held(Vec::new(), self.reservation));
         }
         let batches: Vec<RecordBatch> = partitions.iter().flatten().cloned().collect();
         let (sorted, this) = self.blocking(move |this| this.sorted(&batches)).await?;
         match sorted {
-            Sorted::Unique(sorted) => Ok((sorted, this.reservation)),
-            Sorted::Tied => {
+            Ok(Sorted::Unique(sorted)) => Ok(SortOutput::Held(sorted, this.reservation)),
+            Ok(Sorted::Tied) => {
                 this.ties_resorted.add(1);
                 // DataFusion's sort reserves the batches itself.
                 this.reservation.free();
+                let no_rest = partitions.iter().map(|_| None).collect();
                 let sorted = {
                     let timer = this.sort_time.clone();
                     let _guard = timer.timer();
-                    collect(this.datafusion_plan(partitions)?, Arc::clone(&this.context)).await?
+                    let plan = this.datafusion_plan(partitions, no_rest)?;
+                    collect(plan, Arc::clone(&this.context)).await?
                 };
                 let size = sorted.iter().map(RecordBatch::get_array_memory_size).sum();
                 this.reservation.try_grow(size)?;
-                Ok((sorted, this.reservation))
+                Ok(SortOutput::Held(sorted, this.reservation))
             }
+            Err(error) if is_refusal(&error) => {
+                let no_rest = partitions.iter().map(|_| None).collect();
+                this.spilling(partitions, no_rest)
+            }
+            Err(error) => Err(error),
         }
     }
 
-    /// DataFusion's plan for this sort over `partitions`: `SortExec` (per partition, then
+    /// Where the memory pool refused to hold the rows: DataFusion's own sort of them (the
+    /// batches read so far, then the rest of each input), which spills to disk under the
+    /// same pool and streams its result. Counted in the `fallbacks` metric.
+    fn spilling(
+        self,
+        partitions: Vec<Vec<RecordBatch>>,
+        rest: Vec<Option<SendableRecordBatchStream>>,
+    ) -> Result<SortOutput> {
+        self.fallbacks.add(1);
+        // DataFusion's sort reserves the batches itself, spilling where the pool refuses.
+        self.reservation.free();
+        let plan = self.datafusion_plan(partitions, rest)?;
+        Ok(SortOutput::Streamed(
+            plan.execute(0, Arc::clone(&self.context))?,
+        ))
+    }
+
+    /// DataFusion's plan for this sort over `partitions` (each partition's batches, then
+    /// the rest of its input where given): `SortExec` (per partition, then
     /// `SortPreservingMergeExec`, where there are several), with this sort's keys and fetch.
-    fn datafusion_plan(&self, partitions: Vec<Vec<RecordBatch>>) -> Result<Arc<dyn ExecutionPlan>> {
+    fn datafusion_plan(
+        &self,
+        partitions: Vec<Vec<RecordBatch>>,
+        rest: Vec<Option<SendableRecordBatchStream>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         let count = partitions.len();
-        let source = MemorySourceConfig::try_new_exec(&partitions, Arc::clone(&self.schema), None)?;
+        let streams: Vec<Arc<dyn PartitionStream>> = partitions
+            .into_iter()
+            .zip(rest)
+            .map(|(read, rest)| {
+                Arc::new(ReadAndRest {
+                    schema: Arc::clone(&self.schema),
+                    parts: Mutex::new(Some((read, rest))),
+                }) as Arc<dyn PartitionStream>
+            })
+            .collect();
+        let source = Arc::new(StreamingTableExec::try_new(
+            Arc::clone(&self.schema),
+            streams,
+            None,
+            [],
+            false,
+            None,
+        )?);
         let sort = SortExec::new(self.expr.clone(), source)
             .with_preserve_partitioning(count > 1)
             .with_fetch(self.fetch);
@@ -140,20 +202,21 @@ impl PartitionSort {
     }
 
     /// Runs `work` on a blocking thread: sorts and gathers of millions of rows would stall
-    /// the async runtime's workers.
+    /// the async runtime's workers. Its result comes back beside `self`, also where it
+    /// failed.
     async fn blocking<T: Send + 'static>(
         self,
         work: impl FnOnce(&mut PartitionSort) -> Result<T> + Send + 'static,
-    ) -> Result<(T, PartitionSort)> {
+    ) -> Result<(Result<T>, PartitionSort)> {
         let task = SpawnedTask::spawn_blocking(move || {
             let mut this = self;
             let timer = this.sort_time.clone();
             let _guard = timer.timer();
-            work(&mut this).map(|value| (value, this))
+            (work(&mut this), this)
         });
         task.join_unwind()
             .await
-            .map_err(|error| DataFusionError::ExecutionJoin(Box::new(error)))?
+            .map_err(|error| DataFusionError::ExecutionJoin(Box::new(error)))
     }
 
     /// The sort permutation of the rows of `keys`, the first `limit` only with `Some`.
@@ -290,5 +353,73 @@ impl PartitionSort {
         // The input batches are dropped by the caller; the output stays.
         self.reservation.resize(sorted_size);
         Ok(Sorted::Unique(sorted))
+    }
+}
+
+/// The sorted rows of one output partition.
+pub(crate) enum SortOutput {
+    /// In memory, in batches of at most `batch_size` rows, under the reservation.
+    Held(Vec<RecordBatch>, MemoryReservation),
+    /// From DataFusion's own sort, which spills where the pool refuses.
+    Streamed(SendableRecordBatchStream),
+}
+
+/// Whether `error` is the memory pool's refusal of a reservation.
+fn is_refusal(error: &DataFusionError) -> bool {
+    matches!(error.find_root(), DataFusionError::ResourcesExhausted(_))
+}
+
+/// One input partition's stream, its batches tagged with the partition.
+struct Tagged {
+    partition: usize,
+    stream: SendableRecordBatchStream,
+}
+
+impl Stream for Tagged {
+    type Item = (usize, Result<RecordBatch>);
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let partition = self.partition;
+        self.stream
+            .poll_next_unpin(cx)
+            .map(|batch| batch.map(|batch| (partition, batch)))
+    }
+}
+
+/// One input partition for DataFusion's own sort: the batches read already, then the rest of
+/// the input. It can be executed once, since the input's stream is read once.
+struct ReadAndRest {
+    schema: SchemaRef,
+    parts: Mutex<Option<(Vec<RecordBatch>, Option<SendableRecordBatchStream>)>>,
+}
+
+impl std::fmt::Debug for ReadAndRest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadAndRest").finish_non_exhaustive()
+    }
+}
+
+impl PartitionStream for ReadAndRest {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let parts = self.parts.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let stream = match parts {
+            Some((read, rest)) => futures::stream::iter(read.into_iter().map(Ok))
+                .chain(futures::stream::iter(rest).flatten())
+                .boxed(),
+            None => futures::stream::once(async {
+                Err(DataFusionError::Internal(
+                    "an input partition of the sort was executed twice".to_string(),
+                ))
+            })
+            .boxed(),
+        };
+        Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            stream,
+        ))
     }
 }
