@@ -37,6 +37,8 @@ struct BitonicSortNode {
     fetch: Option<u64>,
     #[prost(bool, tag = "3")]
     preserve_partitioning: bool,
+    #[prost(bool, tag = "4")]
+    stable_ties: bool,
 }
 
 /// A `PhysicalExtensionCodec` for [`BitonicSortExec`] that passes every other node, and
@@ -96,13 +98,16 @@ impl BitonicCodec {
                 })
             })
             .transpose()?;
-        Ok(Arc::new(BitonicSortExec::try_new(
-            Arc::clone(input),
-            expr,
-            node.preserve_partitioning,
-            fetch,
-            Arc::clone(&self.sorter),
-        )?))
+        Ok(Arc::new(
+            BitonicSortExec::try_new(
+                Arc::clone(input),
+                expr,
+                node.preserve_partitioning,
+                fetch,
+                Arc::clone(&self.sorter),
+            )?
+            .with_stable_ties(node.stable_ties),
+        ))
     }
 }
 
@@ -137,6 +142,7 @@ impl PhysicalExtensionCodec for BitonicCodec {
             )?,
             fetch: sort.fetch().map(|fetch| fetch as u64),
             preserve_partitioning: sort.preserve_partitioning(),
+            stable_ties: sort.stable_ties(),
         };
         buf.extend_from_slice(MAGIC);
         proto.encode(buf).map_err(|error| {

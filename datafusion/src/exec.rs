@@ -37,7 +37,8 @@ use crate::sort::{KeyColumn, PartitionSort, SortOutput};
 /// so DataFusion's too), and otherwise, where some column is not a key, the same batches are
 /// sorted again by DataFusion's own `SortExec` (with `SortPreservingMergeExec` over several
 /// input partitions, in partition order), the plan this node stands for. The `ties_resorted`
-/// metric counts those partitions. Over several input partitions (directly or under a
+/// metric counts those partitions; [`BitonicSortExec::with_stable_ties`] keeps the sorter's
+/// stable order instead. Over several input partitions (directly or under a
 /// `CoalescePartitionsExec`), each is read apart and its rows kept in their arrival order.
 ///
 /// Where the session's memory pool refuses to hold a partition's rows, they go to
@@ -55,6 +56,7 @@ pub struct BitonicSortExec {
     keys: Arc<[KeyColumn]>,
     preserve_partitioning: bool,
     fetch: Option<usize>,
+    stable_ties: bool,
     sorter: Arc<Sorter>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -91,10 +93,25 @@ impl BitonicSortExec {
             keys: keys.into(),
             preserve_partitioning,
             fetch,
+            stable_ties: false,
             sorter,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         })
+    }
+
+    /// The same node with rows of equal keys in their input order (`true`): by input
+    /// partition, then as each partition's rows arrived. The default
+    /// (`false`) is DataFusion's own order of them, which takes DataFusion's sort of the
+    /// rows again where equal keys show in the output.
+    pub fn with_stable_ties(mut self, stable_ties: bool) -> Self {
+        self.stable_ties = stable_ties;
+        self
+    }
+
+    /// Whether rows of equal keys keep their input order ([`BitonicSortExec::with_stable_ties`]).
+    pub fn stable_ties(&self) -> bool {
+        self.stable_ties
     }
 
     /// The input plan.
@@ -167,7 +184,11 @@ impl DisplayAs for BitonicSortExec {
                     f,
                     "expr=[{}], preserve_partitioning=[{}]",
                     self.expr, self.preserve_partitioning
-                )
+                )?;
+                if self.stable_ties {
+                    write!(f, ", stable_ties=[true]")?;
+                }
+                Ok(())
             }
             DisplayFormatType::TreeRender => {
                 writeln!(f, "{}", self.expr)?;
@@ -233,13 +254,16 @@ impl ExecutionPlan for BitonicSortExec {
                 children.len()
             )));
         }
-        Ok(Arc::new(Self::try_new(
-            children.swap_remove(0),
-            self.expr.clone(),
-            self.preserve_partitioning,
-            self.fetch,
-            Arc::clone(&self.sorter),
-        )?))
+        Ok(Arc::new(
+            Self::try_new(
+                children.swap_remove(0),
+                self.expr.clone(),
+                self.preserve_partitioning,
+                self.fetch,
+                Arc::clone(&self.sorter),
+            )?
+            .with_stable_ties(self.stable_ties),
+        ))
     }
 
     fn fetch(&self) -> Option<usize> {
@@ -255,7 +279,7 @@ impl ExecutionPlan for BitonicSortExec {
             Arc::clone(&self.sorter),
         )
         .ok()
-        .map(|exec| Arc::new(exec) as Arc<dyn ExecutionPlan>)
+        .map(|exec| Arc::new(exec.with_stable_ties(self.stable_ties)) as Arc<dyn ExecutionPlan>)
     }
 
     fn cardinality_effect(&self) -> CardinalityEffect {
@@ -298,6 +322,7 @@ impl ExecutionPlan for BitonicSortExec {
             expr: self.expr.clone(),
             keys: Arc::clone(&self.keys),
             fetch: self.fetch,
+            stable_ties: self.stable_ties,
             batch_size: context.session_config().batch_size(),
             context,
             reservation,

@@ -37,6 +37,7 @@ use crate::exec::{BitonicSortExec, key_columns};
 pub struct BitonicSortRule {
     sorter: Arc<Sorter>,
     combine_partitions: bool,
+    stable_ties: bool,
 }
 
 impl BitonicSortRule {
@@ -45,6 +46,7 @@ impl BitonicSortRule {
         Self {
             sorter,
             combine_partitions: true,
+            stable_ties: false,
         }
     }
 
@@ -53,6 +55,17 @@ impl BitonicSortRule {
     /// keeps each executor sorting its own partitions).
     pub fn with_combined_partitions(mut self, combine: bool) -> Self {
         self.combine_partitions = combine;
+        self
+    }
+
+    /// Whether rows of equal keys come in their input order (`true`: by input partition, then
+    /// as each partition's rows arrived, at the sorter's speed) or in
+    /// DataFusion's own order (`false`, the default: where equal keys show in the output,
+    /// DataFusion's sort runs over the rows again, so such sorts cost stock DataFusion's time
+    /// and more). SQL leaves the order of equal rows open; the default returns exactly what
+    /// stock DataFusion returns.
+    pub fn with_stable_ties(mut self, stable: bool) -> Self {
+        self.stable_ties = stable;
         self
     }
 
@@ -78,6 +91,7 @@ impl BitonicSortRule {
             Arc::clone(&self.sorter),
         )
         .ok()
+        .map(|exec| exec.with_stable_ties(self.stable_ties))
     }
 
     /// The replacement for `sort`, or `None` where it stays.
@@ -111,6 +125,7 @@ impl BitonicSortRule {
             Arc::clone(&self.sorter),
         )
         .ok()
+        .map(|exec| exec.with_stable_ties(self.stable_ties))
     }
 }
 

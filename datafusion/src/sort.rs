@@ -11,7 +11,9 @@
 //! therefore DataFusion's; where they do (and some column is not a key, so the order of equal
 //! rows shows), the rows are sorted again by DataFusion's own plan for the same sort
 //! (`SortExec`, with `SortPreservingMergeExec` over several input partitions) over the same
-//! batches in the same order, which gives exactly DataFusion's result.
+//! batches in the same order, which gives exactly DataFusion's result. With stable ties the
+//! sorter's order stands: equal keys in their input order (the sorter's argsort is stable),
+//! by input partition, then as each partition's rows arrived.
 //!
 //! Where the memory pool refuses to hold the rows, the same plan takes them over from where
 //! the reading stopped, so that it spills to disk as DataFusion's sort does.
@@ -56,6 +58,8 @@ pub(crate) struct PartitionSort {
     pub expr: LexOrdering,
     pub keys: Arc<[KeyColumn]>,
     pub fetch: Option<usize>,
+    /// Rows of equal keys keep their input order rather than DataFusion's.
+    pub stable_ties: bool,
     pub batch_size: usize,
     pub context: Arc<TaskContext>,
     pub reservation: MemoryReservation,
@@ -245,13 +249,14 @@ impl PartitionSort {
 
     /// Whether two neighbouring rows of `sorted` (the output batches, in order) have equal
     /// keys, where that shows in the output: some column of the schema is not a key (rows
-    /// equal in every column look alike in any order). Equal means not distinct: nulls equal
+    /// equal in every column look alike in any order), and DataFusion's order of them is
+    /// asked for (not [`PartitionSort::stable_ties`]). Equal means not distinct: nulls equal
     /// nulls, floats compare by IEEE totalOrder (bit patterns), as DataFusion's sort compares
     /// them. The batches are compared in parallel, each with the last row of the one before.
     fn has_visible_ties(&self, sorted: &[RecordBatch]) -> Result<bool> {
         let every_column_a_key = (0..self.schema.fields().len())
             .all(|column| self.keys.iter().any(|key| key.index == column));
-        if every_column_a_key {
+        if every_column_a_key || self.stable_ties {
             return Ok(false);
         }
         let ties = (0..sorted.len())

@@ -14,7 +14,7 @@ use datafusion::physical_plan::{ExecutionPlan, collect, displayable};
 use datafusion_proto::bytes::{
     physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
 };
-use support::{context, rows, sorter};
+use support::{context, context_with_rule, rows, sorter};
 
 fn table() -> Arc<MemTable> {
     let schema = Arc::new(Schema::new(vec![
@@ -82,6 +82,22 @@ async fn plans_round_trip_and_run_alike() {
         .with_fetch(Some(17))
         .expect("the top node is ours and takes a fetch");
     plans.push(("the second plan with fetch 17".to_string(), fetched));
+    // The rule's stable ties, which EXPLAIN shows.
+    let stable = context_with_rule(
+        2,
+        bitonic_datafusion::BitonicSortRule::new(sorter()).with_stable_ties(true),
+    );
+    stable.register_table("t", table()).expect("registers");
+    let plan = stable
+        .sql("SELECT * FROM t ORDER BY b")
+        .await
+        .expect("plans")
+        .create_physical_plan()
+        .await
+        .expect("a plan");
+    let shown = displayable(plan.as_ref()).indent(true).to_string();
+    assert!(shown.contains("stable_ties=[true]"), "{shown}");
+    plans.push(("stable ties".to_string(), plan));
     for (sql, plan) in plans {
         assert!(bitonic_nodes(&plan) > 0, "{sql}: the rule did not fire");
         let bytes = physical_plan_to_bytes_with_extension_codec(Arc::clone(&plan), &codec)

@@ -437,6 +437,82 @@ async fn ties_resorted(ctx: &SessionContext, sql: &str) -> String {
     metric(ctx, sql, "ties_resorted").await
 }
 
+/// With stable ties, equal keys keep their input order without DataFusion's sort again: one
+/// partition gives stock's `ORDER BY key, id` (`id` counts the rows in input order), and
+/// several give the same rows on every run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stable_ties_keep_the_input_order() {
+    let stable = |partitions: usize| {
+        let ctx = context_with_rule(
+            partitions,
+            BitonicSortRule::new(support::sorter()).with_stable_ties(true),
+        );
+        ctx.register_table("t", table(partitions))
+            .expect("registers");
+        ctx
+    };
+    let (stock, ours) = (context(1, false), stable(1));
+    stock.register_table("t", table(1)).expect("registers");
+    for (sql, by_id) in [
+        (
+            "SELECT u8, id FROM t ORDER BY u8",
+            "SELECT u8, id FROM t ORDER BY u8, id",
+        ),
+        (
+            "SELECT f64, s, id FROM t ORDER BY f64 DESC NULLS LAST",
+            "SELECT f64, s, id FROM t ORDER BY f64 DESC NULLS LAST, id",
+        ),
+    ] {
+        assert_eq!(ties_resorted(&ours, sql).await, "ties_resorted=0", "{sql}");
+        let expected = support::rows(
+            &stock
+                .sql(by_id)
+                .await
+                .expect("plans")
+                .collect()
+                .await
+                .expect("runs"),
+        );
+        let actual = support::rows(
+            &ours
+                .sql(sql)
+                .await
+                .expect("plans")
+                .collect()
+                .await
+                .expect("runs"),
+        );
+        assert_eq!(
+            expected.map(|b| b.columns().to_vec()),
+            actual.map(|b| b.columns().to_vec()),
+            "{sql}"
+        );
+    }
+    let ours = stable(4);
+    let sql = "SELECT u8, id FROM t ORDER BY u8";
+    let first = ours
+        .sql(sql)
+        .await
+        .expect("plans")
+        .collect()
+        .await
+        .expect("runs");
+    for _ in 0..3 {
+        let again = ours
+            .sql(sql)
+            .await
+            .expect("plans")
+            .collect()
+            .await
+            .expect("runs");
+        assert_eq!(
+            support::rows(&first),
+            support::rows(&again),
+            "{sql} changed between runs"
+        );
+    }
+}
+
 /// Distinct keys keep the sorter's result; equal keys in a column that shows them are
 /// sorted again; equal keys where every column is a key are not (the order cannot show).
 #[tokio::test]
