@@ -437,6 +437,16 @@ async fn ties_resorted(ctx: &SessionContext, sql: &str) -> String {
     metric(ctx, sql, "ties_resorted").await
 }
 
+/// The batches of `sql` in `ctx`.
+async fn run(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
+    ctx.sql(sql)
+        .await
+        .expect("plans")
+        .collect()
+        .await
+        .expect("runs")
+}
+
 /// With stable ties, equal keys keep their input order without DataFusion's sort again: one
 /// partition gives stock's `ORDER BY key, id` (`id` counts the rows in input order), and
 /// several give the same rows on every run.
@@ -464,24 +474,8 @@ async fn stable_ties_keep_the_input_order() {
         ),
     ] {
         assert_eq!(ties_resorted(&ours, sql).await, "ties_resorted=0", "{sql}");
-        let expected = support::rows(
-            &stock
-                .sql(by_id)
-                .await
-                .expect("plans")
-                .collect()
-                .await
-                .expect("runs"),
-        );
-        let actual = support::rows(
-            &ours
-                .sql(sql)
-                .await
-                .expect("plans")
-                .collect()
-                .await
-                .expect("runs"),
-        );
+        let expected = support::rows(&run(&stock, by_id).await);
+        let actual = support::rows(&run(&ours, sql).await);
         assert_eq!(
             expected.map(|b| b.columns().to_vec()),
             actual.map(|b| b.columns().to_vec()),
@@ -490,21 +484,9 @@ async fn stable_ties_keep_the_input_order() {
     }
     let ours = stable(4);
     let sql = "SELECT u8, id FROM t ORDER BY u8";
-    let first = ours
-        .sql(sql)
-        .await
-        .expect("plans")
-        .collect()
-        .await
-        .expect("runs");
+    let first = run(&ours, sql).await;
     for _ in 0..3 {
-        let again = ours
-            .sql(sql)
-            .await
-            .expect("plans")
-            .collect()
-            .await
-            .expect("runs");
+        let again = run(&ours, sql).await;
         assert_eq!(
             support::rows(&first),
             support::rows(&again),
