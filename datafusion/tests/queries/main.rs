@@ -2,7 +2,10 @@
 //! ties), in every direction and null placement, with several keys and with LIMIT: every
 //! result equal to stock DataFusion's, and the plans showing which operator ran.
 
+mod memory;
+#[path = "../support/mod.rs"]
 mod support;
+mod ties;
 
 use std::sync::Arc;
 
@@ -18,14 +21,6 @@ use half::f16;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use support::{assert_same, context, context_with_rule, physical_plan};
-
-/// The `c2` column DataFusion 55.2 returns for the `window_2.csv` join at 4 partitions.
-const EXPECTED_JOIN_C2: &[i32] = &[
-    96, 87, 82, 79, 96, 87, 82, 79, 96, 87, 82, 79, 96, 87, 82, 79,
-];
-
-/// The same with `OFFSET 3 LIMIT 2` on the outer query.
-const EXPECTED_FURTHER_C2: &[i32] = &[79, 96];
 
 /// Rows of the test table: fewer than a top-k collects before its first cut.
 const ROWS: usize = 3001;
@@ -308,6 +303,34 @@ fn contexts(partitions: usize) -> (SessionContext, SessionContext) {
     (stock, ours)
 }
 
+/// The metric `name` of `sql`'s sort in `ctx`, from EXPLAIN ANALYZE, as `name=value`.
+async fn metric(ctx: &SessionContext, sql: &str, name: &str) -> String {
+    let plan = physical_plan(ctx, &format!("ANALYZE {sql}")).await;
+    let line = plan
+        .lines()
+        .find(|line| line.contains("BitonicSortExec"))
+        .unwrap_or_else(|| panic!("no BitonicSortExec in {plan}"));
+    let start = line
+        .find(&format!("{name}="))
+        .unwrap_or_else(|| panic!("no {name} in {line}"));
+    line[start..]
+        .split([',', ']'])
+        .next()
+        .expect("a value")
+        .trim()
+        .to_string()
+}
+
+/// The batches of `sql` in `ctx`.
+async fn run(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
+    ctx.sql(sql)
+        .await
+        .expect("plans")
+        .collect()
+        .await
+        .expect("runs")
+}
+
 const ORDERS: &[&str] = &[
     "ASC NULLS FIRST",
     "ASC NULLS LAST",
@@ -374,217 +397,6 @@ async fn top_k_queries_agree() {
             "SELECT * FROM (SELECT * FROM t ORDER BY u8 DESC LIMIT 3000 OFFSET 7) ORDER BY i8";
         assert_same(&stock, &ours, sql).await;
         assert!(physical_plan(&ours, sql).await.contains("BitonicSortExec"));
-    }
-}
-
-/// Rows with equal sort keys and different other columns come in DataFusion's order, at
-/// every partition count, partitions combined or apart, under OFFSET and LIMIT: the sort
-/// finds the equal neighbours and sorts those rows again by DataFusion's plan.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn equal_keys_come_in_datafusion_order() {
-    for partitions in [1, 4, 16] {
-        for combined in [true, false] {
-            let (stock, ours) = contexts(partitions);
-            let ours = if combined {
-                ours
-            } else {
-                separate_partitions(partitions)
-            };
-            // Seven values and nulls over 3001 rows: long runs of equal keys.
-            for (sql, on_ours) in [
-                ("SELECT u8, id, s FROM t ORDER BY u8", true),
-                ("SELECT * FROM t ORDER BY i16 DESC NULLS FIRST, f32", true),
-                ("SELECT f64, id FROM t ORDER BY f64 DESC", true),
-                ("SELECT u8, id FROM t ORDER BY u8 OFFSET 400", true),
-                // A top-k here (`ORDER BY u8 ... LIMIT`) is left out: it stays DataFusion's, whose
-                // choice among equal keys at 16 partitions varies from run to run.
-                // Row numbers over equal keys follow the sort's order of them.
-                (
-                    "SELECT u8, id, row_number() OVER (ORDER BY u8) AS n FROM t",
-                    true,
-                ),
-            ] {
-                for _ in 0..3 {
-                    assert_same(&stock, &ours, sql).await;
-                }
-                let plan = physical_plan(&ours, sql).await;
-                assert_eq!(plan.contains("BitonicSortExec"), on_ours, "{sql}: {plan}");
-            }
-        }
-    }
-}
-
-/// The metric `name` of `sql`'s sort in `ctx`, from EXPLAIN ANALYZE, as `name=value`.
-async fn metric(ctx: &SessionContext, sql: &str, name: &str) -> String {
-    let plan = physical_plan(ctx, &format!("ANALYZE {sql}")).await;
-    let line = plan
-        .lines()
-        .find(|line| line.contains("BitonicSortExec"))
-        .unwrap_or_else(|| panic!("no BitonicSortExec in {plan}"));
-    let start = line
-        .find(&format!("{name}="))
-        .unwrap_or_else(|| panic!("no {name} in {line}"));
-    line[start..]
-        .split([',', ']'])
-        .next()
-        .expect("a value")
-        .trim()
-        .to_string()
-}
-
-/// The `ties_resorted` metric of `sql`'s sort in `ctx`.
-async fn ties_resorted(ctx: &SessionContext, sql: &str) -> String {
-    metric(ctx, sql, "ties_resorted").await
-}
-
-/// The batches of `sql` in `ctx`.
-async fn run(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
-    ctx.sql(sql)
-        .await
-        .expect("plans")
-        .collect()
-        .await
-        .expect("runs")
-}
-
-/// With stable ties, equal keys keep their input order without DataFusion's sort again: one
-/// partition gives stock's `ORDER BY key, id` (`id` counts the rows in input order), and
-/// several give the same rows on every run.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn stable_ties_keep_the_input_order() {
-    let stable = |partitions: usize| {
-        let ctx = context_with_rule(
-            partitions,
-            BitonicSortRule::new(support::sorter()).with_stable_ties(true),
-        );
-        ctx.register_table("t", table(partitions))
-            .expect("registers");
-        ctx
-    };
-    let (stock, ours) = (context(1, false), stable(1));
-    stock.register_table("t", table(1)).expect("registers");
-    for (sql, by_id) in [
-        (
-            "SELECT u8, id FROM t ORDER BY u8",
-            "SELECT u8, id FROM t ORDER BY u8, id",
-        ),
-        (
-            "SELECT f64, s, id FROM t ORDER BY f64 DESC NULLS LAST",
-            "SELECT f64, s, id FROM t ORDER BY f64 DESC NULLS LAST, id",
-        ),
-    ] {
-        assert_eq!(ties_resorted(&ours, sql).await, "ties_resorted=0", "{sql}");
-        let expected = support::rows(&run(&stock, by_id).await);
-        let actual = support::rows(&run(&ours, sql).await);
-        assert_eq!(
-            expected.map(|b| b.columns().to_vec()),
-            actual.map(|b| b.columns().to_vec()),
-            "{sql}"
-        );
-    }
-    let ours = stable(4);
-    let sql = "SELECT u8, id FROM t ORDER BY u8";
-    let first = run(&ours, sql).await;
-    for _ in 0..3 {
-        let again = run(&ours, sql).await;
-        assert_eq!(
-            support::rows(&first),
-            support::rows(&again),
-            "{sql} changed between runs"
-        );
-    }
-}
-
-/// Distinct keys keep the sorter's result; equal keys in a column that shows them are
-/// sorted again; equal keys where every column is a key are not (the order cannot show).
-#[tokio::test]
-async fn only_visible_ties_are_sorted_again() {
-    let (_, ours) = contexts(1);
-    assert_eq!(
-        ties_resorted(&ours, "SELECT u8, id FROM t ORDER BY id").await,
-        "ties_resorted=0"
-    );
-    assert_eq!(
-        ties_resorted(&ours, "SELECT u8, id FROM t ORDER BY u8").await,
-        "ties_resorted=1"
-    );
-    assert_eq!(
-        ties_resorted(&ours, "SELECT u8 FROM t ORDER BY u8").await,
-        "ties_resorted=0"
-    );
-}
-
-/// The query over `window_2.csv` whose inner top-ks cut between rows with equal keys: the
-/// rows and their order are stock DataFusion's (written out below, as DataFusion 55.2 returns
-/// them at 4 target partitions), at every partition count.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn offsets_between_equal_keys_return_datafusion_rows() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/slt/data/window_2.csv");
-    let create = format!(
-        "CREATE EXTERNAL TABLE ordered_table (a0 INT, a INT, b INT, c INT, d INT) \
-         STORED AS CSV WITH ORDER (c ASC) LOCATION '{path}' OPTIONS ('format.has_header' 'true')"
-    );
-    let join = "SELECT t1.b, c, c2 FROM ( \
-          SELECT b, c FROM ordered_table ORDER BY b DESC, c DESC OFFSET 1 LIMIT 4 \
-        ) AS t1 INNER JOIN ( \
-          SELECT b, c AS c2 FROM ordered_table ORDER BY b DESC, d DESC OFFSET 1 LIMIT 4 \
-        ) AS t2 ON t1.b = t2.b ORDER BY t1.b DESC, c DESC, c2 DESC";
-    let further = format!("{join} OFFSET 3 LIMIT 2");
-    let probe = "SELECT b, c AS c2, d FROM ordered_table ORDER BY b DESC, d DESC OFFSET 1 LIMIT 4";
-    for partitions in [1, 4, 16] {
-        let (stock, ours) = (context(partitions, false), context(partitions, true));
-        for ctx in [&stock, &ours] {
-            ctx.sql(&create)
-                .await
-                .expect("creates")
-                .collect()
-                .await
-                .expect("creates");
-        }
-        for sql in [join, further.as_str(), probe] {
-            assert_same(&stock, &ours, sql).await;
-        }
-        assert!(physical_plan(&ours, join).await.contains("BitonicSortExec"));
-        if partitions == 4 {
-            let column = |batches: Vec<RecordBatch>, index: usize| -> Vec<i32> {
-                batches
-                    .iter()
-                    .flat_map(|batch| {
-                        batch
-                            .column(index)
-                            .as_primitive::<datafusion::arrow::datatypes::Int32Type>()
-                            .values()
-                            .to_vec()
-                    })
-                    .collect()
-            };
-            let run = |sql: String| {
-                let ours = &ours;
-                async move {
-                    ours.sql(&sql)
-                        .await
-                        .expect("plans")
-                        .collect()
-                        .await
-                        .expect("runs")
-                }
-            };
-            assert_eq!(
-                column(run(join.to_string()).await, 2),
-                EXPECTED_JOIN_C2,
-                "{join}"
-            );
-            assert_eq!(
-                column(run(further.clone()).await, 2),
-                EXPECTED_FURTHER_C2,
-                "{further}"
-            );
-            assert_eq!(
-                column(run(probe.to_string()).await, 1),
-                vec![82, 87, 79, 96],
-                "{probe}"
-            );
-        }
     }
 }
 
@@ -680,75 +492,5 @@ async fn sorts_the_rule_leaves_still_agree() {
         "SELECT f64, s, id FROM t ORDER BY f64, s, id LIMIT 20",
     ] {
         assert_same(&stock, &ours, sql).await;
-    }
-}
-
-/// A context with one partition whose memory pool holds `bytes`, with the rule when
-/// `bitonic` is set, over a table of 2^16 rows. Sorts reserve 64 KiB for their merge where
-/// they spill, so that a pool a fraction of the table's size still lets stock DataFusion's
-/// sort finish.
-fn pool_context(bytes: usize, bitonic: bool) -> SessionContext {
-    let runtime = RuntimeEnvBuilder::new()
-        .with_memory_pool(Arc::new(GreedyMemoryPool::new(bytes)))
-        .build_arc()
-        .expect("a runtime");
-    let mut config = SessionConfig::new().with_target_partitions(1);
-    config.options_mut().execution.sort_spill_reservation_bytes = 64 << 10;
-    let state = SessionStateBuilder::new()
-        .with_default_features()
-        .with_config(config)
-        .with_runtime_env(runtime);
-    let state = if bitonic {
-        bitonic_datafusion::register(state, support::sorter())
-    } else {
-        state
-    };
-    let ctx = SessionContext::new_with_state(state.build());
-    ctx.register_table("t", table_of(1, 1 << 16))
-        .expect("registers");
-    ctx
-}
-
-/// A pool of 16 MiB, far below what the table's batches take: stock DataFusion's sort spills
-/// to disk and finishes, and so does ours (DataFusion's own sort takes over where the pool
-/// refuses, counted in `fallbacks`), with the same rows in the same order; ties included,
-/// since both runs are then DataFusion's external sort over the same batches.
-#[tokio::test]
-async fn a_pool_too_small_for_the_table_spills_as_stock_does() {
-    let pool = 16 << 20;
-    let (stock, ours) = (pool_context(pool, false), pool_context(pool, true));
-    for sql in [
-        "SELECT * FROM t ORDER BY id DESC",
-        "SELECT * FROM t ORDER BY f64, id",
-        "SELECT * FROM t ORDER BY u8",
-    ] {
-        let stock_plan = physical_plan(&stock, &format!("ANALYZE {sql}")).await;
-        assert!(
-            stock_plan.contains("SortExec") && !stock_plan.contains("spill_count=0"),
-            "stock did not spill: {stock_plan}"
-        );
-        assert_same(&stock, &ours, sql).await;
-        assert_eq!(
-            metric(&ours, sql, "fallbacks").await,
-            "fallbacks=1",
-            "{sql}"
-        );
-    }
-}
-
-/// A pool too small for even DataFusion's own sort: the query fails with the pool's error,
-/// as stock's does.
-#[tokio::test]
-async fn a_pool_too_small_for_any_sort_gives_resources_exhausted() {
-    for bitonic in [false, true] {
-        let ctx = pool_context(4096, bitonic);
-        let error = ctx
-            .sql("SELECT * FROM t ORDER BY f64")
-            .await
-            .expect("plans")
-            .collect()
-            .await
-            .expect_err("4 KiB cannot hold the sort's merge");
-        assert!(error.to_string().contains("Resources exhausted"), "{error}");
     }
 }
