@@ -451,7 +451,24 @@ fn entries(cfg: &CompareConfig) -> Vec<Entry> {
     });
     out.retain(|e| {
         let label = e.label().to_lowercase();
-        let skip = cfg.skip.iter().any(|s| label.contains(s.as_str()));
+        // Our sorters also answer to their backend and device type ("opencl-cpu" for PoCL,
+        // whose devices are named after the processor, not the driver).
+        let kind = match &e.runner {
+            Runner::Ours(s) => {
+                let d = s.device();
+                let ty = if d.device_type == DeviceType::Gpu {
+                    "gpu"
+                } else {
+                    "cpu"
+                };
+                Some(format!("{}-{ty}", d.backend))
+            }
+            _ => None,
+        };
+        let skip = cfg
+            .skip
+            .iter()
+            .any(|s| label.contains(s.as_str()) || kind.as_deref() == Some(s.as_str()));
         if skip {
             println!("(left out by --skip: {})", e.label());
         }
