@@ -20,6 +20,9 @@ use crate::keys::{KeyEncoding, Order, SortKey, key_of_u32, u32_kind, u32_of_key}
 use crate::shape::{check_k, check_rows};
 use crate::sorter::Sorter;
 
+/// Keys per piece of rayon work where narrow keys are widened to words.
+const WIDEN_PIECE: usize = 1 << 16;
+
 /// The result of [`Sorter::top_k`] and [`Sorter::top_k_rows`]: for each row, its `k` best
 /// keys in order and their positions within the row, row after row.
 #[derive(Clone, Debug, PartialEq)]
@@ -114,7 +117,15 @@ impl Sorter {
         let words: Cow<'_, [u32]> = if std::mem::size_of::<K>() == 4 {
             Cow::Borrowed(bytemuck::cast_slice(keys))
         } else {
-            Cow::Owned(keys.iter().map(|&key| u32_of_key(key)).collect())
+            // Narrow keys become their ordered words on rayon's threads: on one thread this
+            // pass over every key costs the host more than the device's whole selection.
+            let mut words = vec![0u32; keys.len()];
+            crate::rayon_lock::for_pieces(&mut words, keys, WIDEN_PIECE, |words, keys| {
+                for (word, &key) in words.iter_mut().zip(keys) {
+                    *word = u32_of_key(key);
+                }
+            });
+            Cow::Owned(words)
         };
         let encoding = KeyEncoding {
             kind,
