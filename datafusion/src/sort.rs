@@ -38,7 +38,7 @@ use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream, collect};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use futures::{Stream, StreamExt};
 use rayon::prelude::*;
 
@@ -127,38 +127,35 @@ impl PartitionSort {
             Ok(Sorted::Unique(sorted)) => Ok(SortOutput::Held(sorted, this.reservation)),
             Ok(Sorted::Tied) => {
                 this.ties_resorted.add(1);
-                // DataFusion's sort reserves the batches itself.
-                this.reservation.free();
-                let no_rest = partitions.iter().map(|_| None).collect();
-                let sorted = {
-                    let timer = this.sort_time.clone();
-                    let _guard = timer.timer();
-                    let plan = this.datafusion_plan(partitions, no_rest)?;
-                    collect(plan, Arc::clone(&this.context)).await?
-                };
-                let size = sorted.iter().map(RecordBatch::get_array_memory_size).sum();
-                this.reservation.try_grow(size)?;
-                Ok(SortOutput::Held(sorted, this.reservation))
+                this.datafusion_sort(partitions, Vec::new())
             }
-            Err(error) if is_refusal(&error) => {
-                let no_rest = partitions.iter().map(|_| None).collect();
-                this.spilling(partitions, no_rest)
-            }
+            Err(error) if is_refusal(&error) => this.spilling(partitions, Vec::new()),
             Err(error) => Err(error),
         }
     }
 
     /// Where the memory pool refused to hold the rows: DataFusion's own sort of them (the
     /// batches read so far, then the rest of each input), which spills to disk under the
-    /// same pool and streams its result. Counted in the `fallbacks` metric.
+    /// same pool. Counted in the `fallbacks` metric.
     fn spilling(
         self,
         partitions: Vec<Vec<RecordBatch>>,
         rest: Vec<Option<SendableRecordBatchStream>>,
     ) -> Result<SortOutput> {
         self.fallbacks.add(1);
-        // DataFusion's sort reserves the batches itself, spilling where the pool refuses.
+        self.datafusion_sort(partitions, rest)
+    }
+
+    /// DataFusion's own sort of `partitions` (each partition's batches, then the rest of its
+    /// input where `rest` has it; missing entries have none), streamed. It reserves the
+    /// batches itself, spilling where the pool refuses, so this node's reservation is freed.
+    fn datafusion_sort(
+        self,
+        partitions: Vec<Vec<RecordBatch>>,
+        mut rest: Vec<Option<SendableRecordBatchStream>>,
+    ) -> Result<SortOutput> {
         self.reservation.free();
+        rest.resize_with(partitions.len(), || None);
         let plan = self.datafusion_plan(partitions, rest)?;
         Ok(SortOutput::Streamed(
             plan.execute(0, Arc::clone(&self.context))?,
