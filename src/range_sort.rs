@@ -87,6 +87,22 @@ fn budget(backends: &Backends, device: &dyn Backend, element_bytes: u64) -> usiz
     element_budget(memory(backends, device), element_bytes)
 }
 
+/// The [`budget`] of a span's elements on `device`: keys of `form`, and values of `V` where
+/// the span has them.
+fn span_budget<T, F: KeyForm<T>, V>(
+    backends: &Backends,
+    device: &dyn Backend,
+    form: F,
+    has_values: bool,
+) -> usize {
+    let value_bytes = if has_values {
+        std::mem::size_of::<V>() as u64
+    } else {
+        0
+    };
+    budget(backends, device, form.device_bytes() + value_bytes)
+}
+
 /// The smallest budget among `devices`.
 fn smallest_budget<'a>(
     backends: &Backends,
@@ -445,12 +461,8 @@ fn sort_span_into<T: bytemuck::Pod + Send + Sync, F: KeyForm<T>, V: Word>(
     form: F,
 ) -> Result<()> {
     crate::fault::point(device.device().backend, "range sort")?;
-    let element_bytes = form.device_bytes()
-        + values
-            .as_ref()
-            .map_or(0, |_| std::mem::size_of::<V>() as u64);
     let n = keys.len();
-    let budget = budget(backends, device, element_bytes);
+    let budget = span_budget::<T, F, V>(backends, device, form, values.is_some());
     let fits = n <= budget;
     let mut out_values = out_values;
     if fits {
@@ -506,11 +518,7 @@ fn sort_span<T: bytemuck::Pod + Send + Sync, F: KeyForm<T>, V: Word>(
     depth: u32,
 ) -> Result<()> {
     crate::fault::point(device.device().backend, "range sort")?;
-    let element_bytes = form.device_bytes()
-        + values
-            .as_ref()
-            .map_or(0, |_| std::mem::size_of::<V>() as u64);
-    let budget = budget(backends, device, element_bytes);
+    let budget = span_budget::<T, F, V>(backends, device, form, values.is_some());
     let n = keys.len();
     let mut values = values;
     let sorted = if n > budget && depth < MAX_DEPTH {
