@@ -98,6 +98,23 @@
 #define COUNT_KEYS_PER_THREAD 8
 #define COUNT_STARTS_THREADS 256
 
+// The LSD radix sort of ordered 32- and 64-bit words (src/schedule/radix.rs, cuda/radix.cuh,
+// kernels/radix.clh): digits of RADIX_DIGIT_BITS bits, lowest first, RADIX_BINS bins a digit. A
+// tile of a digit pass is RADIX_THREADS threads of `keys_per_thread` keys each, at most
+// RADIX_MAX_KEYS_PER_THREAD. A tile's word of a bin in the look-back holds a count of keys in
+// its low RADIX_COUNT_BITS bits and what the count covers in the two above: nothing yet (0),
+// the tile alone (RADIX_FLAG_AGGREGATE) or every tile up to and including it
+// (RADIX_FLAG_PREFIX); one 32-bit store publishes both, so no reader sees a flag without
+// its count. Counts are below 2^RADIX_COUNT_BITS, so a sort takes at most
+// 2^RADIX_COUNT_BITS - 1 keys.
+#define RADIX_DIGIT_BITS 8
+#define RADIX_BINS 256
+#define RADIX_THREADS 256
+#define RADIX_MAX_KEYS_PER_THREAD 16
+#define RADIX_COUNT_BITS 30
+#define RADIX_FLAG_AGGREGATE 1073741824u // 1 << RADIX_COUNT_BITS
+#define RADIX_FLAG_PREFIX 2147483648u // 2 << RADIX_COUNT_BITS
+
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in
 // src/kernel_contract.rs). The OpenCL merge kernels take the same quantities as separate
@@ -127,6 +144,17 @@ struct PassArgs {
     unsigned int transform;     // ENCODE_ON_LOAD | DECODE_ON_STORE bits
     unsigned int tail_bits;     // GLOBAL: the previous stage's half-cleaners on column bits
                                 // tail_bits-1..0 run first
+};
+// The parameter block of every CUDA radix launch (`RadixArgs` in src/kernel_contract.rs).
+struct RadixArgs {
+    unsigned long long n;          // keys
+    unsigned long long tiles;      // tiles of a digit pass: n / (RADIX_THREADS * keys_per_thread), rounded up
+    unsigned int encoding;         // ENCODING_* bits
+    unsigned int digits;           // digits of a key: its bits / RADIX_DIGIT_BITS
+    unsigned int digit;            // the digit a pass sorts by, 0 the lowest
+    unsigned int keys_per_thread;  // keys a thread of a digit pass holds, at most RADIX_MAX_KEYS_PER_THREAD
+    unsigned int delay;            // tests only: nonzero makes some tiles wait before they publish
+    unsigned int reserved;         // zero
 };
 // The parameter block of every CUDA top-k launch (`TopKArgs` in src/kernel_contract.rs). The
 // OpenCL top-k kernel takes the same quantities as separate arguments (src/opencl/top_k.rs).

@@ -220,6 +220,55 @@ pub(crate) struct TopKArgs {
     pub from_keys: u32,
 }
 
+/// Bits of a digit of the radix sort (`RADIX_DIGIT_BITS`), lowest digit first.
+pub(crate) const RADIX_DIGIT_BITS: u32 = 8;
+
+/// Bins of one digit (`RADIX_BINS`).
+pub(crate) const RADIX_BINS: u32 = 1 << RADIX_DIGIT_BITS;
+
+/// Threads of a tile of a digit pass (`RADIX_THREADS`): one per bin, so that a tile's
+/// counts, scans and look-back take one step a thread.
+pub(crate) const RADIX_THREADS: u32 = 256;
+
+/// The most keys a thread of a digit pass holds (`RADIX_MAX_KEYS_PER_THREAD`).
+pub(crate) const RADIX_MAX_KEYS_PER_THREAD: u32 = 16;
+
+/// Bits of a count in a look-back word (`RADIX_COUNT_BITS`); the two bits above say what it
+/// covers. A radix sort takes fewer than `2^RADIX_COUNT_BITS` keys.
+pub(crate) const RADIX_COUNT_BITS: u32 = 30;
+
+/// Look-back flag: the count covers its tile alone (`RADIX_FLAG_AGGREGATE`).
+#[cfg_attr(not(any(feature = "cuda", test)), allow(dead_code))]
+pub(crate) const RADIX_FLAG_AGGREGATE: u32 = 1 << RADIX_COUNT_BITS;
+
+/// Look-back flag: the count covers every tile up to its own (`RADIX_FLAG_PREFIX`).
+#[cfg_attr(not(any(feature = "cuda", test)), allow(dead_code))]
+pub(crate) const RADIX_FLAG_PREFIX: u32 = 2 << RADIX_COUNT_BITS;
+
+/// The parameter block of every CUDA radix launch (`struct RadixArgs` in
+/// `kernels/contract.h`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RadixArgs {
+    /// Keys.
+    pub n: u64,
+    /// Tiles of a digit pass.
+    pub tiles: u64,
+    /// [`crate::keys::KeyEncoding::code`].
+    pub encoding: u32,
+    /// Digits of a key.
+    pub digits: u32,
+    /// The digit a pass sorts by, 0 the lowest.
+    pub digit: u32,
+    /// Keys a thread of a digit pass holds.
+    pub keys_per_thread: u32,
+    /// Tests only: nonzero makes some tiles wait before they publish their counts.
+    pub delay: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +334,13 @@ mod tests {
             ("COUNT_KEY_BITS", COUNT_KEY_BITS),
             ("COUNT_KEYS_PER_THREAD", COUNT_KEYS_PER_THREAD),
             ("COUNT_STARTS_THREADS", COUNT_STARTS_THREADS),
+            ("RADIX_DIGIT_BITS", RADIX_DIGIT_BITS),
+            ("RADIX_BINS", RADIX_BINS),
+            ("RADIX_THREADS", RADIX_THREADS),
+            ("RADIX_MAX_KEYS_PER_THREAD", RADIX_MAX_KEYS_PER_THREAD),
+            ("RADIX_COUNT_BITS", RADIX_COUNT_BITS),
+            ("RADIX_FLAG_AGGREGATE", RADIX_FLAG_AGGREGATE),
+            ("RADIX_FLAG_PREFIX", RADIX_FLAG_PREFIX),
         ] {
             assert_eq!(number(name), value, "{name}");
         }
@@ -423,5 +479,20 @@ mod tests {
             ("from_keys", offset_of!(TopKArgs, from_keys), 4),
         ];
         same_layout("TopKArgs", &rust, size_of::<TopKArgs>());
+    }
+
+    #[test]
+    fn radix_args_match_the_header() {
+        let rust = [
+            ("n", offset_of!(RadixArgs, n), 8),
+            ("tiles", offset_of!(RadixArgs, tiles), 8),
+            ("encoding", offset_of!(RadixArgs, encoding), 4),
+            ("digits", offset_of!(RadixArgs, digits), 4),
+            ("digit", offset_of!(RadixArgs, digit), 4),
+            ("keys_per_thread", offset_of!(RadixArgs, keys_per_thread), 4),
+            ("delay", offset_of!(RadixArgs, delay), 4),
+            ("reserved", offset_of!(RadixArgs, reserved), 4),
+        ];
+        same_layout("RadixArgs", &rust, size_of::<RadixArgs>());
     }
 }

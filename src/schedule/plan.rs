@@ -10,6 +10,7 @@ use super::counting::CountingPlan;
 use super::merge_path::{
     MergePlan, TiledPass, choose_rows_sort_tile, choose_sort_tile, pair_sort_tile,
 };
+use super::radix::{RADIX_MAX_LEN, RadixPlan};
 use super::{ceil_log2, choose_log_tile};
 use crate::kernel_contract::merge_log_e;
 
@@ -83,6 +84,19 @@ pub(crate) struct DeviceFacts {
     /// ([`super::counting::COUNTING_FROM`], lower in
     /// tests that reach its edges with short rows).
     pub counting_from: u64,
+    /// Where the backend has the radix sort's kernels for this sort's widths: how it runs
+    /// them and from which length. `None` otherwise.
+    pub radix: Option<RadixFacts>,
+}
+
+/// How a backend runs the radix sort ([`super::radix`]) for one sort's widths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RadixFacts {
+    /// Keys a thread of a digit pass holds.
+    pub keys_per_thread: u32,
+    /// One row takes the radix sort from this many keys on (the backend's measured
+    /// crossover with merge path; lower in tests).
+    pub from: u64,
 }
 
 impl DeviceFacts {
@@ -114,6 +128,9 @@ pub(crate) enum SortPlan {
     /// The counting sort of one row of 16-bit keys alone ([`super::counting`]); it needs
     /// [`CountingPlan::scratch_bytes`] of scratch.
     Counting(CountingPlan),
+    /// The radix sort of one row of 32- or 64-bit keys ([`super::radix`]); it needs a
+    /// scratch as large as the data and [`RadixPlan::state_bytes`] of state.
+    Radix(RadixPlan),
 }
 
 /// A merge-path sort of one row, or of rows each on its own: the network's local sort of
@@ -165,7 +182,9 @@ pub(crate) fn network_tile(facts: &DeviceFacts, row_len: u64, rows: u64) -> u32 
 
 /// The plan of a sort of `rows` rows of `row_len` elements (`row_len >= 2`) of these
 /// widths: the counting sort for one row of 16-bit keys alone of at least
-/// [`DeviceFacts::counting_from`] keys where the backend has its kernels; merge path for
+/// [`DeviceFacts::counting_from`] keys where the backend has its kernels; the radix sort
+/// for one row of 32- or 64-bit keys from [`RadixFacts::from`] to [`RADIX_MAX_LEN`] where
+/// the backend has its kernels for the widths; merge path for
 /// one row where [`merge_path_plan`] gives one (keys alone that the backend sorts whole in
 /// one launch excepted) and for rows where [`rows_merge_path_plan`] does; unless
 /// `oblivious` asks for the network, whose memory accesses depend only on the shape.
@@ -182,6 +201,14 @@ pub(crate) fn choose(
         && row_len >= facts.counting_from
     {
         return SortPlan::Counting(CountingPlan::new(row_len, facts.compute_units, window_log));
+    }
+    if let Some(radix) = facts.radix
+        && !oblivious
+        && rows == 1
+        && widths.key >= 4
+        && (radix.from..=RADIX_MAX_LEN).contains(&row_len)
+    {
+        return SortPlan::Radix(RadixPlan::new(row_len, widths.key, radix.keys_per_thread));
     }
     // Pairs skip the whole-row test: their choice must not depend on the device.
     let merge = if oblivious {

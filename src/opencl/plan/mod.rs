@@ -305,6 +305,7 @@ pub(crate) fn facts(limits: &Limits, (key_bytes, value_bytes): (u64, u64)) -> De
         count_window_log: (value_bytes == 0 && limits.count_group >= COUNT_GROUP)
             .then(|| count_window_log(limits)),
         counting_from: limits.counting_from,
+        radix: None,
     }
 }
 
@@ -352,6 +353,13 @@ pub(super) fn choose(
             SortPlan::Network(launches(limits, shape, widths.element(), &schedule))
         }
         neutral::SortPlan::Counting(plan) => SortPlan::Counting(CountingLaunches { plan }),
+        // No radix kernels yet (`facts` offers none): the network, as for any sort the
+        // program has no other kernels for.
+        neutral::SortPlan::Radix(_) => {
+            let log_tile = neutral::network_tile(&facts, shape.row_len, shape.rows);
+            let schedule = Schedule::new(shape.row_len, tile_params(log_tile));
+            SortPlan::Network(launches(limits, shape, widths.element(), &schedule))
+        }
     }
 }
 

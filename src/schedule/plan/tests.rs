@@ -20,6 +20,7 @@ fn gpu() -> DeviceFacts {
         whole_row_logs: None,
         count_window_log: None,
         counting_from: COUNTING_FROM,
+        radix: None,
     }
 }
 
@@ -166,7 +167,7 @@ fn choose_takes_merge_path_unless_oblivious_or_one_launch() {
     };
     let network = |p: SortPlan| match p {
         SortPlan::Network { log_tile } => Some(log_tile),
-        SortPlan::MergePath(_) | SortPlan::Counting(_) => None,
+        SortPlan::MergePath(_) | SortPlan::Counting(_) | SortPlan::Radix(_) => None,
     };
     assert_eq!(network(choose(&whole, 1 << 16, 1, keys, false)), Some(16));
     assert_eq!(network(choose(&whole, 40_000, 1, keys, false)), Some(16));
