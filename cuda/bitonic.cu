@@ -219,3 +219,6 @@ BITONIC_KERNEL(u16, u16, u64, u64, 1)
 
 // The counting sort of one row of 16-bit keys alone.
 #include "counting.cuh"
+
+// The LSD radix sort of 32- and 64-bit keys (src/schedule/radix.rs).
+#include "radix.cuh"

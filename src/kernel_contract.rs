@@ -237,12 +237,14 @@ pub(crate) const RADIX_MAX_KEYS_PER_THREAD: u32 = 16;
 /// covers. A radix sort takes fewer than `2^RADIX_COUNT_BITS` keys.
 pub(crate) const RADIX_COUNT_BITS: u32 = 30;
 
-/// Look-back flag: the count covers its tile alone (`RADIX_FLAG_AGGREGATE`).
-#[cfg_attr(not(any(feature = "cuda", test)), allow(dead_code))]
+/// Look-back flag: the count covers its tile alone (`RADIX_FLAG_AGGREGATE`); only the
+/// kernels and the header's test use it.
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) const RADIX_FLAG_AGGREGATE: u32 = 1 << RADIX_COUNT_BITS;
 
-/// Look-back flag: the count covers every tile up to its own (`RADIX_FLAG_PREFIX`).
-#[cfg_attr(not(any(feature = "cuda", test)), allow(dead_code))]
+/// Look-back flag: the count covers every tile up to its own (`RADIX_FLAG_PREFIX`); only
+/// the kernels and the header's test use it.
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) const RADIX_FLAG_PREFIX: u32 = 2 << RADIX_COUNT_BITS;
 
 /// The parameter block of every CUDA radix launch (`struct RadixArgs` in

@@ -104,6 +104,8 @@ pub(super) fn probe(ordinal: u32) -> Result<(Device, DeviceInfo, DeviceLimits)> 
         multiprocessors: compute_units.max(1),
         clusters: attribute(DeviceAttribute::ComputeCapabilityMajor)? >= 9,
         counting_from: super::plan::COUNTING_FROM,
+        radix_from: None,
+        radix_delay: 0,
     };
     let info = DeviceInfo {
         backend: BackendKind::Cuda,

@@ -214,6 +214,8 @@ macro_rules! kernel_params {
     };
 }
 
+kernel_params!(A 0, B 1);
+kernel_params!(A 0, B 1, C 2);
 kernel_params!(A 0, B 1, C 2, D 3, E 4);
 kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5);
 kernel_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);

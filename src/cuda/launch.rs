@@ -7,6 +7,7 @@ use cust::sys as cu;
 
 use super::kernels::launch_kernel;
 use super::plan::{self, Launch, MergeLaunch, PassArgs, PassKernel, SortPlan};
+use super::radix::RadixBuffers;
 use super::{CudaBackend, Job};
 use crate::error::{Error, Result};
 
@@ -30,6 +31,18 @@ impl CudaBackend {
                 // Refused before any launch.
                 let scratch = job.merge_scratch()?;
                 self.launch_counting(job.keys, counting, scratch.splits, stream)
+            }
+            SortPlan::Radix(radix) => {
+                // Refused before any launch.
+                let scratch = job.merge_scratch()?;
+                let buffers = RadixBuffers {
+                    keys: job.keys,
+                    values: job.values,
+                    scratch_keys: scratch.keys,
+                    scratch_values: scratch.values,
+                    state: scratch.splits,
+                };
+                self.launch_radix(radix, buffers, stream)
             }
         }
     }

@@ -63,6 +63,7 @@ mod kernels;
 mod launch;
 mod link;
 mod plan;
+mod radix;
 mod spread;
 mod spread_host;
 mod stream_buffers;
@@ -162,6 +163,8 @@ pub struct CudaBackend {
     range_kernels: [kernels::Kernel; 2],
     /// The counting sort of 16-bit keys alone (`counting.rs`).
     counting_kernels: counting::CountingKernels,
+    /// The radix sort of 32- and 64-bit keys (`radix.rs`).
+    radix_kernels: radix::RadixKernels,
     /// Serializes sorts of host slices: they share the stream, the device buffers and the
     /// pinned staging.
     busy: Mutex<HostState>,
@@ -249,6 +252,7 @@ impl CudaBackend {
         let range_kernels = device_ranges::load_range_kernels(&module)?;
         let counting_kernels =
             counting::load_counting_kernels(&module, limits.shared_bytes_per_block)?;
+        let radix_kernels = radix::load_radix_kernels(&module, limits.shared_bytes_per_block)?;
         let mut limits = limits;
         limits.clusters = !cluster_kernels.is_empty();
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(on("cuStreamCreate"))?;
@@ -272,6 +276,7 @@ impl CudaBackend {
             spread_kernels,
             range_kernels,
             counting_kernels,
+            radix_kernels,
             busy: Mutex::new(HostState::default()),
             cache_stats: CacheStats::default(),
             stream,
@@ -305,9 +310,11 @@ impl CudaBackend {
             let network = plan::plan(&self.limits, row_len, rows, widths, encoding, None);
             Ok((SortPlan::Network(network), None))
         };
-        let merge = match &plan {
+        let splits_bytes = match &plan {
             SortPlan::Network(_) => return Ok((plan, None)),
-            SortPlan::MergePath(merge) => merge,
+            SortPlan::MergePath(merge) => merge.splits * 8,
+            // The state takes the splitters' buffer.
+            SortPlan::Radix(radix) => radix.plan.state_bytes(),
             SortPlan::Counting(counting) => {
                 // The counts and starts take the splitters' buffer.
                 let bytes = counting.plan.scratch_bytes() as usize;
@@ -329,7 +336,7 @@ impl CudaBackend {
         let grown = scratch.grow(
             n * widths.key as usize,
             n * widths.value as usize,
-            merge.splits as usize * 8,
+            splits_bytes as usize,
             |len| self.alloc(len, requested),
         )?;
         if !grown {

@@ -22,6 +22,8 @@ const LARGE_GPU: DeviceLimits = DeviceLimits {
     multiprocessors: 132,
     clusters: true,
     counting_from: plan::COUNTING_FROM,
+    radix_from: None,
+    radix_delay: 0,
 };
 
 /// A small deterministic generator.
@@ -53,4 +55,5 @@ mod kernel_model;
 mod launches;
 mod merge_path;
 mod profiles;
+mod radix;
 mod top_k;

@@ -27,7 +27,7 @@
 //! The state (`u32` words, [`RadixPlan::state_bytes`]): the counts, then starts, of every
 //! digit; a skip flag per digit; a tile counter per digit (the CUDA passes number their
 //! tiles in the order they start, so that every tile's predecessors are running or done);
-//! and from [`RadixPlan::lookback_offset`] two regions of one word per tile and bin. Digit
+//! and from [`RadixPlan::header_words`] two regions of one word per tile and bin. Digit
 //! pass `d` uses region `d % 2`, which starts cleared, and clears the other one for the
 //! pass after it (the pass before it, which used that region, has ended). The launches
 //! clear the header and region 0 once, before the histogram. Which memory the passes touch
@@ -90,11 +90,6 @@ impl RadixPlan {
         (self.tile_counter_offset() + u64::from(self.digits)).next_multiple_of(4)
     }
 
-    /// Where the look-back begins, in words.
-    pub(crate) fn lookback_offset(&self) -> u64 {
-        self.header_words()
-    }
-
     /// Words of one look-back region: one per tile and bin.
     pub(crate) fn region_words(&self) -> u64 {
         self.tiles() * u64::from(RADIX_BINS)
@@ -117,6 +112,7 @@ impl RadixPlan {
 }
 
 /// The digit `digit` (0 the lowest) of an ordered word.
+#[cfg(test)]
 fn digit_of(word: u64, digit: u32) -> usize {
     ((word >> (digit * RADIX_DIGIT_BITS)) & u64::from(RADIX_BINS - 1)) as usize
 }

@@ -16,9 +16,11 @@
 
 use std::ops::RangeInclusive;
 
+use crate::kernel_contract::{RADIX_DIGIT_BITS, RADIX_THREADS};
 pub(super) use crate::schedule::counting::COUNTING_FROM;
 use crate::schedule::counting::{CountingPlan, window_log_for};
-use crate::schedule::plan::{self as neutral, DeviceFacts, network_tile};
+use crate::schedule::plan::{self as neutral, DeviceFacts, RadixFacts, network_tile};
+use crate::schedule::radix::RadixPlan;
 use crate::schedule::{Pass, Schedule, TileParams, Transform};
 
 pub(super) use crate::kernel_contract::{
@@ -71,6 +73,18 @@ pub(crate) struct CudaPolicy {
     /// one; four gain nothing more and lose 4% on 2^22 `u64` keys, where each block's
     /// searches, one before each of its tiles, cost more than the launch they save.
     pub search_max_rounds: u64,
+    /// One row of keys alone takes the radix sort from this many keys on, for `u32` and
+    /// for `u64` keys: below, merge path's few passes over a short row cost less than the
+    /// radix sort's fixed launches (a histogram, the starts, a pass per digit and the copy
+    /// back).
+    pub radix_from: [u64; 2],
+    /// Keys a thread of a radix digit pass holds, for `u32` and `u64` keys alone. More keys
+    /// a tile mean fewer tiles to look back over and fewer look-back words, but more
+    /// registers a thread and shared memory a block.
+    pub radix_keys_per_thread: [u32; 2],
+    /// Histogram blocks of a radix sort per multiprocessor: enough to keep the loads of one
+    /// read of the keys in flight.
+    pub radix_histogram_blocks_per_sm: u32,
 }
 
 /// The CUDA backend's tuned numbers.
@@ -81,6 +95,9 @@ pub(crate) const POLICY: CudaPolicy = CudaPolicy {
     max_warp_sort_keys_beside_clusters: (1 << MAX_LOG_WARP_SORT) - 1,
     warp_split_max_tiles: 1 << 11,
     search_max_rounds: 2,
+    radix_from: [1 << 17, 1 << 17],
+    radix_keys_per_thread: [16, 12],
+    radix_histogram_blocks_per_sm: 4,
 };
 
 /// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's
@@ -123,6 +140,12 @@ pub(super) struct DeviceLimits {
     /// One row of 16-bit keys alone takes the counting sort from this many keys on
     /// ([`COUNTING_FROM`]; lower in tests, to reach its edges with short rows).
     pub counting_from: u64,
+    /// One row of 32- or 64-bit keys takes the radix sort from this many keys on; `None`
+    /// for the policy's crossovers ([`CudaPolicy::radix_from`]; tests lower it).
+    pub radix_from: Option<u64>,
+    /// Tests only: nonzero makes some tiles of every radix digit pass wait about this many
+    /// nanoseconds, eight times, before they publish their counts ([`RadixLaunches::delay`]).
+    pub radix_delay: u32,
 }
 
 /// One kernel launch.
@@ -164,6 +187,78 @@ pub(crate) enum SortPlan {
     /// The counting sort of one row of 16-bit keys alone (`cuda/counting.cuh`); it needs
     /// [`CountingPlan::scratch_bytes`] of scratch.
     Counting(CountingLaunches),
+    /// The radix sort of one row of 32- or 64-bit keys (`cuda/radix.cuh`); it needs a
+    /// scratch as large as the data and [`RadixPlan::state_bytes`] of state.
+    Radix(RadixLaunches),
+}
+
+/// The radix sort's launches: the state's header and first look-back region cleared,
+/// `radix_histogram_<key>` (`histogram_blocks` blocks), `radix_starts` (a block per digit),
+/// `radix_pass_<key>_<value>` per digit (a block per tile, with [`Self::pass_shared_bytes`]
+/// of dynamic shared memory) and `radix_copy_back_<key>_<value>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RadixLaunches {
+    /// The neutral plan.
+    pub plan: RadixPlan,
+    /// `ENCODING_*` bits.
+    pub encoding: u32,
+    /// Bytes of a value: 0, 4 or 8.
+    pub value_bytes: u64,
+    /// Blocks of the histogram and of the copy back.
+    pub histogram_blocks: u32,
+    /// Tests only: [`DeviceLimits::radix_delay`].
+    pub delay: u32,
+}
+
+impl RadixLaunches {
+    /// The launches of `plan` on a device with these limits.
+    fn new(limits: &DeviceLimits, plan: RadixPlan, value_bytes: u64, encoding: u32) -> Self {
+        let reads = plan.n.div_ceil(u64::from(RADIX_THREADS) * 8).max(1);
+        let most = u64::from(limits.multiprocessors * POLICY.radix_histogram_blocks_per_sm);
+        RadixLaunches {
+            plan,
+            encoding,
+            value_bytes,
+            histogram_blocks: reads.min(most).max(1) as u32,
+            delay: limits.radix_delay,
+        }
+    }
+
+    /// The index of the value width among the kernels' (`none`, `u32`, `u64`).
+    pub(crate) fn value_index(&self) -> usize {
+        match self.value_bytes {
+            0 => 0,
+            4 => 1,
+            _ => 2,
+        }
+    }
+
+    /// Dynamic shared memory of a digit pass: its tile's keys and values.
+    pub(crate) fn pass_shared_bytes(&self) -> u32 {
+        let key_bytes = u64::from(self.plan.digits * RADIX_DIGIT_BITS / 8);
+        (self.plan.tile() * (key_bytes + self.value_bytes)) as u32
+    }
+}
+
+/// Shared memory of a radix digit pass beyond its tile: the warps' counts, the bins'
+/// starts and bases, and a few words, rounded up.
+const RADIX_STATIC_SHARED_BYTES: u64 = 12 * 1024;
+
+/// How this device runs the radix sort for these widths: `u32` and `u64` keys alone, with
+/// as many keys a thread as the policy asks and the shared memory holds.
+fn radix_facts(limits: &DeviceLimits, widths: Widths) -> Option<RadixFacts> {
+    let index = match (widths.key, widths.value) {
+        (4, 0) => 0,
+        (8, 0) => 1,
+        _ => return None,
+    };
+    let room = u64::from(limits.shared_bytes_per_block).saturating_sub(RADIX_STATIC_SHARED_BYTES);
+    let fits = room / (u64::from(RADIX_THREADS) * widths.element());
+    let keys_per_thread = (fits as u32).min(POLICY.radix_keys_per_thread[index]);
+    (keys_per_thread >= 1).then(|| RadixFacts {
+        keys_per_thread,
+        from: limits.radix_from.unwrap_or(POLICY.radix_from[index]),
+    })
 }
 
 /// Threads of a block of the counting sort's count, totals and fill launches
@@ -287,6 +382,7 @@ pub(crate) fn facts(limits: &DeviceLimits, widths: Widths, cap: Option<u32>) -> 
         whole_row_logs: cluster_logs(limits, widths, cap),
         count_window_log: (widths.key == 2 && widths.value == 0).then(|| count_window_log(limits)),
         counting_from: limits.counting_from,
+        radix: radix_facts(limits, widths),
     }
 }
 
@@ -323,6 +419,9 @@ pub(super) fn choose(
         }
         neutral::SortPlan::Counting(plan) => {
             SortPlan::Counting(CountingLaunches { plan, encoding })
+        }
+        neutral::SortPlan::Radix(plan) => {
+            SortPlan::Radix(RadixLaunches::new(limits, plan, widths.value, encoding))
         }
     }
 }

@@ -35,6 +35,13 @@ fn ptx_has_every_kernel() {
         assert!(ptx.contains(".entry warp_sort_u32("), "warp_sort_u32");
         assert!(ptx.contains(".entry warps_sort_u32("), "warps_sort_u32");
         for kernel in [
+            "radix_histogram_u32",
+            "radix_histogram_u64",
+            "radix_starts",
+            "radix_pass_u32_none",
+            "radix_pass_u64_u64",
+            "radix_copy_back_u32_u32",
+            "radix_copy_back_u64_none",
             "count_keys_u16",
             "count_totals",
             "count_starts",

@@ -163,6 +163,8 @@ fn kernel_model_sorts_every_plan() {
         multiprocessors: 4,
         clusters: true,
         counting_from: plan::COUNTING_FROM,
+        radix_from: None,
+        radix_delay: 0,
     };
     let mut next = lcg(7);
     for cap in [3u32, 6, 9, 13] {

@@ -1,0 +1,245 @@
+//! The radix sort on the device (ignored without one): every key type and order against
+//! the standard library's sort, lengths across tiles and the crossover, skipped digits and
+//! an odd number of moves; pairs of both value widths against a stable sort; and the
+//! look-back under contention (tiles of 256 keys, some of them delayed). The plan's layout
+//! and its scalar model are `crate::schedule::radix`'s tests.
+
+use cust::memory::{DeviceBuffer, DeviceCopy};
+use cust::stream::{Stream, StreamFlags};
+
+use super::*;
+use crate::cuda::plan::RadixLaunches;
+use crate::cuda::radix::RadixBuffers;
+use crate::kernel_contract::RADIX_THREADS;
+use crate::keys::WordKey;
+use crate::schedule::radix::RadixPlan;
+
+/// Lengths around every tile boundary of `tile`-key tiles and the short ones.
+fn lengths(tile: usize) -> Vec<usize> {
+    let mut lengths: Vec<usize> = (2..=40).collect();
+    for m in [1, 2, 3, 17] {
+        lengths.extend([m * tile - 1, m * tile, m * tile + 1]);
+    }
+    for k in [16, 20] {
+        lengths.extend([(1 << k) - 1, 1 << k, (1 << k) + 1]);
+    }
+    lengths
+}
+
+/// Keys of pattern `p` from raw 64-bit draws: random, few distinct, all equal, reversed,
+/// below 2^16 (skipped high digits) and one byte varying (an odd number of moves).
+fn raw_keys(n: usize, p: u32, next: &mut impl FnMut() -> u64) -> Vec<u64> {
+    (0..n as u64)
+        .map(|i| match p {
+            0 => next(),
+            1 => (next() % 3) * 0x0101_0101_0101_0101,
+            2 => 0x8000_0000_8000_0000,
+            3 => u64::MAX - i * 0x1_0001,
+            4 => next() & 0xffff,
+            _ => (next() & 0xff) << 8,
+        })
+        .collect()
+}
+
+/// Sorts `keys` on the device in both orders and checks them against `sort_by(cmp)`; the
+/// plan must be the radix sort.
+fn check_keys<K: WordKey + DeviceCopy + std::fmt::Debug>(
+    gpu: &CudaBackend,
+    stream: &Stream,
+    keys: &[K],
+    cmp: impl Fn(&K, &K) -> std::cmp::Ordering,
+    what: &str,
+) {
+    let n = keys.len();
+    let widths = Widths::keys(std::mem::size_of::<K>() as u64);
+    let plan = gpu.plan(n as u64, 1, widths, 0);
+    assert!(matches!(plan, SortPlan::Radix(_)), "{what} n={n}: {plan:?}");
+    for descending in [false, true] {
+        let buffer = DeviceBuffer::from_slice(keys).expect("a buffer");
+        let mut slice = buffer.index(..);
+        gpu.sort_device(
+            &mut slice,
+            crate::Order::from_descending(descending),
+            stream,
+        )
+        .expect("the sort");
+        stream.synchronize().expect("the sort's end");
+        let mut got = keys.to_vec();
+        buffer.copy_to(&mut got[..]).expect("the download");
+        let mut want = keys.to_vec();
+        want.sort_by(&cmp);
+        if descending {
+            want.reverse();
+        }
+        let same = got
+            .iter()
+            .zip(&want)
+            .all(|(a, b)| bytemuck::bytes_of(a) == bytemuck::bytes_of(b));
+        assert!(same, "{what} n={n} descending={descending}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
+fn radix_sort_matches_a_sort() {
+    let mut gpu = CudaBackend::open(0).expect("open device 0");
+    gpu.limits.radix_from = Some(2);
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
+    let mut next = lcg(56);
+    let tile = |key: u64| match gpu.plan(1 << 20, 1, Widths::keys(key), 0) {
+        SortPlan::Radix(r) => r.plan.tile() as usize,
+        other => panic!("{other:?}"),
+    };
+    for n in lengths(tile(4)) {
+        for p in 0..6 {
+            let raw = raw_keys(n, p, &mut next);
+            let u: Vec<u32> = raw.iter().map(|&r| (r >> 32) as u32 ^ r as u32).collect();
+            check_keys(&gpu, &stream, &u, u32::cmp, "u32");
+            let i: Vec<i32> = u.iter().map(|&x| x as i32).collect();
+            check_keys(&gpu, &stream, &i, i32::cmp, "i32");
+            let mut f: Vec<f32> = u.iter().map(|&x| f32::from_bits(x)).collect();
+            for (j, special) in [f32::NAN, -f32::NAN, -0.0, 0.0, f32::INFINITY, f32::MIN]
+                .into_iter()
+                .enumerate()
+            {
+                if j < n && p == 0 {
+                    f[(j * 7919) % n] = special;
+                }
+            }
+            check_keys(&gpu, &stream, &f, f32::total_cmp, "f32");
+        }
+    }
+    for n in lengths(tile(8)) {
+        for p in 0..6 {
+            let raw = raw_keys(n, p, &mut next);
+            check_keys(&gpu, &stream, &raw, u64::cmp, "u64");
+            let mut i: Vec<i64> = raw.iter().map(|&x| x as i64).collect();
+            if n > 2 && p == 0 {
+                (i[0], i[n / 2]) = (i64::MIN, i64::MAX);
+            }
+            check_keys(&gpu, &stream, &i, i64::cmp, "i64");
+            let f: Vec<f64> = raw.iter().map(|&x| f64::from_bits(x)).collect();
+            check_keys(&gpu, &stream, &f, f64::total_cmp, "f64");
+        }
+    }
+}
+
+/// Runs the radix launches of `plan` on `keys` with `values` (their positions, as `V`) and
+/// checks a stable sort's result.
+fn check_pairs<V: DeviceCopy + Copy + PartialEq + std::fmt::Debug + TryFrom<usize>>(
+    gpu: &CudaBackend,
+    stream: &Stream,
+    keys: &[u64],
+    key_bytes: u64,
+    kpt: u32,
+    delay: u32,
+) {
+    let n = keys.len();
+    let values: Vec<V> = (0..n)
+        .map(|i| V::try_from(i).ok().expect("positions fit"))
+        .collect();
+    let plan = RadixPlan::new(n as u64, key_bytes, kpt);
+    let launches = RadixLaunches {
+        plan,
+        encoding: 0,
+        value_bytes: std::mem::size_of::<V>() as u64,
+        histogram_blocks: 7,
+        delay,
+    };
+    let state = DeviceBuffer::<u8>::zeroed(plan.state_bytes() as usize).expect("state");
+    let vals = DeviceBuffer::from_slice(&values).expect("values");
+    let scratch_vals = DeviceBuffer::from_slice(&values).expect("values' scratch");
+    let order: Vec<usize> = {
+        let mut o: Vec<usize> = (0..n).collect();
+        o.sort_by_key(|&i| keys[i]);
+        o
+    };
+    let run = |keys_at: u64, scratch_at: u64| {
+        let buffers = RadixBuffers {
+            keys: keys_at,
+            values: vals.as_device_ptr().as_raw(),
+            scratch_keys: scratch_at,
+            scratch_values: scratch_vals.as_device_ptr().as_raw(),
+            state: state.as_device_ptr().as_raw(),
+        };
+        gpu.launch_radix(&launches, buffers, stream.as_inner())
+            .expect("the launches");
+        stream.synchronize().expect("the sort's end");
+    };
+    let mut got_values = values.clone();
+    let what = format!("n={n} key_bytes={key_bytes} kpt={kpt} delay={delay}");
+    if key_bytes == 4 {
+        let k: Vec<u32> = keys.iter().map(|&x| x as u32).collect();
+        assert!(keys.iter().all(|&x| x >> 32 == 0), "u32 keys");
+        let (kb, sb) = (
+            DeviceBuffer::from_slice(&k).unwrap(),
+            DeviceBuffer::from_slice(&k).unwrap(),
+        );
+        run(kb.as_device_ptr().as_raw(), sb.as_device_ptr().as_raw());
+        let mut got = k.clone();
+        kb.copy_to(&mut got[..]).unwrap();
+        let want: Vec<u32> = order.iter().map(|&i| k[i]).collect();
+        assert!(got == want, "{what}: keys");
+    } else {
+        let (kb, sb) = (
+            DeviceBuffer::from_slice(keys).unwrap(),
+            DeviceBuffer::from_slice(keys).unwrap(),
+        );
+        run(kb.as_device_ptr().as_raw(), sb.as_device_ptr().as_raw());
+        let mut got = keys.to_vec();
+        kb.copy_to(&mut got[..]).unwrap();
+        let want: Vec<u64> = order.iter().map(|&i| keys[i]).collect();
+        assert!(got == want, "{what}: keys");
+    }
+    vals.copy_to(&mut got_values[..]).unwrap();
+    let want: Vec<V> = order.iter().map(|&i| values[i]).collect();
+    assert!(
+        got_values == want,
+        "{what}: values not in a stable sort's order"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
+fn radix_pairs_are_stable() {
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
+    let mut next = lcg(57);
+    for key_bytes in [4u64, 8] {
+        for n in [2usize, 33, 4095, 4097, 100_003, (1 << 20) + 1] {
+            for p in [0, 1, 4, 5] {
+                let mut raw = raw_keys(n, p, &mut next);
+                if key_bytes == 4 {
+                    raw.iter_mut().for_each(|r| *r &= 0xffff_ffff);
+                }
+                check_pairs::<u32>(&gpu, &stream, &raw, key_bytes, 16, 0);
+                check_pairs::<u64>(&gpu, &stream, &raw, key_bytes, 8, 0);
+            }
+        }
+    }
+}
+
+/// Tiles of 256 keys (one a thread), thousands of them, with one tile in eight waiting
+/// before it publishes: its successors must wait for it in their look-back.
+#[test]
+#[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
+fn radix_look_back_under_contention() {
+    let gpu = CudaBackend::open(0).expect("open device 0");
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
+    let mut next = lcg(58);
+    assert_eq!(RadixPlan::new(1, 4, 1).tile(), u64::from(RADIX_THREADS));
+    for n in [(1usize << 20) + 3, 3 << 20] {
+        for p in [0, 1, 2] {
+            let raw: Vec<u64> = raw_keys(n, p, &mut next)
+                .iter()
+                .map(|r| r & 0xffff_ffff)
+                .collect();
+            for delay in [0, 2000] {
+                check_pairs::<u32>(&gpu, &stream, &raw, 4, 1, delay);
+            }
+        }
+    }
+}
