@@ -185,5 +185,6 @@ mod keys;
 mod launches;
 mod merge_path;
 mod pairs;
+mod radix;
 mod rows;
 mod timings;

@@ -18,6 +18,9 @@ fn nvidia_limits() -> Limits {
         count_group: 0,
         max_count_window_log: 16,
         counting_from: COUNTING_FROM,
+        radix_group: 0,
+        radix_keys_per_thread: 0,
+        radix_from: POLICY.radix_from,
         log_e: LOG_E,
         max_log_tile: MAX_LOG_TILE,
         uniform_groups: false,
@@ -116,7 +119,7 @@ fn fused_tails_take_fewer_launches() {
 fn merge_path(limits: &Limits, shape: Shape, widths: (u64, u64)) -> Option<MergePathPlan> {
     match choose(limits, shape, widths.0, widths.1, false) {
         SortPlan::MergePath(p) => Some(p),
-        SortPlan::Network(_) | SortPlan::Counting(_) => None,
+        SortPlan::Network(_) | SortPlan::Counting(_) | SortPlan::Radix(_) => None,
     }
 }
 
