@@ -12,7 +12,7 @@ use opencl3::types::CL_BLOCKING;
 
 use super::*;
 use crate::keys::Word;
-use crate::schedule::radix::RadixPlan;
+use crate::schedule::radix::{RadixPlan, emulate};
 
 /// The device of [`backends`] with the radix sort from two keys on.
 fn radix_backend() -> &'static OpenClBackend {
@@ -100,8 +100,8 @@ fn run_keys<T: SortKey + std::fmt::Debug>(
     let b = radix_backend();
     let bytes = std::mem::size_of::<T>();
     let variant = b.variant_of_widths(bytes, None).expect("the program");
-    let tile = (crate::kernel_contract::RADIX_THREADS * variant.limits.radix_keys_per_thread)
-        as usize;
+    let tile =
+        (crate::kernel_contract::RADIX_THREADS * variant.limits.radix_keys_per_thread) as usize;
     let mut rng = StdRng::seed_from_u64(seed);
     for n in radix_lengths(tile) {
         match b.plan(&variant, plan::Shape::new(n as u64, 1), bytes as u64, 0) {
@@ -164,7 +164,12 @@ fn radix_sort_of_u32_and_i32_keys() {
 #[test]
 #[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn radix_sort_of_f32_keys() {
-    run_keys::<f32>(33, &F32_SPECIAL, |x| f32::from_bits(x as u32), f32::total_cmp);
+    run_keys::<f32>(
+        33,
+        &F32_SPECIAL,
+        |x| f32::from_bits(x as u32),
+        f32::total_cmp,
+    );
 }
 
 #[test]
@@ -205,13 +210,15 @@ fn upload<T: bytemuck::Pod>(b: &OpenClBackend, queue: &CommandQueue, data: &[T])
 fn download<T: bytemuck::Pod>(queue: &CommandQueue, buffer: &Buffer<u8>, out: &mut [T]) {
     let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
     // SAFETY: a blocking read of as many bytes as the slice holds, which the buffer has.
-    unsafe { queue.enqueue_read_buffer(buffer, CL_BLOCKING, 0, bytes, &[]) }
-        .expect("the download");
+    unsafe { queue.enqueue_read_buffer(buffer, CL_BLOCKING, 0, bytes, &[]) }.expect("the download");
 }
 
 /// Keys with their positions as values through the radix launches, both orders, against a
 /// stable sort by ordered key.
-fn run_pairs<K: Word + bytemuck::Pod + std::fmt::Debug, V: bytemuck::Pod + std::fmt::Debug>(
+fn run_pairs<
+    K: Word + Into<u64> + bytemuck::Pod + std::fmt::Debug,
+    V: bytemuck::Pod + std::fmt::Debug,
+>(
     seed: u64,
     kind: KeyKind,
     value: fn(usize) -> V,
@@ -236,14 +243,7 @@ fn run_pairs<K: Word + bytemuck::Pod + std::fmt::Debug, V: bytemuck::Pod + std::
         &INT_SPECIAL
     };
     for n in radix_lengths(tile) {
-        let mut all = patterns(
-            &mut rng,
-            n,
-            special,
-            |x| x,
-            u64::cmp,
-            key_bytes == 8,
-        );
+        let mut all = patterns(&mut rng, n, special, |x| x, u64::cmp, key_bytes == 8);
         if n > 1 << 14 {
             let i = n % all.len();
             all = vec![all.swap_remove(i)];
@@ -296,6 +296,17 @@ fn run_pairs<K: Word + bytemuck::Pod + std::fmt::Debug, V: bytemuck::Pod + std::
                 download(&queue, &data_values, &mut got_v);
                 let (want_k, want_v): (Vec<K>, Vec<V>) = want.into_iter().unzip();
                 assert_same_pairs((&got_k, &got_v), (&want_k, &want_v), &label);
+                // The digits the device skipped are the model's.
+                let mut words = vec![0u32; plan.tile_counter_offset() as usize];
+                download(&queue, &state, &mut words);
+                let flags = &words[plan.skip_offset() as usize..];
+                let moved = flags.iter().filter(|&&f| f == 0).count() as u32;
+                let mut ordered: Vec<K> = keys.iter().map(|&k| encoding.encode(k)).collect();
+                let modeled = emulate::<K, ()>(&plan, &mut ordered, None);
+                assert_eq!(moved, modeled, "{label}: digits moved");
+                if name == "second byte" && n > 1000 {
+                    assert_eq!(moved, 1, "{label}");
+                }
             }
         }
     }
