@@ -365,3 +365,40 @@ fn radix_is_chosen_for_keys_alone() {
         ));
     }
 }
+
+/// Keys already in device memory take the radix sort too (`sort_device`, with the
+/// device-resident scratch).
+#[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
+fn radix_sort_of_device_resident_keys() {
+    use crate::Order;
+    let b = radix_backend();
+    let queue = CommandQueue::create_default(&b.context, 0).expect("a queue");
+    let mut rng = StdRng::seed_from_u64(47);
+    for n in [2usize, 4095, 100_003] {
+        let keys: Vec<i64> = (0..n)
+            .map(|_| rng.r#gen::<i64>() >> rng.gen_range(0..64))
+            .collect();
+        for order in [Order::Ascending, Order::Descending] {
+            // SAFETY: no host pointer; the size is nonzero.
+            let mut buffer =
+                unsafe { Buffer::<i64>::create(&b.context, CL_MEM_READ_WRITE, n, ptr::null_mut()) }
+                    .expect("a buffer");
+            // SAFETY: blocking copies of slices as large as the buffer.
+            unsafe { queue.enqueue_write_buffer(&mut buffer, CL_BLOCKING, 0, &keys, &[]) }
+                .expect("the upload");
+            b.sort_device(&mut buffer, order, &queue)
+                .unwrap_or_else(|e| panic!("n={n} {order:?}: {e}"));
+            let mut got = vec![0i64; n];
+            // SAFETY: as above.
+            unsafe { queue.enqueue_read_buffer(&buffer, CL_BLOCKING, 0, &mut got, &[]) }
+                .expect("the download");
+            let mut want = keys.clone();
+            want.sort_unstable();
+            if order == Order::Descending {
+                want.reverse();
+            }
+            assert!(got == want, "n={n} {order:?}");
+        }
+    }
+}
