@@ -324,3 +324,8 @@ __kernel void bitonic_global(__global KEY_STORE_T *restrict keys VALUES_ARG,
 #if defined(COUNTING_KERNELS) && COUNTING_KERNELS
 #include "counting.clh"
 #endif
+
+// The radix sort of one row of 32- or 64-bit keys, in the programs of such keys.
+#if defined(RADIX_KERNELS) && RADIX_KERNELS
+#include "radix.clh"
+#endif

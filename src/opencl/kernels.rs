@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::rayon_lock::lock_shared_with_rayon;
 
 /// The kernel source files, embedded: the main file first, then the files it includes.
-const SOURCE_FILES: [(&str, &str); 8] = [
+const SOURCE_FILES: [(&str, &str); 9] = [
     ("bitonic.cl", include_str!("../../kernels/bitonic.cl")),
     ("contract.h", include_str!("../../kernels/contract.h")),
     ("words.clh", include_str!("../../kernels/words.clh")),
@@ -26,6 +26,7 @@ const SOURCE_FILES: [(&str, &str); 8] = [
     ),
     ("top_k.clh", include_str!("../../kernels/top_k.clh")),
     ("counting.clh", include_str!("../../kernels/counting.clh")),
+    ("radix.clh", include_str!("../../kernels/radix.clh")),
 ];
 
 /// The program's source as one string: `kernels/bitonic.cl` with each `#include "name"` of
@@ -126,8 +127,12 @@ impl VariantKey {
             (Width::W16, Some(_)) => " -D KEY_STORE_T=ushort -D KEY_STORE_BITS=16",
             _ => "",
         };
+        let radix = match radix_keys_per_thread(self.key) {
+            Some(kpt) => format!(" -D RADIX_KERNELS=1 -D RADIX_KPT={kpt}"),
+            None => String::new(),
+        };
         format!(
-            "-D KEY_T={}{stored} {values} -D LOG_E={}",
+            "-D KEY_T={}{stored}{radix} {values} -D LOG_E={}",
             self.key.cl_type(),
             self.log_e
         )
@@ -164,6 +169,32 @@ pub(super) struct Kernels {
     pub(super) merge: MergeKernels,
     /// The counting sort's kernels, in the program of 16-bit keys alone only.
     pub(super) counting: Option<CountingKernels>,
+    /// The radix sort's kernels, in the programs of 32- and 64-bit keys only.
+    pub(super) radix: Option<RadixKernels>,
+}
+
+/// Keys a work item of a radix tile holds in the programs of keys of `key` (`RADIX_KPT`):
+/// 16 of 4 bytes, 8 of 8 bytes, so that a tile's keys, indices and counters stay within
+/// NVIDIA's 48128 bytes of local memory (`kernels/radix.clh`). `None`: no radix kernels.
+pub(super) fn radix_keys_per_thread(key: Width) -> Option<u32> {
+    match key {
+        Width::W16 => None,
+        Width::W32 => Some(16),
+        Width::W64 => Some(8),
+    }
+}
+
+/// The radix sort's kernels (`kernels/radix.clh`).
+pub(super) struct RadixKernels {
+    pub(super) clear: Kernel,
+    pub(super) histogram: Kernel,
+    pub(super) starts: Kernel,
+    pub(super) upsweep: Kernel,
+    pub(super) scan: Kernel,
+    pub(super) downsweep: Kernel,
+    pub(super) copy_back: Kernel,
+    /// `RADIX_KPT` of the program.
+    pub(super) keys_per_thread: u32,
 }
 
 /// The counting sort's kernels (`kernels/counting.clh`).
@@ -283,11 +314,25 @@ impl OpenClBackend {
             }),
             _ => None,
         };
+        let radix = match radix_keys_per_thread(key.key) {
+            Some(keys_per_thread) => Some(RadixKernels {
+                clear: create("radix_clear")?,
+                histogram: create("radix_histogram")?,
+                starts: create("radix_starts")?,
+                upsweep: create("radix_upsweep")?,
+                scan: create("radix_scan")?,
+                downsweep: create("radix_downsweep")?,
+                copy_back: create("radix_copy_back")?,
+                keys_per_thread,
+            }),
+            None => None,
+        };
         let kernels = Kernels {
             tile: create(TILE_KERNEL)?,
             global: create(GLOBAL_KERNEL)?,
             merge,
             counting,
+            radix,
         };
         let kernel_limit = |kernel: &Kernel| -> Result<usize> {
             Ok(kernel
@@ -319,6 +364,26 @@ impl OpenClBackend {
                 }
                 None => 0,
             },
+            radix_group: match &kernels.radix {
+                Some(r) => {
+                    let mut limit = usize::MAX;
+                    for kernel in [
+                        &r.clear,
+                        &r.histogram,
+                        &r.starts,
+                        &r.upsweep,
+                        &r.scan,
+                        &r.downsweep,
+                        &r.copy_back,
+                    ] {
+                        limit = limit.min(kernel_limit(kernel)?);
+                    }
+                    limit
+                }
+                None => 0,
+            },
+            radix_keys_per_thread: kernels.radix.as_ref().map_or(0, |r| r.keys_per_thread),
+            radix_from: self.radix_from,
             max_count_window_log: self.max_count_window_log,
             counting_from: self.counting_from,
             log_e: key.log_e,

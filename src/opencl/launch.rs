@@ -354,9 +354,12 @@ impl OpenClBackend {
                     requested,
                 )
                 .map(Some),
-            (SortPlan::MergePath(_) | SortPlan::Counting(_), None) => {
+            (SortPlan::Radix(radix), Some(scratch)) => self
+                .enqueue_radix(queue, kernels, buffers, scratch, radix, encoding, requested)
+                .map(Some),
+            (SortPlan::MergePath(_) | SortPlan::Counting(_) | SortPlan::Radix(_), None) => {
                 Err(crate::error::Error::Unsupported(
-                    "a merge-path or counting sort without its scratch buffers".into(),
+                    "a merge-path, counting or radix sort without its scratch buffers".into(),
                 ))
             }
         }

@@ -110,6 +110,9 @@ pub struct OpenClBackend {
     /// One row of 16-bit keys alone takes the counting sort from this many keys on
     /// (`plan::COUNTING_FROM`; lower in tests, to reach its edges with short rows).
     counting_from: u64,
+    /// One row of 32- or 64-bit keys takes the radix sort from this many keys on
+    /// (`plan::POLICY.radix_from`; lower in tests, to reach its edges with short rows).
+    radix_from: u64,
     /// log2 of the registers per round ([`LOG_E`]; smaller in tests, to exercise more
     /// rounds and tiled global passes with short inputs).
     log_e: u32,
@@ -240,6 +243,7 @@ impl OpenClBackend {
             max_log_tile: MAX_LOG_TILE,
             max_count_window_log: crate::kernel_contract::COUNT_KEY_BITS,
             counting_from: plan::COUNTING_FROM,
+            radix_from: plan::POLICY.radix_from,
             log_e: LOG_E,
             own_split_max_tiles: plan::POLICY.own_split_max_tiles,
             oblivious: AtomicBool::new(false),
@@ -311,8 +315,9 @@ impl OpenClBackend {
     }
 
     /// The plan of a sort and the buffers it needs, grown in `scratch`: scratch keys and
-    /// values as wide as the data's, and the splitters; the network's plan where a
-    /// merge-path plan's scratch does not fit in device memory.
+    /// values as wide as the data's, and the splitters (or a radix sort's state); the
+    /// network's plan where a merge-path or radix plan's scratch does not fit in device
+    /// memory.
     fn plan_with_scratch(
         &self,
         variant: &Variant,
@@ -326,9 +331,11 @@ impl OpenClBackend {
             let network = plan::plan(&variant.limits, shape, (key_bytes, value_bytes));
             Ok((SortPlan::Network(network), None))
         };
-        let merge = match &plan {
+        // Merge path's splitters or the radix sort's state take the splitters' buffer.
+        let split_bytes = match &plan {
             SortPlan::Network(_) => return Ok((plan, None)),
-            SortPlan::MergePath(merge) => merge,
+            SortPlan::MergePath(merge) => merge.splits * 8,
+            SortPlan::Radix(radix) => radix.plan.state_bytes(),
             SortPlan::Counting(counting) => {
                 // The counts and starts take the splitters' buffer; the scratch's key
                 // operands are not used.
@@ -357,7 +364,7 @@ impl OpenClBackend {
         // scratch that cannot fit beside the data is not asked for: on NVIDIA's OpenCL such
         // a sort of pairs filling the device dies instead of failing.
         let n = shape.row_len * shape.rows;
-        let sizes = [n * key_bytes, n * value_bytes, merge.splits * 8];
+        let sizes = [n * key_bytes, n * value_bytes, split_bytes];
         let fits = sizes
             .iter()
             .fold(requested, |sum, &b| sum.saturating_add(b))
@@ -438,6 +445,7 @@ mod kernels;
 mod launch;
 mod link;
 mod plan;
+mod radix;
 mod top_k;
 
 use chunked::ChunkedSort;

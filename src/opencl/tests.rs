@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 /// The first OpenCL GPU (the first device where there is none) with the production tile
 /// and rounds, and the same device limited to tiles of 2^2, 2^5 (rounds of 2^3 registers)
 /// and 2^7 (rounds of 2^2 registers), so that short inputs run global passes, several
-/// rounds per stage and global passes of several rounds too. Panics without a device: these
-/// tests run only when asked for.
+/// rounds per stage and global passes of several rounds too; none takes the radix sort
+/// (its tests open their own). Panics without a device: these tests run only when asked for.
 fn backends() -> &'static [OpenClBackend] {
     static CELL: OnceLock<Vec<OpenClBackend>> = OnceLock::new();
     CELL.get_or_init(|| {
@@ -33,6 +33,9 @@ fn backends() -> &'static [OpenClBackend] {
             let mut b = OpenClBackend::open(index).expect("open the OpenCL device");
             b.max_log_tile = max_log_tile;
             b.log_e = log_e;
+            // Long rows of keys alone take merge path here, which these tests cover; the
+            // radix sort, which would take them, has its own (`radix.rs`).
+            b.radix_from = u64::MAX;
             b
         };
         eprintln!("OpenCL tests run on {}", list[index]);
@@ -185,5 +188,6 @@ mod keys;
 mod launches;
 mod merge_path;
 mod pairs;
+mod radix;
 mod rows;
 mod timings;

@@ -27,8 +27,10 @@ pub(super) use crate::kernel_contract::{
 };
 pub(crate) use merge::merge_path_launches;
 pub(super) use merge::{MergeLaunch, MergePathPlan, chunk_plan};
+pub(super) use radix::{RADIX_GROUP, RadixLaunches, radix_facts};
 
 mod merge;
+mod radix;
 
 /// The OpenCL backend's tuned numbers (see [`POLICY`]); the kernels' and drivers' fixed
 /// facts are the constants of this module and of `crate::kernel_contract`.
@@ -60,6 +62,10 @@ pub(crate) struct OpenClPolicy {
     /// splitter, whose searches all run at once: searching in every tile's work-group makes
     /// large sorts nearly twice as slow.
     pub own_split_max_tiles: u64,
+    /// One row of 32- or 64-bit keys takes the radix sort from this many keys on (up to
+    /// [`crate::schedule::radix::RADIX_MAX_LEN`]). Provisional: a guess at the crossover
+    /// with merge path until it is measured on NVIDIA's OpenCL.
+    pub radix_from: u64,
 }
 
 /// The OpenCL backend's tuned numbers.
@@ -68,6 +74,7 @@ pub(crate) const POLICY: OpenClPolicy = OpenClPolicy {
     gpu_min_log_merge_bytes: 18,
     gpu_max_merge_rows: 3,
     own_split_max_tiles: 1 << 10,
+    radix_from: 1 << 20,
 };
 
 /// [`OpenClPolicy::gpu_min_log_merge_bytes`], under the name the programs' limits use.
@@ -119,6 +126,15 @@ pub(super) struct Limits {
     /// One row of 16-bit keys alone takes the counting sort from this many keys on
     /// ([`COUNTING_FROM`]; lower in tests, to reach its edges with short rows).
     pub counting_from: u64,
+    /// The largest work-group the radix sort's kernels may be launched with (0: the program
+    /// has none; the programs of 32- and 64-bit keys have them). They need [`RADIX_GROUP`].
+    pub radix_group: usize,
+    /// Keys a work item of a radix tile holds in this program (`RADIX_KPT`; 0 without the
+    /// radix kernels).
+    pub radix_keys_per_thread: u32,
+    /// One row of 32- or 64-bit keys takes the radix sort from this many keys on
+    /// ([`OpenClPolicy::radix_from`]; lower in tests, to reach its edges with short rows).
+    pub radix_from: u64,
     /// log2 of the registers per round the program was built with.
     pub log_e: u32,
     /// The largest tile allowed (tests lower it to exercise global passes on short inputs).
@@ -232,6 +248,9 @@ pub(super) enum SortPlan {
     /// The counting sort of one row of 16-bit keys alone; needs
     /// [`CountingPlan::scratch_bytes`] of scratch.
     Counting(CountingLaunches),
+    /// The radix sort of one row of 32- or 64-bit keys; needs a scratch as large as the
+    /// keys (and values) and [`crate::schedule::radix::RadixPlan::state_bytes`] of state.
+    Radix(RadixLaunches),
 }
 
 /// The largest tile whose padded keys and values fit the local memory (less the margin),
@@ -305,7 +324,7 @@ pub(crate) fn facts(limits: &Limits, (key_bytes, value_bytes): (u64, u64)) -> De
         count_window_log: (value_bytes == 0 && limits.count_group >= COUNT_GROUP)
             .then(|| count_window_log(limits)),
         counting_from: limits.counting_from,
-        radix: None,
+        radix: radix_facts(limits, (key_bytes, value_bytes)),
     }
 }
 
@@ -353,13 +372,7 @@ pub(super) fn choose(
             SortPlan::Network(launches(limits, shape, widths.element(), &schedule))
         }
         neutral::SortPlan::Counting(plan) => SortPlan::Counting(CountingLaunches { plan }),
-        // No radix kernels yet (`facts` offers none): the network, as for any sort the
-        // program has no other kernels for.
-        neutral::SortPlan::Radix(_) => {
-            let log_tile = neutral::network_tile(&facts, shape.row_len, shape.rows);
-            let schedule = Schedule::new(shape.row_len, tile_params(log_tile));
-            SortPlan::Network(launches(limits, shape, widths.element(), &schedule))
-        }
+        neutral::SortPlan::Radix(plan) => SortPlan::Radix(RadixLaunches::new(limits, plan)),
     }
 }
 

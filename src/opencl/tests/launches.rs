@@ -18,6 +18,9 @@ fn nvidia_limits() -> Limits {
         count_group: 0,
         max_count_window_log: 16,
         counting_from: COUNTING_FROM,
+        radix_group: 0,
+        radix_keys_per_thread: 0,
+        radix_from: POLICY.radix_from,
         log_e: LOG_E,
         max_log_tile: MAX_LOG_TILE,
         uniform_groups: false,
@@ -116,7 +119,7 @@ fn fused_tails_take_fewer_launches() {
 fn merge_path(limits: &Limits, shape: Shape, widths: (u64, u64)) -> Option<MergePathPlan> {
     match choose(limits, shape, widths.0, widths.1, false) {
         SortPlan::MergePath(p) => Some(p),
-        SortPlan::Network(_) | SortPlan::Counting(_) => None,
+        SortPlan::Network(_) | SortPlan::Counting(_) | SortPlan::Radix(_) => None,
     }
 }
 
@@ -221,4 +224,54 @@ fn device_types_set_the_thresholds() {
     };
     assert!(!merges(&no_merge, 1, 1 << 22, (4, 0)));
     assert!(!merges(&no_merge, 1, 1 << 22, (4, 4)));
+}
+
+/// The radix sort: keys of 4 and 8 bytes alone from the policy's crossover where the
+/// program has its kernels and they run work-groups of a bin an item; pairs, narrow keys,
+/// rows and programs without the kernels never; launches sized by the compute units.
+#[test]
+fn radix_takes_long_rows_of_keys_alone() {
+    let limits = Limits {
+        radix_group: 1024,
+        radix_keys_per_thread: 16,
+        ..nvidia_limits()
+    };
+    let radix = |limits: &Limits, row_len: u64, rows: u64, widths: (u64, u64)| match choose(
+        limits,
+        Shape::new(row_len, rows),
+        widths.0,
+        widths.1,
+        false,
+    ) {
+        SortPlan::Radix(r) => Some(r),
+        _ => None,
+    };
+    let from = POLICY.radix_from;
+    for key_bytes in [4, 8] {
+        let r = radix(&limits, from, 1, (key_bytes, 0)).expect("radix from the crossover");
+        assert_eq!((r.plan.n, r.plan.keys_per_thread), (from, 16));
+        assert_eq!(r.plan.digits, key_bytes as u32 * 8 / 8);
+        assert_eq!(r.histogram_groups, (from / (256 * 16)) as usize);
+        assert_eq!(r.copy_groups, 132 * 8);
+        assert!(radix(&limits, from - 1, 1, (key_bytes, 0)).is_none());
+        assert!(radix(&limits, from, 2, (key_bytes, 0)).is_none());
+        assert!(radix(&limits, from, 1, (key_bytes, 4)).is_none());
+    }
+    let small = radix(
+        &Limits {
+            radix_from: 2,
+            ..limits
+        },
+        5000,
+        1,
+        (4, 0),
+    )
+    .expect("radix from two keys");
+    assert_eq!((small.histogram_groups, small.copy_groups), (2, 20));
+    assert!(radix(&nvidia_limits(), 1 << 24, 1, (4, 0)).is_none());
+    let narrow_groups = Limits {
+        radix_group: 128,
+        ..limits
+    };
+    assert!(radix(&narrow_groups, 1 << 24, 1, (4, 0)).is_none());
 }
