@@ -16,6 +16,8 @@
 #include "words.cuh"
 
 #define RADIX_WARPS (RADIX_THREADS / 32)
+// Tiles whose look-back words a digit pass loads at once.
+#define RADIX_LOOK_BACK 16
 // Consecutive keys a histogram thread reads at a time: two 16-byte loads of u32 keys, four
 // of u64.
 #define RADIX_HISTOGRAM_KEYS 8
@@ -153,6 +155,19 @@ __device__ __forceinline__ u32 radix_moves_before(const u32 *state, u32 digits, 
     return moves;
 }
 
+// The lanes of the warp whose digit equals this lane's, among `active`: one ballot per
+// digit bit, each keeping the lanes that agree on it. Every lane of the warp must call it.
+__device__ __forceinline__ u32 radix_peers(u32 bin, u32 active) {
+    u32 peers = active;
+#pragma unroll
+    for (u32 bit = 0; bit < RADIX_DIGIT_BITS; ++bit) {
+        const bool set = (bin >> bit) & 1u;
+        const u32 lanes = __ballot_sync(0xffffffffu, set);
+        peers &= set ? lanes : ~lanes;
+    }
+    return peers;
+}
+
 __device__ __forceinline__ void radix_store_word(u32 *p, u32 v) { *reinterpret_cast<volatile u32 *>(p) = v; }
 __device__ __forceinline__ u32 radix_load_word(const u32 *p) { return *reinterpret_cast<const volatile u32 *>(p); }
 
@@ -165,7 +180,7 @@ __device__ __forceinline__ bool radix_delayed(u32 tile, u32 delay) { return dela
 // has started. Warp w holds keys [32 kpt w, 32 kpt (w + 1)) of the tile, lane l the keys at
 // 32 e + l of those for e < kpt.
 //  1. rank: for each e in turn, the lanes whose keys share a digit find each other
-//     (__match_any_sync), each takes the warp's count of the digit so far plus the peers on
+//     (radix_peers), each takes the warp's count of the digit so far plus the peers on
 //     lower lanes, and the lowest of them adds the peers to the count: a stable rank within
 //     the warp;
 //  2. count: thread b sums bin b over the warps (each warp's count becomes its start within
@@ -222,8 +237,9 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
     // 1. rank within the warp.
     K k[RADIX_MAX_KEYS_PER_THREAD];
     V v[HAS_V ? RADIX_MAX_KEYS_PER_THREAD : 1];
+    // A key's digit (RADIX_BINS past the row's end) in the low 9 bits, its rank within the
+    // warp's keys of that digit above them: one register a key.
     u32 bin[RADIX_MAX_KEYS_PER_THREAD];
-    u32 rank[RADIX_MAX_KEYS_PER_THREAD];
 #pragma unroll
     for (u32 e = 0; e < RADIX_MAX_KEYS_PER_THREAD; ++e) {
         if (e < kpt) {
@@ -242,17 +258,17 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
 #pragma unroll
     for (u32 e = 0; e < RADIX_MAX_KEYS_PER_THREAD; ++e) {
         if (e < kpt) {
-            const bool valid = bin[e] < RADIX_BINS;
+            const bool valid = bin[e] < RADIX_BINS; // no rank yet: the digit alone
             const u32 active = __ballot_sync(0xffffffffu, valid);
+            const u32 peers = radix_peers(bin[e], active);
             if (valid) {
-                const u32 peers = __match_any_sync(active, bin[e]);
                 const u32 lower = __popc(peers & below_lane);
                 const u32 so_far = warp_counts[warp][bin[e]];
-                rank[e] = so_far + lower;
                 __syncwarp(active);
                 if (lower == 0) {
                     warp_counts[warp][bin[e]] = so_far + __popc(peers);
                 }
+                bin[e] |= (so_far + lower) << 9;
             }
             __syncwarp();
         }
@@ -278,20 +294,34 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
     const u32 start = radix_block_exclusive_sum(count, sums);
     bin_start[b] = start;
 
-    // 3. look back.
+    // 3. look back, RADIX_LOOK_BACK tiles at a time: their words are loaded at once, and
+    // the walk takes every published one from the nearest back, so that a tile far from the
+    // last prefix reaches it in a few rounds of loads instead of one load per tile.
     u32 before = 0;
     if (tile > 0) {
-        for (u32 t = tile - 1;; --t) {
-            const u32 *word_at = my_region + (u64)t * RADIX_BINS + b;
-            u32 word = radix_load_word(word_at);
-            while ((word & (RADIX_FLAG_AGGREGATE | RADIX_FLAG_PREFIX)) == 0) {
-                __nanosleep(32);
-                word = radix_load_word(word_at);
+        u32 next = tile; // the nearest tile not yet added is next - 1
+        for (;;) {
+            u32 words[RADIX_LOOK_BACK];
+#pragma unroll
+            for (u32 i = 0; i < RADIX_LOOK_BACK; ++i) {
+                words[i] = i < next ? radix_load_word(my_region + (u64)(next - 1 - i) * RADIX_BINS + b) : 0u;
             }
-            before += word & ((1u << RADIX_COUNT_BITS) - 1);
-            if ((word & RADIX_FLAG_PREFIX) != 0 || t == 0) {
+            bool found = false;
+            u32 taken = 0;
+#pragma unroll
+            for (u32 i = 0; i < RADIX_LOOK_BACK; ++i) {
+                const u32 word = words[i];
+                if (!found && taken == i && i < next && (word & (RADIX_FLAG_AGGREGATE | RADIX_FLAG_PREFIX)) != 0) {
+                    before += word & ((1u << RADIX_COUNT_BITS) - 1);
+                    found = (word & RADIX_FLAG_PREFIX) != 0;
+                    taken = i + 1;
+                }
+            }
+            // Tile 0 always holds a prefix, so the walk ends before `next` reaches 0.
+            if (found) {
                 break;
             }
+            next -= taken;
         }
         radix_store_word(mine, RADIX_FLAG_PREFIX | (before + count));
     }
@@ -303,8 +333,9 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
     // 4. scatter, through shared memory in the tile's order.
 #pragma unroll
     for (u32 e = 0; e < RADIX_MAX_KEYS_PER_THREAD; ++e) {
-        if (e < kpt && bin[e] < RADIX_BINS) {
-            const u32 p = bin_start[bin[e]] + warp_counts[warp][bin[e]] + rank[e];
+        const u32 d = bin[e] & 511u;
+        if (e < kpt && d < RADIX_BINS) {
+            const u32 p = bin_start[d] + warp_counts[warp][d] + (bin[e] >> 9);
             tile_keys[p] = k[e];
             if constexpr (HAS_V) {
                 tile_values[p] = v[e];

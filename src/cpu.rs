@@ -2,15 +2,17 @@
 //!
 //! Keys alone sort with `par_sort_unstable` on ordered words (a total order on bits, so the
 //! result equals any correct sort's). Key-value pairs run the same comparator network as
-//! the GPUs through [`schedule::emulate`], or, where the GPUs sort them by merge path
-//! ([`pair_sort_tile`]), the same tile sort followed by a stable merge
-//! ([`schedule::emulate_merge_path`]), so values of equal keys land exactly where a GPU puts
+//! the GPUs through [`schedule::emulate`]; where the GPUs sort them by radix
+//! ([`pairs_take_radix`]), a stable sort; where by merge path ([`pair_sort_tile`], past the
+//! radix sort's length), the same tile sort followed by a stable merge
+//! ([`schedule::emulate_merge_path`]). So values of equal keys land exactly where a GPU puts
 //! them.
 
 use crate::backend::{Backend, BackendKind, DeviceInfo, DeviceType};
 use crate::error::Result;
 use crate::keys::{KeyEncoding, NarrowKeys, Word, WordsMut};
 use crate::schedule::merge_path::pair_sort_tile;
+use crate::schedule::radix::pairs_take_radix;
 use crate::schedule::{self, Schedule, TileParams};
 use crate::shape::debug_assert_rows_words;
 use rayon::prelude::*;
@@ -219,25 +221,53 @@ fn radix_sort_by_high_half(words: &mut [u64]) {
     }
 }
 
+/// Sorts pairs by key, the values of equal keys in their input order: the radix sort's
+/// order, which the GPUs give the pairs that [`pairs_take_radix`] names.
+fn sort_pairs_stable<W: Word, V: bytemuck::Pod + Send + Sync>(
+    keys: &mut [W],
+    values: &mut [V],
+    enc: KeyEncoding,
+) {
+    let mut pairs: Vec<(W, V)> = keys
+        .par_iter()
+        .map(|&k| enc.encode(k))
+        .zip(values.par_iter().copied())
+        .collect();
+    // Rayon's sort by key is stable.
+    pairs.par_sort_by_key(|p| p.0);
+    keys.par_iter_mut()
+        .zip(values.par_iter_mut())
+        .zip(pairs.par_iter())
+        .for_each(|((k, v), &(pk, pv))| {
+            *k = enc.decode(pk);
+            *v = pv;
+        });
+}
+
 /// Sorts `keys` (and `values`) in rows of `row_len`, rows in parallel. One row of pairs
-/// takes merge path's order past [`pair_sort_tile`]'s threshold unless `oblivious`; rows
-/// always take the network's, as on the GPUs.
+/// takes the radix sort's order (stable) where [`pairs_take_radix`] says so and `wide_keys`
+/// (the keys are 32- or 64-bit keys, not narrow ones widened: the GPUs sort narrow keys as
+/// such, without a radix sort), else merge path's order past [`pair_sort_tile`]'s threshold,
+/// unless `oblivious`; rows always take the network's, as on the GPUs.
 fn sort_rows<W: Word>(
     keys: &mut [W],
     values: Option<WordsMut<'_>>,
     enc: KeyEncoding,
     row_len: usize,
-    oblivious: bool,
+    (oblivious, wide_keys): (bool, bool),
 ) {
     fn pairs<W: Word, V: bytemuck::Pod + Send + Sync>(
         keys: &mut [W],
         values: &mut [V],
         enc: KeyEncoding,
         row_len: usize,
-        oblivious: bool,
+        (oblivious, wide_keys): (bool, bool),
     ) {
         let element_bytes = (std::mem::size_of::<W>() + std::mem::size_of::<V>()) as u64;
         if row_len == keys.len() && !oblivious {
+            if wide_keys && pairs_take_radix(row_len as u64, element_bytes) {
+                return sort_pairs_stable(keys, values, enc);
+            }
             let tile = pair_sort_tile(row_len as u64, element_bytes);
             return sort_pairs(keys, values, enc, tile, false);
         }
@@ -245,10 +275,11 @@ fn sort_rows<W: Word>(
             .zip(values.par_chunks_mut(row_len))
             .for_each(|(k, v)| sort_pairs(k, v, enc, None, oblivious));
     }
+    let modes = (oblivious, wide_keys);
     match values {
         None => keys.par_chunks_mut(row_len).for_each(|k| sort_keys(k, enc)),
-        Some(WordsMut::U32(v)) => pairs(keys, v, enc, row_len, oblivious),
-        Some(WordsMut::U64(v)) => pairs(keys, v, enc, row_len, oblivious),
+        Some(WordsMut::U32(v)) => pairs(keys, v, enc, row_len, modes),
+        Some(WordsMut::U64(v)) => pairs(keys, v, enc, row_len, modes),
     }
 }
 
@@ -267,8 +298,8 @@ impl Backend for CpuBackend {
         debug_assert_rows_words(keys.len(), values.as_ref().map(WordsMut::len), row_len);
         let oblivious = self.oblivious.load(Ordering::Relaxed);
         match keys {
-            WordsMut::U32(k) => sort_rows(k, values, encoding, row_len, oblivious),
-            WordsMut::U64(k) => sort_rows(k, values, encoding, row_len, oblivious),
+            WordsMut::U32(k) => sort_rows(k, values, encoding, row_len, (oblivious, true)),
+            WordsMut::U64(k) => sort_rows(k, values, encoding, row_len, (oblivious, true)),
         }
         Ok(())
     }
@@ -284,7 +315,15 @@ impl Backend for CpuBackend {
             count_narrow(keys, descending);
             return Ok(());
         }
-        crate::backend::sort_narrow_as_words(self, keys, values, descending, row_len)
+        // Widened here rather than through `sort_rows_words`, whose pairs of 32-bit keys
+        // may take the radix sort's order, which the GPUs never give narrow keys.
+        let oblivious = self.oblivious.load(Ordering::Relaxed);
+        let mut wide = vec![0u32; keys.len()];
+        keys.widen(0, &mut wide);
+        let encoding = KeyEncoding::narrow(descending);
+        sort_rows(&mut wide, values, encoding, row_len, (oblivious, false));
+        keys.narrow(0, &wide);
+        Ok(())
     }
 
     fn set_oblivious(&self, oblivious: bool) {

@@ -46,7 +46,7 @@ impl OpenClBackend {
             ));
         }
         let code = encoding.code();
-        let table = plan.lookback_offset();
+        let table = plan.header_words();
         let tiles = plan.tiles();
         // The data and scratch buffers, keys then values, as every two-buffer kernel takes
         // them.

@@ -10,7 +10,7 @@ use super::counting::CountingPlan;
 use super::merge_path::{
     MergePlan, TiledPass, choose_rows_sort_tile, choose_sort_tile, pair_sort_tile,
 };
-use super::radix::{RADIX_MAX_LEN, RadixPlan};
+use super::radix::{RADIX_MAX_LEN, RadixPlan, pairs_take_radix};
 use super::{ceil_log2, choose_log_tile};
 use crate::kernel_contract::merge_log_e;
 
@@ -183,8 +183,9 @@ pub(crate) fn network_tile(facts: &DeviceFacts, row_len: u64, rows: u64) -> u32 
 /// The plan of a sort of `rows` rows of `row_len` elements (`row_len >= 2`) of these
 /// widths: the counting sort for one row of 16-bit keys alone of at least
 /// [`DeviceFacts::counting_from`] keys where the backend has its kernels; the radix sort
-/// for one row of 32- or 64-bit keys from [`RadixFacts::from`] to [`RADIX_MAX_LEN`] where
-/// the backend has its kernels for the widths; merge path for
+/// for one row of 32- or 64-bit keys where the backend has its kernels for the widths,
+/// keys alone from [`RadixFacts::from`] to [`RADIX_MAX_LEN`], pairs where
+/// [`pairs_take_radix`] says so, the same on every backend; merge path for
 /// one row where [`merge_path_plan`] gives one (keys alone that the backend sorts whole in
 /// one launch excepted) and for rows where [`rows_merge_path_plan`] does; unless
 /// `oblivious` asks for the network, whose memory accesses depend only on the shape.
@@ -206,7 +207,11 @@ pub(crate) fn choose(
         && !oblivious
         && rows == 1
         && widths.key >= 4
-        && (radix.from..=RADIX_MAX_LEN).contains(&row_len)
+        && if widths.value == 0 {
+            (radix.from..=RADIX_MAX_LEN).contains(&row_len)
+        } else {
+            pairs_take_radix(row_len, widths.element())
+        }
     {
         return SortPlan::Radix(RadixPlan::new(row_len, widths.key, radix.keys_per_thread));
     }

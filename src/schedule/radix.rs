@@ -41,6 +41,17 @@ use crate::kernel_contract::{
 /// `2^RADIX_COUNT_BITS`. Longer rows take merge path.
 pub(crate) const RADIX_MAX_LEN: u64 = (1 << RADIX_COUNT_BITS) - 1;
 
+/// Whether one row of `n` key-value pairs of `element_bytes` (key and value) sorts by radix,
+/// stably, on every backend alike: the GPUs' radix sort and the CPU's stable sort. Pairs
+/// take it where they took merge path before (more than
+/// `2^(POLICY.pair_min_log_merge_bytes - 1)` bytes, [`super::merge_path::pair_sort_tile`])
+/// up to [`RADIX_MAX_LEN`]; beyond that, merge path's order. The choice depends on the
+/// length and widths alone, never on the device, since every backend must give equal keys'
+/// values the same order.
+pub(crate) fn pairs_take_radix(n: u64, element_bytes: u64) -> bool {
+    n <= RADIX_MAX_LEN && super::merge_path::pair_sort_tile(n, element_bytes).is_some()
+}
+
 /// The launches of the radix sort of one row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RadixPlan {
@@ -100,7 +111,8 @@ impl RadixPlan {
         2 * self.region_words()
     }
 
-    /// Words the launches clear before the histogram: the header and the first region.
+    /// Words the CUDA launches clear before the histogram: the header and the first region.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn cleared_words(&self) -> u64 {
         self.header_words() + self.region_words()
     }
@@ -142,7 +154,7 @@ pub(crate) fn emulate<W: Copy + Into<u64>, V: Copy>(
     let mut skip = vec![false; digits];
     for d in 0..digits {
         let row = &mut counts[d * bins..][..bins];
-        skip[d] = row.iter().any(|&c| c == n as u64);
+        skip[d] = row.contains(&(n as u64));
         let mut at = 0;
         for c in row.iter_mut() {
             (*c, at) = (at, at + *c);
@@ -202,7 +214,7 @@ pub(crate) fn emulate<W: Copy + Into<u64>, V: Copy>(
     // 4. back from the scratch after an odd number of moves.
     if moved % 2 == 1 {
         words.copy_from_slice(&scratch_keys);
-        if let (Some(v), Some(s)) = (values.as_deref_mut(), scratch_values.as_deref()) {
+        if let (Some(v), Some(s)) = (values, scratch_values.as_deref()) {
             v.copy_from_slice(s);
         }
     }

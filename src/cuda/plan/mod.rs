@@ -82,6 +82,9 @@ pub(crate) struct CudaPolicy {
     /// a tile mean fewer tiles to look back over and fewer look-back words, but more
     /// registers a thread and shared memory a block.
     pub radix_keys_per_thread: [u32; 2],
+    /// Keys a thread of a radix digit pass holds for pairs, by key width (`u32`, `u64`):
+    /// the values ride in registers beside the keys.
+    pub radix_pair_keys_per_thread: [u32; 2],
     /// Histogram blocks of a radix sort per multiprocessor: enough to keep the loads of one
     /// read of the keys in flight.
     pub radix_histogram_blocks_per_sm: u32,
@@ -96,7 +99,8 @@ pub(crate) const POLICY: CudaPolicy = CudaPolicy {
     warp_split_max_tiles: 1 << 11,
     search_max_rounds: 2,
     radix_from: [1 << 17, 1 << 17],
-    radix_keys_per_thread: [16, 12],
+    radix_keys_per_thread: [16, 16],
+    radix_pair_keys_per_thread: [16, 12],
     radix_histogram_blocks_per_sm: 4,
 };
 
@@ -213,15 +217,21 @@ pub(crate) struct RadixLaunches {
 impl RadixLaunches {
     /// The launches of `plan` on a device with these limits.
     fn new(limits: &DeviceLimits, plan: RadixPlan, value_bytes: u64, encoding: u32) -> Self {
-        let reads = plan.n.div_ceil(u64::from(RADIX_THREADS) * 8).max(1);
-        let most = u64::from(limits.multiprocessors * POLICY.radix_histogram_blocks_per_sm);
         RadixLaunches {
             plan,
             encoding,
             value_bytes,
-            histogram_blocks: reads.min(most).max(1) as u32,
+            histogram_blocks: Self::histogram_blocks_for(limits, plan.n),
             delay: limits.radix_delay,
         }
+    }
+
+    /// Blocks of the histogram of `n` keys: the policy's number per multiprocessor, fewer
+    /// where the keys do not give each thread a load.
+    pub(super) fn histogram_blocks_for(limits: &DeviceLimits, n: u64) -> u32 {
+        let reads = n.div_ceil(u64::from(RADIX_THREADS) * 8).max(1);
+        let most = u64::from(limits.multiprocessors * POLICY.radix_histogram_blocks_per_sm);
+        reads.min(most).max(1) as u32
     }
 
     /// The index of the value width among the kernels' (`none`, `u32`, `u64`).
@@ -244,17 +254,23 @@ impl RadixLaunches {
 /// starts and bases, and a few words, rounded up.
 const RADIX_STATIC_SHARED_BYTES: u64 = 12 * 1024;
 
-/// How this device runs the radix sort for these widths: `u32` and `u64` keys alone, with
-/// as many keys a thread as the policy asks and the shared memory holds.
+/// How this device runs the radix sort for these widths: `u32` and `u64` keys, alone or
+/// with values of 4 or 8 bytes, with as many keys a thread as the policy asks and the
+/// shared memory holds.
 fn radix_facts(limits: &DeviceLimits, widths: Widths) -> Option<RadixFacts> {
-    let index = match (widths.key, widths.value) {
-        (4, 0) => 0,
-        (8, 0) => 1,
+    let index = match widths.key {
+        4 => 0,
+        8 => 1,
         _ => return None,
+    };
+    let most = if widths.value == 0 {
+        POLICY.radix_keys_per_thread[index]
+    } else {
+        POLICY.radix_pair_keys_per_thread[index]
     };
     let room = u64::from(limits.shared_bytes_per_block).saturating_sub(RADIX_STATIC_SHARED_BYTES);
     let fits = room / (u64::from(RADIX_THREADS) * widths.element());
-    let keys_per_thread = (fits as u32).min(POLICY.radix_keys_per_thread[index]);
+    let keys_per_thread = (fits as u32).min(most);
     (keys_per_thread >= 1).then(|| RadixFacts {
         keys_per_thread,
         from: limits.radix_from.unwrap_or(POLICY.radix_from[index]),

@@ -243,3 +243,153 @@ fn radix_look_back_under_contention() {
         }
     }
 }
+
+/// The median of `runs` device times of `sort` on `stream`, after two warm-ups, in ms.
+fn median_ms(stream: &Stream, runs: usize, mut sort: impl FnMut()) -> f64 {
+    let start = Event::new(EventFlags::DEFAULT).expect("event");
+    let stop = Event::new(EventFlags::DEFAULT).expect("event");
+    let mut times = Vec::with_capacity(runs);
+    for i in 0..runs + 2 {
+        start.record(stream).expect("record");
+        sort();
+        stop.record(stream).expect("record");
+        stop.synchronize().expect("sync");
+        if i >= 2 {
+            times.push(f64::from(stop.elapsed_time_f32(&start).expect("elapsed")));
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// Device times of the radix sort with 8, 12 and 16 keys a thread against merge path, for
+/// `u32` and `u64` keys alone and `u32` pairs, 2^14 to 2^28, random keys, and at 2^24 and
+/// 2^28 the input patterns: where the crossovers lie and which tile is best. Each result
+/// is checked. `cargo test --release --features cuda --lib cuda_radix_timings -- --ignored
+/// --nocapture`.
+#[test]
+#[ignore = "needs a CUDA device; a timing, not a check"]
+fn cuda_radix_timings() {
+    let mut gpu = CudaBackend::open(0).expect("open device 0");
+    gpu.limits.radix_from = Some(u64::MAX);
+    CurrentContext::set_current(&gpu.context).expect("context");
+    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
+    let mut next = lcg(59);
+    let top: u32 = std::env::var("BITONIC_TIMING_LOG2")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(28);
+    for (key_bytes, value_bytes) in [(4u64, 0u64), (8, 0), (4, 4)] {
+        for log_n in (14..=top).step_by(2) {
+            let n = 1usize << log_n;
+            let patterns: &[u32] = if log_n == 24 || log_n == 28 {
+                &[0, 1, 2, 3, 4]
+            } else {
+                &[0]
+            };
+            for &p in patterns {
+                let raw = raw_keys(n, p, &mut next);
+                let k32: Vec<u32> = raw.iter().map(|&r| r as u32).collect();
+                let keys = if key_bytes == 4 {
+                    DeviceBuffer::from_slice(bytemuck::cast_slice::<u32, u8>(&k32))
+                } else {
+                    DeviceBuffer::from_slice(bytemuck::cast_slice::<u64, u8>(&raw))
+                }
+                .expect("keys");
+                let scratch = DeviceBuffer::<u8>::zeroed(keys.len()).expect("scratch");
+                let values = DeviceBuffer::<u32>::zeroed(n.max(1)).expect("values");
+                let scratch_values = DeviceBuffer::<u32>::zeroed(n.max(1)).expect("values");
+                let mut line =
+                    format!("key {key_bytes} value {value_bytes} 2^{log_n} pattern {p}:");
+                for kpt in [8u32, 12, 16] {
+                    let plan = RadixPlan::new(n as u64, key_bytes, kpt);
+                    let launches = RadixLaunches {
+                        plan,
+                        encoding: 0,
+                        value_bytes,
+                        histogram_blocks: RadixLaunches::histogram_blocks_for(
+                            &gpu.limits,
+                            n as u64,
+                        ),
+                        delay: 0,
+                    };
+                    if launches.pass_shared_bytes() as u64 + 12 * 1024
+                        > u64::from(gpu.limits.shared_bytes_per_block)
+                    {
+                        continue;
+                    }
+                    let state =
+                        DeviceBuffer::<u8>::zeroed(plan.state_bytes() as usize).expect("state");
+                    let buffers = RadixBuffers {
+                        keys: keys.as_device_ptr().as_raw(),
+                        values: if value_bytes > 0 {
+                            values.as_device_ptr().as_raw()
+                        } else {
+                            0
+                        },
+                        scratch_keys: scratch.as_device_ptr().as_raw(),
+                        scratch_values: if value_bytes > 0 {
+                            scratch_values.as_device_ptr().as_raw()
+                        } else {
+                            0
+                        },
+                        state: state.as_device_ptr().as_raw(),
+                    };
+                    let ms = median_ms(&stream, 15, || {
+                        gpu.launch_radix(&launches, buffers, stream.as_inner())
+                            .expect("radix");
+                    });
+                    line += &format!(" radix{kpt} {ms:.4}");
+                    let mut got = vec![0u8; keys.len()];
+                    keys.copy_to(&mut got[..]).expect("download");
+                    let sorted = if key_bytes == 4 {
+                        bytemuck::cast_slice::<u8, u32>(&got)
+                            .windows(2)
+                            .all(|w| w[0] <= w[1])
+                    } else {
+                        bytemuck::cast_slice::<u8, u64>(&got)
+                            .windows(2)
+                            .all(|w| w[0] <= w[1])
+                    };
+                    assert!(sorted, "{line}: not sorted");
+                }
+                // Merge path on a fresh copy each run is not needed: a sorted input is as
+                // fast for it as any (so this times merge path on random keys only once).
+                if p == 0 {
+                    let fresh = if key_bytes == 4 {
+                        DeviceBuffer::from_slice(&k32).map(|b| (Some(b), None))
+                    } else {
+                        DeviceBuffer::from_slice(&raw).map(|b| (None, Some(b)))
+                    }
+                    .expect("keys");
+                    let vals = DeviceBuffer::<u32>::zeroed(n).expect("values");
+                    let ms = median_ms(&stream, 15, || match (&fresh, value_bytes) {
+                        (&(Some(ref b), _), 0) => {
+                            let mut s = b.index(..);
+                            gpu.sort_device(&mut s, crate::Order::Ascending, &stream)
+                                .expect("merge");
+                        }
+                        (&(Some(ref b), _), _) => {
+                            let (mut s, mut v) = (b.index(..), vals.index(..));
+                            gpu.sort_device_by_key(
+                                &mut s,
+                                &mut v,
+                                crate::Order::Ascending,
+                                &stream,
+                            )
+                            .expect("merge");
+                        }
+                        (&(_, Some(ref b)), _) => {
+                            let mut s = b.index(..);
+                            gpu.sort_device(&mut s, crate::Order::Ascending, &stream)
+                                .expect("merge");
+                        }
+                        _ => unreachable!(),
+                    });
+                    line += &format!(" merge {ms:.4}");
+                }
+                eprintln!("{line}");
+            }
+        }
+    }
+}

@@ -18,16 +18,15 @@ const HISTOGRAM_KEYS_PER_ITEM: u64 = 16;
 const GROUPS_PER_UNIT: u64 = 8;
 
 /// How the radix sort runs for keys of `key_bytes` and values of `value_bytes` with these
-/// limits: keys of 4 or 8 bytes alone, where the program has the radix kernels and they may
-/// run work-groups of [`RADIX_GROUP`]. Pairs take no radix sort here yet: the order of equal
-/// keys' values must be the same on every backend, and the backends switch pairs to it
-/// together.
+/// limits: keys of 4 or 8 bytes, alone or with values, where the program has the radix
+/// kernels and they may run work-groups of [`RADIX_GROUP`]. (Pairs take it where the neutral
+/// plan says, the same on every backend.)
 pub(in crate::opencl) fn radix_facts(
     limits: &Limits,
     (key_bytes, value_bytes): (u64, u64),
 ) -> Option<RadixFacts> {
     (matches!(key_bytes, 4 | 8)
-        && value_bytes == 0
+        && matches!(value_bytes, 0 | 4 | 8)
         && limits.radix_keys_per_thread != 0
         && limits.radix_group >= RADIX_GROUP)
         .then_some(RadixFacts {
