@@ -100,7 +100,8 @@ fn sort_keys<W: Word>(keys: &mut [W], enc: KeyEncoding) {
 }
 
 /// Sorts pairs as the GPUs do: merge path's order where `merge_tile` is given (one row past
-/// [`pair_sort_tile`]'s threshold), the network's otherwise.
+/// [`pair_sort_tile`]'s threshold that [`pairs_take_radix`] leaves to merge path), the
+/// network's otherwise.
 fn sort_pairs<W: Word, V: bytemuck::Pod + Send + Sync>(
     keys: &mut [W],
     values: &mut [V],

@@ -1,5 +1,6 @@
-//! Tests of the CPU backend: the network's order of short pairs, merge path's order of
-//! long ones, the counting of narrow keys, and timings against rayon.
+//! Tests of the CPU backend: the network's order of short pairs, the stable order of long
+//! ones (merge path's model past the radix sort's length), the counting of narrow keys, and
+//! timings against rayon.
 
 use super::*;
 use rand::rngs::StdRng;
@@ -101,12 +102,13 @@ fn cpu_short_pairs_against_rayon() {
     }
 }
 
-/// Past the threshold, one row of pairs comes out in merge path's order: sorted keys,
-/// and the pairs of each tile of `2^pair_sort_tile` inputs in the order the network
-/// gives that tile alone, tile after tile among equal keys. In the oblivious mode, and
-/// in rows, the whole network's order.
+/// Merge path's model, which gives one row of pairs past the radix sort's length (and
+/// narrow keys' pairs past 8 MiB) the GPUs' order: sorted keys, and the pairs of each tile
+/// of `2^pair_sort_tile` inputs in the order the network gives that tile alone, tile after
+/// tile among equal keys. In the oblivious mode, and in rows, the backend gives the whole
+/// network's order.
 #[test]
-fn long_pairs_take_merge_paths_order() {
+fn long_pairs_merge_path_order() {
     let n = (1usize << 20) + 4099;
     let log_tile = pair_sort_tile(n as u64, 8).expect("past the threshold");
     let mut rng = StdRng::seed_from_u64(41);
@@ -118,8 +120,7 @@ fn long_pairs_take_merge_paths_order() {
         descending: false,
     };
     let (mut k, mut v) = (keys.clone(), values.clone());
-    cpu.sort_rows_words(WordsMut::U32(&mut k), Some(WordsMut::U32(&mut v)), enc, n)
-        .expect("sort");
+    sort_pairs(&mut k, &mut v, enc, Some(log_tile), false);
     assert!(k.windows(2).all(|w| w[0] <= w[1]), "keys out of order");
     let mut tiles: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n.div_ceil(1 << log_tile)];
     let mut last_tile = vec![0usize; 50];
@@ -143,6 +144,16 @@ fn long_pairs_take_merge_paths_order() {
         by_key.sort_by_key(|p| p.0);
         assert_eq!(got, &by_key, "tile {t}");
     }
+    // Not the stable order: the tiles' network moves equal keys' values.
+    assert!(
+        v.windows(2)
+            .zip(k.windows(2))
+            .any(|(v, k)| k[0] == k[1] && v[0] > v[1]),
+        "merge path's order is the stable one"
+    );
+    // Past the radix sort's length, the backend takes this model.
+    let past = crate::schedule::radix::RADIX_MAX_LEN + 1;
+    assert!(!pairs_take_radix(past, 8) && pair_sort_tile(past, 8).is_some());
     // Rows, and the oblivious mode: the whole network.
     let half = n / 2 - 1;
     let (mut k, mut v) = (keys[..2 * half].to_vec(), values[..2 * half].to_vec());
@@ -167,6 +178,146 @@ fn long_pairs_take_merge_paths_order() {
         k == wk && v == wv,
         "the oblivious mode is the network's order"
     );
+}
+
+/// `keys` with their positions as values (`value(i)`) through the backend, against a
+/// stable sort by ordered key: equal keys keep their input order, descending too.
+fn check_stable<W: Word + std::fmt::Debug, V: bytemuck::Pod + PartialEq + std::fmt::Debug>(
+    keys: &[W],
+    value: fn(usize) -> V,
+    kind: crate::keys::KeyKind,
+) {
+    fn words<T: bytemuck::Pod>(s: &mut [T]) -> WordsMut<'_> {
+        match std::mem::size_of::<T>() {
+            4 => WordsMut::U32(bytemuck::cast_slice_mut(s)),
+            _ => WordsMut::U64(bytemuck::cast_slice_mut(s)),
+        }
+    }
+    let cpu = CpuBackend::new();
+    let n = keys.len();
+    let values: Vec<V> = (0..n).map(value).collect();
+    for descending in [false, true] {
+        let enc = KeyEncoding { kind, descending };
+        let mut want: Vec<(W, V)> = keys.iter().copied().zip(values.iter().copied()).collect();
+        want.sort_by_key(|p| enc.encode(p.0));
+        let (want_k, want_v): (Vec<W>, Vec<V>) = want.into_iter().unzip();
+        let (mut k, mut v) = (keys.to_vec(), values.clone());
+        cpu.sort_rows_words(words(&mut k), Some(words(&mut v)), enc, n)
+            .expect("sort");
+        let label = format!(
+            "{} keys, {} values, n={n}, {kind:?}, descending={descending}",
+            std::any::type_name::<W>(),
+            std::any::type_name::<V>()
+        );
+        assert!(k == want_k, "keys: {label}");
+        assert!(v == want_v, "values: {label}");
+    }
+}
+
+/// One row of pairs of 32- and 64-bit keys past 8 MiB (up to the radix sort's length)
+/// sorts stably, as the GPUs' radix sort does: u32 and u64 keys and values, few keys (ties
+/// across the whole row) and random ones, signed and float encodings (NaN, zeros of both
+/// signs), both orders; just below 8 MiB, the network's order still.
+#[test]
+fn long_pairs_sort_stably() {
+    use crate::keys::KeyKind::{Float, Signed, Unsigned};
+    let mut rng = StdRng::seed_from_u64(42);
+    let first = |element: u64| {
+        let n = (1u64 << 23) / element + 1;
+        assert!(pairs_take_radix(n, element) && !pairs_take_radix(n - 1, element));
+        n as usize
+    };
+    let n = first(8);
+    let few: Vec<u32> = (0..n).map(|_| rng.gen_range(0..40)).collect();
+    check_stable::<u32, u32>(&few, |i| i as u32, Unsigned);
+    let random: Vec<u32> = (0..n + 777).map(|_| rng.r#gen()).collect();
+    check_stable::<u32, u32>(&random, |i| i as u32, Signed);
+    let floats: Vec<u32> = few
+        .iter()
+        .map(|&x| match x % 6 {
+            0 => f32::NAN.to_bits(),
+            1 => (-0.0f32).to_bits(),
+            2 => 0.0f32.to_bits(),
+            3 => f32::NEG_INFINITY.to_bits(),
+            _ => (x as f32 - 20.0).to_bits(),
+        })
+        .collect();
+    check_stable::<u32, u32>(&floats, |i| i as u32, Float);
+    let n = first(12);
+    let few: Vec<u64> = (0..n).map(|_| rng.gen_range(0..40) << 36).collect();
+    check_stable::<u64, u32>(&few, |i| i as u32, Unsigned);
+    let few32: Vec<u32> = few.iter().map(|&x| (x >> 36) as u32).collect();
+    check_stable::<u32, u64>(&few32, |i| !(i as u64), Signed);
+    let n = first(16);
+    let few: Vec<u64> = (0..n)
+        .map(|_| (rng.gen_range(0..40i64) - 20) as u64)
+        .collect();
+    check_stable::<u64, u64>(&few, |i| (i as u64) << 32 | 3, Signed);
+    // Just below 8 MiB: the network's order, which moves equal keys' values.
+    let n = (1usize << 20) - 5;
+    let keys: Vec<u32> = (0..n).map(|_| rng.gen_range(0..40)).collect();
+    let values: Vec<u32> = (0..n as u32).collect();
+    let enc = KeyEncoding {
+        kind: Unsigned,
+        descending: false,
+    };
+    let (mut k, mut v) = (keys.clone(), values.clone());
+    CpuBackend::new()
+        .sort_rows_words(WordsMut::U32(&mut k), Some(WordsMut::U32(&mut v)), enc, n)
+        .expect("sort");
+    let (wk, wv) = network(&keys, &values);
+    assert!(k == wk && v == wv, "below 8 MiB: the network's order");
+}
+
+/// Pairs of narrow keys, which the backend widens to 32-bit words: long ones past 8 MiB of
+/// widened pairs in merge path's order (the GPUs sort narrow keys without a radix sort),
+/// equal to merge path's model of the widened keys, `u16` and `i16` keys, both orders.
+#[test]
+fn long_pairs_of_narrow_keys_take_merge_paths_order() {
+    let mut rng = StdRng::seed_from_u64(43);
+    let n = (1usize << 20) + 3;
+    let log_tile = pair_sort_tile(n as u64, 8).expect("past the threshold");
+    let cpu = CpuBackend::new();
+    let u16s: Vec<u16> = (0..n).map(|_| rng.gen_range(0..40)).collect();
+    let i16s: Vec<i16> = (0..n).map(|_| rng.gen_range(-20..20)).collect();
+    let values: Vec<u32> = (0..n as u32).collect();
+    fn check<K: crate::keys::SortKey>(
+        cpu: &CpuBackend,
+        keys: &[K],
+        values: &[u32],
+        log_tile: u32,
+    ) {
+        let n = keys.len();
+        for descending in [false, true] {
+            let (mut k, mut v) = (keys.to_vec(), values.to_vec());
+            let mut narrow: &mut [K] = &mut k;
+            cpu.sort_rows_narrow(&mut narrow, Some(WordsMut::U32(&mut v)), descending, n)
+                .expect("sort");
+            let mut wide = vec![0u32; n];
+            let mut want_v = values.to_vec();
+            let mut input = keys.to_vec();
+            let input_keys: &mut [K] = &mut input;
+            input_keys.widen(0, &mut wide);
+            sort_pairs(
+                &mut wide,
+                &mut want_v,
+                KeyEncoding::narrow(descending),
+                Some(log_tile),
+                false,
+            );
+            let mut want_k = keys.to_vec();
+            let mut narrowed: &mut [K] = &mut want_k[..];
+            narrowed.narrow(0, &wide);
+            let label = format!("{}, descending={descending}", std::any::type_name::<K>());
+            assert!(
+                bytemuck::cast_slice::<K, u8>(&k) == bytemuck::cast_slice::<K, u8>(&want_k),
+                "keys: {label}"
+            );
+            assert!(v == want_v, "values: {label}");
+        }
+    }
+    check(&cpu, &u16s, &values, log_tile);
+    check(&cpu, &i16s, &values, log_tile);
 }
 
 /// One row of narrow keys alone from [`COUNT_NARROW_FROM`] keys on is counted: every

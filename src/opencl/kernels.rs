@@ -382,7 +382,11 @@ impl OpenClBackend {
                 }
                 None => 0,
             },
-            radix_keys_per_thread: kernels.radix.as_ref().map_or(0, |r| r.keys_per_thread),
+            // 0 takes the radix sort away (`radix_facts`) where the backend may not take it.
+            radix_keys_per_thread: match &kernels.radix {
+                Some(r) if self.radix => r.keys_per_thread,
+                _ => 0,
+            },
             radix_from: self.radix_from,
             max_count_window_log: self.max_count_window_log,
             counting_from: self.counting_from,

@@ -113,6 +113,10 @@ pub struct OpenClBackend {
     /// One row of 32- or 64-bit keys takes the radix sort from this many keys on
     /// (`plan::POLICY.radix_from`; lower in tests, to reach its edges with short rows).
     radix_from: u64,
+    /// Whether sorts may take the radix sort at all (false in tests of the network and of
+    /// merge path: long pairs take the radix sort where `pairs_take_radix` says, whatever
+    /// `radix_from` says).
+    radix: bool,
     /// log2 of the registers per round ([`LOG_E`]; smaller in tests, to exercise more
     /// rounds and tiled global passes with short inputs).
     log_e: u32,
@@ -244,6 +248,7 @@ impl OpenClBackend {
             max_count_window_log: crate::kernel_contract::COUNT_KEY_BITS,
             counting_from: plan::COUNTING_FROM,
             radix_from: plan::POLICY.radix_from,
+            radix: true,
             log_e: LOG_E,
             own_split_max_tiles: plan::POLICY.own_split_max_tiles,
             oblivious: AtomicBool::new(false),

@@ -33,9 +33,9 @@ fn backends() -> &'static [OpenClBackend] {
             let mut b = OpenClBackend::open(index).expect("open the OpenCL device");
             b.max_log_tile = max_log_tile;
             b.log_e = log_e;
-            // Long rows of keys alone take merge path here, which these tests cover; the
-            // radix sort, which would take them, has its own (`radix.rs`).
-            b.radix_from = u64::MAX;
+            // Long rows of keys alone and long pairs take merge path here, which these tests
+            // cover; the radix sort, which would take them, has its own (`radix.rs`).
+            b.radix = false;
             b
         };
         eprintln!("OpenCL tests run on {}", list[index]);
@@ -55,6 +55,7 @@ fn splitter_backend() -> &'static OpenClBackend {
     CELL.get_or_init(|| {
         let mut b = OpenClBackend::open(backends()[0].info.index).expect("open the device");
         b.own_split_max_tiles = 0;
+        b.radix = false;
         b
     })
 }

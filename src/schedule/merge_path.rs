@@ -3,7 +3,8 @@
 //! output tile finding its part of each input run by [`split`]. The CUDA and OpenCL
 //! backends run it with two-way merges for keys alone ([`choose_sort_tile`] says where) and
 //! for one array of key-value pairs past `2^(POLICY.pair_min_log_merge_bytes - 1)` bytes
-//! ([`pair_sort_tile`], which the CPU backend follows too); the network of this module's
+//! ([`pair_sort_tile`], which the CPU backend follows too) that the radix sort does not
+//! take (`super::radix::pairs_take_radix`); the network of this module's
 //! parent sorts everything else, and everything in the data-oblivious mode. Which of the
 //! two a sort takes is `schedule::plan::choose`'s answer.
 //!

@@ -29,9 +29,9 @@ pub struct Target {
     /// A sorter on the device.
     pub sorter: Arc<Sorter>,
     /// The CPU backend in the same mode (absent for the CPU target itself): every backend
-    /// sorts pairs in the same order (the network's, or above 8 MiB of pairs merge path's
-    /// outside the oblivious mode), so its key-value results must equal the CPU's bit for
-    /// bit.
+    /// sorts pairs in the same order (the network's; outside the oblivious mode, above 8 MiB
+    /// of pairs of 32- or 64-bit keys the stable order up to 2^30 - 1 pairs, merge path's
+    /// beyond), so its key-value results must equal the CPU's bit for bit.
     pub reference: Option<Arc<Sorter>>,
     /// The base seed of every input.
     pub seed: u64,
@@ -161,8 +161,9 @@ pub fn find(binary: &str) -> Found {
             .push(failure("config::env", problems.join("; ")));
     }
 
-    // One CPU reference per mode: key-value sorts put values of equal keys in merge path's
-    // order by default and in the network's in the oblivious mode, on every backend alike.
+    // One CPU reference per mode: key-value sorts put values of equal keys in the network's,
+    // the stable or merge path's order by default and in the network's in the oblivious
+    // mode, on every backend alike.
     let reference_of = |oblivious: bool| {
         Arc::new(
             Sorter::builder()

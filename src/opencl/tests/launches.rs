@@ -226,11 +226,13 @@ fn device_types_set_the_thresholds() {
     assert!(!merges(&no_merge, 1, 1 << 22, (4, 4)));
 }
 
-/// The radix sort: keys of 4 and 8 bytes alone from the policy's crossover where the
-/// program has its kernels and they run work-groups of a bin an item; pairs, narrow keys,
-/// rows and programs without the kernels never; launches sized by the compute units.
+/// The radix sort: keys of 4 and 8 bytes alone from the policy's crossover, and their pairs
+/// past 8 MiB (`pairs_take_radix`), where the program has its kernels and they run
+/// work-groups of a bin an item; shorter pairs, narrow keys, rows and programs without the
+/// kernels never; launches sized by the compute units.
 #[test]
 fn radix_takes_long_rows_of_keys_alone() {
+    use crate::schedule::radix::RADIX_MAX_LEN;
     let limits = Limits {
         radix_group: 1024,
         radix_keys_per_thread: 16,
@@ -255,7 +257,17 @@ fn radix_takes_long_rows_of_keys_alone() {
         assert_eq!(r.copy_groups, 132 * 8);
         assert!(radix(&limits, from - 1, 1, (key_bytes, 0)).is_none());
         assert!(radix(&limits, from, 2, (key_bytes, 0)).is_none());
-        assert!(radix(&limits, from, 1, (key_bytes, 4)).is_none());
+        // Pairs from 8 MiB on, whatever the crossover of keys alone: 2^20 pairs of 8 bytes
+        // fill 8 MiB, of 12 bytes more.
+        assert_eq!(
+            radix(&limits, 1 << 20, 1, (key_bytes, 4)).is_some(),
+            key_bytes == 8
+        );
+        let r = radix(&limits, (1 << 20) + 1, 1, (key_bytes, 4)).expect("radix for pairs");
+        assert_eq!((r.plan.n, r.plan.digits), ((1 << 20) + 1, key_bytes as u32));
+        assert!(radix(&limits, (1 << 20) + 1, 2, (key_bytes, 4)).is_none());
+        assert!(radix(&limits, RADIX_MAX_LEN + 1, 1, (key_bytes, 8)).is_none());
+        assert!(radix(&limits, 1 << 24, 1, (2, 4)).is_none());
     }
     let small = radix(
         &Limits {

@@ -100,11 +100,12 @@ fn merge_path_sorts_keys() {
     }
 }
 
-/// Merge path for key-value pairs: past 8 MiB of pairs the plan takes it on every device
-/// (and not in the oblivious mode), and keys and values come out bit for bit as the CPU
-/// backend's emulation has them (values of equal keys included), for every width of key and
-/// value, both ways, from host slices and from device buffers on two queues; in the
-/// oblivious mode both run the network and still agree.
+/// Merge path's pair kernels: past 8 MiB of pairs a backend without the radix sort takes it
+/// (and not in the oblivious mode), as the GPUs do past the radix sort's length, and keys
+/// and values come out bit for bit in the order of its CPU model (each tile by the network,
+/// then stable merges: values of equal keys included), for every width of key and value,
+/// both ways, from host slices and from device buffers on two queues; in the oblivious mode
+/// it and the CPU backend run the network and still agree.
 #[test]
 #[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
 fn merge_path_sorts_pairs() {
@@ -123,6 +124,22 @@ fn merge_path_sorts_pairs() {
         plan::choose(&limits, Shape::new(first as u64, 1), 4, 4, true),
         SortPlan::Network(_)
     ));
+    // With the radix kernels, the same pairs take the radix sort up to its length, and
+    // merge path past it.
+    let radix = plan::Limits {
+        radix_keys_per_thread: 4,
+        radix_group: plan::RADIX_GROUP,
+        ..limits
+    };
+    assert!(matches!(
+        plan::choose(&radix, Shape::new(first as u64, 1), 4, 4, false),
+        SortPlan::Radix(_)
+    ));
+    let past = crate::schedule::radix::RADIX_MAX_LEN + 1;
+    assert!(matches!(
+        plan::choose(&radix, Shape::new(past, 1), 4, 4, false),
+        SortPlan::MergePath(_)
+    ));
     let mut rng = StdRng::seed_from_u64(31);
     // Past the threshold, around the sort tiles (2^11 and 2^12) and where the tile changes
     // with the number of merge passes (2^21 + 1).
@@ -138,18 +155,18 @@ fn merge_path_sorts_pairs() {
         let raw = few_or_random(&mut rng, n, i % 4 != 3);
         let keys: Vec<u32> = raw.iter().map(|&x| x as u32).collect();
         let values: Vec<u32> = (0..n as u32).collect();
-        check_pairs_like_cpu(b, &cpu, &keys, &values, i % 2 == 1);
+        check_pairs_like_model(b, &cpu, &keys, &values, i % 2 == 1);
         if i == 0 {
-            check_pairs_like_cpu(splitter_backend(), &cpu, &keys, &values, true);
+            check_pairs_like_model(splitter_backend(), &cpu, &keys, &values, true);
             // Every other width of key and value, just past its threshold.
             let wide: Vec<u64> = raw
                 .iter()
                 .map(|&x| x.wrapping_mul(0x9e37_79b9_7f4a_7c15) % 64)
                 .collect();
             let wide_values: Vec<u64> = (0..n as u64).map(|i| i << 20).collect();
-            check_pairs_like_cpu(b, &cpu, &keys, &wide_values, false);
-            check_pairs_like_cpu(b, &cpu, &wide, &values, true);
-            check_pairs_like_cpu(
+            check_pairs_like_model(b, &cpu, &keys, &wide_values, false);
+            check_pairs_like_model(b, &cpu, &wide, &values, true);
+            check_pairs_like_model(
                 b,
                 &cpu,
                 &wide[..(1 << 19) + 3],
@@ -166,7 +183,7 @@ fn merge_path_sorts_pairs() {
                     _ => (x % 5) as f32,
                 })
                 .collect();
-            check_pairs_like_cpu(b, &cpu, &floats, &values, true);
+            check_pairs_like_model(b, &cpu, &floats, &values, true);
         }
     }
     // Device buffers on two queues taking turns at the scratch.
@@ -177,13 +194,7 @@ fn merge_path_sorts_pairs() {
     for (case, &n) in lengths.iter().take(2).enumerate() {
         let keys: Vec<u32> = (0..n).map(|_| rng.gen_range(0..40)).collect();
         let values: Vec<u32> = (0..n as u32).collect();
-        let (mut want_k, mut want_v) = (keys.clone(), values.clone());
-        cpu.sort_words(
-            WordsMut::U32(&mut want_k),
-            Some(WordsMut::U32(&mut want_v)),
-            KeyEncoding::of::<u32>(crate::keys::Order::Ascending),
-        )
-        .expect("cpu sort");
+        let (want_k, want_v) = wanted_pairs(b, &cpu, &keys, &values, false);
         let queue = &queues[case % 2];
         let upload = |host: &[u32]| {
             // SAFETY: no host pointer; the buffer is written before it is read.
@@ -214,25 +225,80 @@ fn merge_path_sorts_pairs() {
     let n = lengths[0];
     let keys: Vec<u32> = (0..n).map(|_| rng.gen_range(0..40)).collect();
     let values: Vec<u32> = (0..n as u32).collect();
-    check_pairs_like_cpu(b, &cpu, &keys, &values, false);
+    check_pairs_like_model(b, &cpu, &keys, &values, false);
     b.set_oblivious(false);
 }
 
-/// Sorts `keys` and `values` on `b` and on `cpu` and checks both bit for bit.
-fn check_pairs_like_cpu<K: SortKey + std::fmt::Debug, V: bytemuck::Pod + std::fmt::Debug>(
+/// `keys` and `values` sorted as `b` sorts them: where it takes merge path for pairs (past
+/// [`pair_sort_tile`]'s threshold, outside the oblivious mode; `b` must not take the radix
+/// sort), in the order of merge path's CPU model; otherwise as `cpu` sorts them (the
+/// network's order, `cpu` in the same mode as `b`).
+fn wanted_pairs<K: SortKey, V: bytemuck::Pod + Send + Sync>(
+    b: &OpenClBackend,
+    cpu: &CpuBackend,
+    keys: &[K],
+    values: &[V],
+    descending: bool,
+) -> (Vec<K>, Vec<V>) {
+    use crate::schedule::merge_path::pair_sort_tile;
+    fn model<W: crate::keys::Word, V: Copy + Send + Sync>(
+        log_tile: u32,
+        keys: &mut [W],
+        values: &mut [V],
+        encoding: KeyEncoding,
+    ) {
+        keys.iter_mut().for_each(|k| *k = encoding.encode(*k));
+        crate::schedule::emulate_merge_path(log_tile, keys, values);
+        keys.iter_mut().for_each(|k| *k = encoding.decode(*k));
+    }
+    let (key_bytes, value_bytes) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
+    let n = keys.len() as u64;
+    let (mut want_k, mut want_v) = (keys.to_vec(), values.to_vec());
+    let (w, kind) = as_words(&mut want_k);
+    let encoding = KeyEncoding { kind, descending };
+    let merges = pair_sort_tile(n, (key_bytes + value_bytes) as u64)
+        .filter(|_| !b.oblivious.load(std::sync::atomic::Ordering::Relaxed));
+    match merges {
+        Some(log_tile) => {
+            let limits = b
+                .variant_of_widths(key_bytes, Some(value_bytes))
+                .expect("program")
+                .limits;
+            let shape = Shape::new(n, 1);
+            assert!(
+                matches!(
+                    plan::choose(&limits, shape, key_bytes as u64, value_bytes as u64, false),
+                    SortPlan::MergePath(_)
+                ),
+                "{n} pairs of {key_bytes} + {value_bytes} bytes do not take merge path"
+            );
+            match w {
+                WordsMut::U32(w) => model(log_tile, w, &mut want_v, encoding),
+                WordsMut::U64(w) => model(log_tile, w, &mut want_v, encoding),
+            }
+        }
+        None => cpu
+            .sort_words(w, Some(value_words(&mut want_v)), encoding)
+            .expect("cpu sort"),
+    }
+    (want_k, want_v)
+}
+
+/// Sorts `keys` and `values` on `b` and checks both bit for bit against [`wanted_pairs`].
+fn check_pairs_like_model<
+    K: SortKey + std::fmt::Debug,
+    V: bytemuck::Pod + Send + Sync + std::fmt::Debug,
+>(
     b: &OpenClBackend,
     cpu: &CpuBackend,
     keys: &[K],
     values: &[V],
     descending: bool,
 ) {
-    let (mut want_k, mut want_v) = (keys.to_vec(), values.to_vec());
-    let (w, kind) = as_words(&mut want_k);
-    let encoding = KeyEncoding { kind, descending };
-    cpu.sort_words(w, Some(value_words(&mut want_v)), encoding)
-        .expect("cpu sort");
+    let (want_k, want_v) = wanted_pairs(b, cpu, keys, values, descending);
     let (mut got_k, mut got_v) = (keys.to_vec(), values.to_vec());
-    let (w, _) = as_words(&mut got_k);
+    let (w, kind) = as_words(&mut got_k);
+    let encoding = KeyEncoding { kind, descending };
     b.sort_words(w, Some(value_words(&mut got_v)), encoding)
         .expect("opencl sort");
     let label = format!(
@@ -245,8 +311,9 @@ fn check_pairs_like_cpu<K: SortKey + std::fmt::Debug, V: bytemuck::Pod + std::fm
 }
 
 /// From 32 MiB a merge-path sort of host slices sorts each chunk while the rest uploads
-/// (`chunked.rs`): the same result, bit for bit, as the CPU backend (which follows the
-/// sort that uploads first): keys alone in four chunks and a last one of one element, pairs
+/// (`chunked.rs`): the same result, bit for bit, as the sort that uploads first (the CPU
+/// backend for keys alone, merge path's CPU model for pairs, which this backend sorts by
+/// merge path): keys alone in four chunks and a last one of one element, pairs
 /// in two chunks and one of one element, floats descending with NaN, -0.0 and infinities.
 #[test]
 #[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
@@ -293,7 +360,7 @@ fn sorts_while_uploading_as_after() {
         })
         .collect();
     let values: Vec<u32> = (0..n as u32).collect();
-    check_pairs_like_cpu(b, &cpu, &floats, &values, true);
+    check_pairs_like_model(b, &cpu, &floats, &values, true);
     let few: Vec<u32> = (0..n).map(|_| rng.gen_range(0..50)).collect();
-    check_pairs_like_cpu(b, &cpu, &few, &values, false);
+    check_pairs_like_model(b, &cpu, &few, &values, false);
 }
