@@ -246,27 +246,27 @@ fn sort_pairs_stable<W: Word, V: bytemuck::Pod + Send + Sync>(
 }
 
 /// Sorts `keys` (and `values`) in rows of `row_len`, rows in parallel. One row of pairs
-/// takes the radix sort's order (stable) where [`pairs_take_radix`] says so and `wide_keys`
-/// (the keys are 32- or 64-bit keys, not narrow ones widened: the GPUs sort narrow keys as
-/// such, without a radix sort), else merge path's order past [`pair_sort_tile`]'s threshold,
-/// unless `oblivious`; rows always take the network's, as on the GPUs.
+/// takes the radix sort's order (stable) where [`pairs_take_radix`] says so (narrow keys
+/// too: the GPUs widen them to 32-bit words on the way in, and sort those by radix), else
+/// merge path's order past [`pair_sort_tile`]'s threshold, unless `oblivious`; rows always
+/// take the network's, as on the GPUs.
 fn sort_rows<W: Word>(
     keys: &mut [W],
     values: Option<WordsMut<'_>>,
     enc: KeyEncoding,
     row_len: usize,
-    (oblivious, wide_keys): (bool, bool),
+    oblivious: bool,
 ) {
     fn pairs<W: Word, V: bytemuck::Pod + Send + Sync>(
         keys: &mut [W],
         values: &mut [V],
         enc: KeyEncoding,
         row_len: usize,
-        (oblivious, wide_keys): (bool, bool),
+        oblivious: bool,
     ) {
         let element_bytes = (std::mem::size_of::<W>() + std::mem::size_of::<V>()) as u64;
         if row_len == keys.len() && !oblivious {
-            if wide_keys && pairs_take_radix(row_len as u64, element_bytes) {
+            if pairs_take_radix(row_len as u64, element_bytes) {
                 return sort_pairs_stable(keys, values, enc);
             }
             let tile = pair_sort_tile(row_len as u64, element_bytes);
@@ -276,11 +276,10 @@ fn sort_rows<W: Word>(
             .zip(values.par_chunks_mut(row_len))
             .for_each(|(k, v)| sort_pairs(k, v, enc, None, oblivious));
     }
-    let modes = (oblivious, wide_keys);
     match values {
         None => keys.par_chunks_mut(row_len).for_each(|k| sort_keys(k, enc)),
-        Some(WordsMut::U32(v)) => pairs(keys, v, enc, row_len, modes),
-        Some(WordsMut::U64(v)) => pairs(keys, v, enc, row_len, modes),
+        Some(WordsMut::U32(v)) => pairs(keys, v, enc, row_len, oblivious),
+        Some(WordsMut::U64(v)) => pairs(keys, v, enc, row_len, oblivious),
     }
 }
 
@@ -299,8 +298,8 @@ impl Backend for CpuBackend {
         debug_assert_rows_words(keys.len(), values.as_ref().map(WordsMut::len), row_len);
         let oblivious = self.oblivious.load(Ordering::Relaxed);
         match keys {
-            WordsMut::U32(k) => sort_rows(k, values, encoding, row_len, (oblivious, true)),
-            WordsMut::U64(k) => sort_rows(k, values, encoding, row_len, (oblivious, true)),
+            WordsMut::U32(k) => sort_rows(k, values, encoding, row_len, oblivious),
+            WordsMut::U64(k) => sort_rows(k, values, encoding, row_len, oblivious),
         }
         Ok(())
     }
@@ -316,15 +315,9 @@ impl Backend for CpuBackend {
             count_narrow(keys, descending);
             return Ok(());
         }
-        // Widened here rather than through `sort_rows_words`, whose pairs of 32-bit keys
-        // may take the radix sort's order, which the GPUs never give narrow keys.
-        let oblivious = self.oblivious.load(Ordering::Relaxed);
-        let mut wide = vec![0u32; keys.len()];
-        keys.widen(0, &mut wide);
-        let encoding = KeyEncoding::narrow(descending);
-        sort_rows(&mut wide, values, encoding, row_len, (oblivious, false));
-        keys.narrow(0, &wide);
-        Ok(())
+        // Widened to 32-bit words as the GPUs' host-slice sorts widen them, so that their
+        // pairs take the same order (the radix sort's where the words' pairs take it).
+        crate::backend::sort_narrow_as_words(self, keys, values, descending, row_len)
     }
 
     fn set_oblivious(&self, oblivious: bool) {

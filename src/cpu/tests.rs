@@ -102,11 +102,10 @@ fn cpu_short_pairs_against_rayon() {
     }
 }
 
-/// Merge path's model, which gives one row of pairs past the radix sort's length (and
-/// narrow keys' pairs past 8 MiB) the GPUs' order: sorted keys, and the pairs of each tile
-/// of `2^pair_sort_tile` inputs in the order the network gives that tile alone, tile after
-/// tile among equal keys. In the oblivious mode, and in rows, the backend gives the whole
-/// network's order.
+/// Merge path's model, which gives one row of pairs past the radix sort's length the GPUs'
+/// order: sorted keys, and the pairs of each tile of `2^pair_sort_tile` inputs in the order
+/// the network gives that tile alone, tile after tile among equal keys (not the stable
+/// order). In the oblivious mode, and in rows, the backend gives the whole network's order.
 #[test]
 fn long_pairs_merge_path_order() {
     let n = (1usize << 20) + 4099;
@@ -269,55 +268,40 @@ fn long_pairs_sort_stably() {
     assert!(k == wk && v == wv, "below 8 MiB: the network's order");
 }
 
-/// Pairs of narrow keys, which the backend widens to 32-bit words: long ones past 8 MiB of
-/// widened pairs in merge path's order (the GPUs sort narrow keys without a radix sort),
-/// equal to merge path's model of the widened keys, `u16` and `i16` keys, both orders.
+/// Pairs of narrow keys, which the backend widens to 32-bit words as the GPUs' host-slice
+/// sorts do: past 8 MiB of widened pairs they sort stably too (the GPUs take the radix sort
+/// for those words), `u16` and `i16` keys, both orders, against Rust's stable sort.
 #[test]
-fn long_pairs_of_narrow_keys_take_merge_paths_order() {
-    let mut rng = StdRng::seed_from_u64(43);
-    let n = (1usize << 20) + 3;
-    let log_tile = pair_sort_tile(n as u64, 8).expect("past the threshold");
-    let cpu = CpuBackend::new();
-    let u16s: Vec<u16> = (0..n).map(|_| rng.gen_range(0..40)).collect();
-    let i16s: Vec<i16> = (0..n).map(|_| rng.gen_range(-20..20)).collect();
-    let values: Vec<u32> = (0..n as u32).collect();
-    fn check<K: crate::keys::SortKey>(
-        cpu: &CpuBackend,
-        keys: &[K],
-        values: &[u32],
-        log_tile: u32,
-    ) {
+fn long_pairs_of_narrow_keys_sort_stably() {
+    fn check<K: crate::keys::SortKey + Ord>(cpu: &CpuBackend, keys: &[K], values: &[u32]) {
         let n = keys.len();
         for descending in [false, true] {
             let (mut k, mut v) = (keys.to_vec(), values.to_vec());
             let mut narrow: &mut [K] = &mut k;
             cpu.sort_rows_narrow(&mut narrow, Some(WordsMut::U32(&mut v)), descending, n)
                 .expect("sort");
-            let mut wide = vec![0u32; n];
-            let mut want_v = values.to_vec();
-            let mut input = keys.to_vec();
-            let input_keys: &mut [K] = &mut input;
-            input_keys.widen(0, &mut wide);
-            sort_pairs(
-                &mut wide,
-                &mut want_v,
-                KeyEncoding::narrow(descending),
-                Some(log_tile),
-                false,
-            );
-            let mut want_k = keys.to_vec();
-            let mut narrowed: &mut [K] = &mut want_k[..];
-            narrowed.narrow(0, &wide);
+            let mut want: Vec<(K, u32)> =
+                keys.iter().copied().zip(values.iter().copied()).collect();
+            if descending {
+                want.sort_by(|a, b| b.0.cmp(&a.0));
+            } else {
+                want.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            let (want_k, want_v): (Vec<K>, Vec<u32>) = want.into_iter().unzip();
             let label = format!("{}, descending={descending}", std::any::type_name::<K>());
-            assert!(
-                bytemuck::cast_slice::<K, u8>(&k) == bytemuck::cast_slice::<K, u8>(&want_k),
-                "keys: {label}"
-            );
+            assert!(k == want_k, "keys: {label}");
             assert!(v == want_v, "values: {label}");
         }
     }
-    check(&cpu, &u16s, &values, log_tile);
-    check(&cpu, &i16s, &values, log_tile);
+    let mut rng = StdRng::seed_from_u64(43);
+    let n = (1usize << 20) + 3;
+    assert!(pairs_take_radix(n as u64, 8));
+    let cpu = CpuBackend::new();
+    let u16s: Vec<u16> = (0..n).map(|_| rng.gen_range(0..40)).collect();
+    let i16s: Vec<i16> = (0..n).map(|_| rng.gen_range(-20..20)).collect();
+    let values: Vec<u32> = (0..n as u32).collect();
+    check(&cpu, &u16s, &values);
+    check(&cpu, &i16s, &values);
 }
 
 /// One row of narrow keys alone from [`COUNT_NARROW_FROM`] keys on is counted: every

@@ -30,10 +30,9 @@ pub(crate) struct SchedulePolicy {
     /// Key-value sorts leave the network where keys and values together fill more than
     /// `2^(pair_min_log_merge_bytes - 1)` bytes (`ceil(log2(bytes)) >= this`: from 2^20 + 1
     /// `u32` pairs), on every backend alike, the CPU's included: for the radix sort
-    /// (`schedule::radix::pairs_take_radix`), or merge path for pairs of narrow keys and
-    /// past the radix sort's length. Those put values of
-    /// equal keys in another order than the network does, and every backend must put them
-    /// in the same one, so this threshold depends on nothing about the device. It lies
+    /// (`schedule::radix::pairs_take_radix`), or merge path past its length. Those put
+    /// values of equal keys in another order than the network does, and every backend must
+    /// put them in the same one, so this threshold depends on nothing about the device. It lies
     /// where merge path overtakes the network for keys on the backend whose launches cost
     /// the most (NVIDIA's OpenCL) when every merge pass launches its splitter, so that no
     /// backend loses by it.

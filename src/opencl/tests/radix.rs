@@ -362,7 +362,9 @@ fn radix_is_chosen_for_keys_alone_and_long_pairs() {
             SortPlan::Radix(_)
         ));
         for value_bytes in [4usize, 8] {
-            let pairs = b.variant_of_widths(bytes, Some(value_bytes)).expect("the program");
+            let pairs = b
+                .variant_of_widths(bytes, Some(value_bytes))
+                .expect("the program");
             let element = (bytes + value_bytes) as u64;
             // The first length past 8 MiB.
             let first = (1u64 << 23) / element + 1;
@@ -460,10 +462,13 @@ fn long_pairs_sort_stably() {
     }
     let mut rng = StdRng::seed_from_u64(48);
     let first = |element: usize| (1usize << 23) / element + 1;
-    let few = |rng: &mut StdRng, n: usize| -> Vec<u64> { (0..n).map(|_| rng.gen_range(0..40)).collect() };
+    let few =
+        |rng: &mut StdRng, n: usize| -> Vec<u64> { (0..n).map(|_| rng.gen_range(0..40)).collect() };
     let n = first(8);
     let raw = few(&mut rng, n);
-    check::<u32, u32>(&raw.iter().map(|&x| x as u32).collect::<Vec<_>>(), |i| i as u32);
+    check::<u32, u32>(&raw.iter().map(|&x| x as u32).collect::<Vec<_>>(), |i| {
+        i as u32
+    });
     let random: Vec<i32> = (0..n + 1000).map(|_| rng.r#gen()).collect();
     check::<i32, u32>(&random, |i| i as u32);
     let floats: Vec<f32> = raw
@@ -479,11 +484,18 @@ fn long_pairs_sort_stably() {
     check::<f32, u32>(&floats, |i| i as u32);
     let n = first(12);
     let raw = few(&mut rng, n);
-    check::<u32, u64>(&raw.iter().map(|&x| x as u32).collect::<Vec<_>>(), |i| (i as u64) << 32 | 5);
-    check::<u64, u32>(&raw.iter().map(|&x| x << 40).collect::<Vec<_>>(), |i| i as u32);
+    check::<u32, u64>(&raw.iter().map(|&x| x as u32).collect::<Vec<_>>(), |i| {
+        (i as u64) << 32 | 5
+    });
+    check::<u64, u32>(&raw.iter().map(|&x| x << 40).collect::<Vec<_>>(), |i| {
+        i as u32
+    });
     let n = first(16);
     let raw = few(&mut rng, n);
-    check::<i64, u64>(&raw.iter().map(|&x| x as i64 - 20).collect::<Vec<_>>(), |i| !(i as u64));
+    check::<i64, u64>(
+        &raw.iter().map(|&x| x as i64 - 20).collect::<Vec<_>>(),
+        |i| !(i as u64),
+    );
     // Device buffers.
     let b = radix_backend();
     let queue = CommandQueue::create_default(&b.context, 0).expect("a queue");
