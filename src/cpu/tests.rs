@@ -283,9 +283,9 @@ fn long_pairs_of_narrow_keys_sort_stably() {
             let mut want: Vec<(K, u32)> =
                 keys.iter().copied().zip(values.iter().copied()).collect();
             if descending {
-                want.sort_by(|a, b| b.0.cmp(&a.0));
+                want.sort_by_key(|p| std::cmp::Reverse(p.0));
             } else {
-                want.sort_by(|a, b| a.0.cmp(&b.0));
+                want.sort_by_key(|p| p.0);
             }
             let (want_k, want_v): (Vec<K>, Vec<u32>) = want.into_iter().unzip();
             let label = format!("{}, descending={descending}", std::any::type_name::<K>());
