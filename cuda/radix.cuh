@@ -294,11 +294,26 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
     const u32 start = radix_block_exclusive_sum(count, sums);
     bin_start[b] = start;
 
-    // 3. look back, RADIX_LOOK_BACK tiles at a time: their words are loaded at once, and
-    // the walk takes every published one from the nearest back, so that a tile far from the
-    // last prefix reaches it in a few rounds of loads instead of one load per tile.
+    // 3. look back, one tile at a time or RADIX_LOOK_BACK at once (`look_back`): then their
+    // words are loaded together, and the walk takes every published one from the nearest
+    // back, so that a tile far from the last prefix reaches it in a few rounds of loads
+    // instead of one load per tile.
     u32 before = 0;
-    if (tile > 0) {
+    if (tile > 0 && a.look_back <= 1) {
+        // One tile at a time, from the nearest back, each waited for until it has published.
+        for (u32 t = tile - 1;; --t) {
+            const u32 *word_at = my_region + (u64)t * RADIX_BINS + b;
+            u32 word;
+            do {
+                word = radix_load_word(word_at);
+            } while ((word & (RADIX_FLAG_AGGREGATE | RADIX_FLAG_PREFIX)) == 0);
+            before += word & ((1u << RADIX_COUNT_BITS) - 1);
+            if ((word & RADIX_FLAG_PREFIX) != 0 || t == 0) {
+                break;
+            }
+        }
+        radix_store_word(mine, RADIX_FLAG_PREFIX | (before + count));
+    } else if (tile > 0) {
         u32 next = tile; // the nearest tile not yet added is next - 1
         for (;;) {
             u32 words[RADIX_LOOK_BACK];

@@ -88,6 +88,10 @@ pub(crate) struct CudaPolicy {
     /// Histogram blocks of a radix sort per multiprocessor: enough to keep the loads of one
     /// read of the keys in flight.
     pub radix_histogram_blocks_per_sm: u32,
+    /// Tiles whose look-back words a tile of a radix digit pass reads at a time: 1, or 16
+    /// at once (`RADIX_LOOK_BACK` in `cuda/radix.cuh`), which reaches a far prefix in fewer
+    /// rounds of loads but spins on sixteen words where one is not yet published.
+    pub radix_look_back: u32,
 }
 
 /// The CUDA backend's tuned numbers.
@@ -102,6 +106,7 @@ pub(crate) const POLICY: CudaPolicy = CudaPolicy {
     radix_keys_per_thread: [16, 16],
     radix_pair_keys_per_thread: [16, 12],
     radix_histogram_blocks_per_sm: 4,
+    radix_look_back: 1,
 };
 
 /// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's
@@ -212,6 +217,9 @@ pub(crate) struct RadixLaunches {
     pub histogram_blocks: u32,
     /// Tests only: [`DeviceLimits::radix_delay`].
     pub delay: u32,
+    /// Tiles whose look-back words a digit pass reads at a time
+    /// ([`CudaPolicy::radix_look_back`]).
+    pub look_back: u32,
 }
 
 impl RadixLaunches {
@@ -223,6 +231,7 @@ impl RadixLaunches {
             value_bytes,
             histogram_blocks: Self::histogram_blocks_for(limits, plan.n),
             delay: limits.radix_delay,
+            look_back: POLICY.radix_look_back,
         }
     }
 
