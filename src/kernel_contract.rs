@@ -231,7 +231,7 @@ pub(crate) const RADIX_BINS: u32 = 1 << RADIX_DIGIT_BITS;
 pub(crate) const RADIX_THREADS: u32 = 256;
 
 /// The most keys a thread of a digit pass holds (`RADIX_MAX_KEYS_PER_THREAD`).
-pub(crate) const RADIX_MAX_KEYS_PER_THREAD: u32 = 32;
+pub(crate) const RADIX_MAX_KEYS_PER_THREAD: u32 = 16;
 
 /// Bits of a count in a look-back word (`RADIX_COUNT_BITS`); the two bits above say what it
 /// covers. A radix sort takes fewer than `2^RADIX_COUNT_BITS` keys.

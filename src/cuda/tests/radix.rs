@@ -314,7 +314,7 @@ fn cuda_radix_timings() {
                 let scratch_values = DeviceBuffer::<u32>::zeroed(n.max(1)).expect("values");
                 let mut line =
                     format!("key {key_bytes} value {value_bytes} 2^{log_n} pattern {p}:");
-                for (kpt, look_back) in [(16u32, 1u32), (24, 1), (32, 1), (32, 16)] {
+                for (kpt, look_back) in [(12u32, 1u32), (16, 1), (16, 16)] {
                     let plan = RadixPlan::new(n as u64, key_bytes, kpt);
                     let launches = RadixLaunches {
                         plan,
