@@ -155,19 +155,6 @@ __device__ __forceinline__ u32 radix_moves_before(const u32 *state, u32 digits, 
     return moves;
 }
 
-// The lanes of the warp whose digit equals this lane's, among `active`: one ballot per
-// digit bit, each keeping the lanes that agree on it. Every lane of the warp must call it.
-__device__ __forceinline__ u32 radix_peers(u32 bin, u32 active) {
-    u32 peers = active;
-#pragma unroll
-    for (u32 bit = 0; bit < RADIX_DIGIT_BITS; ++bit) {
-        const bool set = (bin >> bit) & 1u;
-        const u32 lanes = __ballot_sync(0xffffffffu, set);
-        peers &= set ? lanes : ~lanes;
-    }
-    return peers;
-}
-
 __device__ __forceinline__ void radix_store_word(u32 *p, u32 v) { *reinterpret_cast<volatile u32 *>(p) = v; }
 __device__ __forceinline__ u32 radix_load_word(const u32 *p) { return *reinterpret_cast<const volatile u32 *>(p); }
 
@@ -180,7 +167,7 @@ __device__ __forceinline__ bool radix_delayed(u32 tile, u32 delay) { return dela
 // has started. Warp w holds keys [32 kpt w, 32 kpt (w + 1)) of the tile, lane l the keys at
 // 32 e + l of those for e < kpt.
 //  1. rank: for each e in turn, the lanes whose keys share a digit find each other
-//     (radix_peers), each takes the warp's count of the digit so far plus the peers on
+//     (__match_any_sync), each takes the warp's count of the digit so far plus the peers on
 //     lower lanes, and the lowest of them adds the peers to the count: a stable rank within
 //     the warp;
 //  2. count: thread b sums bin b over the warps (each warp's count becomes its start within
@@ -237,9 +224,8 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
     // 1. rank within the warp.
     K k[RADIX_MAX_KEYS_PER_THREAD];
     V v[HAS_V ? RADIX_MAX_KEYS_PER_THREAD : 1];
-    // A key's digit (RADIX_BINS past the row's end) in the low 9 bits, its rank within the
-    // warp's keys of that digit above them: one register a key.
     u32 bin[RADIX_MAX_KEYS_PER_THREAD];
+    u32 rank[RADIX_MAX_KEYS_PER_THREAD];
 #pragma unroll
     for (u32 e = 0; e < RADIX_MAX_KEYS_PER_THREAD; ++e) {
         if (e < kpt) {
@@ -258,17 +244,17 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
 #pragma unroll
     for (u32 e = 0; e < RADIX_MAX_KEYS_PER_THREAD; ++e) {
         if (e < kpt) {
-            const bool valid = bin[e] < RADIX_BINS; // no rank yet: the digit alone
+            const bool valid = bin[e] < RADIX_BINS;
             const u32 active = __ballot_sync(0xffffffffu, valid);
-            const u32 peers = radix_peers(bin[e], active);
             if (valid) {
+                const u32 peers = __match_any_sync(active, bin[e]);
                 const u32 lower = __popc(peers & below_lane);
                 const u32 so_far = warp_counts[warp][bin[e]];
+                rank[e] = so_far + lower;
                 __syncwarp(active);
                 if (lower == 0) {
                     warp_counts[warp][bin[e]] = so_far + __popc(peers);
                 }
-                bin[e] |= (so_far + lower) << 9;
             }
             __syncwarp();
         }
@@ -294,11 +280,28 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
     const u32 start = radix_block_exclusive_sum(count, sums);
     bin_start[b] = start;
 
-    // 3. look back, RADIX_LOOK_BACK tiles at a time: their words are loaded at once, and
-    // the walk takes every published one from the nearest back, so that a tile far from the
-    // last prefix reaches it in a few rounds of loads instead of one load per tile.
+    // 3. look back, one tile at a time or RADIX_LOOK_BACK at once (`look_back`): then their
+    // words are loaded together, and the walk takes every published one from the nearest
+    // back, so that a tile far from the last prefix reaches it in a few rounds of loads
+    // instead of one load per tile.
     u32 before = 0;
-    if (tile > 0) {
+    if (tile > 0 && a.look_back <= 1) {
+        // One tile at a time, from the nearest back, each waited for until it has published.
+        for (u32 t = tile - 1;; --t) {
+            const u32 *word_at = my_region + (u64)t * RADIX_BINS + b;
+            u32 word = radix_load_word(word_at);
+            while ((word & (RADIX_FLAG_AGGREGATE | RADIX_FLAG_PREFIX)) == 0) {
+                // A short sleep leaves the issue slots to the warps that have work.
+                __nanosleep(32);
+                word = radix_load_word(word_at);
+            }
+            before += word & ((1u << RADIX_COUNT_BITS) - 1);
+            if ((word & RADIX_FLAG_PREFIX) != 0 || t == 0) {
+                break;
+            }
+        }
+        radix_store_word(mine, RADIX_FLAG_PREFIX | (before + count));
+    } else if (tile > 0) {
         u32 next = tile; // the nearest tile not yet added is next - 1
         for (;;) {
             u32 words[RADIX_LOOK_BACK];
@@ -321,6 +324,9 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
             if (found) {
                 break;
             }
+            if (taken == 0) {
+                __nanosleep(32);
+            }
             next -= taken;
         }
         radix_store_word(mine, RADIX_FLAG_PREFIX | (before + count));
@@ -333,9 +339,8 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
     // 4. scatter, through shared memory in the tile's order.
 #pragma unroll
     for (u32 e = 0; e < RADIX_MAX_KEYS_PER_THREAD; ++e) {
-        const u32 d = bin[e] & 511u;
-        if (e < kpt && d < RADIX_BINS) {
-            const u32 p = bin_start[d] + warp_counts[warp][d] + (bin[e] >> 9);
+        if (e < kpt && bin[e] < RADIX_BINS) {
+            const u32 p = bin_start[bin[e]] + warp_counts[warp][bin[e]] + rank[e];
             tile_keys[p] = k[e];
             if constexpr (HAS_V) {
                 tile_values[p] = v[e];

@@ -154,7 +154,7 @@ struct RadixArgs {
     unsigned int digit;            // the digit a pass sorts by, 0 the lowest
     unsigned int keys_per_thread;  // keys a thread of a digit pass holds, at most RADIX_MAX_KEYS_PER_THREAD
     unsigned int delay;            // tests only: nonzero makes some tiles wait before they publish
-    unsigned int reserved;         // zero
+    unsigned int look_back;        // a digit pass's tiles read the look-back words of this many tiles at a time (1 or RADIX_LOOK_BACK)
 };
 // The parameter block of every CUDA top-k launch (`TopKArgs` in src/kernel_contract.rs). The
 // OpenCL top-k kernel takes the same quantities as separate arguments (src/opencl/top_k.rs).

@@ -2,7 +2,9 @@
 //!
 //! Keys of at most 32 bits take one sort of 64-bit words: `ordered key << 32 | position` for
 //! argsort (positions break ties, so the order is the stable one whatever the sort does with
-//! equal words, which are equal), `segment << 32 | ordered key` for segments. An argsort of
+//! equal words, which are equal), `segment << 32 | ordered key` for segments; one long row
+//! on a device instead sorts its keys with their positions as values, by the stable radix
+//! sort, which moves half the bytes. An argsort of
 //! 8-byte keys on a device sorts the ordered keys with their positions as values, then puts
 //! the positions of each run of equal keys in order on rayon's threads; on the host it sorts
 //! the ordered key's leading bits with the position in the rest (as few bits as the
@@ -22,6 +24,7 @@ use crate::keys::{
     KeyEncoding, KeyKind, Order, SortKey, WordsMut, key_of_u32, u32_kind, u32_of_key, u64_of_key,
     word_kind,
 };
+use crate::schedule::radix::pairs_take_radix;
 use crate::shape::{check_indexable, check_lengths, check_rows};
 use crate::sorter::Sorter;
 use rayon::prelude::*;
@@ -187,7 +190,7 @@ fn order_tied_prefixes(
 /// order: after a sort of the keys with their labels as values, whatever it did with equal
 /// keys, this gives the order of `(key, label)`. In regions of whole runs on rayon's
 /// threads.
-fn order_equal_keys(keys: &[u64], labels: &mut [u32], row_len: usize) {
+fn order_equal_keys<W: PartialEq + Sync>(keys: &[W], labels: &mut [u32], row_len: usize) {
     let opens = |i: usize| i.is_multiple_of(row_len) || keys[i] != keys[i - 1];
     let starts = region_starts(keys.len(), opens);
     split_at_starts(labels, &starts)
@@ -358,7 +361,10 @@ impl Sorter {
     /// Every label is at most `largest_label`; `key_of_label(row, label)` is the key that
     /// carries `label` in row `row`.
     ///
-    /// Keys of at most 32 bits take one sort of `ordered key << 32 | label`. 8-byte keys:
+    /// Keys of at most 32 bits take one sort of `ordered key << 32 | label`, except one row
+    /// on a device that [`pairs_take_radix`] names: the ordered keys sort with their labels
+    /// as values (a stable radix sort), and runs of equal keys are checked to be in label
+    /// order on the host. 8-byte keys:
     /// - on a device, the ordered keys sort with their labels as values, and each run of
     ///   equal keys is then put in label order on the host: the device sorts pairs faster
     ///   than the host's route below, whose runs of equal prefixes look their keys up at
@@ -384,6 +390,40 @@ impl Sorter {
             });
             return Ok(());
         }
+        let backend = self.dispatch.backends.backend_for(n);
+        let on_device = backend.device().backend != BackendKind::Cpu;
+        if let Some(kind) = u32_kind::<K>()
+            && on_device
+            && row_len == n
+            && !self.dispatch.backends.settings.oblivious
+            && pairs_take_radix(n as u64, 8)
+        {
+            // One row of (key, label) pairs that a device sorts by radix: half the bytes a
+            // digit of the 64-bit words below moves and half their digits, and the labels
+            // of equal keys come out in order already. The pass over the runs of equal keys
+            // costs little and keeps the order exact where a part of the sort took the
+            // network (a range of a sort spread over devices, say).
+            let enc = KeyEncoding { kind, descending };
+            let mut keys = vec![0u32; n];
+            let blocks = with_pieces(blocks, B::positions, &mut keys);
+            let blocks = with_pieces(blocks, |(block, _)| block.positions(), out);
+            for_each_block(blocks, |((block, keys), labels)| {
+                let mut slots = keys.iter_mut().zip(labels.iter_mut());
+                block.fill(|key, label| {
+                    if let Some((k, l)) = slots.next() {
+                        (*k, *l) = (enc.encode(u32_of_key(key)), label);
+                    }
+                });
+            });
+            of_copies(backend.sort_rows_words(
+                WordsMut::U32(&mut keys),
+                Some(WordsMut::U32(out)),
+                UNSIGNED,
+                row_len,
+            ))?;
+            order_equal_keys(&keys, out, row_len);
+            return Ok(());
+        }
         if let Some(kind) = u32_kind::<K>() {
             let enc = KeyEncoding { kind, descending };
             let mut composite = map_blocks(blocks, n, |key, label| {
@@ -402,8 +442,7 @@ impl Sorter {
         }
         let enc = KeyEncoding { kind, descending };
         let ordered = |key: K| enc.encode(u64_of_key(key));
-        let backend = self.dispatch.backends.backend_for(n);
-        if backend.device().backend != BackendKind::Cpu {
+        if on_device {
             // Zeroed pages from the allocator: the blocks' threads touch them first.
             let mut keys = vec![0u64; n];
             let blocks = with_pieces(blocks, B::positions, &mut keys);

@@ -267,8 +267,9 @@ pub(crate) struct RadixArgs {
     pub keys_per_thread: u32,
     /// Tests only: nonzero makes some tiles wait before they publish their counts.
     pub delay: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// How many tiles' look-back words a digit pass's tile reads at a time: 1, or
+    /// `RADIX_LOOK_BACK` (`cuda/radix.cuh`) at once.
+    pub look_back: u32,
 }
 
 #[cfg(test)]
@@ -493,7 +494,7 @@ mod tests {
             ("digit", offset_of!(RadixArgs, digit), 4),
             ("keys_per_thread", offset_of!(RadixArgs, keys_per_thread), 4),
             ("delay", offset_of!(RadixArgs, delay), 4),
-            ("reserved", offset_of!(RadixArgs, reserved), 4),
+            ("look_back", offset_of!(RadixArgs, look_back), 4),
         ];
         same_layout("RadixArgs", &rust, size_of::<RadixArgs>());
     }

@@ -32,7 +32,7 @@
 //! key-value sort of `u16` keys with ties (two network sorts, narrow keys widened on the
 //! host), and `u32` keys alone and with `u64` values in `PinnedBuffer`s (copied directly,
 //! past the staging ring), each with 1000 and 70_000 elements (the latter several merge
-//! passes). On GPUs two longer cases of `u32` keys: 1.5 million (several chunks each way),
+//! passes); and `u32` keys with `u32` values just past 8 MiB, which take the radix sort. On GPUs two longer cases of `u32` keys: 1.5 million (several chunks each way),
 //! and 9 million, whose transfers go through the pipeline of pieces, with a sample of its
 //! points (the first and last dozen and every fifth).
 //!
@@ -74,6 +74,9 @@ const CHUNKED: usize = 3 << 19;
 /// Keys of the pipelined case: 36 MiB of `u32`, past the 32 MiB from which long columns go
 /// through the pipeline of pieces.
 const PIPELINED: usize = 9 << 20;
+
+/// Pairs of the radix case: `u32` keys with `u32` values just past 8 MiB.
+const RADIX_PAIRS: usize = (1 << 20) + 3;
 
 /// The lengths every case runs with: one tile, and several merge passes.
 const LENGTHS: [usize; 2] = [1000, 70_000];
@@ -153,6 +156,25 @@ fn register(slot: &Slot, trials: &mut Vec<Trial>) {
             )
         }));
     }
+    // Pairs past 8 MiB take the radix sort on every GPU backend: a failure at any of its
+    // launches (the state cleared, histogram, starts, digit passes, copy back) leaves the
+    // slices as they were. Few distinct keys, so that the values' order is the stable one.
+    let id = format!("faults::u32_keys_u32_values_radix::n{RADIX_PAIRS}");
+    trials.push(slot.trial(&id.clone(), move |t| {
+        let n = RADIX_PAIRS;
+        let seed = input_seed(t.seed, &id, n);
+        let keys = Pattern::Few.keys::<u32>(n, &mut rng_for(seed));
+        let values = (0..n).map(|i| u32::make(i, seed)).collect();
+        inject(
+            t,
+            &id,
+            Pairs {
+                keys,
+                values,
+                stable: false,
+            },
+        )
+    }));
     // Keys alone in several chunks each way (6 MiB in chunks of 2 MiB), so that a failure
     // while the result comes back can fall after a chunk of the same slice was written. Not
     // on OpenCL CPU devices (PoCL), where its 500 sorts of 1.5 million keys take minutes; the

@@ -88,7 +88,7 @@ impl CudaBackend {
             digit: 0,
             keys_per_thread: plan.keys_per_thread,
             delay: launches.delay,
-            reserved: 0,
+            look_back: launches.look_back,
         };
         crate::fault::point(crate::backend::BackendKind::Cuda, "cuMemsetD32Async")?;
         // SAFETY: the state holds `state_bytes` bytes, more than the cleared words.

@@ -74,9 +74,13 @@ pub(crate) struct CudaPolicy {
     /// searches, one before each of its tiles, cost more than the launch they save.
     pub search_max_rounds: u64,
     /// One row of keys alone takes the radix sort from this many keys on, for `u32` and
-    /// for `u64` keys: below, merge path's few passes over a short row cost less than the
-    /// radix sort's fixed launches (a histogram, the starts, a pass per digit and the copy
-    /// back).
+    /// for `u64` keys; `u64::MAX`: never. Random keys alone sort faster by merge path at
+    /// every length on the H200 (2^28 `u32` keys: 13.4 ms by radix, 12.9 by merge path;
+    /// `u64`: 38 against 27.6): a digit pass's tiles wait for the counts of the tiles
+    /// before them, one tile's look-back at a time, so a pass costs about 50 ns a tile
+    /// beyond its memory traffic. Pairs take the radix sort all the same, where every
+    /// backend does ([`crate::schedule::radix::pairs_take_radix`]): it is stable, and
+    /// faster than merge path there (2^28 `u32` pairs: 19 ms against 25.4).
     pub radix_from: [u64; 2],
     /// Keys a thread of a radix digit pass holds, for `u32` and `u64` keys alone. More keys
     /// a tile mean fewer tiles to look back over and fewer look-back words, but more
@@ -88,6 +92,10 @@ pub(crate) struct CudaPolicy {
     /// Histogram blocks of a radix sort per multiprocessor: enough to keep the loads of one
     /// read of the keys in flight.
     pub radix_histogram_blocks_per_sm: u32,
+    /// Tiles whose look-back words a tile of a radix digit pass reads at a time: 1, or 16
+    /// at once (`RADIX_LOOK_BACK` in `cuda/radix.cuh`), which reaches a far prefix in fewer
+    /// rounds of loads but spins on sixteen words where one is not yet published.
+    pub radix_look_back: u32,
 }
 
 /// The CUDA backend's tuned numbers.
@@ -98,10 +106,11 @@ pub(crate) const POLICY: CudaPolicy = CudaPolicy {
     max_warp_sort_keys_beside_clusters: (1 << MAX_LOG_WARP_SORT) - 1,
     warp_split_max_tiles: 1 << 11,
     search_max_rounds: 2,
-    radix_from: [1 << 17, 1 << 17],
+    radix_from: [u64::MAX, u64::MAX],
     radix_keys_per_thread: [16, 16],
     radix_pair_keys_per_thread: [16, 12],
     radix_histogram_blocks_per_sm: 4,
+    radix_look_back: 1,
 };
 
 /// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's
@@ -212,6 +221,9 @@ pub(crate) struct RadixLaunches {
     pub histogram_blocks: u32,
     /// Tests only: [`DeviceLimits::radix_delay`].
     pub delay: u32,
+    /// Tiles whose look-back words a digit pass reads at a time
+    /// ([`CudaPolicy::radix_look_back`]).
+    pub look_back: u32,
 }
 
 impl RadixLaunches {
@@ -223,6 +235,7 @@ impl RadixLaunches {
             value_bytes,
             histogram_blocks: Self::histogram_blocks_for(limits, plan.n),
             delay: limits.radix_delay,
+            look_back: POLICY.radix_look_back,
         }
     }
 

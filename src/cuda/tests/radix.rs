@@ -133,7 +133,7 @@ fn check_pairs<V: DeviceCopy + Copy + PartialEq + std::fmt::Debug + TryFrom<usiz
     keys: &[u64],
     key_bytes: u64,
     kpt: u32,
-    delay: u32,
+    (delay, look_back): (u32, u32),
 ) {
     let n = keys.len();
     let values: Vec<V> = (0..n)
@@ -146,6 +146,7 @@ fn check_pairs<V: DeviceCopy + Copy + PartialEq + std::fmt::Debug + TryFrom<usiz
         value_bytes: std::mem::size_of::<V>() as u64,
         histogram_blocks: 7,
         delay,
+        look_back,
     };
     let state = DeviceBuffer::<u8>::zeroed(plan.state_bytes() as usize).expect("state");
     let vals = DeviceBuffer::from_slice(&values).expect("values");
@@ -168,7 +169,7 @@ fn check_pairs<V: DeviceCopy + Copy + PartialEq + std::fmt::Debug + TryFrom<usiz
         stream.synchronize().expect("the sort's end");
     };
     let mut got_values = values.clone();
-    let what = format!("n={n} key_bytes={key_bytes} kpt={kpt} delay={delay}");
+    let what = format!("n={n} key_bytes={key_bytes} kpt={kpt} delay={delay} look_back={look_back}");
     if key_bytes == 4 {
         let k: Vec<u32> = keys.iter().map(|&x| x as u32).collect();
         assert!(keys.iter().all(|&x| x >> 32 == 0), "u32 keys");
@@ -207,15 +208,23 @@ fn radix_pairs_are_stable() {
     CurrentContext::set_current(&gpu.context).expect("context");
     let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
     let mut next = lcg(57);
+    // compute-sanitizer runs it with a cap on the length (racecheck is slow).
+    let most: usize = std::env::var("BITONIC_RADIX_MAX_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(usize::MAX);
     for key_bytes in [4u64, 8] {
         for n in [2usize, 33, 4095, 4097, 100_003, (1 << 20) + 1] {
+            if n > most {
+                continue;
+            }
             for p in [0, 1, 4, 5] {
                 let mut raw = raw_keys(n, p, &mut next);
                 if key_bytes == 4 {
                     raw.iter_mut().for_each(|r| *r &= 0xffff_ffff);
                 }
-                check_pairs::<u32>(&gpu, &stream, &raw, key_bytes, 16, 0);
-                check_pairs::<u64>(&gpu, &stream, &raw, key_bytes, 8, 0);
+                check_pairs::<u32>(&gpu, &stream, &raw, key_bytes, 16, (0, 1));
+                check_pairs::<u64>(&gpu, &stream, &raw, key_bytes, 8, (0, 16));
             }
         }
     }
@@ -237,8 +246,8 @@ fn radix_look_back_under_contention() {
                 .iter()
                 .map(|r| r & 0xffff_ffff)
                 .collect();
-            for delay in [0, 2000] {
-                check_pairs::<u32>(&gpu, &stream, &raw, 4, 1, delay);
+            for modes in [(0, 1), (2000, 1), (0, 16), (2000, 16)] {
+                check_pairs::<u32>(&gpu, &stream, &raw, 4, 1, modes);
             }
         }
     }
@@ -279,8 +288,12 @@ fn cuda_radix_timings() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(28);
+    let bottom: u32 = std::env::var("BITONIC_TIMING_FROM_LOG2")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(14);
     for (key_bytes, value_bytes) in [(4u64, 0u64), (8, 0), (4, 4)] {
-        for log_n in (14..=top).step_by(2) {
+        for log_n in (bottom..=top).step_by(2) {
             let n = 1usize << log_n;
             let patterns: &[u32] = if log_n == 24 || log_n == 28 {
                 &[0, 1, 2, 3, 4]
@@ -301,7 +314,7 @@ fn cuda_radix_timings() {
                 let scratch_values = DeviceBuffer::<u32>::zeroed(n.max(1)).expect("values");
                 let mut line =
                     format!("key {key_bytes} value {value_bytes} 2^{log_n} pattern {p}:");
-                for kpt in [8u32, 12, 16] {
+                for (kpt, look_back) in [(12u32, 1u32), (16, 1), (16, 16)] {
                     let plan = RadixPlan::new(n as u64, key_bytes, kpt);
                     let launches = RadixLaunches {
                         plan,
@@ -312,6 +325,7 @@ fn cuda_radix_timings() {
                             n as u64,
                         ),
                         delay: 0,
+                        look_back,
                     };
                     if launches.pass_shared_bytes() as u64 + 12 * 1024
                         > u64::from(gpu.limits.shared_bytes_per_block)
@@ -339,7 +353,7 @@ fn cuda_radix_timings() {
                         gpu.launch_radix(&launches, buffers, stream.as_inner())
                             .expect("radix");
                     });
-                    line += &format!(" radix{kpt} {ms:.4}");
+                    line += &format!(" radix{kpt}/{look_back} {ms:.4}");
                     let mut got = vec![0u8; keys.len()];
                     keys.copy_to(&mut got[..]).expect("download");
                     let sorted = if key_bytes == 4 {
