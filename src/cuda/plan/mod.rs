@@ -75,12 +75,12 @@ pub(crate) struct CudaPolicy {
     pub search_max_rounds: u64,
     /// One row of keys alone takes the radix sort from this many keys on, for `u32` and
     /// for `u64` keys; `u64::MAX`: never. Random keys alone sort faster by merge path at
-    /// every length on the H200 (2^28 `u32` keys: 13.4 ms by radix, 12.9 by merge path;
-    /// `u64`: 38 against 27.6): a digit pass's tiles wait for the counts of the tiles
+    /// every length on the H200 (2^28 `u32` keys: 16.2 ms by radix, 12.9 by merge path;
+    /// `u64`: 42.9 against 27.6): a digit pass's tiles wait for the counts of the tiles
     /// before them, one tile's look-back at a time, so a pass costs about 50 ns a tile
     /// beyond its memory traffic. Pairs take the radix sort all the same, where every
     /// backend does ([`crate::schedule::radix::pairs_take_radix`]): it is stable, and
-    /// faster than merge path there (2^28 `u32` pairs: 19 ms against 25.4).
+    /// faster than merge path there (2^28 `u32` pairs: 21.7 ms against 25.4).
     pub radix_from: [u64; 2],
     /// Keys a thread of a radix digit pass holds, for `u32` and `u64` keys alone. More keys
     /// a tile mean fewer tiles to look back over and fewer look-back words, but more
@@ -94,7 +94,8 @@ pub(crate) struct CudaPolicy {
     pub radix_histogram_blocks_per_sm: u32,
     /// Tiles whose look-back words a tile of a radix digit pass reads at a time: 1, or 16
     /// at once (`RADIX_LOOK_BACK` in `cuda/radix.cuh`), which reaches a far prefix in fewer
-    /// rounds of loads but spins on sixteen words where one is not yet published.
+    /// rounds of loads but polls sixteen words where one is not yet published: 3-5% slower
+    /// on the H200 at 2^24 to 2^28 keys.
     pub radix_look_back: u32,
 }
 

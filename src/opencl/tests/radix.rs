@@ -594,3 +594,36 @@ fn radix_sort_of_device_resident_keys() {
         }
     }
 }
+
+/// One long row of `u32` and `f32` keys, argsorted on an OpenCL device: past 8 MiB of keys
+/// and positions the keys sort with their positions as values (the radix sort), and the
+/// result is the stable order, ties in input order, both ways.
+#[test]
+#[ignore = "needs an OpenCL device: scripts/test.sh runs it with --ignored"]
+fn long_argsort_takes_the_stable_pairs() {
+    use crate::{Order, Sorter};
+    let sorter = Sorter::builder()
+        .backend(crate::BackendKind::OpenCl)
+        .device_index(backends()[0].info.index)
+        .build()
+        .expect("an OpenCL sorter");
+    assert_eq!(sorter.device().backend, crate::BackendKind::OpenCl);
+    let mut rng = StdRng::seed_from_u64(49);
+    let n = (1usize << 20) + 3;
+    let keys: Vec<u32> = (0..n)
+        .map(|_| rng.gen_range(0..50u32) * 0x0101_0101)
+        .collect();
+    let floats: Vec<f32> = keys.iter().map(|&k| k as f32 - 1e9).collect();
+    for descending in [false, true] {
+        let order = Order::from_descending(descending);
+        let mut want: Vec<u32> = (0..n as u32).collect();
+        want.sort_by(|&a, &b| {
+            let c = keys[a as usize].cmp(&keys[b as usize]);
+            if descending { c.reverse() } else { c }
+        });
+        let got = sorter.argsort(&keys, order).expect("the argsort");
+        assert!(got == want, "u32 keys, descending={descending}");
+        let got = sorter.argsort(&floats, order).expect("the argsort");
+        assert!(got == want, "f32 keys, descending={descending}");
+    }
+}
