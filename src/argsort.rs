@@ -21,8 +21,8 @@
 use crate::device::BackendKind;
 use crate::error::{Error, Result};
 use crate::keys::{
-    KeyEncoding, KeyKind, Order, SortKey, WordsMut, key_of_u32, u32_kind, u32_of_key, u64_of_key,
-    word_kind,
+    KeyEncoding, KeyKind, Order, SortKey, Word, WordsMut, key_of_u32, u32_kind, u32_of_key,
+    u64_of_key, word_kind,
 };
 use crate::schedule::radix::pairs_take_radix;
 use crate::shape::{check_indexable, check_lengths, check_rows};
@@ -184,6 +184,38 @@ fn order_tied_prefixes(
                 }
             }
         });
+}
+
+/// Sorts the ordered keys that `blocks` write (`ordered` of each key) on `backend`, in rows
+/// of `row_len`, with their labels as values into `out`, then puts each run of equal keys'
+/// labels in order ([`order_equal_keys`]): the labels ordered by `(key, label)`.
+fn sort_labelled_pairs<K: SortKey, B: LabelledBlock<K>, W: Word>(
+    backend: &dyn crate::backend::Backend,
+    blocks: Vec<B>,
+    ordered: impl Fn(K) -> W + Sync,
+    row_len: usize,
+    out: &mut [u32],
+) -> Result<()> {
+    // Zeroed pages from the allocator: the blocks' threads touch them first.
+    let mut keys = vec![W::ZERO; out.len()];
+    let blocks = with_pieces(blocks, B::positions, &mut keys);
+    let blocks = with_pieces(blocks, |(block, _)| block.positions(), out);
+    for_each_block(blocks, |((block, keys), labels)| {
+        let mut slots = keys.iter_mut().zip(labels.iter_mut());
+        block.fill(|key, label| {
+            if let Some((k, l)) = slots.next() {
+                (*k, *l) = (ordered(key), label);
+            }
+        });
+    });
+    of_copies(backend.sort_rows_words(
+        W::words_mut(&mut keys),
+        Some(WordsMut::U32(out)),
+        UNSIGNED,
+        row_len,
+    ))?;
+    order_equal_keys(&keys, out, row_len);
+    Ok(())
 }
 
 /// Puts the labels of each run of equal `keys` within each row of `row_len` in increasing
@@ -404,25 +436,8 @@ impl Sorter {
             // costs little and keeps the order exact where a part of the sort took the
             // network (a range of a sort spread over devices, say).
             let enc = KeyEncoding { kind, descending };
-            let mut keys = vec![0u32; n];
-            let blocks = with_pieces(blocks, B::positions, &mut keys);
-            let blocks = with_pieces(blocks, |(block, _)| block.positions(), out);
-            for_each_block(blocks, |((block, keys), labels)| {
-                let mut slots = keys.iter_mut().zip(labels.iter_mut());
-                block.fill(|key, label| {
-                    if let Some((k, l)) = slots.next() {
-                        (*k, *l) = (enc.encode(u32_of_key(key)), label);
-                    }
-                });
-            });
-            of_copies(backend.sort_rows_words(
-                WordsMut::U32(&mut keys),
-                Some(WordsMut::U32(out)),
-                UNSIGNED,
-                row_len,
-            ))?;
-            order_equal_keys(&keys, out, row_len);
-            return Ok(());
+            let ordered = |key: K| enc.encode(u32_of_key(key));
+            return sort_labelled_pairs(backend, blocks, ordered, row_len, out);
         }
         if let Some(kind) = u32_kind::<K>() {
             let enc = KeyEncoding { kind, descending };
@@ -443,26 +458,7 @@ impl Sorter {
         let enc = KeyEncoding { kind, descending };
         let ordered = |key: K| enc.encode(u64_of_key(key));
         if on_device {
-            // Zeroed pages from the allocator: the blocks' threads touch them first.
-            let mut keys = vec![0u64; n];
-            let blocks = with_pieces(blocks, B::positions, &mut keys);
-            let blocks = with_pieces(blocks, |(block, _)| block.positions(), out);
-            for_each_block(blocks, |((block, keys), labels)| {
-                let mut slots = keys.iter_mut().zip(labels.iter_mut());
-                block.fill(|key, label| {
-                    if let Some((k, l)) = slots.next() {
-                        (*k, *l) = (ordered(key), label);
-                    }
-                });
-            });
-            of_copies(backend.sort_rows_words(
-                WordsMut::U64(&mut keys),
-                Some(WordsMut::U32(out)),
-                UNSIGNED,
-                row_len,
-            ))?;
-            order_equal_keys(&keys, out, row_len);
-            return Ok(());
+            return sort_labelled_pairs(backend, blocks, ordered, row_len, out);
         }
         let label_bits = (usize::BITS - largest_label.leading_zeros()).max(1);
         let rest = (1u64 << label_bits) - 1;
