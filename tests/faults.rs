@@ -156,24 +156,25 @@ fn register(slot: &Slot, trials: &mut Vec<Trial>) {
             )
         }));
     }
-    // Pairs past 8 MiB take the radix sort on every GPU backend: a failure at any of its
-    // launches (the state cleared, histogram, starts, digit passes, copy back) leaves the
-    // slices as they were. Few distinct keys, so that the values' order is the stable one.
+    // Pairs past 8 MiB take the radix sort on every GPU backend: a failure at its launches
+    // (the state cleared, histogram, starts, digit passes, copy back) leaves the slices as
+    // they were. Few distinct keys, so that the values' order is the stable one. Hundreds of
+    // points (OpenCL sets each kernel argument on its own): the first and last two dozen and
+    // every seventh between.
     let id = format!("faults::u32_keys_u32_values_radix::n{RADIX_PAIRS}");
     trials.push(slot.trial(&id.clone(), move |t| {
         let n = RADIX_PAIRS;
         let seed = input_seed(t.seed, &id, n);
         let keys = Pattern::Few.keys::<u32>(n, &mut rng_for(seed));
         let values = (0..n).map(|i| u32::make(i, seed)).collect();
-        inject(
-            t,
-            &id,
-            Pairs {
-                keys,
-                values,
-                stable: false,
-            },
-        )
+        let pairs = Pairs {
+            keys,
+            values,
+            stable: false,
+        };
+        inject_sampled(t, &id, pairs, |points, k| {
+            k < 24 || k + 24 >= points || k % 7 == 0
+        })
     }));
     // Keys alone in several chunks each way (6 MiB in chunks of 2 MiB), so that a failure
     // while the result comes back can fall after a chunk of the same slice was written. Not
