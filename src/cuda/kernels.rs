@@ -101,8 +101,20 @@ pub(super) fn load_kernels(
     prefix: &str,
     shared_bytes: u32,
 ) -> Result<Vec<Kernel>> {
-    let mut kernels = Vec::with_capacity(KEY_NAMES.len() * VALUE_NAMES.len());
-    for key in KEY_NAMES {
+    load_kernels_of(module, prefix, &KEY_NAMES, shared_bytes)
+}
+
+/// The kernels `<prefix>_<key>_<value>` for the key widths `keys` (a prefix of
+/// [`KEY_NAMES`], where a kernel exists for fewer), indexed by `key * VALUE_NAMES.len() +
+/// value`.
+pub(super) fn load_kernels_of(
+    module: &Module,
+    prefix: &str,
+    keys: &[&str],
+    shared_bytes: u32,
+) -> Result<Vec<Kernel>> {
+    let mut kernels = Vec::with_capacity(keys.len() * VALUE_NAMES.len());
+    for key in keys {
         for value in VALUE_NAMES {
             kernels.push(load_kernel(
                 module,

@@ -7,49 +7,36 @@ use cust::sys as cu;
 
 use super::CudaBackend;
 use super::driver::check;
-use super::kernels::{KEY_NAMES, Kernel, KernelParams, VALUE_NAMES, launch_kernel, load_kernel};
+use super::kernels::{
+    KEY_NAMES, Kernel, KernelParams, VALUE_NAMES, launch_kernel, load_kernel, load_kernels_of,
+};
 use super::plan::RadixLaunches;
 use crate::error::Result;
 use crate::kernel_contract::{RADIX_THREADS, RadixArgs};
 
 /// The radix sort's kernels: the histogram per key width (`u32`, `u64`), the starts, and the
 /// digit pass and copy back per key and value width (`u32`/`u64` keys by `none`/`u32`/`u64`
-/// values, in that order).
-#[derive(Clone, Copy, Debug)]
+/// values, indexed as [`load_kernels_of`] orders them).
+#[derive(Clone, Debug)]
 pub(super) struct RadixKernels {
     histogram: [Kernel; 2],
     starts: Kernel,
-    pass: [Kernel; 6],
-    copy_back: [Kernel; 6],
+    pass: Vec<Kernel>,
+    copy_back: Vec<Kernel>,
 }
 
 /// Looks up the radix sort's kernels; a digit pass may use `shared_bytes` of shared memory
 /// (its tile's keys and values).
 pub(super) fn load_radix_kernels(module: &Module, shared_bytes: u32) -> Result<RadixKernels> {
     let keys = &KEY_NAMES[..2];
-    let each = |prefix: &str, shared: u32| -> Result<[Kernel; 6]> {
-        let mut kernels = Vec::with_capacity(6);
-        for key in keys {
-            for value in VALUE_NAMES {
-                kernels.push(load_kernel(
-                    module,
-                    &format!("{prefix}_{key}_{value}"),
-                    shared,
-                )?);
-            }
-        }
-        Ok(kernels
-            .try_into()
-            .expect("two key widths by three value widths"))
-    };
     Ok(RadixKernels {
         histogram: [
             load_kernel(module, "radix_histogram_u32", 0)?,
             load_kernel(module, "radix_histogram_u64", 0)?,
         ],
         starts: load_kernel(module, "radix_starts", 0)?,
-        pass: each("radix_pass", shared_bytes)?,
-        copy_back: each("radix_copy_back", 0)?,
+        pass: load_kernels_of(module, "radix_pass", keys, shared_bytes)?,
+        copy_back: load_kernels_of(module, "radix_copy_back", keys, 0)?,
     })
 }
 
@@ -68,6 +55,24 @@ pub(super) struct RadixBuffers {
     pub state: cu::CUdeviceptr,
 }
 
+/// The parameters of a digit pass and of the copy back: the row, the scratch, the state and
+/// the arguments.
+type PassParams = (u64, u64, u64, u64, u64, RadixArgs);
+
+impl RadixBuffers {
+    /// The parameters of `radix_pass_*` and `radix_copy_back_*` with `args`.
+    fn pass_params(&self, args: RadixArgs) -> PassParams {
+        (
+            self.keys,
+            self.values,
+            self.scratch_keys,
+            self.scratch_values,
+            self.state,
+            args,
+        )
+    }
+}
+
 impl CudaBackend {
     /// Enqueues the radix sort of `launches` on `buffers` on `stream`.
     pub(super) fn launch_radix(
@@ -77,9 +82,9 @@ impl CudaBackend {
         stream: cu::CUstream,
     ) -> Result<()> {
         let plan = launches.plan;
-        let kernels = self.radix_kernels;
+        let kernels = &self.radix_kernels;
         let key = usize::from(plan.digits == 8);
-        let variant = key * 3 + launches.value_index();
+        let variant = key * VALUE_NAMES.len() + launches.value_index();
         let mut args = RadixArgs {
             n: plan.n,
             tiles: plan.tiles(),
@@ -117,14 +122,7 @@ impl CudaBackend {
         }
         for digit in 0..plan.digits {
             args.digit = digit;
-            let mut params = (
-                b.keys,
-                b.values,
-                b.scratch_keys,
-                b.scratch_values,
-                b.state,
-                args,
-            );
+            let mut params = b.pass_params(args);
             // SAFETY: the parameters match `radix_pass_<key>_<value>(K *keys, V *values, K
             // *scratch_keys, V *scratch_values, u32 *state, RadixArgs a)`; one block per
             // tile, each reading and writing keys below `n` of the row and the scratch and
@@ -139,14 +137,7 @@ impl CudaBackend {
                 launch_kernel(kernels.pass[variant], shape, stream, &mut params.pointers())?;
             }
         }
-        let mut params = (
-            b.keys,
-            b.values,
-            b.scratch_keys,
-            b.scratch_values,
-            b.state,
-            args,
-        );
+        let mut params = b.pass_params(args);
         // SAFETY: the parameters match `radix_copy_back_<key>_<value>(K *keys, V *values,
         // const K *scratch_keys, const V *scratch_values, const u32 *state, RadixArgs a)`;
         // threads stride over the `n` keys.
