@@ -16,11 +16,9 @@
 
 use std::ops::RangeInclusive;
 
-use crate::kernel_contract::{RADIX_DIGIT_BITS, RADIX_THREADS};
 pub(super) use crate::schedule::counting::COUNTING_FROM;
 use crate::schedule::counting::{CountingPlan, window_log_for};
-use crate::schedule::plan::{self as neutral, DeviceFacts, RadixFacts, network_tile};
-use crate::schedule::radix::RadixPlan;
+use crate::schedule::plan::{self as neutral, DeviceFacts, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, Transform};
 
 pub(super) use crate::kernel_contract::{
@@ -30,8 +28,11 @@ pub(super) use crate::kernel_contract::{
 pub(super) use crate::schedule::plan::Widths;
 pub(crate) use merge::merge_path_launches;
 pub(super) use merge::{MergeLaunch, MergePathPlan, chunk_plan};
+pub(crate) use radix::RadixLaunches;
+use radix::radix_facts;
 
 mod merge;
+mod radix;
 
 /// The CUDA backend's tuned numbers (see [`POLICY`]); the kernels' fixed facts are the
 /// constants of this module and of `crate::kernel_contract`.
@@ -74,13 +75,13 @@ pub(crate) struct CudaPolicy {
     /// searches, one before each of its tiles, cost more than the launch they save.
     pub search_max_rounds: u64,
     /// One row of keys alone takes the radix sort from this many keys on, for `u32` and
-    /// for `u64` keys; `u64::MAX`: never. Random keys alone sort faster by merge path at
-    /// every length on the H200 (2^28 `u32` keys: 16.2 ms by radix, 12.9 by merge path;
-    /// `u64`: 42.9 against 27.6): a digit pass's tiles wait for the counts of the tiles
-    /// before them, one tile's look-back at a time, so a pass costs about 50 ns a tile
-    /// beyond its memory traffic. Pairs take the radix sort all the same, where every
-    /// backend does ([`crate::schedule::radix::pairs_take_radix`]): it is stable, and
-    /// faster than merge path there (2^28 `u32` pairs: 21.7 ms against 25.4).
+    /// for `u64` keys; `u64::MAX`: never, since random keys alone sort faster by merge path
+    /// at every length measured (`docs/performance.md`, "Key-value pairs"): a digit pass's
+    /// tiles wait for the counts of the tiles before them, one tile's look-back at a time,
+    /// so a pass costs a fixed time a tile beyond its memory traffic. Pairs take the radix
+    /// sort all the same, where every backend does
+    /// ([`crate::schedule::radix::pairs_take_radix`]): it is stable, and faster than merge
+    /// path there.
     pub radix_from: [u64; 2],
     /// Keys a thread of a radix digit pass holds, for `u32` and `u64` keys alone. More keys
     /// a tile mean fewer tiles to look back over and fewer look-back words, but more
@@ -94,8 +95,8 @@ pub(crate) struct CudaPolicy {
     pub radix_histogram_blocks_per_sm: u32,
     /// Tiles whose look-back words a tile of a radix digit pass reads at a time: 1, or 16
     /// at once (`RADIX_LOOK_BACK` in `cuda/radix.cuh`), which reaches a far prefix in fewer
-    /// rounds of loads but polls sixteen words where one is not yet published: 3-5% slower
-    /// on the H200 at 2^24 to 2^28 keys.
+    /// rounds of loads but polls sixteen words where one is not yet published, taking issue
+    /// slots from the warps with work, and measured slower ("Tried and rejected").
     pub radix_look_back: u32,
 }
 
@@ -204,91 +205,6 @@ pub(crate) enum SortPlan {
     /// The radix sort of one row of 32- or 64-bit keys (`cuda/radix.cuh`); it needs a
     /// scratch as large as the data and [`RadixPlan::state_bytes`] of state.
     Radix(RadixLaunches),
-}
-
-/// The radix sort's launches: the state's header and first look-back region cleared,
-/// `radix_histogram_<key>` (`histogram_blocks` blocks), `radix_starts` (a block per digit),
-/// `radix_pass_<key>_<value>` per digit (a block per tile, with [`Self::pass_shared_bytes`]
-/// of dynamic shared memory) and `radix_copy_back_<key>_<value>`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RadixLaunches {
-    /// The neutral plan.
-    pub plan: RadixPlan,
-    /// `ENCODING_*` bits.
-    pub encoding: u32,
-    /// Bytes of a value: 0, 4 or 8.
-    pub value_bytes: u64,
-    /// Blocks of the histogram and of the copy back.
-    pub histogram_blocks: u32,
-    /// Tests only: [`DeviceLimits::radix_delay`].
-    pub delay: u32,
-    /// Tiles whose look-back words a digit pass reads at a time
-    /// ([`CudaPolicy::radix_look_back`]).
-    pub look_back: u32,
-}
-
-impl RadixLaunches {
-    /// The launches of `plan` on a device with these limits.
-    fn new(limits: &DeviceLimits, plan: RadixPlan, value_bytes: u64, encoding: u32) -> Self {
-        RadixLaunches {
-            plan,
-            encoding,
-            value_bytes,
-            histogram_blocks: Self::histogram_blocks_for(limits, plan.n),
-            delay: limits.radix_delay,
-            look_back: POLICY.radix_look_back,
-        }
-    }
-
-    /// Blocks of the histogram of `n` keys: the policy's number per multiprocessor, fewer
-    /// where the keys do not give each thread a load.
-    pub(super) fn histogram_blocks_for(limits: &DeviceLimits, n: u64) -> u32 {
-        let reads = n.div_ceil(u64::from(RADIX_THREADS) * 8).max(1);
-        let most = u64::from(limits.multiprocessors * POLICY.radix_histogram_blocks_per_sm);
-        reads.min(most).max(1) as u32
-    }
-
-    /// The index of the value width among the kernels' (`none`, `u32`, `u64`).
-    pub(crate) fn value_index(&self) -> usize {
-        match self.value_bytes {
-            0 => 0,
-            4 => 1,
-            _ => 2,
-        }
-    }
-
-    /// Dynamic shared memory of a digit pass: its tile's keys and values.
-    pub(crate) fn pass_shared_bytes(&self) -> u32 {
-        let key_bytes = u64::from(self.plan.digits * RADIX_DIGIT_BITS / 8);
-        (self.plan.tile() * (key_bytes + self.value_bytes)) as u32
-    }
-}
-
-/// Shared memory of a radix digit pass beyond its tile: the warps' counts, the bins'
-/// starts and bases, and a few words, rounded up.
-const RADIX_STATIC_SHARED_BYTES: u64 = 12 * 1024;
-
-/// How this device runs the radix sort for these widths: `u32` and `u64` keys, alone or
-/// with values of 4 or 8 bytes, with as many keys a thread as the policy asks and the
-/// shared memory holds.
-fn radix_facts(limits: &DeviceLimits, widths: Widths) -> Option<RadixFacts> {
-    let index = match widths.key {
-        4 => 0,
-        8 => 1,
-        _ => return None,
-    };
-    let most = if widths.value == 0 {
-        POLICY.radix_keys_per_thread[index]
-    } else {
-        POLICY.radix_pair_keys_per_thread[index]
-    };
-    let room = u64::from(limits.shared_bytes_per_block).saturating_sub(RADIX_STATIC_SHARED_BYTES);
-    let fits = room / (u64::from(RADIX_THREADS) * widths.element());
-    let keys_per_thread = (fits as u32).min(most);
-    (keys_per_thread >= 1).then(|| RadixFacts {
-        keys_per_thread,
-        from: limits.radix_from.unwrap_or(POLICY.radix_from[index]),
-    })
 }
 
 /// Threads of a block of the counting sort's count, totals and fill launches
