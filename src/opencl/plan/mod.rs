@@ -63,11 +63,10 @@ pub(crate) struct OpenClPolicy {
     /// large sorts nearly twice as slow.
     pub own_split_max_tiles: u64,
     /// One row of 32- or 64-bit keys alone takes the radix sort from this many keys on (up
-    /// to [`crate::schedule::radix::RADIX_MAX_LEN`]); `u64::MAX`: never. On NVIDIA's OpenCL
-    /// on the H200 the radix sort of random `u32` keys takes 0.24 ms at 2^20 against 0.09
-    /// for the CUDA backend's merge path, and 1.41 ms at 2^24 against merge path's 1.34 on
-    /// an H100: no length where it is clearly ahead, so keys alone keep merge path. Pairs
-    /// take it where every backend does ([`crate::schedule::radix::pairs_take_radix`]).
+    /// to [`crate::schedule::radix::RADIX_MAX_LEN`]); `u64::MAX`: never, since on NVIDIA's
+    /// OpenCL the radix sort of random keys alone is ahead of merge path at no length
+    /// measured (`docs/performance.md`, "Key-value pairs"). Pairs take it where every
+    /// backend does ([`crate::schedule::radix::pairs_take_radix`]).
     pub radix_from: u64,
 }
 
