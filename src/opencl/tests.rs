@@ -187,6 +187,7 @@ mod fused_tails;
 mod kernels;
 mod keys;
 mod launches;
+mod long_pairs;
 mod merge_path;
 mod pairs;
 mod radix;
