@@ -229,20 +229,9 @@ fn sort_pairs_stable<W: Word, V: bytemuck::Pod + Send + Sync>(
     values: &mut [V],
     enc: KeyEncoding,
 ) {
-    let mut pairs: Vec<(W, V)> = keys
-        .par_iter()
-        .map(|&k| enc.encode(k))
-        .zip(values.par_iter().copied())
-        .collect();
-    // Rayon's sort by key is stable.
-    pairs.par_sort_by_key(|p| p.0);
-    keys.par_iter_mut()
-        .zip(values.par_iter_mut())
-        .zip(pairs.par_iter())
-        .for_each(|((k, v), &(pk, pv))| {
-            *k = enc.decode(pk);
-            *v = pv;
-        });
+    map_keys(keys, |k| enc.encode(k));
+    schedule::sort_pairs_stably(keys, values);
+    map_keys(keys, |k| enc.decode(k));
 }
 
 /// Sorts `keys` (and `values`) in rows of `row_len`, rows in parallel. One row of pairs

@@ -146,14 +146,24 @@ pub(crate) fn emulate_merge_path<W: Ord + Copy + Send + Sync, V: Copy + Send + S
     keys: &mut [W],
     values: &mut [V],
 ) {
-    use rayon::prelude::*;
     assert_eq!(values.len(), keys.len(), "values must match keys");
     run_tiles(Pass::LocalSort { log_tile }, keys, Some(&mut *values));
+    sort_pairs_stably(keys, values);
+}
+
+/// Sorts `keys` with their `values`, equal keys keeping their order: what merge path's
+/// stable merges do after its tile sort, and the radix sort's order of pairs.
+pub(crate) fn sort_pairs_stably<W: Ord + Copy + Send + Sync, V: Copy + Send + Sync>(
+    keys: &mut [W],
+    values: &mut [V],
+) {
+    use rayon::prelude::*;
     let mut pairs: Vec<(W, V)> = keys
         .par_iter()
         .copied()
         .zip(values.par_iter().copied())
         .collect();
+    // Rayon's sort by key is stable.
     pairs.par_sort_by_key(|p| p.0);
     keys.par_iter_mut()
         .zip(values.par_iter_mut())

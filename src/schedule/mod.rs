@@ -211,7 +211,7 @@ mod search;
 pub(crate) mod top_k;
 
 pub use emulate::emulate;
-pub(crate) use emulate::emulate_merge_path;
+pub(crate) use emulate::{emulate_merge_path, sort_pairs_stably};
 pub use index::{global_index, register_network, tile_comparator};
 pub(crate) use policy::POLICY;
 use search::merge_passes;
