@@ -16,11 +16,6 @@
 #include "words.cuh"
 
 #define RADIX_WARPS (RADIX_THREADS / 32)
-// Tiles whose look-back words a digit pass loads at once.
-#define RADIX_LOOK_BACK 16
-// Consecutive keys a histogram thread reads at a time: two 16-byte loads of u32 keys, four
-// of u64.
-#define RADIX_HISTOGRAM_KEYS 8
 
 // Digits of a key of K: one per byte.
 template <typename K> __device__ __forceinline__ constexpr u32 radix_digits() { return sizeof(K) * 8 / RADIX_DIGIT_BITS; }
@@ -30,9 +25,6 @@ template <typename K> __device__ __forceinline__ constexpr u64 radix_header_word
     return ((u64)radix_digits<K>() * RADIX_BINS + 2 * radix_digits<K>() + 3) & ~3ull;
 }
 
-template <typename K> __device__ __forceinline__ u32 radix_digit(K ordered, u32 digit) {
-    return (u32)(ordered >> (digit * RADIX_DIGIT_BITS)) & (RADIX_BINS - 1);
-}
 
 // The exclusive sum of x over the block's RADIX_THREADS threads; `sums` holds RADIX_WARPS
 // words of shared memory. Every thread of the block must call it; it ends with a barrier,
@@ -59,73 +51,105 @@ __device__ __forceinline__ u32 radix_block_exclusive_sum(u32 x, u32 *sums) {
     return before + inclusive - x;
 }
 
-// Adds the keys of one thread's `m` consecutive ordered words to the block's counts of every
-// digit: each run of equal digits with one shared-memory atomic, so that sorted rows and rows
-// of one repeated key do not serialize on one counter.
-template <typename K>
-__device__ __forceinline__ void radix_count_run(const K (&w)[RADIX_HISTOGRAM_KEYS], u32 m, u32 *counts) {
-#pragma unroll
-    for (u32 d = 0; d < radix_digits<K>(); ++d) {
-        u32 run = 0, bin = 0;
-#pragma unroll
-        for (u32 e = 0; e < RADIX_HISTOGRAM_KEYS; ++e) {
-            if (e < m) {
-                const u32 b = radix_digit(w[e], d);
-                if (run > 0 && b != bin) {
-                    atomicAdd(&counts[d * RADIX_BINS + bin], run);
-                    run = 0;
-                }
-                bin = b;
-                ++run;
-            }
-        }
-        if (run > 0) {
-            atomicAdd(&counts[d * RADIX_BINS + bin], run);
-        }
+// A key's ordered bits (encode_key) from three masks computed once per launch, so that each
+// key costs a shift and four logic operations instead of a branch on the kind:
+// ordered = raw ^ (((raw's sign spread over the word) & spread) | sign) ^ flip. Floats flip
+// every bit of negative keys and the sign of the others (spread and sign set), signed keys
+// their sign (sign set), and descending order complements the result (flip set).
+template <typename K> struct RadixEncoding {
+    K spread;
+    K sign;
+    K flip;
+    __device__ __forceinline__ explicit RadixEncoding(u32 encoding) {
+        const u32 kind = encoding & ENCODING_KIND_MASK;
+        spread = kind == KIND_FLOAT ? ~K(0) : K(0);
+        sign = kind == KIND_UNSIGNED ? K(0) : K(1) << (sizeof(K) * 8 - 1);
+        flip = (encoding & ENCODING_DESCENDING) ? ~K(0) : K(0);
     }
-}
+    __device__ __forceinline__ K ordered(K raw) const {
+        K fill;
+        if constexpr (sizeof(K) == 4) {
+            fill = (K)((int)raw >> 31);
+        } else {
+            fill = (K)((long long)raw >> 63);
+        }
+        return raw ^ (((fill & spread) | sign) ^ flip);
+    }
+    // The bin of `raw` at bit `shift` of its ordered bits.
+    __device__ __forceinline__ u32 bin(K raw, u32 shift) const { return (u32)(ordered(raw) >> shift) & (RADIX_BINS - 1); }
+};
 
-// The histogram: blocks stride over the row, each thread RADIX_HISTOGRAM_KEYS consecutive keys
-// at a time, and add their block's counts of every digit to the state's.
+// Copies of a histogram block's counts, interleaved by bin, so that the lanes of a warp,
+// spread over them by lane, rarely meet in one shared-memory bank.
+template <typename K> __device__ __forceinline__ constexpr u32 radix_histogram_copies() { return sizeof(K) == 4 ? 8 : 4; }
+
+// The histogram: blocks stride over the row, each thread four keys at a time, and
+// count every digit of every key in shared memory (copy lane % copies of the counts), then
+// add their block's counts to the state's.
 template <typename K> __device__ __forceinline__ void radix_histogram(const K *__restrict__ keys, u32 *state, const RadixArgs &a) {
-    __shared__ u32 counts[radix_digits<K>() * RADIX_BINS];
-    for (u32 i = threadIdx.x; i < radix_digits<K>() * RADIX_BINS; i += blockDim.x) {
+    constexpr u32 DIGITS = radix_digits<K>();
+    constexpr u32 COPIES = radix_histogram_copies<K>();
+    constexpr u32 PER_LOAD = 4;
+    __shared__ u32 counts[DIGITS * RADIX_BINS * COPIES];
+    for (u32 i = threadIdx.x; i < DIGITS * RADIX_BINS * COPIES; i += blockDim.x) {
         counts[i] = 0;
     }
     __syncthreads();
-    const bool aligned = (reinterpret_cast<size_t>(keys) & 15) == 0;
-    const u64 step = (u64)gridDim.x * blockDim.x * RADIX_HISTOGRAM_KEYS;
-    for (u64 first = ((u64)blockIdx.x * blockDim.x + threadIdx.x) * RADIX_HISTOGRAM_KEYS; first < a.n; first += step) {
-        K w[RADIX_HISTOGRAM_KEYS];
-        u32 m = 0;
-        if (aligned && first + RADIX_HISTOGRAM_KEYS <= a.n) {
+    const RadixEncoding<K> enc(a.encoding);
+    u32 *mine = counts + (threadIdx.x & 31) % COPIES;
+    auto count = [&](K raw) {
+        const K w = enc.ordered(raw);
 #pragma unroll
-            for (u32 q = 0; q < RADIX_HISTOGRAM_KEYS; q += 4) {
-                K quad[4];
-                load4(keys + first + q, quad);
+        for (u32 d = 0; d < DIGITS; ++d) {
+            const u32 bin = (u32)(w >> (d * RADIX_DIGIT_BITS)) & (RADIX_BINS - 1);
+            atomicAdd(&mine[(d * RADIX_BINS + bin) * COPIES], 1u);
+        }
+    };
+    // Keys before the first 16-byte boundary, and after the last whole load, one at a time;
+    // between them, load4's 16-byte loads.
+    const u64 head = min(a.n, (u64)((16 - (reinterpret_cast<size_t>(keys) & 15)) & 15) / sizeof(K));
+    const u64 loads = (a.n - head) / PER_LOAD;
+    const u64 threads = (u64)gridDim.x * blockDim.x;
+    const u64 me = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (me < head) {
+        count(keys[me]);
+    }
+    const u64 tail = head + loads * PER_LOAD;
+    if (me < a.n - tail) {
+        count(keys[tail + me]);
+    }
+    const K *aligned = keys + head;
+    u64 i = me;
+    for (; i + threads < loads; i += 2 * threads) {
+        K w0[4], w1[4];
+        load4(aligned + i * PER_LOAD, w0);
+        load4(aligned + (i + threads) * PER_LOAD, w1);
 #pragma unroll
-                for (u32 i = 0; i < 4; ++i) {
-                    w[q + i] = quad[i];
-                }
-            }
-            m = RADIX_HISTOGRAM_KEYS;
-        } else {
-#pragma unroll
-            for (u32 e = 0; e < RADIX_HISTOGRAM_KEYS; ++e) {
-                w[e] = first + e < a.n ? keys[first + e] : K(0);
-            }
-            m = (u32)min((u64)RADIX_HISTOGRAM_KEYS, a.n - first);
+        for (u32 e = 0; e < PER_LOAD; ++e) {
+            count(w0[e]);
         }
 #pragma unroll
-        for (u32 e = 0; e < RADIX_HISTOGRAM_KEYS; ++e) {
-            w[e] = encode_key(w[e], a.encoding);
+        for (u32 e = 0; e < PER_LOAD; ++e) {
+            count(w1[e]);
         }
-        radix_count_run(w, m, counts);
+    }
+    if (i < loads) {
+        K w0[4];
+        load4(aligned + i * PER_LOAD, w0);
+#pragma unroll
+        for (u32 e = 0; e < PER_LOAD; ++e) {
+            count(w0[e]);
+        }
     }
     __syncthreads();
-    for (u32 i = threadIdx.x; i < radix_digits<K>() * RADIX_BINS; i += blockDim.x) {
-        if (counts[i] != 0) {
-            atomicAdd(&state[i], counts[i]);
+    for (u32 j = threadIdx.x; j < DIGITS * RADIX_BINS; j += blockDim.x) {
+        u32 sum = 0;
+#pragma unroll
+        for (u32 c = 0; c < COPIES; ++c) {
+            sum += counts[j * COPIES + c];
+        }
+        if (sum != 0) {
+            atomicAdd(&state[j], sum);
         }
     }
 }
@@ -162,34 +186,56 @@ __device__ __forceinline__ u32 radix_load_word(const u32 *p) { return *reinterpr
 // scattered), so that its successors find it unpublished and wait in their look-back.
 __device__ __forceinline__ bool radix_delayed(u32 tile, u32 delay) { return delay != 0 && ((tile * 2654435761u) >> 29) == 3; }
 
-// One digit pass over the tiles of RADIX_THREADS * keys_per_thread keys. A block takes the
-// next tile number from the digit's counter, so every tile before it belongs to a block that
-// has started. Warp w holds keys [32 kpt w, 32 kpt (w + 1)) of the tile, lane l the keys at
-// 32 e + l of those for e < kpt.
-//  1. rank: for each e in turn, the lanes whose keys share a digit find each other
-//     (__match_any_sync), each takes the warp's count of the digit so far plus the peers on
-//     lower lanes, and the lowest of them adds the peers to the count: a stable rank within
-//     the warp;
-//  2. count: thread b sums bin b over the warps (each warp's count becomes its start within
-//     the tile's bin), publishes the tile's count of b, and the block scans the counts into
-//     the bins' starts within the tile;
-//  3. look back: thread b adds up the counts of bin b of the tiles before, walking back from
-//     the previous one, until one covers every tile before it (a prefix), and publishes the
-//     prefix of its own tile;
-//  4. scatter: the keys go to shared memory in the tile's sorted order, then from there to
-//     their places, consecutive threads writing consecutive places of a bin.
-template <typename K, typename V>
+// The lanes of the warp whose `bin` equals this lane's, from one ballot per bit: bins are
+// RADIX_DIGIT_BITS bits, and RADIX_BINS (bit RADIX_DIGIT_BITS) marks a lane without a key,
+// which only a tile's last warp may have (`full` false).
+__device__ __forceinline__ u32 radix_peers(u32 bin, bool full) {
+    u32 peers = 0xffffffffu;
+#pragma unroll
+    for (u32 bit = 0; bit < RADIX_DIGIT_BITS; ++bit) {
+        const bool set = (bin >> bit) & 1u;
+        const u32 lanes = __ballot_sync(0xffffffffu, set);
+        peers &= set ? lanes : ~lanes;
+    }
+    if (!full) {
+        const bool none = bin >= RADIX_BINS;
+        const u32 lanes = __ballot_sync(0xffffffffu, none);
+        peers &= none ? lanes : ~lanes;
+    }
+    return peers;
+}
+
+// One digit pass over the tiles of RADIX_THREADS * KPT keys. A block takes the next tile
+// number from the digit's counter, so every tile before it belongs to a block that has
+// started. Warp w holds keys [32 KPT w, 32 KPT (w + 1)) of the tile, lane l the keys at
+// 32 e + l of those for e < KPT.
+//  1. count: each warp counts its keys of each bin (a warp whose 32 keys share a bin adds
+//     them at once); thread b sums bin b over the warps, publishes the tile's count of b
+//     at once, so that the tiles after it wait as little as possible, and the block scans
+//     the counts into the bins' starts within the tile; each warp's count of b becomes
+//     the place of its first key of b in the tile;
+//  2. rank: for each e in turn, the lanes whose keys share a bin find each other, the
+//     highest of them takes as many places from its warp's place of the bin, and each key
+//     goes to the tile's shared memory at its place: a stable order of the tile by digit;
+//  3. look back: thread b adds up the counts of bin b of the tiles before, walking back
+//     from the previous one, until one covers every tile before it (a prefix), and
+//     publishes the prefix of its own tile. The ranking gave the tiles before time to
+//     publish theirs;
+//  4. scatter: from shared memory to their places, consecutive threads writing
+//     consecutive places of a bin.
+template <typename K, typename V, u32 KPT>
 __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, V *scratch_values, u32 *state, const RadixArgs &a) {
     constexpr bool HAS_V = HasValues<V>::value;
     constexpr u32 DIGITS = radix_digits<K>();
-    __shared__ u32 warp_counts[RADIX_WARPS][RADIX_BINS];
-    __shared__ u32 bin_start[RADIX_BINS];
+    constexpr u32 TILE = RADIX_THREADS * KPT;
+    static_assert(TILE <= 65536, "a key's place in a tile must fit 16 bits");
+    __shared__ u32 warp_places[RADIX_WARPS][RADIX_BINS];
     __shared__ u32 bin_base[RADIX_BINS];
     __shared__ u32 sums[RADIX_WARPS];
     __shared__ u32 tile_number;
     extern __shared__ __align__(16) unsigned char radix_smem[];
     K *tile_keys = reinterpret_cast<K *>(radix_smem);
-    V *tile_values = reinterpret_cast<V *>(radix_smem + (size_t)RADIX_THREADS * a.keys_per_thread * sizeof(K));
+    V *tile_values = reinterpret_cast<V *>(radix_smem + (size_t)TILE * sizeof(K));
 
     u32 *lookback = state + radix_header_words<K>();
     const u64 region = a.tiles * RADIX_BINS;
@@ -206,69 +252,63 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
     K *dst_k = from_scratch ? keys : scratch_keys;
     const V *src_v = from_scratch ? scratch_values : values;
     V *dst_v = from_scratch ? values : scratch_values;
-    const u32 *starts = state + (u64)a.digit * RADIX_BINS;
 
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (threadIdx.x == 0) {
         tile_number = atomicAdd(&state[(u64)DIGITS * RADIX_BINS + DIGITS + a.digit], 1u);
     }
+#pragma unroll
     for (u32 w = 0; w < RADIX_WARPS; ++w) {
-        warp_counts[w][threadIdx.x] = 0;
+        warp_places[w][threadIdx.x] = 0;
     }
     __syncthreads();
     const u32 tile = tile_number;
-    const u32 kpt = a.keys_per_thread;
-    const u64 tile_first = (u64)tile * RADIX_THREADS * kpt;
-    const u64 warp_first = tile_first + (u64)warp * 32 * kpt;
+    const u64 tile_first = (u64)tile * TILE;
+    const bool full = tile_first + TILE <= a.n;
+    const u64 warp_first = tile_first + (u64)warp * 32 * KPT + lane;
 
-    // 1. rank within the warp.
-    K k[RADIX_MAX_KEYS_PER_THREAD];
-    V v[HAS_V ? RADIX_MAX_KEYS_PER_THREAD : 1];
-    u32 bin[RADIX_MAX_KEYS_PER_THREAD];
-    u32 rank[RADIX_MAX_KEYS_PER_THREAD];
+    K k[KPT];
+    if (full) {
 #pragma unroll
-    for (u32 e = 0; e < RADIX_MAX_KEYS_PER_THREAD; ++e) {
-        if (e < kpt) {
-            const u64 i = warp_first + 32 * e + lane;
-            const bool valid = i < a.n;
-            k[e] = valid ? src_k[i] : K(0);
-            if constexpr (HAS_V) {
-                if (valid) {
-                    v[e] = src_v[i];
-                }
-            }
-            bin[e] = valid ? radix_digit(encode_key(k[e], a.encoding), a.digit) : RADIX_BINS;
+        for (u32 e = 0; e < KPT; ++e) {
+            k[e] = src_k[warp_first + 32 * e];
+        }
+    } else {
+#pragma unroll
+        for (u32 e = 0; e < KPT; ++e) {
+            const u64 i = warp_first + 32 * e;
+            k[e] = i < a.n ? src_k[i] : K(0);
         }
     }
-    const u32 below_lane = (1u << lane) - 1;
+    const RadixEncoding<K> enc(a.encoding);
+    const u32 shift = a.digit * RADIX_DIGIT_BITS;
+    // The bin of key e, RADIX_BINS where the lane has none.
+    auto bin_of = [&](u32 e) -> u32 {
+        const u32 d = enc.bin(k[e], shift);
+        return full || warp_first + 32 * e < a.n ? d : RADIX_BINS;
+    };
+
+    // 1. count.
 #pragma unroll
-    for (u32 e = 0; e < RADIX_MAX_KEYS_PER_THREAD; ++e) {
-        if (e < kpt) {
-            const bool valid = bin[e] < RADIX_BINS;
-            const u32 active = __ballot_sync(0xffffffffu, valid);
-            if (valid) {
-                const u32 peers = __match_any_sync(active, bin[e]);
-                const u32 lower = __popc(peers & below_lane);
-                const u32 so_far = warp_counts[warp][bin[e]];
-                rank[e] = so_far + lower;
-                __syncwarp(active);
-                if (lower == 0) {
-                    warp_counts[warp][bin[e]] = so_far + __popc(peers);
-                }
+    for (u32 e = 0; e < KPT; ++e) {
+        const u32 b = bin_of(e);
+        const u32 first = __shfl_sync(0xffffffffu, b, 0);
+        if (__all_sync(0xffffffffu, b == first)) {
+            if (lane == 0 && b < RADIX_BINS) {
+                atomicAdd(&warp_places[warp][b], 32u);
             }
-            __syncwarp();
+        } else if (b < RADIX_BINS) {
+            atomicAdd(&warp_places[warp][b], 1u);
         }
     }
     __syncthreads();
-
-    // 2. count.
     const u32 b = threadIdx.x;
     u32 count = 0;
+    u32 of_warp[RADIX_WARPS];
 #pragma unroll
     for (u32 w = 0; w < RADIX_WARPS; ++w) {
-        const u32 c = warp_counts[w][b];
-        warp_counts[w][b] = count;
-        count += c;
+        of_warp[w] = count;
+        count += warp_places[w][b];
     }
     if (radix_delayed(tile, a.delay)) {
         for (u32 i = 0; i < 8; ++i) {
@@ -278,15 +318,57 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
     u32 *mine = my_region + (u64)tile * RADIX_BINS + b;
     radix_store_word(mine, (tile == 0 ? RADIX_FLAG_PREFIX : RADIX_FLAG_AGGREGATE) | count);
     const u32 start = radix_block_exclusive_sum(count, sums);
-    bin_start[b] = start;
+#pragma unroll
+    for (u32 w = 0; w < RADIX_WARPS; ++w) {
+        warp_places[w][b] = start + of_warp[w];
+    }
+    __syncthreads();
 
-    // 3. look back, one tile at a time or RADIX_LOOK_BACK at once (`look_back`): then their
-    // words are loaded together, and the walk takes every published one from the nearest
-    // back, so that a tile far from the last prefix reaches it in a few rounds of loads
-    // instead of one load per tile.
+    // 2. rank, into shared memory in the tile's order.
+    // A key's place in the tile is below 2^16: two places a word, kept for the values.
+    u32 places[HAS_V ? (KPT + 1) / 2 : 1];
+    const u32 lanes_to_mine = (2u << lane) - 1;
+#pragma unroll
+    for (u32 e = 0; e < KPT; ++e) {
+        const u32 bin = bin_of(e);
+        const u32 peers = radix_peers(bin, full);
+        const u32 leader = 31 - __clz(peers);
+        const u32 upto = __popc(peers & lanes_to_mine);
+        u32 place = 0;
+        if (lane == leader && bin < RADIX_BINS) {
+            place = atomicAdd(&warp_places[warp][bin], upto);
+        }
+        place = __shfl_sync(0xffffffffu, place, leader) + upto - 1;
+        if (bin < RADIX_BINS) {
+            tile_keys[place] = k[e];
+        }
+        if constexpr (HAS_V) {
+            places[e / 2] = (e & 1) ? places[e / 2] | (place << 16) : place;
+        }
+    }
+    // The values follow their keys to shared memory; loading them only now keeps the
+    // registers of the ranking to the keys.
+    if constexpr (HAS_V) {
+        V v[KPT];
+#pragma unroll
+        for (u32 e = 0; e < KPT; ++e) {
+            const u64 i = warp_first + 32 * e;
+            if (full || i < a.n) {
+                v[e] = src_v[i];
+            }
+        }
+#pragma unroll
+        for (u32 e = 0; e < KPT; ++e) {
+            if (full || warp_first + 32 * e < a.n) {
+                tile_values[(places[e / 2] >> ((e & 1) * 16)) & 0xffffu] = v[e];
+            }
+        }
+    }
+
+    // 3. look back, one tile at a time, from the nearest back, each waited for until it
+    // has published.
     u32 before = 0;
-    if (tile > 0 && a.look_back <= 1) {
-        // One tile at a time, from the nearest back, each waited for until it has published.
+    if (tile > 0) {
         for (u32 t = tile - 1;; --t) {
             const u32 *word_at = my_region + (u64)t * RADIX_BINS + b;
             u32 word = radix_load_word(word_at);
@@ -301,60 +383,24 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
             }
         }
         radix_store_word(mine, RADIX_FLAG_PREFIX | (before + count));
-    } else if (tile > 0) {
-        u32 next = tile; // the nearest tile not yet added is next - 1
-        for (;;) {
-            u32 words[RADIX_LOOK_BACK];
-#pragma unroll
-            for (u32 i = 0; i < RADIX_LOOK_BACK; ++i) {
-                words[i] = i < next ? radix_load_word(my_region + (u64)(next - 1 - i) * RADIX_BINS + b) : 0u;
-            }
-            bool found = false;
-            u32 taken = 0;
-#pragma unroll
-            for (u32 i = 0; i < RADIX_LOOK_BACK; ++i) {
-                const u32 word = words[i];
-                if (!found && taken == i && i < next && (word & (RADIX_FLAG_AGGREGATE | RADIX_FLAG_PREFIX)) != 0) {
-                    before += word & ((1u << RADIX_COUNT_BITS) - 1);
-                    found = (word & RADIX_FLAG_PREFIX) != 0;
-                    taken = i + 1;
-                }
-            }
-            // Tile 0 always holds a prefix, so the walk ends before `next` reaches 0.
-            if (found) {
-                break;
-            }
-            if (taken == 0) {
-                __nanosleep(32);
-            }
-            next -= taken;
-        }
-        radix_store_word(mine, RADIX_FLAG_PREFIX | (before + count));
     }
     // The place of the key at tile position p of bin b is bin_base[b] + p (mod 2^32: the
     // sum is a place below 2^RADIX_COUNT_BITS).
-    bin_base[b] = starts[b] + before - start;
+    bin_base[b] = state[(u64)a.digit * RADIX_BINS + b] + before - start;
     __syncthreads();
 
-    // 4. scatter, through shared memory in the tile's order.
+    // 4. scatter.
+    const u32 in_tile = full ? TILE : (u32)(a.n - tile_first);
 #pragma unroll
-    for (u32 e = 0; e < RADIX_MAX_KEYS_PER_THREAD; ++e) {
-        if (e < kpt && bin[e] < RADIX_BINS) {
-            const u32 p = bin_start[bin[e]] + warp_counts[warp][bin[e]] + rank[e];
-            tile_keys[p] = k[e];
+    for (u32 e = 0; e < KPT; ++e) {
+        const u32 p = threadIdx.x + e * RADIX_THREADS;
+        if (full || p < in_tile) {
+            const K key = tile_keys[p];
+            const u64 to = (u64)(bin_base[enc.bin(key, shift)] + p);
+            dst_k[to] = key;
             if constexpr (HAS_V) {
-                tile_values[p] = v[e];
+                dst_v[to] = tile_values[p];
             }
-        }
-    }
-    __syncthreads();
-    const u32 in_tile = (u32)min((u64)RADIX_THREADS * kpt, a.n - tile_first);
-    for (u32 p = threadIdx.x; p < in_tile; p += RADIX_THREADS) {
-        const K key = tile_keys[p];
-        const u64 to = (u64)(bin_base[radix_digit(encode_key(key, a.encoding), a.digit)] + p);
-        dst_k[to] = key;
-        if constexpr (HAS_V) {
-            dst_v[to] = tile_values[p];
         }
     }
 }
@@ -381,10 +427,12 @@ __device__ __forceinline__ void radix_copy_back(K *keys, V *values, const K *scr
         radix_histogram<K>(keys, state, a);                                                                            \
     }
 
-#define RADIX_KERNELS(KNAME, K, VNAME, V)                                                                              \
-    extern "C" __global__ void __launch_bounds__(RADIX_THREADS)                                                        \
+// MIN_BLOCKS: the blocks a multiprocessor must hold at once, which caps the registers of a
+// thread; more blocks hide more of the look-back's and the scatter's latency.
+#define RADIX_KERNELS(KNAME, K, VNAME, V, KPT, MIN_BLOCKS)                                                             \
+    extern "C" __global__ void __launch_bounds__(RADIX_THREADS, MIN_BLOCKS)                                            \
         radix_pass_##KNAME##_##VNAME(K *keys, V *values, K *scratch_keys, V *scratch_values, u32 *state, RadixArgs a) { \
-        radix_pass<K, V>(keys, values, scratch_keys, scratch_values, state, a);                                        \
+        radix_pass<K, V, KPT>(keys, values, scratch_keys, scratch_values, state, a);                                        \
     }                                                                                                                  \
     extern "C" __global__ void __launch_bounds__(RADIX_THREADS) radix_copy_back_##KNAME##_##VNAME(                     \
         K *keys, V *values, const K *scratch_keys, const V *scratch_values, const u32 *state, RadixArgs a) {          \
@@ -393,9 +441,9 @@ __device__ __forceinline__ void radix_copy_back(K *keys, V *values, const K *scr
 
 RADIX_KEY_KERNELS(u32, u32)
 RADIX_KEY_KERNELS(u64, u64)
-RADIX_KERNELS(u32, u32, none, NoValue)
-RADIX_KERNELS(u32, u32, u32, u32)
-RADIX_KERNELS(u32, u32, u64, u64)
-RADIX_KERNELS(u64, u64, none, NoValue)
-RADIX_KERNELS(u64, u64, u32, u32)
-RADIX_KERNELS(u64, u64, u64, u64)
+RADIX_KERNELS(u32, u32, none, NoValue, RADIX_CUDA_KPT_U32_NONE, 4)
+RADIX_KERNELS(u32, u32, u32, u32, RADIX_CUDA_KPT_U32_U32, 3)
+RADIX_KERNELS(u32, u32, u64, u64, RADIX_CUDA_KPT_U32_U64, 3)
+RADIX_KERNELS(u64, u64, none, NoValue, RADIX_CUDA_KPT_U64_NONE, 2)
+RADIX_KERNELS(u64, u64, u32, u32, RADIX_CUDA_KPT_U64_U32, 3)
+RADIX_KERNELS(u64, u64, u64, u64, RADIX_CUDA_KPT_U64_U64, 3)

@@ -110,10 +110,20 @@
 #define RADIX_DIGIT_BITS 8
 #define RADIX_BINS 256
 #define RADIX_THREADS 256
-#define RADIX_MAX_KEYS_PER_THREAD 16
+#define RADIX_MAX_KEYS_PER_THREAD 32
 #define RADIX_COUNT_BITS 30
 #define RADIX_FLAG_AGGREGATE 1073741824u // 1 << RADIX_COUNT_BITS
 #define RADIX_FLAG_PREFIX 2147483648u // 2 << RADIX_COUNT_BITS
+// Keys a thread of a CUDA digit pass holds, by key and value width (cuda/radix.cuh compiles
+// each pass for its number, the host plans tiles of RADIX_THREADS times as many): as many
+// as the registers of several blocks a multiprocessor hold, since fewer, larger tiles
+// mean fewer look-back steps.
+#define RADIX_CUDA_KPT_U32_NONE 32
+#define RADIX_CUDA_KPT_U32_U32 24
+#define RADIX_CUDA_KPT_U32_U64 16
+#define RADIX_CUDA_KPT_U64_NONE 32
+#define RADIX_CUDA_KPT_U64_U32 16
+#define RADIX_CUDA_KPT_U64_U64 12
 
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in
@@ -152,9 +162,8 @@ struct RadixArgs {
     unsigned int encoding;         // ENCODING_* bits
     unsigned int digits;           // digits of a key: its bits / RADIX_DIGIT_BITS
     unsigned int digit;            // the digit a pass sorts by, 0 the lowest
-    unsigned int keys_per_thread;  // keys a thread of a digit pass holds, at most RADIX_MAX_KEYS_PER_THREAD
+    unsigned int keys_per_thread;  // keys a thread of a digit pass holds: the pass's RADIX_CUDA_KPT_*
     unsigned int delay;            // tests only: nonzero makes some tiles wait before they publish
-    unsigned int look_back;        // a digit pass's tiles read the look-back words of this many tiles at a time (1 or RADIX_LOOK_BACK)
 };
 // The parameter block of every CUDA top-k launch (`TopKArgs` in src/kernel_contract.rs). The
 // OpenCL top-k kernel takes the same quantities as separate arguments (src/opencl/top_k.rs).

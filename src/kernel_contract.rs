@@ -231,7 +231,12 @@ pub(crate) const RADIX_BINS: u32 = 1 << RADIX_DIGIT_BITS;
 pub(crate) const RADIX_THREADS: u32 = 256;
 
 /// The most keys a thread of a digit pass holds (`RADIX_MAX_KEYS_PER_THREAD`).
-pub(crate) const RADIX_MAX_KEYS_PER_THREAD: u32 = 16;
+pub(crate) const RADIX_MAX_KEYS_PER_THREAD: u32 = 32;
+
+/// Keys a thread of a CUDA digit pass holds (`RADIX_CUDA_KPT_<key>_<value>`), by key width
+/// (`u32`, `u64`) and value width (none, `u32`, `u64`): each pass is compiled for its number.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) const RADIX_CUDA_KEYS_PER_THREAD: [[u32; 3]; 2] = [[32, 24, 16], [32, 16, 12]];
 
 /// Bits of a count in a look-back word (`RADIX_COUNT_BITS`); the two bits above say what it
 /// covers. A radix sort takes fewer than `2^RADIX_COUNT_BITS` keys.
@@ -267,9 +272,6 @@ pub(crate) struct RadixArgs {
     pub keys_per_thread: u32,
     /// Tests only: nonzero makes some tiles wait before they publish their counts.
     pub delay: u32,
-    /// How many tiles' look-back words a digit pass's tile reads at a time: 1, or
-    /// `RADIX_LOOK_BACK` (`cuda/radix.cuh`) at once.
-    pub look_back: u32,
 }
 
 #[cfg(test)]
@@ -346,6 +348,14 @@ mod tests {
             ("RADIX_FLAG_PREFIX", RADIX_FLAG_PREFIX),
         ] {
             assert_eq!(number(name), value, "{name}");
+        }
+        for (k, key) in ["U32", "U64"].into_iter().enumerate() {
+            for (v, value) in ["NONE", "U32", "U64"].into_iter().enumerate() {
+                let name = format!("RADIX_CUDA_KPT_{key}_{value}");
+                let kpt = RADIX_CUDA_KEYS_PER_THREAD[k][v];
+                assert_eq!(number(&name), kpt, "{name}");
+                assert!((1..=RADIX_MAX_KEYS_PER_THREAD).contains(&kpt), "{name}");
+            }
         }
     }
 
@@ -494,7 +504,6 @@ mod tests {
             ("digit", offset_of!(RadixArgs, digit), 4),
             ("keys_per_thread", offset_of!(RadixArgs, keys_per_thread), 4),
             ("delay", offset_of!(RadixArgs, delay), 4),
-            ("look_back", offset_of!(RadixArgs, look_back), 4),
         ];
         same_layout("RadixArgs", &rust, size_of::<RadixArgs>());
     }

@@ -236,8 +236,8 @@ mod tests {
         assert_eq!(p.lookback_words(), 2 * 256 * 256);
         assert_eq!(p.cleared_words(), 1032 + 256 * 256);
         assert_eq!(p.state_bytes(), (1032 + 2 * 65536) * 4);
-        let p = RadixPlan::new(4097, 8, 40);
-        assert_eq!((p.digits, p.keys_per_thread, p.tiles()), (8, 16, 2));
+        let p = RadixPlan::new(8193, 8, 40);
+        assert_eq!((p.digits, p.keys_per_thread, p.tiles()), (8, 32, 2));
         assert_eq!(p.header_words(), 2048 + 16);
         assert_eq!(RadixPlan::new(0, 4, 0).tiles(), 1);
         assert_eq!(RadixPlan::new(0, 4, 0).keys_per_thread, 1);

@@ -30,6 +30,7 @@ pub(crate) use merge::merge_path_launches;
 pub(super) use merge::{MergeLaunch, MergePathPlan, chunk_plan};
 pub(crate) use radix::RadixLaunches;
 use radix::radix_facts;
+pub(in crate::cuda) use radix::radix_keys_per_thread;
 
 mod merge;
 mod radix;
@@ -75,29 +76,14 @@ pub(crate) struct CudaPolicy {
     /// searches, one before each of its tiles, cost more than the launch they save.
     pub search_max_rounds: u64,
     /// One row of keys alone takes the radix sort from this many keys on, for `u32` and
-    /// for `u64` keys; `u64::MAX`: never, since random keys alone sort faster by merge path
-    /// at every length measured (`docs/performance.md`, "Key-value pairs"): a digit pass's
-    /// tiles wait for the counts of the tiles before them, one tile's look-back at a time,
-    /// so a pass costs a fixed time a tile beyond its memory traffic. Pairs take the radix
-    /// sort all the same, where every backend does
-    /// ([`crate::schedule::radix::pairs_take_radix`]): it is stable, and faster than merge
-    /// path there.
+    /// for `u64` keys: below it, merge path's fewer launches win (the radix sort's are a
+    /// histogram, the starts and a pass per digit, whatever the length). Pairs take the
+    /// radix sort where every backend does ([`crate::schedule::radix::pairs_take_radix`]):
+    /// it is stable, and faster than merge path there.
     pub radix_from: [u64; 2],
-    /// Keys a thread of a radix digit pass holds, for `u32` and `u64` keys alone. More keys
-    /// a tile mean fewer tiles to look back over and fewer look-back words, but more
-    /// registers a thread and shared memory a block.
-    pub radix_keys_per_thread: [u32; 2],
-    /// Keys a thread of a radix digit pass holds for pairs, by key width (`u32`, `u64`):
-    /// the values ride in registers beside the keys.
-    pub radix_pair_keys_per_thread: [u32; 2],
     /// Histogram blocks of a radix sort per multiprocessor: enough to keep the loads of one
     /// read of the keys in flight.
     pub radix_histogram_blocks_per_sm: u32,
-    /// Tiles whose look-back words a tile of a radix digit pass reads at a time: 1, or 16
-    /// at once (`RADIX_LOOK_BACK` in `cuda/radix.cuh`), which reaches a far prefix in fewer
-    /// rounds of loads but polls sixteen words where one is not yet published, taking issue
-    /// slots from the warps with work, and measured slower ("Tried and rejected").
-    pub radix_look_back: u32,
 }
 
 /// The CUDA backend's tuned numbers.
@@ -108,11 +94,8 @@ pub(crate) const POLICY: CudaPolicy = CudaPolicy {
     max_warp_sort_keys_beside_clusters: (1 << MAX_LOG_WARP_SORT) - 1,
     warp_split_max_tiles: 1 << 11,
     search_max_rounds: 2,
-    radix_from: [u64::MAX, u64::MAX],
-    radix_keys_per_thread: [16, 16],
-    radix_pair_keys_per_thread: [16, 12],
+    radix_from: [1 << 22, 1 << 24],
     radix_histogram_blocks_per_sm: 4,
-    radix_look_back: 1,
 };
 
 /// Each thread holds `2^LOG_E` elements per round (the CUDA kernels use the contract's

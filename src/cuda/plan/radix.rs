@@ -3,7 +3,7 @@
 //! and from which length keys alone take it.
 
 use super::{DeviceLimits, POLICY, Widths};
-use crate::kernel_contract::{RADIX_DIGIT_BITS, RADIX_THREADS};
+use crate::kernel_contract::{RADIX_CUDA_KEYS_PER_THREAD, RADIX_DIGIT_BITS, RADIX_THREADS};
 use crate::schedule::plan::RadixFacts;
 use crate::schedule::radix::RadixPlan;
 
@@ -23,9 +23,6 @@ pub(crate) struct RadixLaunches {
     pub histogram_blocks: u32,
     /// Tests only: [`DeviceLimits::radix_delay`].
     pub delay: u32,
-    /// Tiles whose look-back words a digit pass reads at a time
-    /// ([`CudaPolicy::radix_look_back`]).
-    pub look_back: u32,
 }
 
 impl RadixLaunches {
@@ -42,7 +39,6 @@ impl RadixLaunches {
             value_bytes,
             histogram_blocks: Self::histogram_blocks_for(limits, plan.n),
             delay: limits.radix_delay,
-            look_back: POLICY.radix_look_back,
         }
     }
 
@@ -70,29 +66,38 @@ impl RadixLaunches {
     }
 }
 
-/// Shared memory of a radix digit pass beyond its tile: the warps' counts, the bins'
-/// starts and bases, and a few words, rounded up.
+/// Shared memory of a radix digit pass beyond its tile: the warps' places of each bin, the
+/// bins' bases and a few words, rounded up.
 const RADIX_STATIC_SHARED_BYTES: u64 = 12 * 1024;
 
-/// How this device runs the radix sort for these widths: `u32` and `u64` keys, alone or
-/// with values of 4 or 8 bytes, with as many keys a thread as the policy asks and the
-/// shared memory holds.
-pub(super) fn radix_facts(limits: &DeviceLimits, widths: Widths) -> Option<RadixFacts> {
-    let index = match widths.key {
+/// The keys a thread of the digit pass for these widths holds (the pass is compiled for
+/// it), or `None` for widths without a pass.
+pub(in crate::cuda) fn radix_keys_per_thread(widths: Widths) -> Option<u32> {
+    let key = match widths.key {
         4 => 0,
         8 => 1,
         _ => return None,
     };
-    let most = if widths.value == 0 {
-        POLICY.radix_keys_per_thread[index]
-    } else {
-        POLICY.radix_pair_keys_per_thread[index]
+    let value = match widths.value {
+        0 => 0,
+        4 => 1,
+        8 => 2,
+        _ => return None,
     };
-    let room = u64::from(limits.shared_bytes_per_block).saturating_sub(RADIX_STATIC_SHARED_BYTES);
-    let fits = room / (u64::from(RADIX_THREADS) * widths.element());
-    let keys_per_thread = (fits as u32).min(most);
-    (keys_per_thread >= 1).then(|| RadixFacts {
-        keys_per_thread,
-        from: limits.radix_from.unwrap_or(POLICY.radix_from[index]),
-    })
+    Some(RADIX_CUDA_KEYS_PER_THREAD[key][value])
+}
+
+/// How this device runs the radix sort for these widths: `u32` and `u64` keys, alone or
+/// with values of 4 or 8 bytes, where the shared memory of a block holds the pass's tile.
+pub(super) fn radix_facts(limits: &DeviceLimits, widths: Widths) -> Option<RadixFacts> {
+    let keys_per_thread = radix_keys_per_thread(widths)?;
+    let tile_bytes = u64::from(RADIX_THREADS * keys_per_thread) * widths.element();
+    (tile_bytes + RADIX_STATIC_SHARED_BYTES <= u64::from(limits.shared_bytes_per_block)).then(
+        || RadixFacts {
+            keys_per_thread,
+            from: limits
+                .radix_from
+                .unwrap_or(POLICY.radix_from[usize::from(widths.key == 8)]),
+        },
+    )
 }

@@ -1,16 +1,15 @@
 //! The radix sort on the device (ignored without one): every key type and order against
 //! the standard library's sort, lengths across tiles and the crossover, skipped digits and
 //! an odd number of moves; pairs of both value widths against a stable sort; and the
-//! look-back under contention (tiles of 256 keys, some of them delayed). The plan's layout
+//! look-back under contention (thousands of tiles, some of them delayed). The plan's layout
 //! and its scalar model are `crate::schedule::radix`'s tests.
 
 use cust::memory::{DeviceBuffer, DeviceCopy};
 use cust::stream::{Stream, StreamFlags};
 
 use super::*;
-use crate::cuda::plan::RadixLaunches;
+use crate::cuda::plan::{RadixLaunches, radix_keys_per_thread};
 use crate::cuda::radix::RadixBuffers;
-use crate::kernel_contract::RADIX_THREADS;
 use crate::keys::WordKey;
 use crate::schedule::radix::RadixPlan;
 
@@ -125,28 +124,33 @@ fn radix_sort_matches_a_sort() {
     }
 }
 
-/// Runs the radix launches of `plan` on `keys` with `values` (their positions, as `V`) and
-/// checks a stable sort's result.
+/// Runs the radix launches on `keys` of `key_bytes` with `values` (their positions, as
+/// `V`), some tiles waiting `delay` ns before they publish, and checks a stable sort's
+/// result.
 fn check_pairs<V: DeviceCopy + Copy + PartialEq + std::fmt::Debug + TryFrom<usize>>(
     gpu: &CudaBackend,
     stream: &Stream,
     keys: &[u64],
     key_bytes: u64,
-    kpt: u32,
-    (delay, look_back): (u32, u32),
+    delay: u32,
 ) {
     let n = keys.len();
     let values: Vec<V> = (0..n)
         .map(|i| V::try_from(i).ok().expect("positions fit"))
         .collect();
+    let value_bytes = std::mem::size_of::<V>() as u64;
+    let kpt = radix_keys_per_thread(Widths {
+        key: key_bytes,
+        value: value_bytes,
+    })
+    .expect("a pass");
     let plan = RadixPlan::new(n as u64, key_bytes, kpt);
     let launches = RadixLaunches {
         plan,
         encoding: 0,
-        value_bytes: std::mem::size_of::<V>() as u64,
+        value_bytes,
         histogram_blocks: 7,
         delay,
-        look_back,
     };
     let state = DeviceBuffer::<u8>::zeroed(plan.state_bytes() as usize).expect("state");
     let vals = DeviceBuffer::from_slice(&values).expect("values");
@@ -169,7 +173,7 @@ fn check_pairs<V: DeviceCopy + Copy + PartialEq + std::fmt::Debug + TryFrom<usiz
         stream.synchronize().expect("the sort's end");
     };
     let mut got_values = values.clone();
-    let what = format!("n={n} key_bytes={key_bytes} kpt={kpt} delay={delay} look_back={look_back}");
+    let what = format!("n={n} key_bytes={key_bytes} kpt={kpt} delay={delay}");
     if key_bytes == 4 {
         let k: Vec<u32> = keys.iter().map(|&x| x as u32).collect();
         assert!(keys.iter().all(|&x| x >> 32 == 0), "u32 keys");
@@ -223,15 +227,15 @@ fn radix_pairs_are_stable() {
                 if key_bytes == 4 {
                     raw.iter_mut().for_each(|r| *r &= 0xffff_ffff);
                 }
-                check_pairs::<u32>(&gpu, &stream, &raw, key_bytes, 16, (0, 1));
-                check_pairs::<u64>(&gpu, &stream, &raw, key_bytes, 8, (0, 16));
+                check_pairs::<u32>(&gpu, &stream, &raw, key_bytes, 0);
+                check_pairs::<u64>(&gpu, &stream, &raw, key_bytes, 0);
             }
         }
     }
 }
 
-/// Tiles of 256 keys (one a thread), thousands of them, with one tile in eight waiting
-/// before it publishes: its successors must wait for it in their look-back.
+/// Thousands of tiles, one in eight of them waiting before it publishes: its successors
+/// must wait for it in their look-back.
 #[test]
 #[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
 fn radix_look_back_under_contention() {
@@ -239,15 +243,14 @@ fn radix_look_back_under_contention() {
     CurrentContext::set_current(&gpu.context).expect("context");
     let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
     let mut next = lcg(58);
-    assert_eq!(RadixPlan::new(1, 4, 1).tile(), u64::from(RADIX_THREADS));
-    for n in [(1usize << 20) + 3, 3 << 20] {
+    for n in [(1usize << 20) + 3, 12 << 20] {
         for p in [0, 1, 2] {
             let raw: Vec<u64> = raw_keys(n, p, &mut next)
                 .iter()
                 .map(|r| r & 0xffff_ffff)
                 .collect();
-            for modes in [(0, 1), (2000, 1), (0, 16), (2000, 16)] {
-                check_pairs::<u32>(&gpu, &stream, &raw, 4, 1, modes);
+            for delay in [0, 2000] {
+                check_pairs::<u32>(&gpu, &stream, &raw, 4, delay);
             }
         }
     }
@@ -271,10 +274,9 @@ fn median_ms(stream: &Stream, runs: usize, mut sort: impl FnMut()) -> f64 {
     times[times.len() / 2]
 }
 
-/// Device times of the radix sort with 8, 12 and 16 keys a thread against merge path, for
-/// `u32` and `u64` keys alone and `u32` pairs, 2^14 to 2^28, random keys, and at 2^24 and
-/// 2^28 the input patterns: where the crossovers lie and which tile is best. Each result
-/// is checked. `cargo test --release --features cuda --lib cuda_radix_timings -- --ignored
+/// Device times of the radix sort against merge path, for `u32` and `u64` keys alone and
+/// `u32` pairs, 2^14 to 2^28, random keys, and at 2^24 and 2^28 the input patterns: where
+/// the crossovers lie. Each result is checked. `cargo test --release --features cuda --lib cuda_radix_timings -- --ignored
 /// --nocapture`.
 #[test]
 #[ignore = "needs a CUDA device; a timing, not a check"]
@@ -314,7 +316,11 @@ fn cuda_radix_timings() {
                 let scratch_values = DeviceBuffer::<u32>::zeroed(n.max(1)).expect("values");
                 let mut line =
                     format!("key {key_bytes} value {value_bytes} 2^{log_n} pattern {p}:");
-                for (kpt, look_back) in [(12u32, 1u32), (16, 1), (16, 16)] {
+                let widths = Widths {
+                    key: key_bytes,
+                    value: value_bytes,
+                };
+                if let Some(kpt) = radix_keys_per_thread(widths) {
                     let plan = RadixPlan::new(n as u64, key_bytes, kpt);
                     let launches = RadixLaunches {
                         plan,
@@ -325,13 +331,7 @@ fn cuda_radix_timings() {
                             n as u64,
                         ),
                         delay: 0,
-                        look_back,
                     };
-                    if launches.pass_shared_bytes() as u64 + 12 * 1024
-                        > u64::from(gpu.limits.shared_bytes_per_block)
-                    {
-                        continue;
-                    }
                     let state =
                         DeviceBuffer::<u8>::zeroed(plan.state_bytes() as usize).expect("state");
                     let buffers = RadixBuffers {
@@ -353,7 +353,7 @@ fn cuda_radix_timings() {
                         gpu.launch_radix(&launches, buffers, stream.as_inner())
                             .expect("radix");
                     });
-                    line += &format!(" radix{kpt}/{look_back} {ms:.4}");
+                    line += &format!(" radix {ms:.4}");
                     let mut got = vec![0u8; keys.len()];
                     keys.copy_to(&mut got[..]).expect("download");
                     let sorted = if key_bytes == 4 {
