@@ -131,7 +131,17 @@ fn clusters_keep_the_network_and_rows_take_merge_path() {
 fn chunks_sorted_while_uploading_are_planned_as_the_whole_sort() {
     let widths = Widths::keys(4);
     let n = 9_437_187u64;
-    let SortPlan::MergePath(whole) = plan::choose(&LARGE_GPU, n, 1, widths, 5, false) else {
+    // Chunks sort while uploading only where the whole sort is merge path: on this device
+    // such keys take the radix sort, so it is told not to.
+    let merging = DeviceLimits {
+        radix_from: Some(u64::MAX),
+        ..LARGE_GPU
+    };
+    assert!(matches!(
+        plan::choose(&LARGE_GPU, n, 1, widths, 5, false),
+        SortPlan::Radix(_)
+    ));
+    let SortPlan::MergePath(whole) = plan::choose(&merging, n, 1, widths, 5, false) else {
         panic!("merge path expected for {n} keys");
     };
     let sort_tile = whole.tile_sort.args.tile_bits;
@@ -142,7 +152,7 @@ fn chunks_sorted_while_uploading_are_planned_as_the_whole_sort() {
         .chain([(1 << sort_tile) - 1, 1 << sort_tile, (1 << sort_tile) + 1])
         .chain([3 << sort_tile, 1 << log_chunk])
     {
-        let part = plan::chunk_plan(&LARGE_GPU, m, sort_tile, log_chunk, widths, 5);
+        let part = plan::chunk_plan(&merging, m, sort_tile, log_chunk, widths, 5);
         let t = part.tile_sort;
         assert_eq!(t.args.transform, ENCODE_ON_LOAD, "m = {m}");
         assert_eq!(t.args.encoding, 5);
