@@ -153,9 +153,11 @@ fn allocate(
         })?;
         let regions = regions.as_device_ptr().as_raw();
         // The scratch of the largest range's sort, grown once here.
+        let longest = layout.largest_sorted.max(2);
         backend.plan_with_scratch(
             &mut buffers.scratch,
-            layout.largest_sorted.max(2),
+            backend.plan(longest, 1, widths, encoding.code()),
+            longest,
             1,
             widths,
             encoding.code(),
@@ -396,6 +398,7 @@ fn sort_range(
     crate::fault::point(BackendKind::Cuda, "range sort")?;
     let (plan, scratch) = backend.plan_with_scratch(
         &mut side.host.buffers.scratch,
+        backend.plan(total, 1, widths, encoding.code()),
         total,
         1,
         widths,

@@ -202,10 +202,12 @@ impl CudaBackend {
                     .map_err(on("cuStreamWaitEvent"))?;
             }
         }
+        let rows = (keys.len / row_len) as u64;
         let (plan, scratch_words) = self.plan_with_scratch(
             &mut scratch.buffers,
+            self.plan(row_len as u64, rows, widths, encoding.code()),
             row_len as u64,
-            (keys.len / row_len) as u64,
+            rows,
             widths,
             encoding.code(),
         )?;

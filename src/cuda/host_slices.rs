@@ -149,8 +149,10 @@ impl CudaBackend {
                 }
                 None => 0,
             };
+            let plan = self.upload_plan(row_len as u64, rows, widths, encoding.code());
             let (plan, scratch) = self.plan_with_scratch(
                 &mut buffers.scratch,
+                plan,
                 row_len as u64,
                 rows,
                 widths,

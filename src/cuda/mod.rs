@@ -293,17 +293,31 @@ impl CudaBackend {
         plan::choose(&self.limits, row_len, rows, widths, encoding, oblivious)
     }
 
-    /// The plan of a sort and the scratch it needs, grown in `scratch`; the network's plan
-    /// where a merge-path or counting plan's scratch does not fit in device memory.
+    /// The plan of a sort of host slices, which upload before they sort
+    /// ([`plan::choose_for_upload`]).
+    pub(crate) fn upload_plan(
+        &self,
+        row_len: u64,
+        rows: u64,
+        widths: Widths,
+        encoding: u32,
+    ) -> SortPlan {
+        let oblivious = self.oblivious.load(Ordering::Relaxed);
+        plan::choose_for_upload(&self.limits, row_len, rows, widths, encoding, oblivious)
+    }
+
+    /// `plan`, a sort of `rows` rows of `row_len`, with the scratch it needs, grown in
+    /// `scratch`; the network's plan where a merge-path or counting plan's scratch does not
+    /// fit in device memory.
     fn plan_with_scratch(
         &self,
         scratch: &mut Scratch<DeviceBuffer<u8>>,
+        plan: SortPlan,
         row_len: u64,
         rows: u64,
         widths: Widths,
         encoding: u32,
     ) -> Result<(SortPlan, Option<ScratchWords>)> {
-        let plan = self.plan(row_len, rows, widths, encoding);
         let n = (row_len * rows) as usize;
         let requested = (n as u64).saturating_mul(widths.element());
         let network = || {

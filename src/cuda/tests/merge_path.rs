@@ -179,3 +179,37 @@ fn chunks_sorted_while_uploading_are_planned_as_the_whole_sort() {
         }
     }
 }
+
+#[test]
+fn host_slices_that_sort_while_uploading_keep_merge_path() {
+    let radix = |p: SortPlan| matches!(p, SortPlan::Radix(_));
+    for key in [4u64, 8] {
+        let keys = Widths::keys(key);
+        // 2^28 keys: merge path sorts their chunks while they cross the bus.
+        assert!(radix(plan::choose(&LARGE_GPU, 1 << 28, 1, keys, 0, false)));
+        assert!(matches!(
+            plan::choose_for_upload(&LARGE_GPU, 1 << 28, 1, keys, 0, false),
+            SortPlan::MergePath(_)
+        ));
+        // Pairs keep the radix sort's stable order.
+        let pairs = Widths { key, value: 4 };
+        assert!(radix(plan::choose_for_upload(
+            &LARGE_GPU,
+            1 << 28,
+            1,
+            pairs,
+            0,
+            false
+        )));
+    }
+    // 2^22 `u32` keys (16 MiB) upload whole either way: the radix sort.
+    let keys = Widths::keys(4);
+    assert!(radix(plan::choose_for_upload(
+        &LARGE_GPU,
+        1 << 22,
+        1,
+        keys,
+        0,
+        false
+    )));
+}
