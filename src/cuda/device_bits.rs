@@ -82,6 +82,7 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         let encoding = bits_encoding::<K>(order)?;
+        let stream = stream.as_inner();
         self.sort_device_words(DeviceWords::of(keys), None, encoding, row_len, stream)
     }
 
@@ -97,6 +98,7 @@ impl CudaBackend {
     ) -> Result<()> {
         let encoding = bits_encoding::<K>(order)?;
         let values = Some(DeviceWords::of(values));
+        let stream = stream.as_inner();
         self.sort_device_words(DeviceWords::of(keys), values, encoding, row_len, stream)
     }
 

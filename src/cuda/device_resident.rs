@@ -12,16 +12,26 @@
 use std::ptr;
 
 use cust::context::CurrentContext;
-use cust::event::{Event, EventFlags};
 use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
-use cust::stream::{Stream, StreamWaitEventFlags};
+use cust::stream::Stream;
 use cust::sys as cu;
 
+use super::driver::StreamEvent;
 use super::{CudaBackend, DeviceScratch, Job, Widths, check, on};
 use crate::buffer_cache::Scratch;
 use crate::error::{Error, Result};
 use crate::keys::{KeyEncoding, Order, WordKey};
 use crate::shape::{check_rows_words, check_value_bytes};
+
+/// The per-thread default stream's handle (`CU_STREAM_PER_THREAD`).
+pub(super) const PER_THREAD_STREAM: usize = 0x2;
+
+/// Whether work enqueued on `b` follows the work enqueued on `a` in stream order: the same
+/// handle, except the per-thread default stream's, which names another stream on each
+/// thread that uses it.
+fn same_stream(a: cu::CUstream, b: cu::CUstream) -> bool {
+    a == b && a as usize != PER_THREAD_STREAM
+}
 
 /// A caller's device slice as words: its address, length and word width.
 #[derive(Clone, Copy)]
@@ -77,7 +87,7 @@ impl CudaBackend {
             None,
             KeyEncoding::of::<K>(order),
             n.max(1),
-            stream,
+            stream.as_inner(),
         )
     }
 
@@ -96,7 +106,7 @@ impl CudaBackend {
             Some(DeviceWords::of(values)),
             KeyEncoding::of::<K>(order),
             n.max(1),
-            stream,
+            stream.as_inner(),
         )
     }
 
@@ -114,7 +124,7 @@ impl CudaBackend {
             None,
             KeyEncoding::of::<K>(order),
             row_len,
-            stream,
+            stream.as_inner(),
         )
     }
 
@@ -132,19 +142,22 @@ impl CudaBackend {
             Some(DeviceWords::of(values)),
             KeyEncoding::of::<K>(order),
             row_len,
-            stream,
+            stream.as_inner(),
         )
     }
 
     /// Every device-resident sort: checks the shapes and that the slices and the stream are
-    /// this backend's, then enqueues the planned launches on the caller's stream.
+    /// this backend's, then enqueues the planned launches on the caller's stream (a live
+    /// stream of this backend's context, or a special handle: [`check_stream`]).
+    ///
+    /// [`check_stream`]: CudaBackend::check_stream
     pub(super) fn sort_device_words(
         &self,
         keys: DeviceWords,
         values: Option<DeviceWords>,
         encoding: KeyEncoding,
         row_len: usize,
-        stream: &Stream,
+        stream: cu::CUstream,
     ) -> Result<()> {
         check_rows_words(keys.len, values.map(|v| v.len), row_len)?;
         if let Some(values) = values {
@@ -169,7 +182,7 @@ impl CudaBackend {
         values: Option<DeviceWords>,
         encoding: KeyEncoding,
         row_len: usize,
-        stream: &Stream,
+        stream: cu::CUstream,
     ) -> Result<()> {
         let value_bytes = values.map_or(0, |v| v.word_bytes);
         if row_len <= 1 {
@@ -186,9 +199,10 @@ impl CudaBackend {
         // A stream being captured into a graph neither waits nor records: an event recorded
         // in a capture cannot be waited for outside it.
         let mut capture = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        // SAFETY: the stream handle is live and `capture` is a valid out-pointer.
+        // SAFETY: the stream handle is live (checked against the context by the caller) and
+        // `capture` is a valid out-pointer.
         check("cuStreamIsCapturing", unsafe {
-            cu::cuStreamIsCapturing(stream.as_inner(), &mut capture)
+            cu::cuStreamIsCapturing(stream, &mut capture)
         })?;
         let capturing = capture != cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         let waited = !capturing && scratch.done.is_some();
@@ -196,10 +210,8 @@ impl CudaBackend {
             // The previous sort that used the scratch may run on another stream; on the same
             // stream, the order of the stream suffices. Waiting consumes the event; the
             // driver destroys it once the wait is resolved.
-            if on_stream != stream.as_inner() {
-                stream
-                    .wait_event(done, StreamWaitEventFlags::DEFAULT)
-                    .map_err(on("cuStreamWaitEvent"))?;
+            if !same_stream(on_stream, stream) {
+                done.wait_on(stream)?;
             }
         }
         let rows = (keys.len / row_len) as u64;
@@ -222,25 +234,25 @@ impl CudaBackend {
         // The launches read and write only the slices' `len` words and the scratch. The
         // caller's buffers stay allocated until the kernels finish: freeing device memory
         // with `cuMemFree` (what `DeviceBuffer`'s drop does) waits for the work that uses it.
-        let enqueued = self.enqueue(&job, stream.as_inner());
+        let enqueued = self.enqueue(&job, stream);
         // After a wait, the event recorded here follows the previous user of the scratch too.
         if !capturing && (job.scratch.is_some() || waited) {
-            let done = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
-            done.record(stream).map_err(on("cuEventRecord"))?;
-            scratch.done = Some((done, stream.as_inner()));
+            scratch.done = Some((StreamEvent::record(stream)?, stream));
         }
         enqueued
     }
 
-    /// Makes this backend's context current and checks that `stream` belongs to it.
-    pub(super) fn check_stream(&self, stream: &Stream) -> Result<()> {
+    /// Makes this backend's context current and checks that `stream` belongs to it. The
+    /// special handles (null and `CU_STREAM_LEGACY` for the legacy default stream,
+    /// `CU_STREAM_PER_THREAD` for the per-thread one) name the current context's.
+    pub(super) fn check_stream(&self, stream: cu::CUstream) -> Result<()> {
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
         let ours = self.context.as_raw();
         let mut context: cu::CUcontext = ptr::null_mut();
-        // SAFETY: the stream handle is live (borrowed from the caller's `Stream`) and
+        // SAFETY: the caller vouches for the stream handle (live, or a special handle) and
         // `context` is a valid out-pointer.
         check("cuStreamGetCtx", unsafe {
-            cu::cuStreamGetCtx(stream.as_inner(), &mut context)
+            cu::cuStreamGetCtx(stream, &mut context)
         })?;
         if context != ours {
             return Err(Error::ForeignBuffer(format!(
@@ -295,23 +307,19 @@ impl DeviceScratch {
     /// the last sort that used it (where that ran on another stream), and its next user waits
     /// for the work enqueued on `stream` so far. Where the driver fails, nothing could wait
     /// for the last user: the buffers are freed (`cuMemFree` waits for that work).
-    fn hand_to(&mut self, stream: &Stream) -> Result<()> {
+    fn hand_to(&mut self, stream: cu::CUstream) -> Result<()> {
         let previous = self.done.take();
         let done = (|| {
             if let Some((previous, on_stream)) = previous
-                && on_stream != stream.as_inner()
+                && !same_stream(on_stream, stream)
             {
-                stream
-                    .wait_event(previous, StreamWaitEventFlags::DEFAULT)
-                    .map_err(on("cuStreamWaitEvent"))?;
+                previous.wait_on(stream)?;
             }
-            let done = Event::new(EventFlags::DISABLE_TIMING).map_err(on("cuEventCreate"))?;
-            done.record(stream).map_err(on("cuEventRecord"))?;
-            Ok(done)
+            StreamEvent::record(stream)
         })();
         match done {
             Ok(done) => {
-                self.done = Some((done, stream.as_inner()));
+                self.done = Some((done, stream));
                 Ok(())
             }
             Err(e) => {
@@ -330,7 +338,7 @@ impl CudaBackend {
     pub(super) fn take_scratch_keys(
         &self,
         bytes: usize,
-        stream: &Stream,
+        stream: cu::CUstream,
     ) -> Result<Option<DeviceBuffer<u8>>> {
         let mut scratch = self
             .device_scratch
@@ -357,7 +365,7 @@ impl CudaBackend {
     pub(super) fn return_scratch_keys(
         &self,
         buffer: DeviceBuffer<u8>,
-        stream: &Stream,
+        stream: cu::CUstream,
     ) -> Result<()> {
         let mut scratch = self
             .device_scratch

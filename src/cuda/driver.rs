@@ -174,3 +174,50 @@ pub(super) fn enable_peer_access(
     }
     check("cuCtxEnablePeerAccess", status)
 }
+
+/// A driver event without timing that orders work between streams, including streams the
+/// backend does not own (a caller's raw stream, the legacy and per-thread default streams),
+/// on which `cust`'s `Event` cannot be recorded. Destroyed on drop; the driver keeps it
+/// alive until the waits enqueued on it are resolved.
+pub(super) struct StreamEvent(cu::CUevent);
+
+// SAFETY: an event handle is a driver object, usable from any thread.
+unsafe impl Send for StreamEvent {}
+
+impl StreamEvent {
+    /// A new event recorded on `stream`: it completes once the work enqueued there so far
+    /// has. `stream` must be a live stream of the current context, or a special handle
+    /// (null, `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`).
+    pub(super) fn record(stream: cu::CUstream) -> Result<StreamEvent> {
+        let mut raw: cu::CUevent = ptr::null_mut();
+        let flags = cu::CUevent_flags_enum::CU_EVENT_DISABLE_TIMING as u32;
+        // SAFETY: `raw` is a valid out-pointer.
+        check("cuEventCreate", unsafe {
+            cu::cuEventCreate(&mut raw, flags)
+        })?;
+        let event = StreamEvent(raw);
+        // SAFETY: the event was created above; the caller vouches for the stream handle.
+        check("cuEventRecord", unsafe {
+            cu::cuEventRecord(event.0, stream)
+        })?;
+        Ok(event)
+    }
+
+    /// Makes the work enqueued on `stream` from now on wait for this event.
+    pub(super) fn wait_on(&self, stream: cu::CUstream) -> Result<()> {
+        // SAFETY: the event is live; the caller vouches for the stream handle.
+        check("cuStreamWaitEvent", unsafe {
+            cu::cuStreamWaitEvent(stream, self.0, 0)
+        })
+    }
+}
+
+impl Drop for StreamEvent {
+    fn drop(&mut self) {
+        // SAFETY: the event was created by `record` and is destroyed once; a pending wait
+        // on it still completes (the driver releases it after the wait).
+        unsafe {
+            cu::cuEventDestroy_v2(self.0);
+        }
+    }
+}

@@ -55,6 +55,7 @@ use crate::rayon_lock::lock_shared_with_rayon;
 mod counting;
 mod device_bits;
 mod device_ranges;
+mod device_raw;
 mod device_resident;
 mod driver;
 mod host_ranges;
@@ -69,6 +70,7 @@ mod spread_host;
 mod stream_buffers;
 mod top_k;
 
+pub use device_raw::{STREAM_LEGACY, STREAM_PER_THREAD};
 pub use driver::devices;
 use driver::{check, driver_error, init, on, probe};
 use kernels::{
@@ -115,7 +117,7 @@ struct ScratchWords {
 /// waits for it when it runs on another stream.
 struct DeviceScratch {
     buffers: Scratch<DeviceBuffer<u8>>,
-    done: Option<(cust::event::Event, cu::CUstream)>,
+    done: Option<(driver::StreamEvent, cu::CUstream)>,
 }
 
 // SAFETY: the stream handle is only compared, never used to enqueue work; the event is a

@@ -151,7 +151,7 @@ pub fn sort_device_spread<K: WordKey + DeviceCopy>(
         )));
     }
     for part in parts.iter() {
-        part.backend.check_stream(part.stream)?;
+        part.backend.check_stream(part.stream.as_inner())?;
         if !part.keys.is_empty() {
             part.backend
                 .check_owner("keys", part.keys.as_device_ptr().as_raw())?;
@@ -223,7 +223,7 @@ pub(super) fn spread(sides: &[Side<'_>], encoding: KeyEncoding, sorted: bool) ->
                 None,
                 encoding,
                 side.keys.len.max(1),
-                side.stream,
+                side.stream.as_inner(),
             )?;
         }
     }
@@ -314,7 +314,9 @@ fn free(sides: &[Side<'_>], received: Vec<Option<Received>>) -> Result<()> {
         let Some(buffer) = buffer else { continue };
         let freed = side.make_current().and_then(|()| match buffer {
             Received::Spare(_) => Ok(()),
-            Received::Scratch(buffer) => side.backend.return_scratch_keys(buffer, side.stream),
+            Received::Scratch(buffer) => side
+                .backend
+                .return_scratch_keys(buffer, side.stream.as_inner()),
             Received::Pool(buffer) => buffer.drop_async(side.stream).map_err(on("cuMemFreeAsync")),
         });
         if result.is_ok() {
@@ -439,7 +441,9 @@ fn receive_buffer(side: &Side<'_>, bytes: usize) -> Result<Received> {
     // A device that holds several parts gives its scratch to the first only; a unit timing
     // may set BITONIC_TIMING_SPREAD_POOL=1 to compare with the pool.
     if timing_override::<u32>("BITONIC_TIMING_SPREAD_POOL") != Some(1)
-        && let Some(buffer) = side.backend.take_scratch_keys(bytes, side.stream)?
+        && let Some(buffer) = side
+            .backend
+            .take_scratch_keys(bytes, side.stream.as_inner())?
     {
         return Ok(Received::Scratch(buffer));
     }

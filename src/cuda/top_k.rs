@@ -202,7 +202,7 @@ impl CudaBackend {
         let run = |i: usize| (slices[i].1.ptr, slices[i].1.len);
         let key_bytes = std::mem::size_of::<T>();
         let job = TopKJob::checked(run(0), key_bytes, encoding, row_len, k, run(1), run(2))?;
-        self.check_stream(stream)?;
+        self.check_stream(stream.as_inner())?;
         for (what, words) in slices {
             if words.len > 0 {
                 self.check_owner(what, words.ptr)?;
@@ -366,7 +366,7 @@ impl CudaBackend {
             }),
             encoding,
             row_len as usize,
-            stream,
+            stream.as_inner(),
         )
     }
 
