@@ -7,8 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-cargo build --workspace --exclude bitonic-datafusion --all-features --all-targets
-cargo test --workspace --exclude bitonic-datafusion --all-features "$@"
+cargo build --workspace --exclude bitonic-datafusion --exclude bitonic-candle --all-features --all-targets
+cargo test --workspace --exclude bitonic-datafusion --exclude bitonic-candle --all-features "$@"
 # The OpenCL backend's own tests (small tiles, build logs) need a device, so a plain
 # `cargo test` lists them as ignored; PoCL is one, so run them for real here.
-cargo test --workspace --exclude bitonic-datafusion --all-features --lib -- --ignored opencl::
+cargo test --workspace --exclude bitonic-datafusion --exclude bitonic-candle --all-features --lib -- --ignored opencl::

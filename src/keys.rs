@@ -125,7 +125,9 @@ pub enum Order {
 }
 
 impl Order {
-    /// [`Order::Descending`] where `descending`, else [`Order::Ascending`].
+    /// [`Order::Descending`] where `descending`, else [`Order::Ascending`]. Arrow's sort
+    /// options and the tests use it.
+    #[cfg_attr(not(any(feature = "arrow", test)), allow(dead_code))]
     pub(crate) fn from_descending(descending: bool) -> Order {
         if descending {
             Order::Descending
