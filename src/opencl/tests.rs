@@ -158,6 +158,20 @@ fn few_or_random(rng: &mut StdRng, n: usize, few: bool) -> Vec<u64> {
         .collect()
 }
 
+/// Floats of few distinct values from `raw`: NaN, -0.0, 0.0 and -inf among small integers,
+/// so that equal keys and the total order's special cases meet in every tile.
+fn special_floats(raw: &[u64]) -> Vec<f32> {
+    raw.iter()
+        .map(|&x| match x % 7 {
+            0 => f32::NAN,
+            1 => -0.0,
+            2 => 0.0,
+            3 => f32::NEG_INFINITY,
+            _ => (x % 5) as f32,
+        })
+        .collect()
+}
+
 fn value_words<V: bytemuck::Pod>(values: &mut [V]) -> WordsMut<'_> {
     match std::mem::size_of::<V>() {
         4 => WordsMut::U32(bytemuck::cast_slice_mut(values)),

@@ -154,17 +154,7 @@ fn long_pairs_sort_stably() {
     });
     let random: Vec<i32> = (0..n + 1000).map(|_| rng.r#gen()).collect();
     check::<i32, u32>(&random, |i| i as u32);
-    let floats: Vec<f32> = raw
-        .iter()
-        .map(|&x| match x % 7 {
-            0 => f32::NAN,
-            1 => -0.0,
-            2 => 0.0,
-            3 => f32::NEG_INFINITY,
-            _ => (x % 5) as f32,
-        })
-        .collect();
-    check::<f32, u32>(&floats, |i| i as u32);
+    check::<f32, u32>(&special_floats(&raw), |i| i as u32);
     let n = first(12);
     let raw = few(&mut rng, n);
     check::<u32, u64>(&raw.iter().map(|&x| x as u32).collect::<Vec<_>>(), |i| {

@@ -173,17 +173,7 @@ fn merge_path_sorts_pairs() {
                 &wide_values[..(1 << 19) + 3],
                 false,
             );
-            let floats: Vec<f32> = raw
-                .iter()
-                .map(|&x| match x % 7 {
-                    0 => f32::NAN,
-                    1 => -0.0,
-                    2 => 0.0,
-                    3 => f32::NEG_INFINITY,
-                    _ => (x % 5) as f32,
-                })
-                .collect();
-            check_pairs_like_model(b, &cpu, &floats, &values, true);
+            check_pairs_like_model(b, &cpu, &special_floats(&raw), &values, true);
         }
     }
     // Device buffers on two queues taking turns at the scratch.
