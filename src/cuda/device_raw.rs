@@ -23,15 +23,6 @@ pub const STREAM_LEGACY: cu::CUstream = 0x1 as cu::CUstream;
 /// thread that uses it enqueues on a stream of its own.
 pub const STREAM_PER_THREAD: cu::CUstream = PER_THREAD_STREAM as cu::CUstream;
 
-/// `len` words of `T` at `ptr`.
-fn words<T>(ptr: cu::CUdeviceptr, len: usize) -> DeviceWords {
-    DeviceWords {
-        ptr,
-        len,
-        word_bytes: std::mem::size_of::<T>(),
-    }
-}
-
 impl CudaBackend {
     /// Sorts the `len` keys of type `K` at device address `keys` in place on `stream`.
     ///
@@ -67,7 +58,13 @@ impl CudaBackend {
         stream: cu::CUstream,
     ) -> Result<()> {
         let encoding = KeyEncoding::of::<K>(order);
-        self.sort_device_words(words::<K>(keys, len), None, encoding, len.max(1), stream)
+        self.sort_device_words(
+            DeviceWords::new::<K>(keys, len),
+            None,
+            encoding,
+            len.max(1),
+            stream,
+        )
     }
 
     /// [`CudaBackend::sort_device_raw`] that moves the `len` values of type `V` (4 or 8
@@ -84,8 +81,14 @@ impl CudaBackend {
         stream: cu::CUstream,
     ) -> Result<()> {
         let encoding = KeyEncoding::of::<K>(order);
-        let values = Some(words::<V>(values, len));
-        self.sort_device_words(words::<K>(keys, len), values, encoding, len.max(1), stream)
+        let values = Some(DeviceWords::new::<V>(values, len));
+        self.sort_device_words(
+            DeviceWords::new::<K>(keys, len),
+            values,
+            encoding,
+            len.max(1),
+            stream,
+        )
     }
 
     /// Sorts each row of `row_len` keys of the `len` at `keys` on its own, in place on
@@ -102,7 +105,13 @@ impl CudaBackend {
         stream: cu::CUstream,
     ) -> Result<()> {
         let encoding = KeyEncoding::of::<K>(order);
-        self.sort_device_words(words::<K>(keys, len), None, encoding, row_len, stream)
+        self.sort_device_words(
+            DeviceWords::new::<K>(keys, len),
+            None,
+            encoding,
+            row_len,
+            stream,
+        )
     }
 
     /// [`CudaBackend::sort_device_rows_raw`] with the `len` values at `values` (the same
@@ -120,7 +129,13 @@ impl CudaBackend {
         stream: cu::CUstream,
     ) -> Result<()> {
         let encoding = KeyEncoding::of::<K>(order);
-        let values = Some(words::<V>(values, len));
-        self.sort_device_words(words::<K>(keys, len), values, encoding, row_len, stream)
+        let values = Some(DeviceWords::new::<V>(values, len));
+        self.sort_device_words(
+            DeviceWords::new::<K>(keys, len),
+            values,
+            encoding,
+            row_len,
+            stream,
+        )
     }
 }

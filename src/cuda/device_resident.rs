@@ -42,12 +42,18 @@ pub(super) struct DeviceWords {
 }
 
 impl DeviceWords {
-    pub(super) fn of<T: DeviceCopy>(slice: &DeviceSlice<T>) -> DeviceWords {
+    /// `len` words of `T` at device address `ptr`.
+    pub(super) fn new<T>(ptr: cu::CUdeviceptr, len: usize) -> DeviceWords {
         DeviceWords {
-            ptr: slice.as_device_ptr().as_raw(),
-            len: slice.len(),
+            ptr,
+            len,
             word_bytes: std::mem::size_of::<T>(),
         }
+    }
+
+    /// The words of a `cust` slice.
+    pub(super) fn of<T: DeviceCopy>(slice: &DeviceSlice<T>) -> DeviceWords {
+        DeviceWords::new::<T>(slice.as_device_ptr().as_raw(), slice.len())
     }
 }
 
