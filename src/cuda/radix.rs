@@ -11,9 +11,8 @@ use super::kernels::{
     KEY_NAMES, Kernel, KernelParams, VALUE_NAMES, launch_kernel, load_kernel, load_kernels_of,
 };
 use super::plan::RadixLaunches;
-use super::plan::Widths;
 use crate::error::{Error, Result};
-use crate::kernel_contract::{RADIX_DIGIT_BITS, RADIX_THREADS, RadixArgs};
+use crate::kernel_contract::{RADIX_THREADS, RadixArgs};
 
 /// The radix sort's kernels: the histogram per key width (`u32`, `u64`), the starts, and the
 /// digit pass and copy back per key and value width (`u32`/`u64` keys by `none`/`u32`/`u64`
@@ -95,10 +94,7 @@ impl CudaBackend {
             keys_per_thread: plan.keys_per_thread,
             delay: launches.delay,
         };
-        let compiled = super::plan::radix_keys_per_thread(Widths {
-            key: u64::from(plan.digits * RADIX_DIGIT_BITS / 8),
-            value: launches.value_bytes,
-        });
+        let compiled = super::plan::radix_keys_per_thread(launches.widths());
         if compiled != Some(plan.keys_per_thread) {
             return Err(Error::Unsupported(format!(
                 "a radix plan of {} keys a thread for passes compiled for {compiled:?}",

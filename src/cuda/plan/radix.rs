@@ -60,10 +60,17 @@ impl RadixLaunches {
         }
     }
 
+    /// The widths of the keys and values sorted.
+    pub(crate) fn widths(&self) -> Widths {
+        Widths {
+            key: u64::from(self.plan.digits * RADIX_DIGIT_BITS / 8),
+            value: self.value_bytes,
+        }
+    }
+
     /// Dynamic shared memory of a digit pass: its tile's keys and values.
     pub(crate) fn pass_shared_bytes(&self) -> u32 {
-        let key_bytes = u64::from(self.plan.digits * RADIX_DIGIT_BITS / 8);
-        (self.plan.tile() * (key_bytes + self.value_bytes)) as u32
+        (self.plan.tile() * self.widths().element()) as u32
     }
 }
 
