@@ -83,9 +83,11 @@ template <typename K> struct RadixEncoding {
 // spread over them by lane, rarely meet in one shared-memory bank.
 template <typename K> __device__ __forceinline__ constexpr u32 radix_histogram_copies() { return sizeof(K) == 4 ? 8 : 4; }
 
-// The histogram: blocks stride over the row, each thread four keys at a time, and
-// count every digit of every key in shared memory (copy lane % copies of the counts), then
-// add their block's counts to the state's.
+// The histogram: blocks stride over the row, each thread four consecutive keys at a time,
+// and count every digit of every key in shared memory (copy lane % copies of the counts),
+// then add their block's counts to the state's. A run of equal digits among a thread's four
+// keys costs one atomic: in sorted or narrow-ranged keys the lanes of a warp share a few
+// bins, and one atomic a key would serialize on them.
 template <typename K> __device__ __forceinline__ void radix_histogram(const K *__restrict__ keys, u32 *state, const RadixArgs &a) {
     constexpr u32 DIGITS = radix_digits<K>();
     constexpr u32 COPIES = radix_histogram_copies<K>();
@@ -103,6 +105,29 @@ template <typename K> __device__ __forceinline__ void radix_histogram(const K *_
         for (u32 d = 0; d < DIGITS; ++d) {
             const u32 bin = (u32)(w >> (d * RADIX_DIGIT_BITS)) & (RADIX_BINS - 1);
             atomicAdd(&mine[(d * RADIX_BINS + bin) * COPIES], 1u);
+        }
+    };
+    auto count4 = [&](const K *raw) {
+        K w[PER_LOAD];
+#pragma unroll
+        for (u32 e = 0; e < PER_LOAD; ++e) {
+            w[e] = enc.ordered(raw[e]);
+        }
+#pragma unroll
+        for (u32 d = 0; d < DIGITS; ++d) {
+            u32 run = 1;
+            u32 prev = (u32)(w[0] >> (d * RADIX_DIGIT_BITS)) & (RADIX_BINS - 1);
+#pragma unroll
+            for (u32 e = 1; e < PER_LOAD; ++e) {
+                const u32 bin = (u32)(w[e] >> (d * RADIX_DIGIT_BITS)) & (RADIX_BINS - 1);
+                if (bin != prev) {
+                    atomicAdd(&mine[(d * RADIX_BINS + prev) * COPIES], run);
+                    run = 0;
+                }
+                prev = bin;
+                ++run;
+            }
+            atomicAdd(&mine[(d * RADIX_BINS + prev) * COPIES], run);
         }
     };
     // Keys before the first 16-byte boundary, and after the last whole load, one at a time;
@@ -124,22 +149,13 @@ template <typename K> __device__ __forceinline__ void radix_histogram(const K *_
         K w0[4], w1[4];
         load4(aligned + i * PER_LOAD, w0);
         load4(aligned + (i + threads) * PER_LOAD, w1);
-#pragma unroll
-        for (u32 e = 0; e < PER_LOAD; ++e) {
-            count(w0[e]);
-        }
-#pragma unroll
-        for (u32 e = 0; e < PER_LOAD; ++e) {
-            count(w1[e]);
-        }
+        count4(w0);
+        count4(w1);
     }
     if (i < loads) {
         K w0[4];
         load4(aligned + i * PER_LOAD, w0);
-#pragma unroll
-        for (u32 e = 0; e < PER_LOAD; ++e) {
-            count(w0[e]);
-        }
+        count4(w0);
     }
     __syncthreads();
     for (u32 j = threadIdx.x; j < DIGITS * RADIX_BINS; j += blockDim.x) {
@@ -223,6 +239,11 @@ __device__ __forceinline__ u32 radix_peers(u32 bin, bool full) {
 //     publish theirs;
 //  4. scatter: from shared memory to their places, consecutive threads writing
 //     consecutive places of a bin.
+//  5. values: loaded once the keys are in shared memory (the keys' registers are free by
+//     then, so no thread spills to hold both), in flight while the keys scatter; they then
+//     take the keys' shared memory at the keys' places and scatter in a second round, each
+//     thread keeping the bin of each key it scattered in a byte. One tile's worth of shared
+//     memory for keys or values leaves room for more blocks a multiprocessor.
 template <typename K, typename V, u32 KPT>
 __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, V *scratch_values, u32 *state, const RadixArgs &a) {
     constexpr bool HAS_V = HasValues<V>::value;
@@ -235,7 +256,7 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
     __shared__ u32 tile_number;
     extern __shared__ __align__(16) unsigned char radix_smem[];
     K *tile_keys = reinterpret_cast<K *>(radix_smem);
-    V *tile_values = reinterpret_cast<V *>(radix_smem + (size_t)TILE * sizeof(K));
+    V *tile_values = reinterpret_cast<V *>(radix_smem);
 
     u32 *lookback = state + radix_header_words<K>();
     const u64 region = a.tiles * RADIX_BINS;
@@ -326,7 +347,7 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
 
     // 2. rank, into shared memory in the tile's order.
     // A key's place in the tile is below 2^16: two places a word, kept for the values.
-    u32 places[HAS_V ? (KPT + 1) / 2 : 1];
+    u32 places[HAS_V ? (KPT + 1) / 2 : 1] = {};
     const u32 lanes_to_mine = (2u << lane) - 1;
 #pragma unroll
     for (u32 e = 0; e < KPT; ++e) {
@@ -344,24 +365,6 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
         }
         if constexpr (HAS_V) {
             places[e / 2] = (e & 1) ? places[e / 2] | (place << 16) : place;
-        }
-    }
-    // The values follow their keys to shared memory; loading them only now keeps the
-    // registers of the ranking to the keys.
-    if constexpr (HAS_V) {
-        V v[KPT];
-#pragma unroll
-        for (u32 e = 0; e < KPT; ++e) {
-            const u64 i = warp_first + 32 * e;
-            if (full || i < a.n) {
-                v[e] = src_v[i];
-            }
-        }
-#pragma unroll
-        for (u32 e = 0; e < KPT; ++e) {
-            if (full || warp_first + 32 * e < a.n) {
-                tile_values[(places[e / 2] >> ((e & 1) * 16)) & 0xffffu] = v[e];
-            }
         }
     }
 
@@ -391,15 +394,48 @@ __device__ __forceinline__ void radix_pass(K *keys, V *values, K *scratch_keys, 
 
     // 4. scatter.
     const u32 in_tile = full ? TILE : (u32)(a.n - tile_first);
+    // 5. values: their loads run while the keys scatter.
+    V v[HAS_V ? KPT : 1];
+    if constexpr (HAS_V) {
+#pragma unroll
+        for (u32 e = 0; e < KPT; ++e) {
+            const u64 i = warp_first + 32 * e;
+            if (full || i < a.n) {
+                v[e] = src_v[i];
+            }
+        }
+    }
+    // The bin of the key at tile position threadIdx.x + e RADIX_THREADS, a byte each.
+    u32 bins[HAS_V ? (KPT + 3) / 4 : 1];
 #pragma unroll
     for (u32 e = 0; e < KPT; ++e) {
         const u32 p = threadIdx.x + e * RADIX_THREADS;
         if (full || p < in_tile) {
             const K key = tile_keys[p];
-            const u64 to = (u64)(bin_base[enc.bin(key, shift)] + p);
+            const u32 bin = enc.bin(key, shift);
+            const u64 to = (u64)(bin_base[bin] + p);
             dst_k[to] = key;
             if constexpr (HAS_V) {
-                dst_v[to] = tile_values[p];
+                bins[e / 4] = (e & 3) ? bins[e / 4] | (bin << ((e & 3) * 8)) : bin;
+            }
+        }
+    }
+    if constexpr (HAS_V) {
+        // Every key has left the shared memory the values now take.
+        __syncthreads();
+#pragma unroll
+        for (u32 e = 0; e < KPT; ++e) {
+            if (full || warp_first + 32 * e < a.n) {
+                tile_values[(places[e / 2] >> ((e & 1) * 16)) & 0xffffu] = v[e];
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (u32 e = 0; e < KPT; ++e) {
+            const u32 p = threadIdx.x + e * RADIX_THREADS;
+            if (full || p < in_tile) {
+                const u32 bin = (bins[e / 4] >> ((e & 3) * 8)) & 0xffu;
+                dst_v[(u64)(bin_base[bin] + p)] = tile_values[p];
             }
         }
     }
@@ -442,8 +478,8 @@ __device__ __forceinline__ void radix_copy_back(K *keys, V *values, const K *scr
 RADIX_KEY_KERNELS(u32, u32)
 RADIX_KEY_KERNELS(u64, u64)
 RADIX_KERNELS(u32, u32, none, NoValue, RADIX_CUDA_KPT_U32_NONE, 4)
-RADIX_KERNELS(u32, u32, u32, u32, RADIX_CUDA_KPT_U32_U32, 3)
+RADIX_KERNELS(u32, u32, u32, u32, RADIX_CUDA_KPT_U32_U32, 4)
 RADIX_KERNELS(u32, u32, u64, u64, RADIX_CUDA_KPT_U32_U64, 3)
-RADIX_KERNELS(u64, u64, none, NoValue, RADIX_CUDA_KPT_U64_NONE, 2)
+RADIX_KERNELS(u64, u64, none, NoValue, RADIX_CUDA_KPT_U64_NONE, 3)
 RADIX_KERNELS(u64, u64, u32, u32, RADIX_CUDA_KPT_U64_U32, 3)
 RADIX_KERNELS(u64, u64, u64, u64, RADIX_CUDA_KPT_U64_U64, 3)

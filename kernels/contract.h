@@ -115,15 +115,15 @@
 #define RADIX_FLAG_AGGREGATE 1073741824u // 1 << RADIX_COUNT_BITS
 #define RADIX_FLAG_PREFIX 2147483648u // 2 << RADIX_COUNT_BITS
 // Keys a thread of a CUDA digit pass holds, by key and value width (cuda/radix.cuh compiles
-// each pass for its number, the host plans tiles of RADIX_THREADS times as many): as many
-// as the registers of several blocks a multiprocessor hold, since fewer, larger tiles
-// mean fewer look-back steps.
+// each pass for its number, the host plans tiles of RADIX_THREADS times as many), each the
+// fastest of its width's candidates in bench/scripts/radix_tune.cu: larger tiles mean fewer
+// look-back steps, but more registers a thread and so fewer blocks a multiprocessor.
 #define RADIX_CUDA_KPT_U32_NONE 32
 #define RADIX_CUDA_KPT_U32_U32 24
-#define RADIX_CUDA_KPT_U32_U64 16
-#define RADIX_CUDA_KPT_U64_NONE 32
-#define RADIX_CUDA_KPT_U64_U32 16
-#define RADIX_CUDA_KPT_U64_U64 12
+#define RADIX_CUDA_KPT_U32_U64 24
+#define RADIX_CUDA_KPT_U64_NONE 24
+#define RADIX_CUDA_KPT_U64_U32 20
+#define RADIX_CUDA_KPT_U64_U64 16
 
 #ifdef __CUDACC__
 // The parameter block of every CUDA merge pass and its splitter pass (`MergeArgs` in

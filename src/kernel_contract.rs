@@ -236,7 +236,7 @@ pub(crate) const RADIX_MAX_KEYS_PER_THREAD: u32 = 32;
 /// Keys a thread of a CUDA digit pass holds (`RADIX_CUDA_KPT_<key>_<value>`), by key width
 /// (`u32`, `u64`) and value width (none, `u32`, `u64`): each pass is compiled for its number.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) const RADIX_CUDA_KEYS_PER_THREAD: [[u32; 3]; 2] = [[32, 24, 16], [32, 16, 12]];
+pub(crate) const RADIX_CUDA_KEYS_PER_THREAD: [[u32; 3]; 2] = [[32, 24, 24], [24, 20, 16]];
 
 /// Bits of a count in a look-back word (`RADIX_COUNT_BITS`); the two bits above say what it
 /// covers. A radix sort takes fewer than `2^RADIX_COUNT_BITS` keys.

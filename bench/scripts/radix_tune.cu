@@ -87,7 +87,9 @@ void our_sort(K *keys, V *values, K *scratch_keys, V *scratch_values, u32 *state
         radix_histogram_u64<<<blocks, RADIX_THREADS>>>(keys, state, a);
     }
     radix_starts<<<DIGITS, RADIX_THREADS>>>(state, a);
-    const size_t shared = tile * (sizeof(K) + (HasValues<V>::value ? sizeof(V) : 0));
+    // Keys, then values, take the tile's shared memory (RadixLaunches::pass_shared_bytes).
+    constexpr size_t value_bytes = HasValues<V>::value ? sizeof(V) : 0;
+    const size_t shared = tile * std::max(sizeof(K), value_bytes);
     CHECK(cudaFuncSetAttribute(tune_pass<K, V, KPT, MIN_BLOCKS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
     for (u32 d = 0; d < DIGITS; ++d) {
         a.digit = d;
@@ -166,25 +168,42 @@ template <typename K, typename V, u32 KPT, u32 MIN_BLOCKS> void run(u64 n, int p
 
 // Every shipped variant (kernels/contract.h's RADIX_CUDA_KPT_* and radix.cuh's minimum
 // blocks) at the sizes given as log2 arguments (default 24 and 28), random keys, then the
-// patterns at the largest size. Add variants here to try them.
+// patterns at the largest size. With RADIX_TUNE_EXPLORE set, a few other variants of each
+// width follow the shipped one. Add variants here to try them.
 int main(int argc, char **argv) {
     CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0));
+    const bool explore = getenv("RADIX_TUNE_EXPLORE") != nullptr;
     std::vector<int> logs;
     for (int i = 1; i < argc; ++i) logs.push_back(atoi(argv[i]));
     if (logs.empty()) logs = {24, 28};
     for (int log : logs) {
         const u64 n = 1ull << log;
         run<u32, NoValue, RADIX_CUDA_KPT_U32_NONE, 4>(n, 0);
-        run<u32, u32, RADIX_CUDA_KPT_U32_U32, 3>(n, 0);
+        run<u32, u32, RADIX_CUDA_KPT_U32_U32, 4>(n, 0);
+        if (explore) {
+            run<u32, u32, 32, 3>(n, 0);
+            run<u32, u32, 20, 4>(n, 0);
+        }
         run<u32, u64, RADIX_CUDA_KPT_U32_U64, 3>(n, 0);
-        run<u64, NoValue, RADIX_CUDA_KPT_U64_NONE, 2>(n / 4, 0);
+        if (explore) {
+            run<u32, u64, 20, 3>(n, 0);
+        }
+        run<u64, NoValue, RADIX_CUDA_KPT_U64_NONE, 3>(n / 4, 0);
+        if (explore) {
+            run<u64, NoValue, 32, 2>(n / 4, 0);
+        }
         run<u64, u32, RADIX_CUDA_KPT_U64_U32, 3>(n / 4, 0);
+        if (explore) {
+            run<u64, u32, 16, 4>(n / 4, 0);
+        }
         run<u64, u64, RADIX_CUDA_KPT_U64_U64, 3>(n / 4, 0);
     }
     const u64 n = 1ull << logs.back();
     for (int pattern = 1; pattern < 5; ++pattern) {
         run<u32, NoValue, RADIX_CUDA_KPT_U32_NONE, 4>(n, pattern);
     }
-    run<u64, NoValue, RADIX_CUDA_KPT_U64_NONE, 2>(n / 4, 4);
+    run<u32, u32, RADIX_CUDA_KPT_U32_U32, 4>(n, 1);
+    run<u32, u32, RADIX_CUDA_KPT_U32_U32, 4>(n, 3);
+    run<u64, NoValue, RADIX_CUDA_KPT_U64_NONE, 3>(n / 4, 4);
     return 0;
 }

@@ -26,7 +26,7 @@ pub(super) struct RadixKernels {
 }
 
 /// Looks up the radix sort's kernels; a digit pass may use `shared_bytes` of shared memory
-/// (its tile's keys and values).
+/// (its tile's keys, which its values then take).
 pub(super) fn load_radix_kernels(module: &Module, shared_bytes: u32) -> Result<RadixKernels> {
     let keys = &KEY_NAMES[..2];
     Ok(RadixKernels {

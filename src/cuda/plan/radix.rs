@@ -68,10 +68,17 @@ impl RadixLaunches {
         }
     }
 
-    /// Dynamic shared memory of a digit pass: its tile's keys and values.
+    /// Dynamic shared memory of a digit pass: its tile's keys, which its values take in
+    /// turn once the keys have left.
     pub(crate) fn pass_shared_bytes(&self) -> u32 {
-        (self.plan.tile() * self.widths().element()) as u32
+        (self.plan.tile() * tile_word_bytes(self.widths())) as u32
     }
+}
+
+/// Bytes a key of a digit pass's tile takes in shared memory: the wider of a key and a
+/// value, since the values take the keys' place once the keys have left.
+fn tile_word_bytes(widths: Widths) -> u64 {
+    widths.key.max(widths.value)
 }
 
 /// Shared memory of a radix digit pass beyond its tile: the warps' places of each bin, the
@@ -99,7 +106,7 @@ pub(in crate::cuda) fn radix_keys_per_thread(widths: Widths) -> Option<u32> {
 /// with values of 4 or 8 bytes, where the shared memory of a block holds the pass's tile.
 pub(super) fn radix_facts(limits: &DeviceLimits, widths: Widths) -> Option<RadixFacts> {
     let keys_per_thread = radix_keys_per_thread(widths)?;
-    let tile_bytes = u64::from(RADIX_THREADS * keys_per_thread) * widths.element();
+    let tile_bytes = u64::from(RADIX_THREADS * keys_per_thread) * tile_word_bytes(widths);
     (tile_bytes + RADIX_STATIC_SHARED_BYTES <= u64::from(limits.shared_bytes_per_block)).then(
         || RadixFacts {
             keys_per_thread,
