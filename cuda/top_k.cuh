@@ -241,13 +241,21 @@ __device__ __forceinline__ void top_k_compose(const K *__restrict__ keys, u64 *_
     }
 }
 
-// Wider keys: a copy of the keys, to sort with their positions as values.
-extern "C" __global__ void top_k_positions_u64(const u64 *__restrict__ keys, u64 *__restrict__ copy,
-                                               u32 *__restrict__ positions, u64 n, u64 row_len) {
+// A copy of the keys, to sort with their positions as values: wider keys, and a full sort
+// of one row of 32- or 64-bit keys, whose stable radix sort of the pairs is the result.
+template <typename K>
+__device__ __forceinline__ void top_k_positions(const K *__restrict__ keys, K *__restrict__ copy,
+                                                u32 *__restrict__ positions, u64 n, u64 row_len) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         copy[i] = keys[i];
         positions[i] = (u32)(i % row_len);
     }
+}
+extern "C" __global__ void top_k_positions_u32(const u32 *keys, u32 *copy, u32 *positions, u64 n, u64 row_len) {
+    top_k_positions<u32>(keys, copy, positions, n, row_len);
+}
+extern "C" __global__ void top_k_positions_u64(const u64 *keys, u64 *copy, u32 *positions, u64 n, u64 row_len) {
+    top_k_positions<u64>(keys, copy, positions, n, row_len);
 }
 
 // After that sort: (elements of the row ordered before the key) << 32 | position, by a

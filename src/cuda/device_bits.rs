@@ -118,4 +118,17 @@ impl CudaBackend {
         let encoding = bits_encoding::<K>(order)?;
         self.top_k_device_words(keys, encoding, row_len, k, values, indices, stream)
     }
+
+    /// [`CudaBackend::argsort_device_rows`] of 16-bit keys of type `K` held as bits.
+    pub fn argsort_device_bits_rows<K: WordKey>(
+        &self,
+        keys: &DeviceSlice<u16>,
+        row_len: usize,
+        order: Order,
+        indices: &mut DeviceSlice<u32>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let encoding = bits_encoding::<K>(order)?;
+        self.argsort_device_words(keys, encoding, row_len, indices, stream)
+    }
 }

@@ -53,6 +53,7 @@ use crate::pinned::PinnedMemory;
 use crate::rayon_lock::lock_shared_with_rayon;
 
 mod counting;
+mod device_argsort;
 mod device_bits;
 mod device_ranges;
 mod device_raw;

@@ -51,6 +51,7 @@ fn one_row_merge_path(
 }
 
 mod device;
+mod device_argsort;
 mod device_raw;
 mod kernel_model;
 mod launches;

@@ -85,6 +85,8 @@ pub(super) struct TopKKernels {
     compose: [Kernel; 2],
     /// `top_k_positions_u64` and `top_k_rank_u64`.
     ranked: [Kernel; 2],
+    /// `top_k_positions_u32` and `top_k_positions_u64`.
+    positions: [Kernel; 2],
     /// `top_k_take_u32`, `top_k_take_u64` and `top_k_take_u16`.
     take: [Kernel; 3],
 }
@@ -140,6 +142,10 @@ pub(super) fn load_top_k_kernels(
         ranked: [
             load_kernel(module, "top_k_positions_u64", 0)?,
             load_kernel(module, "top_k_rank_u64", 0)?,
+        ],
+        positions: [
+            load_kernel(module, "top_k_positions_u32", 0)?,
+            load_kernel(module, "top_k_positions_u64", 0)?,
         ],
         take: [
             load_kernel(module, "top_k_take_u32", 0)?,
@@ -212,7 +218,7 @@ impl CudaBackend {
     }
 
     /// Enqueues a checked top-k on `stream` by its [`TopKRoute`].
-    fn enqueue_top_k(&self, job: &TopKJob, stream: &Stream) -> Result<()> {
+    pub(super) fn enqueue_top_k(&self, job: &TopKJob, stream: &Stream) -> Result<()> {
         if job.rows == 0 {
             return Ok(());
         }
@@ -222,7 +228,13 @@ impl CudaBackend {
             return self.enqueue_select(job, &select, stream);
         }
         let mut scratch = StreamBuffers::new(stream);
-        let route = TopKRoute::new(job.key_bytes, job.row_len, job.k, TOP_K_MAX_LOG_TILE);
+        let route = TopKRoute::new(
+            job.key_bytes,
+            job.rows,
+            job.row_len,
+            job.k,
+            TOP_K_MAX_LOG_TILE,
+        );
         let enqueued = self.enqueue_route(job, &route, &mut scratch, stream);
         // The buffers are freed in stream order after the launches that use them, whatever
         // failed; the first error is the one to report.
@@ -287,6 +299,7 @@ impl CudaBackend {
                 self.sort_words(words, 8, None, unsigned, job.row_len, n, stream)?;
                 (words, job.row_len)
             }
+            (TopKRoute::SortPairs, _) => return self.enqueue_sorted_pairs(job, stream),
             (TopKRoute::SortRanked, _) => {
                 let copy = scratch.alloc(self, n * 8)?;
                 let positions = scratch.alloc(self, n * 4)?;
@@ -338,6 +351,27 @@ impl CudaBackend {
         // its `stride` words of `words`, their positions within its `row_len` keys, and the
         // outputs hold `rows * k` elements (checked).
         unsafe { self.launch_elements(take, job.rows * job.k, &mut params, stream) }
+    }
+
+    /// [`TopKRoute::SortPairs`]: the keys copied to the values and their positions to the
+    /// indices, then the pairs sorted there (stably, by radix) in the job's order.
+    fn enqueue_sorted_pairs(&self, job: &TopKJob, stream: &Stream) -> Result<()> {
+        let n = job.n();
+        let positions = self.top_k_kernels.positions[usize::from(job.key_bytes == 8)];
+        let mut params = (job.keys, job.values, job.indices, n, job.row_len);
+        // SAFETY: `top_k_positions_<key>(const K *keys, K *copy, u32 *positions, u64 n, u64
+        // row_len)`, K of `key_bytes`, reads the `n` keys and writes `n` of each output: the
+        // route is a full sort of one row, so the outputs hold `k = n`.
+        unsafe { self.launch_elements(positions, n, &mut params, stream) }?;
+        self.sort_words(
+            job.values,
+            job.key_bytes,
+            Some(job.indices),
+            job.encoding,
+            job.row_len,
+            n,
+            stream,
+        )
     }
 
     /// Sorts `n` device words at `keys` (with `values`) in rows of `row_len` on `stream`.

@@ -47,6 +47,8 @@ struct TopKKernels {
     tiles: Option<[Kernel; 2]>,
     /// `top_k_positions` and `top_k_rank` (wider keys).
     ranked: Option<[Kernel; 2]>,
+    /// `top_k_positions`, which every program has ([`TopKRoute::SortPairs`]).
+    positions: Kernel,
     /// `top_k_take`.
     take: Kernel,
 }
@@ -122,10 +124,11 @@ impl OpenClBackend {
                 Some([kernel("top_k_positions")?, kernel("top_k_rank")?])
             };
             let take = kernel("top_k_take")?;
+            let positions = kernel("top_k_positions")?;
             let mut group = take
                 .get_work_group_size(self.device.id())
                 .map_err(driver("clGetKernelWorkGroupInfo"))?;
-            for k in tiles.iter().chain(&ranked).flatten() {
+            for k in tiles.iter().chain(&ranked).flatten().chain([&positions]) {
                 group = group.min(
                     k.get_work_group_size(self.device.id())
                         .map_err(driver("clGetKernelWorkGroupInfo"))?,
@@ -140,6 +143,7 @@ impl OpenClBackend {
                 kernels: Mutex::new(TopKKernels {
                     tiles,
                     ranked,
+                    positions,
                     take,
                 }),
                 group,
@@ -194,7 +198,13 @@ impl OpenClBackend {
             return Ok(());
         }
         let program = self.top_k_program(job.key_bytes)?;
-        let route = TopKRoute::new(job.key_bytes, job.row_len, job.k, program.max_log_tile);
+        let route = TopKRoute::new(
+            job.key_bytes,
+            job.rows,
+            job.row_len,
+            job.k,
+            program.max_log_tile,
+        );
         let n = job.rows * job.row_len;
         let requested = match &route {
             TopKRoute::Tiles(plan) => {
@@ -206,6 +216,7 @@ impl OpenClBackend {
             }
             TopKRoute::SortWords => n * 8,
             TopKRoute::SortRanked => n * 20,
+            TopKRoute::SortPairs => 0,
         };
         self.check_memory(requested)?;
         let alloc = |bytes: u64| self.alloc(bytes.max(1) as usize, requested);
@@ -217,6 +228,26 @@ impl OpenClBackend {
         // object alive until the commands enqueued on it have finished.
         let mut temporaries: Vec<Buffer<u8>> = Vec::new();
         let (words, stride) = match &route {
+            TopKRoute::SortPairs => {
+                self.launch_elements(&program, queue, n, requested, |kernels, args| {
+                    args.kernel = &kernels.positions;
+                    args.buffer(job.keys)?;
+                    args.buffer(job.values)?;
+                    args.buffer(job.indices)?;
+                    args.u64(n)?;
+                    args.u64(job.row_len)
+                })?;
+                let (keys, key_bytes) = (job.values, job.key_bytes);
+                return self.sort_words(
+                    keys,
+                    key_bytes,
+                    Some(job.indices),
+                    job.encoding,
+                    job.row_len,
+                    n,
+                    queue,
+                );
+            }
             TopKRoute::Tiles(plan) => {
                 let second = plan
                     .passes

@@ -12,6 +12,8 @@
 //! (each row's runs one after another) and does the same, until one run per row is left.
 //! Its first `k` words are the answer.
 
+use crate::schedule::radix::pairs_take_radix;
+
 /// log2 of the largest top-k tile in words: 2^12 words of 8 bytes (32 KiB with the padding
 /// words) fit every GPU's shared or local memory without an opt-in.
 pub(crate) const TOP_K_MAX_LOG_TILE: u32 = crate::kernel_contract::TOP_K_MAX_LOG_TILE;
@@ -113,13 +115,30 @@ pub(crate) enum TopKRoute {
     /// word becomes `rank of its key in the row << 32 | position`, and a sort of those words
     /// puts equal keys in position order.
     SortRanked,
+    /// A full sort (`k` is the row's length) of one row of 32- or 64-bit keys that
+    /// [`pairs_take_radix`] sorts stably: a copy of the keys sorts with their positions as
+    /// values, into the outputs. Half the digits of the composite words, and no take.
+    SortPairs,
 }
 
 impl TopKRoute {
-    /// The route for keys of `key_bytes` in rows of `row_len` (`1 <= k <= row_len`) on a
-    /// device whose top-k tiles hold at most `2^max_log_tile` words.
+    /// The route for `rows` rows of keys of `key_bytes` in rows of `row_len` (`1 <= k <=
+    /// row_len`) on a device whose top-k tiles hold at most `2^max_log_tile` words.
     #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
-    pub(crate) fn new(key_bytes: usize, row_len: u64, k: u64, max_log_tile: u32) -> TopKRoute {
+    pub(crate) fn new(
+        key_bytes: usize,
+        rows: u64,
+        row_len: u64,
+        k: u64,
+        max_log_tile: u32,
+    ) -> TopKRoute {
+        if rows == 1
+            && k == row_len
+            && matches!(key_bytes, 4 | 8)
+            && pairs_take_radix(row_len, key_bytes as u64 + 4)
+        {
+            return TopKRoute::SortPairs;
+        }
         if key_bytes > 4 {
             return TopKRoute::SortRanked;
         }
@@ -252,16 +271,33 @@ mod tests {
     #[test]
     fn routes_by_key_width_and_k() {
         assert!(matches!(
-            TopKRoute::new(4, 5000, 2048, 12),
+            TopKRoute::new(4, 1, 5000, 2048, 12),
             TopKRoute::Tiles(_)
         ));
         assert!(matches!(
-            TopKRoute::new(2, 5000, 7, 12),
+            TopKRoute::new(2, 1, 5000, 7, 12),
             TopKRoute::Tiles(_)
         ));
-        assert_eq!(TopKRoute::new(4, 5000, 2049, 12), TopKRoute::SortWords);
-        assert_eq!(TopKRoute::new(4, 1 << 20, 16384, 12), TopKRoute::SortWords);
-        assert_eq!(TopKRoute::new(8, 5000, 1, 12), TopKRoute::SortRanked);
+        assert_eq!(TopKRoute::new(4, 1, 5000, 2049, 12), TopKRoute::SortWords);
+        assert_eq!(
+            TopKRoute::new(4, 1, 1 << 20, 16384, 12),
+            TopKRoute::SortWords
+        );
+        assert_eq!(TopKRoute::new(8, 1, 5000, 1, 12), TopKRoute::SortRanked);
+        // A full sort of one long row of 32- or 64-bit keys sorts the pairs by radix; not of
+        // several rows, a part of the row, 16-bit keys or rows radix does not take.
+        let long = 1 << 24;
+        assert!(pairs_take_radix(long, 8) && pairs_take_radix(long, 12));
+        assert_eq!(TopKRoute::new(4, 1, long, long, 12), TopKRoute::SortPairs);
+        assert_eq!(TopKRoute::new(8, 1, long, long, 12), TopKRoute::SortPairs);
+        assert_eq!(TopKRoute::new(4, 2, long, long, 12), TopKRoute::SortWords);
+        assert_eq!(
+            TopKRoute::new(4, 1, long, long - 1, 12),
+            TopKRoute::SortWords
+        );
+        assert_eq!(TopKRoute::new(2, 1, long, long, 12), TopKRoute::SortWords);
+        assert!(!pairs_take_radix(5000, 8));
+        assert_eq!(TopKRoute::new(4, 1, 5000, 5000, 12), TopKRoute::SortWords);
     }
 
     #[test]

@@ -29,6 +29,7 @@ fn ptx_has_the_top_k_kernels() {
         for name in [
             "top_k_tiles_u32",
             "top_k_compose_u32",
+            "top_k_positions_u32",
             "top_k_positions_u64",
             "top_k_rank_u64",
             "top_k_take_u32",
