@@ -108,6 +108,9 @@ pub(super) struct VariantKey {
     pub(super) key: Width,
     pub(super) value: Option<Width>,
     pub(super) log_e: u32,
+    /// The device is a CPU: the radix scan takes smaller chunks (`RADIX_SCAN_KPT` 4,
+    /// `kernels/radix.clh`).
+    pub(super) cpu: bool,
 }
 
 impl VariantKey {
@@ -128,6 +131,9 @@ impl VariantKey {
             _ => "",
         };
         let radix = match radix_keys_per_thread(self.key) {
+            Some(kpt) if self.cpu => {
+                format!(" -D RADIX_KERNELS=1 -D RADIX_KPT={kpt} -D RADIX_SCAN_KPT=4u")
+            }
             Some(kpt) => format!(" -D RADIX_KERNELS=1 -D RADIX_KPT={kpt}"),
             None => String::new(),
         };
@@ -235,6 +241,7 @@ impl OpenClBackend {
             key,
             value: value_bytes.map(width).transpose()?,
             log_e: self.round_log_e(),
+            cpu: self.info.device_type == DeviceType::Cpu,
         })
     }
 

@@ -77,6 +77,7 @@ fn builds_without_the_unroll_pragma() {
             key: Width::W64,
             value: Some(Width::W32),
             log_e,
+            cpu: log_e == 1,
         };
         let options = format!("{} -D NO_UNROLL_PRAGMA", key.build_options());
         let _lifecycle = lifecycle_lock();
