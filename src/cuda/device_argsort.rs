@@ -5,6 +5,7 @@
 
 use cust::memory::{DeviceCopy, DeviceSlice};
 use cust::stream::Stream;
+use cust::sys as cu;
 
 use super::CudaBackend;
 use super::device_resident::DeviceWords;
@@ -66,30 +67,29 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         let encoding = KeyEncoding::of::<K>(order);
-        self.argsort_device_words(keys, encoding, row_len, indices, stream)
+        let (keys, indices) = (DeviceWords::of(keys), DeviceWords::of(indices));
+        self.argsort_device_words(keys, encoding, row_len, indices, stream.as_inner())
     }
 
-    /// Every device-resident argsort: keys of `T`'s width (`T` the key type, or `u16` holding
-    /// 16-bit keys' bits) ordered by `encoding`.
-    pub(super) fn argsort_device_words<T: DeviceCopy>(
+    /// Every device-resident argsort: keys of `keys.word_bytes` (16-bit keys as their bits)
+    /// ordered by `encoding`.
+    pub(super) fn argsort_device_words(
         &self,
-        keys: &DeviceSlice<T>,
+        keys: DeviceWords,
         encoding: KeyEncoding,
         row_len: usize,
-        indices: &mut DeviceSlice<u32>,
-        stream: &Stream,
+        indices: DeviceWords,
+        stream: cu::CUstream,
     ) -> Result<()> {
-        check_rows(keys.len(), row_len)?;
-        if indices.len() != keys.len() {
+        check_rows(keys.len, row_len)?;
+        if indices.len != keys.len {
             return Err(Error::InvalidConfig(format!(
                 "an argsort of {} keys writes as many indices; the output holds {}",
-                keys.len(),
-                indices.len()
+                keys.len, indices.len
             )));
         }
         check_indexable(row_len, "an argsort row")?;
-        let (keys, indices) = (DeviceWords::of(keys), DeviceWords::of(indices));
-        self.check_stream(stream.as_inner())?;
+        self.check_stream(stream)?;
         for (what, words) in [("keys", keys), ("indices", indices)] {
             if words.len > 0 {
                 self.check_owner(what, words.ptr)?;

@@ -116,7 +116,15 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         let encoding = bits_encoding::<K>(order)?;
-        self.top_k_device_words(keys, encoding, row_len, k, values, indices, stream)
+        self.top_k_device_words(
+            DeviceWords::of(keys),
+            encoding,
+            row_len,
+            k,
+            DeviceWords::of(values),
+            DeviceWords::of(indices),
+            stream.as_inner(),
+        )
     }
 
     /// [`CudaBackend::argsort_device_rows`] of 16-bit keys of type `K` held as bits.
@@ -129,6 +137,7 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         let encoding = bits_encoding::<K>(order)?;
-        self.argsort_device_words(keys, encoding, row_len, indices, stream)
+        let (keys, indices) = (DeviceWords::of(keys), DeviceWords::of(indices));
+        self.argsort_device_words(keys, encoding, row_len, indices, stream.as_inner())
     }
 }

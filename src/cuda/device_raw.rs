@@ -114,6 +114,61 @@ impl CudaBackend {
         )
     }
 
+    /// [`CudaBackend::top_k_device_rows`] on raw addresses: of each row of `row_len` keys of
+    /// the `len` at `keys`, the `k` best into `values` (keys of type `K`) and their
+    /// positions into `indices` (`u32`), `len / row_len * k` of each. Its temporary buffers
+    /// come from the stream-ordered pool on `stream`.
+    ///
+    /// # Safety
+    /// As [`CudaBackend::sort_device_raw`], for the three arrays alike; `keys` is only read.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn top_k_device_rows_raw<K: WordKey>(
+        &self,
+        keys: cu::CUdeviceptr,
+        len: usize,
+        row_len: usize,
+        k: usize,
+        order: Order,
+        values: cu::CUdeviceptr,
+        indices: cu::CUdeviceptr,
+        stream: cu::CUstream,
+    ) -> Result<()> {
+        let out = len.checked_div(row_len).unwrap_or(0).saturating_mul(k);
+        self.top_k_device_words(
+            DeviceWords::new::<K>(keys, len),
+            KeyEncoding::of::<K>(order),
+            row_len,
+            k,
+            DeviceWords::new::<K>(values, out),
+            DeviceWords::new::<u32>(indices, out),
+            stream,
+        )
+    }
+
+    /// [`CudaBackend::argsort_device_rows`] on raw addresses: the stable permutation of each
+    /// row of `row_len` keys of the `len` at `keys` into the `len` positions (`u32`) at
+    /// `indices`.
+    ///
+    /// # Safety
+    /// As [`CudaBackend::sort_device_raw`], for both arrays alike; `keys` is only read.
+    pub unsafe fn argsort_device_rows_raw<K: WordKey>(
+        &self,
+        keys: cu::CUdeviceptr,
+        len: usize,
+        row_len: usize,
+        order: Order,
+        indices: cu::CUdeviceptr,
+        stream: cu::CUstream,
+    ) -> Result<()> {
+        self.argsort_device_words(
+            DeviceWords::new::<K>(keys, len),
+            KeyEncoding::of::<K>(order),
+            row_len,
+            DeviceWords::new::<u32>(indices, len),
+            stream,
+        )
+    }
+
     /// [`CudaBackend::sort_device_rows_raw`] with the `len` values at `values` (the same
     /// shape) moving with the keys.
     ///

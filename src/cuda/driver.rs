@@ -152,6 +152,32 @@ pub(super) fn copy_device_async(
     })
 }
 
+/// A buffer of `bytes` (at least one) from the current context's stream-ordered memory pool,
+/// usable by the work enqueued on `stream` after this call, freed by [`free_async`]; the pool
+/// out of memory is `out_of_memory()`.
+pub(super) fn alloc_async(
+    bytes: u64,
+    stream: cu::CUstream,
+    out_of_memory: impl FnOnce() -> Error,
+) -> Result<cu::CUdeviceptr> {
+    crate::fault::point(BackendKind::Cuda, "cuMemAllocAsync")?;
+    let mut ptr: cu::CUdeviceptr = 0;
+    // SAFETY: `ptr` is a live out-parameter; the caller's context is current and owns
+    // `stream` (or `stream` is a special handle).
+    let status = unsafe { cu::cuMemAllocAsync(&mut ptr, bytes.max(1) as usize, stream) };
+    if status == cu::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+        return Err(out_of_memory());
+    }
+    check("cuMemAllocAsync", status).map(|()| ptr)
+}
+
+/// Frees `ptr`, from [`alloc_async`], once `stream` reaches this point.
+pub(super) fn free_async(ptr: cu::CUdeviceptr, stream: cu::CUstream) -> Result<()> {
+    // SAFETY: `ptr` came from `alloc_async` and is freed once, after the work that uses it
+    // was enqueued on `stream`.
+    check("cuMemFreeAsync", unsafe { cu::cuMemFreeAsync(ptr, stream) })
+}
+
 /// Lets the current context (of `device`) read `peer_context`'s memory (of `peer_device`)
 /// directly where the hardware allows it; elsewhere peer copies are staged by the driver.
 pub(super) fn enable_peer_access(

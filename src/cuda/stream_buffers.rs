@@ -1,24 +1,22 @@
 //! Temporary device buffers allocated and freed in stream order.
 
-use cust::memory::DeviceBuffer;
-use cust::stream::Stream;
 use cust::sys as cu;
 
 use super::CudaBackend;
-use super::driver::{driver_error, on};
-use crate::backend::BackendKind;
+use super::driver::{alloc_async, free_async};
 use crate::error::Result;
 
 /// Temporary device buffers of one operation (a top-k), allocated and freed in the order of
-/// its stream, from the device's stream-ordered memory pool.
-pub(super) struct StreamBuffers<'s> {
-    stream: &'s Stream,
-    buffers: Vec<DeviceBuffer<u8>>,
+/// its stream (any handle the driver takes: a created stream, the legacy or the per-thread
+/// default stream), from the device's stream-ordered memory pool.
+pub(super) struct StreamBuffers {
+    stream: cu::CUstream,
+    buffers: Vec<cu::CUdeviceptr>,
 }
 
-impl<'s> StreamBuffers<'s> {
+impl StreamBuffers {
     /// No buffers yet, for work on `stream`.
-    pub(super) fn new(stream: &'s Stream) -> StreamBuffers<'s> {
+    pub(super) fn new(stream: cu::CUstream) -> StreamBuffers {
         StreamBuffers {
             stream,
             buffers: Vec::new(),
@@ -27,29 +25,30 @@ impl<'s> StreamBuffers<'s> {
 
     /// The address of a new buffer of `bytes`, usable by work enqueued after this call.
     pub(super) fn alloc(&mut self, backend: &CudaBackend, bytes: u64) -> Result<cu::CUdeviceptr> {
-        crate::fault::point(BackendKind::Cuda, "cuMemAllocAsync")?;
-        // SAFETY: the buffer is written by the launches enqueued after the allocation on the
-        // same stream before anything reads it, and freed in stream order (`free`).
-        let buffer =
-            unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes.max(1) as usize, self.stream) }
-                .map_err(|e| match e {
-                    cust::error::CudaError::OutOfMemory => backend.out_of_memory(bytes),
-                    e => driver_error("cuMemAllocAsync", e),
-                })?;
-        let address = buffer.as_device_ptr().as_raw();
-        self.buffers.push(buffer);
+        let address = alloc_async(bytes, self.stream, || backend.out_of_memory(bytes))?;
+        self.buffers.push(address);
         Ok(address)
     }
 
     /// Frees every buffer once the stream reaches this point; the first failure is returned.
-    pub(super) fn free(self) -> Result<()> {
+    pub(super) fn free(mut self) -> Result<()> {
         let mut result = Ok(());
-        for buffer in self.buffers {
-            let freed = buffer.drop_async(self.stream).map_err(on("cuMemFreeAsync"));
+        for buffer in std::mem::take(&mut self.buffers) {
+            let freed = free_async(buffer, self.stream);
             if result.is_ok() {
                 result = freed;
             }
         }
         result
+    }
+}
+
+impl Drop for StreamBuffers {
+    /// Buffers not handed to [`StreamBuffers::free`] (an unwinding caller) are freed in
+    /// stream order all the same.
+    fn drop(&mut self) {
+        for buffer in std::mem::take(&mut self.buffers) {
+            let _ = free_async(buffer, self.stream);
+        }
     }
 }

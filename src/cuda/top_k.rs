@@ -4,6 +4,8 @@
 //! (`filter.rs`), short rows by a warp's radix select (`select.rs`) and the tiles'
 //! launches in `tiles.rs`; the kernels are `cuda/top_k*.cuh`'s, in the module's PTX.
 
+use std::sync::atomic::Ordering;
+
 use cust::context::CurrentContext;
 use cust::memory::{AsyncCopyDestination, DeviceCopy, DeviceSlice};
 use cust::module::Module;
@@ -183,32 +185,37 @@ impl CudaBackend {
         stream: &Stream,
     ) -> Result<()> {
         let encoding = KeyEncoding::of::<K>(order);
-        self.top_k_device_words(keys, encoding, row_len, k, values, indices, stream)
+        self.top_k_device_words(
+            DeviceWords::of(keys),
+            encoding,
+            row_len,
+            k,
+            DeviceWords::of(values),
+            DeviceWords::of(indices),
+            stream.as_inner(),
+        )
     }
 
-    /// Every device-resident top-k: keys of `T`'s width (`T` the key type, or `u16` holding
-    /// 16-bit keys' bits) ordered by `encoding`. Checks the shapes and that the slices and
-    /// the stream are this backend's, then enqueues the route's launches on `stream`.
+    /// Every device-resident top-k: keys of `keys.word_bytes` (16-bit keys as their bits)
+    /// ordered by `encoding`, values of the same width. Checks the shapes and that the
+    /// memory and the stream are this backend's, then enqueues the route's launches on
+    /// `stream`.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn top_k_device_words<T: DeviceCopy>(
+    pub(super) fn top_k_device_words(
         &self,
-        keys: &DeviceSlice<T>,
+        keys: DeviceWords,
         encoding: KeyEncoding,
         row_len: usize,
         k: usize,
-        values: &mut DeviceSlice<T>,
-        indices: &mut DeviceSlice<u32>,
-        stream: &Stream,
+        values: DeviceWords,
+        indices: DeviceWords,
+        stream: cu::CUstream,
     ) -> Result<()> {
-        let slices = [
-            ("keys", DeviceWords::of(keys)),
-            ("values", DeviceWords::of(values)),
-            ("indices", DeviceWords::of(indices)),
-        ];
+        let slices = [("keys", keys), ("values", values), ("indices", indices)];
         let run = |i: usize| (slices[i].1.ptr, slices[i].1.len);
-        let key_bytes = std::mem::size_of::<T>();
+        let key_bytes = keys.word_bytes;
         let job = TopKJob::checked(run(0), key_bytes, encoding, row_len, k, run(1), run(2))?;
-        self.check_stream(stream.as_inner())?;
+        self.check_stream(stream)?;
         for (what, words) in slices {
             if words.len > 0 {
                 self.check_owner(what, words.ptr)?;
@@ -218,7 +225,7 @@ impl CudaBackend {
     }
 
     /// Enqueues a checked top-k on `stream` by its [`TopKRoute`].
-    pub(super) fn enqueue_top_k(&self, job: &TopKJob, stream: &Stream) -> Result<()> {
+    pub(super) fn enqueue_top_k(&self, job: &TopKJob, stream: cu::CUstream) -> Result<()> {
         if job.rows == 0 {
             return Ok(());
         }
@@ -230,10 +237,10 @@ impl CudaBackend {
         let mut scratch = StreamBuffers::new(stream);
         let route = TopKRoute::new(
             job.key_bytes,
-            job.rows,
-            job.row_len,
+            (job.rows, job.row_len),
             job.k,
             TOP_K_MAX_LOG_TILE,
+            self.oblivious.load(Ordering::Relaxed),
         );
         let enqueued = self.enqueue_route(job, &route, &mut scratch, stream);
         // The buffers are freed in stream order after the launches that use them, whatever
@@ -247,11 +254,11 @@ impl CudaBackend {
         &self,
         job: &TopKJob,
         route: &TopKRoute,
-        scratch: &mut StreamBuffers<'_>,
-        stream: &Stream,
+        scratch: &mut StreamBuffers,
+        stream: cu::CUstream,
     ) -> Result<()> {
         let n = job.n();
-        let sorted_words = |scratch: &mut StreamBuffers<'_>| scratch.alloc(self, n * 8);
+        let sorted_words = |scratch: &mut StreamBuffers| scratch.alloc(self, n * 8);
         let unsigned = KeyEncoding {
             kind: KeyKind::Unsigned,
             descending: false,
@@ -355,7 +362,7 @@ impl CudaBackend {
 
     /// [`TopKRoute::SortPairs`]: the keys copied to the values and their positions to the
     /// indices, then the pairs sorted there (stably, by radix) in the job's order.
-    fn enqueue_sorted_pairs(&self, job: &TopKJob, stream: &Stream) -> Result<()> {
+    fn enqueue_sorted_pairs(&self, job: &TopKJob, stream: cu::CUstream) -> Result<()> {
         let n = job.n();
         let positions = self.top_k_kernels.positions[usize::from(job.key_bytes == 8)];
         let mut params = (job.keys, job.values, job.indices, n, job.row_len);
@@ -384,7 +391,7 @@ impl CudaBackend {
         encoding: KeyEncoding,
         row_len: u64,
         n: u64,
-        stream: &Stream,
+        stream: cu::CUstream,
     ) -> Result<()> {
         let len = n as usize;
         self.enqueue_sort_words(
@@ -400,7 +407,7 @@ impl CudaBackend {
             }),
             encoding,
             row_len as usize,
-            stream.as_inner(),
+            stream,
         )
     }
 
@@ -420,7 +427,7 @@ impl CudaBackend {
         kernel: Kernel,
         n: u64,
         params: &mut P,
-        stream: &Stream,
+        stream: cu::CUstream,
     ) -> Result<()> {
         if n == 0 {
             return Ok(());
@@ -428,14 +435,7 @@ impl CudaBackend {
         let grid = self.grid(n.div_ceil(u64::from(ELEMENT_THREADS)));
         let mut pointers = params.pointers();
         // SAFETY: the caller vouches for the parameters and their extents.
-        unsafe {
-            launch_kernel(
-                kernel,
-                (grid, ELEMENT_THREADS, 0),
-                stream.as_inner(),
-                &mut pointers,
-            )
-        }
+        unsafe { launch_kernel(kernel, (grid, ELEMENT_THREADS, 0), stream, &mut pointers) }
     }
 }
 
@@ -483,7 +483,7 @@ impl HostTopK for CudaBackend {
                     .async_copy_from(bytemuck::cast_slice::<u32, u8>(keys), &self.stream)
             }
             .map_err(on("cuMemcpyHtoDAsync"))?;
-            self.enqueue_top_k(&job, &self.stream)?;
+            self.enqueue_top_k(&job, self.stream.as_inner())?;
             for (from, to) in [
                 (&device_values, &mut values),
                 (&device_indices, &mut indices),

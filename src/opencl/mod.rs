@@ -110,9 +110,9 @@ pub struct OpenClBackend {
     /// One row of 16-bit keys alone takes the counting sort from this many keys on
     /// (`plan::COUNTING_FROM`; lower in tests, to reach its edges with short rows).
     counting_from: u64,
-    /// One row of 32- or 64-bit keys takes the radix sort from this many keys on
-    /// (`plan::POLICY.radix_from`; lower in tests, to reach its edges with short rows).
-    radix_from: u64,
+    /// One row of 32- or 64-bit keys takes the radix sort from this many keys on, by key
+    /// width (`plan::POLICY.radix_from`; lower in tests, to reach its edges with short rows).
+    radix_from: [u64; 2],
     /// Whether sorts may take the radix sort at all (false in tests of the network and of
     /// merge path: long pairs take the radix sort where `pairs_take_radix` says, whatever
     /// `radix_from` says).

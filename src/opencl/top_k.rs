@@ -3,6 +3,7 @@
 //! download. The routes are [`TopKRoute`]'s; the kernels are `kernels/top_k.clh`'s, built
 //! once per key width as a program of their own.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use opencl3::command_queue::CommandQueue;
@@ -200,10 +201,10 @@ impl OpenClBackend {
         let program = self.top_k_program(job.key_bytes)?;
         let route = TopKRoute::new(
             job.key_bytes,
-            job.rows,
-            job.row_len,
+            (job.rows, job.row_len),
             job.k,
             program.max_log_tile,
+            self.oblivious.load(Ordering::Relaxed),
         );
         let n = job.rows * job.row_len;
         let requested = match &route {

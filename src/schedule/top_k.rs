@@ -117,22 +117,25 @@ pub(crate) enum TopKRoute {
     SortRanked,
     /// A full sort (`k` is the row's length) of one row of 32- or 64-bit keys that
     /// [`pairs_take_radix`] sorts stably: a copy of the keys sorts with their positions as
-    /// values, into the outputs. Half the digits of the composite words, and no take.
+    /// values, into the outputs. Half the digits of the composite words, and no take. Never
+    /// for an oblivious backend, whose network would not keep equal keys in position order.
     SortPairs,
 }
 
 impl TopKRoute {
     /// The route for `rows` rows of keys of `key_bytes` in rows of `row_len` (`1 <= k <=
-    /// row_len`) on a device whose top-k tiles hold at most `2^max_log_tile` words.
+    /// row_len`) on a device whose top-k tiles hold at most `2^max_log_tile` words, whose
+    /// sorts run the network alone where `oblivious`.
     #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
     pub(crate) fn new(
         key_bytes: usize,
-        rows: u64,
-        row_len: u64,
+        (rows, row_len): (u64, u64),
         k: u64,
         max_log_tile: u32,
+        oblivious: bool,
     ) -> TopKRoute {
-        if rows == 1
+        if !oblivious
+            && rows == 1
             && k == row_len
             && matches!(key_bytes, 4 | 8)
             && pairs_take_radix(row_len, key_bytes as u64 + 4)
@@ -271,33 +274,62 @@ mod tests {
     #[test]
     fn routes_by_key_width_and_k() {
         assert!(matches!(
-            TopKRoute::new(4, 1, 5000, 2048, 12),
+            TopKRoute::new(4, (1, 5000), 2048, 12, false),
             TopKRoute::Tiles(_)
         ));
         assert!(matches!(
-            TopKRoute::new(2, 1, 5000, 7, 12),
+            TopKRoute::new(2, (1, 5000), 7, 12, false),
             TopKRoute::Tiles(_)
         ));
-        assert_eq!(TopKRoute::new(4, 1, 5000, 2049, 12), TopKRoute::SortWords);
         assert_eq!(
-            TopKRoute::new(4, 1, 1 << 20, 16384, 12),
+            TopKRoute::new(4, (1, 5000), 2049, 12, false),
             TopKRoute::SortWords
         );
-        assert_eq!(TopKRoute::new(8, 1, 5000, 1, 12), TopKRoute::SortRanked);
+        assert_eq!(
+            TopKRoute::new(4, (1, 1 << 20), 16384, 12, false),
+            TopKRoute::SortWords
+        );
+        assert_eq!(
+            TopKRoute::new(8, (1, 5000), 1, 12, false),
+            TopKRoute::SortRanked
+        );
         // A full sort of one long row of 32- or 64-bit keys sorts the pairs by radix; not of
         // several rows, a part of the row, 16-bit keys or rows radix does not take.
         let long = 1 << 24;
         assert!(pairs_take_radix(long, 8) && pairs_take_radix(long, 12));
-        assert_eq!(TopKRoute::new(4, 1, long, long, 12), TopKRoute::SortPairs);
-        assert_eq!(TopKRoute::new(8, 1, long, long, 12), TopKRoute::SortPairs);
-        assert_eq!(TopKRoute::new(4, 2, long, long, 12), TopKRoute::SortWords);
         assert_eq!(
-            TopKRoute::new(4, 1, long, long - 1, 12),
+            TopKRoute::new(4, (1, long), long, 12, false),
+            TopKRoute::SortPairs
+        );
+        assert_eq!(
+            TopKRoute::new(8, (1, long), long, 12, false),
+            TopKRoute::SortPairs
+        );
+        assert_eq!(
+            TopKRoute::new(4, (2, long), long, 12, false),
             TopKRoute::SortWords
         );
-        assert_eq!(TopKRoute::new(2, 1, long, long, 12), TopKRoute::SortWords);
+        assert_eq!(
+            TopKRoute::new(4, (1, long), long - 1, 12, false),
+            TopKRoute::SortWords
+        );
+        assert_eq!(
+            TopKRoute::new(2, (1, long), long, 12, false),
+            TopKRoute::SortWords
+        );
+        assert_eq!(
+            TopKRoute::new(4, (1, long), long, 12, true),
+            TopKRoute::SortWords
+        );
+        assert_eq!(
+            TopKRoute::new(8, (1, long), long, 12, true),
+            TopKRoute::SortRanked
+        );
         assert!(!pairs_take_radix(5000, 8));
-        assert_eq!(TopKRoute::new(4, 1, 5000, 5000, 12), TopKRoute::SortWords);
+        assert_eq!(
+            TopKRoute::new(4, (1, 5000), 5000, 12, false),
+            TopKRoute::SortWords
+        );
     }
 
     #[test]

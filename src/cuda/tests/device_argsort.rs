@@ -34,7 +34,7 @@ fn model<K: Copy>(
 
 /// Argsorts `keys` on the device in both orders and checks them against [`model`], and
 /// that the keys are unchanged.
-fn check<K: WordKey + DeviceCopy + PartialEq + std::fmt::Debug>(
+fn check<K: WordKey + DeviceCopy + bytemuck::Pod + std::fmt::Debug>(
     gpu: &CudaBackend,
     stream: &Stream,
     keys: &[K],
@@ -64,7 +64,9 @@ fn check<K: WordKey + DeviceCopy + PartialEq + std::fmt::Debug>(
     }
     let mut back = keys.to_vec();
     device_keys.copy_to(&mut back[..]).expect("keys down");
-    assert!(back == keys, "{what}: the keys changed");
+    // Bit for bit: NaN keys are not equal to themselves.
+    let bytes = |k: &[K]| bytemuck::cast_slice::<K, u8>(k).to_vec();
+    assert!(bytes(&back) == bytes(keys), "{what}: the keys changed");
 }
 
 #[test]
@@ -163,5 +165,145 @@ fn device_argsort_refuses_bad_shapes_and_a_whole_row_top_k_sorts() {
             .zip(&want)
             .all(|(&v, &p)| v == host[p as usize]),
         "values"
+    );
+}
+
+#[test]
+#[ignore = "a timing, not a check: run by hand on a GPU with --ignored --nocapture"]
+fn device_argsort_timings() {
+    let gpu = open();
+    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
+    // The median of 15 timed runs of `run` after 3, each after an untimed `before`.
+    let median = |mut before: Box<dyn FnMut() + '_>, mut run: Box<dyn FnMut() + '_>| {
+        let (start, stop) = (
+            Event::new(EventFlags::DEFAULT).expect("event"),
+            Event::new(EventFlags::DEFAULT).expect("event"),
+        );
+        let mut ms: Vec<f32> = (0..18)
+            .map(|_| {
+                before();
+                start.record(&stream).expect("record");
+                run();
+                stop.record(&stream).expect("record");
+                stop.synchronize().expect("sync");
+                stop.elapsed_time_f32(&start).expect("elapsed")
+            })
+            .skip(3)
+            .collect();
+        ms.sort_by(f32::total_cmp);
+        ms[ms.len() / 2]
+    };
+    let mut next = lcg(9);
+    for log in [20u32, 24, 26] {
+        let n = 1usize << log;
+        let host: Vec<u32> = (0..n).map(|_| next() as u32).collect();
+        let keys = DeviceBuffer::from_slice(&host).expect("keys");
+        let mut indices = DeviceBuffer::<u32>::zeroed(n).expect("indices");
+        let mut work = DeviceBuffer::from_slice(&host).expect("work");
+        let mut values = DeviceBuffer::from_slice(&host).expect("values");
+        CurrentContext::synchronize().expect("the uploads");
+        let argsort = median(
+            Box::new(|| {}),
+            Box::new(|| {
+                gpu.argsort_device(&keys, Order::Ascending, &mut indices, &stream)
+                    .expect("argsort")
+            }),
+        );
+        // The pairs sort in place: each run starts from the random keys again.
+        let work = std::cell::RefCell::new(&mut work);
+        let pairs = median(
+            Box::new(|| work.borrow_mut().copy_from(&host[..]).expect("reset")),
+            Box::new(|| {
+                gpu.sort_device_by_key(*work.borrow_mut(), &mut values, Order::Ascending, &stream)
+                    .expect("pairs")
+            }),
+        );
+        println!(
+            "u32 2^{log}: argsort_device {argsort:.3} ms, sort_device_by_key (u32 values) \
+             {pairs:.3} ms, ratio {:.2}",
+            argsort / pairs
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
+fn raw_argsort_and_top_k_on_every_stream_kind() {
+    use crate::cuda::{STREAM_LEGACY, STREAM_PER_THREAD};
+    let gpu = open();
+    let created = Stream::new(StreamFlags::NON_BLOCKING, None).expect("a stream");
+    let streams = [
+        ("created", created.as_inner()),
+        ("null", std::ptr::null_mut()),
+        ("legacy", STREAM_LEGACY),
+        ("per-thread", STREAM_PER_THREAD),
+    ];
+    let mut next = lcg(83);
+    // One long row (the radix sort of pairs, with its scratch and the pool's buffers) and
+    // rows (the sorted words); a top-k of the rows' best 50 (the filter or the tiles).
+    for (rows, row_len) in [(1usize, (1 << 20) + 5), (16, 32000)] {
+        let n = rows * row_len;
+        let host: Vec<f32> = (0..n).map(|_| (next() % 5000) as f32 - 2500.0).collect();
+        let keys = DeviceBuffer::from_slice(&host).expect("keys");
+        let indices = DeviceBuffer::<u32>::zeroed(n).expect("indices");
+        let k = 50;
+        let top_values = DeviceBuffer::<f32>::zeroed(rows * k).expect("values");
+        let top_indices = DeviceBuffer::<u32>::zeroed(rows * k).expect("indices");
+        CurrentContext::synchronize().expect("the uploads");
+        let want = model(&host, row_len, |a, b| b.total_cmp(a));
+        for (what, stream) in streams {
+            // SAFETY: the buffers hold `n` keys, `n` indices and `rows * k` of each top-k
+            // output, nothing else uses them, and they outlive the synchronization below.
+            unsafe {
+                gpu.argsort_device_rows_raw::<f32>(
+                    keys.as_device_ptr().as_raw(),
+                    n,
+                    row_len,
+                    Order::Descending,
+                    indices.as_device_ptr().as_raw(),
+                    stream,
+                )
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+                gpu.top_k_device_rows_raw::<f32>(
+                    keys.as_device_ptr().as_raw(),
+                    n,
+                    row_len,
+                    k,
+                    Order::Descending,
+                    top_values.as_device_ptr().as_raw(),
+                    top_indices.as_device_ptr().as_raw(),
+                    stream,
+                )
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+            CurrentContext::synchronize().expect("the work's end");
+            let mut got = vec![0u32; n];
+            indices.copy_to(&mut got[..]).expect("indices down");
+            assert!(got == want, "{what}: argsort of {rows} x {row_len}");
+            let mut got = vec![0u32; rows * k];
+            top_indices.copy_to(&mut got[..]).expect("indices down");
+            let best: Vec<u32> = want
+                .chunks(row_len)
+                .flat_map(|row| row[..k].to_vec())
+                .collect();
+            assert!(got == best, "{what}: top-k of {rows} x {row_len}");
+        }
+    }
+    // Host memory is refused, with nothing enqueued.
+    let host = [1.0f32, 2.0];
+    // SAFETY: the call refuses the host address before it enqueues anything.
+    let refused = unsafe {
+        gpu.argsort_device_rows_raw::<f32>(
+            host.as_ptr() as cu::CUdeviceptr,
+            2,
+            2,
+            Order::Ascending,
+            host.as_ptr() as cu::CUdeviceptr,
+            STREAM_PER_THREAD,
+        )
+    };
+    assert!(
+        matches!(refused, Err(Error::ForeignBuffer(_))),
+        "{refused:?}"
     );
 }

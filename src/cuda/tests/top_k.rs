@@ -2,6 +2,7 @@
 //! against a model on the shapes of `tests/top_k.rs`.
 
 use super::*;
+use crate::cuda::device_resident::DeviceWords;
 use crate::gpu::HostTopK;
 use crate::keys::KeyKind;
 
@@ -236,8 +237,8 @@ fn cuda_top_k_profile() {
     ) -> (f64, Vec<T>, Vec<u32>) {
         let rows = keys.len() / row_len;
         let input = DeviceBuffer::from_slice(keys).expect("upload");
-        let mut values = DeviceBuffer::from_slice(&vec![T::default(); rows * k]).expect("values");
-        let mut indices = DeviceBuffer::from_slice(&vec![0u32; rows * k]).expect("indices");
+        let values = DeviceBuffer::from_slice(&vec![T::default(); rows * k]).expect("values");
+        let indices = DeviceBuffer::from_slice(&vec![0u32; rows * k]).expect("indices");
         let (start, stop) = (
             Event::new(EventFlags::DEFAULT).expect("event"),
             Event::new(EventFlags::DEFAULT).expect("event"),
@@ -246,13 +247,13 @@ fn cuda_top_k_profile() {
         for run in 0..=runs {
             start.record(&gpu.stream).expect("record");
             gpu.top_k_device_words(
-                &input,
+                DeviceWords::of(&input),
                 encoding,
                 row_len,
                 k,
-                &mut values,
-                &mut indices,
-                &gpu.stream,
+                DeviceWords::of(&values),
+                DeviceWords::of(&indices),
+                gpu.stream.as_inner(),
             )
             .expect("top-k");
             stop.record(&gpu.stream).expect("record");

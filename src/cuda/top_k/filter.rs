@@ -3,7 +3,6 @@
 //! the rows it could not serve, and the three ways the candidates become the top k: a
 //! block's select in shared memory, the tiles, or a sort.
 
-use cust::stream::Stream;
 use cust::sys as cu;
 
 use super::super::kernels::KernelParams;
@@ -36,8 +35,8 @@ impl CudaBackend {
         &self,
         job: &TopKJob,
         filter: &TopKFilter,
-        scratch: &mut StreamBuffers<'_>,
-        stream: &Stream,
+        scratch: &mut StreamBuffers,
+        stream: cu::CUstream,
     ) -> Result<(cu::CUdeviceptr, cu::CUdeviceptr)> {
         let rows = job.rows;
         let thresholds = scratch.alloc(self, rows * 8)?;
@@ -61,7 +60,7 @@ impl CudaBackend {
             // SAFETY: the buffer at `at` holds `words` 32-bit words (allocated just above),
             // set in the stream's order.
             super::super::driver::check("cuMemsetD32Async", unsafe {
-                cu::cuMemsetD32Async(at, value, words as usize, stream.as_inner())
+                cu::cuMemsetD32Async(at, value, words as usize, stream)
             })?;
         }
         let width = narrow(job.key_bytes);
@@ -89,7 +88,7 @@ impl CudaBackend {
             launch_kernel(
                 self.top_k_kernels.sample[width],
                 (self.grid(rows * blocks), TOP_K_THREADS, shared),
-                stream.as_inner(),
+                stream,
                 &mut params.pointers(),
             )
         }?;
@@ -129,7 +128,7 @@ impl CudaBackend {
             launch_kernel(
                 self.top_k_kernels.filter[width],
                 (resident, TOP_K_THREADS, 0),
-                stream.as_inner(),
+                stream,
                 &mut params.pointers(),
             )
         }?;
@@ -145,7 +144,7 @@ impl CudaBackend {
         job: &TopKJob,
         filter: &TopKFilter,
         (counts, candidates): (cu::CUdeviceptr, cu::CUdeviceptr),
-        stream: &Stream,
+        stream: cu::CUstream,
     ) -> Result<()> {
         let mut params = (
             job.keys,
@@ -165,7 +164,7 @@ impl CudaBackend {
             launch_kernel(
                 self.top_k_kernels.exact[narrow(job.key_bytes)],
                 (self.grid(job.rows), TOP_K_THREADS, 0),
-                stream.as_inner(),
+                stream,
                 &mut params.pointers(),
             )
         }
@@ -179,8 +178,8 @@ impl CudaBackend {
         job: &TopKJob,
         filter: &TopKFilter,
         plan: &TopKPlan,
-        scratch: &mut StreamBuffers<'_>,
-        stream: &Stream,
+        scratch: &mut StreamBuffers,
+        stream: cu::CUstream,
     ) -> Result<cu::CUdeviceptr> {
         debug_assert_eq!(
             plan.passes[0].len, filter.capacity,
@@ -202,8 +201,8 @@ impl CudaBackend {
         &self,
         job: &TopKJob,
         filter: &TopKFilter,
-        scratch: &mut StreamBuffers<'_>,
-        stream: &Stream,
+        scratch: &mut StreamBuffers,
+        stream: cu::CUstream,
     ) -> Result<cu::CUdeviceptr> {
         debug_assert!(
             filter.candidates == TopKCandidates::Sort,
@@ -234,8 +233,8 @@ impl CudaBackend {
         &self,
         job: &TopKJob,
         filter: &TopKFilter,
-        scratch: &mut StreamBuffers<'_>,
-        stream: &Stream,
+        scratch: &mut StreamBuffers,
+        stream: cu::CUstream,
     ) -> Result<()> {
         let (counts, candidates) = self.enqueue_filter(job, filter, scratch, stream)?;
         let log_k = job.k.next_power_of_two().trailing_zeros();
@@ -264,7 +263,7 @@ impl CudaBackend {
             launch_kernel(
                 self.top_k_kernels.candidates[narrow(job.key_bytes)],
                 (self.grid(job.rows), TOP_K_THREADS, shared),
-                stream.as_inner(),
+                stream,
                 &mut params.pointers(),
             )
         }

@@ -1,7 +1,7 @@
 //! The top-k of short rows on CUDA ([`TopKSelect`]): one launch of `top_k_select_*`, a warp
 //! per row, that writes the values and positions itself.
 
-use cust::stream::Stream;
+use cust::sys as cu;
 
 use super::super::kernels::{KernelParams, launch_kernel};
 use super::{CudaBackend, TopKJob, narrow};
@@ -14,7 +14,7 @@ impl CudaBackend {
         &self,
         job: &TopKJob,
         select: &TopKSelect,
-        stream: &Stream,
+        stream: cu::CUstream,
     ) -> Result<()> {
         let mut params = (
             job.keys,
@@ -38,7 +38,7 @@ impl CudaBackend {
             launch_kernel(
                 self.top_k_kernels.select[narrow(job.key_bytes)],
                 (grid, select.warps * 32, select.block_bytes()),
-                stream.as_inner(),
+                stream,
                 &mut params.pointers(),
             )
         }

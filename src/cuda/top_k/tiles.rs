@@ -3,7 +3,6 @@
 
 use std::ffi::c_void;
 
-use cust::stream::Stream;
 use cust::sys as cu;
 
 use super::super::kernels::launch_kernel;
@@ -53,8 +52,8 @@ impl CudaBackend {
         job: &TopKJob,
         plan: &TopKPlan,
         candidates: Option<(cu::CUdeviceptr, Counted)>,
-        scratch: &mut StreamBuffers<'_>,
-        stream: &Stream,
+        scratch: &mut StreamBuffers,
+        stream: cu::CUstream,
     ) -> Result<cu::CUdeviceptr> {
         let rows = job.rows;
         let run = plan.run();
@@ -116,7 +115,7 @@ impl CudaBackend {
                 launch_kernel(
                     self.top_k_kernels.tiles[narrow(job.key_bytes)],
                     (grid, block, shared),
-                    stream.as_inner(),
+                    stream,
                     &mut params,
                 )
             }?;

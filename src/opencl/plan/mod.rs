@@ -62,12 +62,14 @@ pub(crate) struct OpenClPolicy {
     /// splitter, whose searches all run at once: searching in every tile's work-group makes
     /// large sorts nearly twice as slow.
     pub own_split_max_tiles: u64,
-    /// One row of 32- or 64-bit keys alone takes the radix sort from this many keys on (up
-    /// to [`crate::schedule::radix::RADIX_MAX_LEN`]); `u64::MAX`: never, since on NVIDIA's
-    /// OpenCL the radix sort of random keys alone is ahead of merge path at no length
-    /// measured (`docs/performance.md`, "Key-value pairs"). Pairs take it where every
-    /// backend does ([`crate::schedule::radix::pairs_take_radix`]).
-    pub radix_from: u64,
+    /// One row of 32-bit keys alone (index 0) and of 64-bit keys alone (index 1) takes the
+    /// radix sort from this many keys on (up to [`crate::schedule::radix::RADIX_MAX_LEN`]);
+    /// `u64::MAX`: never. On NVIDIA's OpenCL the radix sort of random `u32` keys is ahead of
+    /// merge path at 2^24 and 2^28 keys (1.6x and 1.7x); that of `u64` keys, which reads
+    /// each key twice a digit, at no length measured (`docs/performance.md`, "Key-value
+    /// pairs"). Pairs take it where every backend does
+    /// ([`crate::schedule::radix::pairs_take_radix`]).
+    pub radix_from: [u64; 2],
 }
 
 /// The OpenCL backend's tuned numbers.
@@ -76,7 +78,7 @@ pub(crate) const POLICY: OpenClPolicy = OpenClPolicy {
     gpu_min_log_merge_bytes: 18,
     gpu_max_merge_rows: 3,
     own_split_max_tiles: 1 << 10,
-    radix_from: u64::MAX,
+    radix_from: [1 << 24, u64::MAX],
 };
 
 /// [`OpenClPolicy::gpu_min_log_merge_bytes`], under the name the programs' limits use.
@@ -134,9 +136,10 @@ pub(super) struct Limits {
     /// Keys a work item of a radix tile holds in this program (`RADIX_KPT`; 0 without the
     /// radix kernels).
     pub radix_keys_per_thread: u32,
-    /// One row of 32- or 64-bit keys takes the radix sort from this many keys on
-    /// ([`OpenClPolicy::radix_from`]; lower in tests, to reach its edges with short rows).
-    pub radix_from: u64,
+    /// One row of 32- or 64-bit keys takes the radix sort from this many keys on, by key
+    /// width ([`OpenClPolicy::radix_from`]; lower in tests, to reach its edges with short
+    /// rows).
+    pub radix_from: [u64; 2],
     /// log2 of the registers per round the program was built with.
     pub log_e: u32,
     /// The largest tile allowed (tests lower it to exercise global passes on short inputs).

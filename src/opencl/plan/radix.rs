@@ -31,7 +31,7 @@ pub(in crate::opencl) fn radix_facts(
         && limits.radix_group >= RADIX_GROUP)
         .then_some(RadixFacts {
             keys_per_thread: limits.radix_keys_per_thread,
-            from: limits.radix_from,
+            from: limits.radix_from[usize::from(key_bytes == 8)],
         })
 }
 

@@ -236,7 +236,7 @@ fn radix_takes_long_rows_of_keys_alone() {
     let limits = Limits {
         radix_group: 1024,
         radix_keys_per_thread: 16,
-        radix_from: 1 << 20,
+        radix_from: [1 << 20; 2],
         ..nvidia_limits()
     };
     let radix = |limits: &Limits, row_len: u64, rows: u64, widths: (u64, u64)| match choose(
@@ -249,15 +249,15 @@ fn radix_takes_long_rows_of_keys_alone() {
         SortPlan::Radix(r) => Some(r),
         _ => None,
     };
-    let from = limits.radix_from;
-    // By default keys alone keep merge path at every length.
+    let from = limits.radix_from[0];
+    // By default `u32` keys alone take it from 2^24 keys, `u64` keys alone never.
     let default = Limits {
         radix_from: POLICY.radix_from,
         ..limits
     };
-    for key_bytes in [4, 8] {
-        assert!(radix(&default, 1 << 28, 1, (key_bytes, 0)).is_none());
-    }
+    assert!(radix(&default, 1 << 24, 1, (4, 0)).is_some());
+    assert!(radix(&default, (1 << 24) - 1, 1, (4, 0)).is_none());
+    assert!(radix(&default, 1 << 28, 1, (8, 0)).is_none());
     for key_bytes in [4, 8] {
         let r = radix(&limits, from, 1, (key_bytes, 0)).expect("radix from the crossover");
         assert_eq!((r.plan.n, r.plan.keys_per_thread), (from, 16));
@@ -280,7 +280,7 @@ fn radix_takes_long_rows_of_keys_alone() {
     }
     let small = radix(
         &Limits {
-            radix_from: 2,
+            radix_from: [2; 2],
             ..limits
         },
         5000,

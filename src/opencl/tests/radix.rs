@@ -21,7 +21,7 @@ pub(super) fn radix_backend() -> &'static OpenClBackend {
     static CELL: OnceLock<OpenClBackend> = OnceLock::new();
     CELL.get_or_init(|| {
         let mut b = OpenClBackend::open(backends()[0].info.index).expect("open the device");
-        b.radix_from = 2;
+        b.radix_from = [2; 2];
         b
     })
 }

@@ -13,8 +13,9 @@ use crate::targets::Target;
 
 /// (rows, row length, k): one key; k = 1 and k = the row; rows around the top-k tile
 /// (2^12 words) and its first pass's merges; k past the on-chip limit (2048), up to the
-/// whole row; many short rows. `large` adds 8 rows of 2^20 with k = 16384.
-fn shapes(large: bool) -> Vec<(usize, usize, usize)> {
+/// whole row; many short rows. `large` adds 8 rows of 2^20 with k = 16384; `whole_row` one
+/// row past 2^20 keys with k = the row, which sorts (key, position) pairs by radix.
+fn shapes(large: bool, whole_row: bool) -> Vec<(usize, usize, usize)> {
     let mut shapes = vec![
         (1, 1, 1),
         (3, 2, 2),
@@ -38,6 +39,10 @@ fn shapes(large: bool) -> Vec<(usize, usize, usize)> {
     ];
     if large {
         shapes.push((8, 1 << 20, 16384));
+    }
+    if whole_row {
+        let n = (1 << 20) + 5;
+        shapes.push((1, n, n));
     }
     shapes
 }
@@ -80,7 +85,10 @@ pub fn top_k_trial<D: DeviceApi, K: DevKey>(t: &Target, order: Order) -> Result<
     let large = t.info.device_type != bitonic::DeviceType::Cpu
         && order == Order::Ascending
         && matches!(K::NAME, "f32" | "i64");
-    for (turn, (rows, row_len, k)) in shapes(large).into_iter().enumerate() {
+    // The whole row's radix route on every device (a few tenths of a second on a CPU
+    // device), for one 32-bit and one 64-bit key type, descending.
+    let whole_row = order == Order::Descending && matches!(K::NAME, "f32" | "f64");
+    for (turn, (rows, row_len, k)) in shapes(large, whole_row).into_iter().enumerate() {
         let n = rows * row_len;
         let input = inputs[turn % inputs.len()];
         let seed = input_seed(t.seed, &id, n * 31 + k);
