@@ -102,6 +102,25 @@ pub(crate) fn check_top_k_device(
     Ok(rows)
 }
 
+/// A device-resident argsort of `keys_len` keys in rows of `row_len` into `indices_len`
+/// positions: the rows must divide the keys, the positions be as many as the keys, and a row
+/// be indexable by `u32` positions.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) fn check_argsort_device(
+    keys_len: usize,
+    row_len: usize,
+    indices_len: usize,
+) -> Result<()> {
+    check_rows(keys_len, row_len)?;
+    if indices_len != keys_len {
+        return Err(Error::InvalidConfig(format!(
+            "an argsort of {keys_len} keys writes as many indices; the output holds \
+             {indices_len}"
+        )));
+    }
+    check_indexable(row_len, "an argsort row")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

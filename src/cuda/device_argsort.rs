@@ -10,10 +10,10 @@ use cust::sys as cu;
 use super::CudaBackend;
 use super::device_resident::DeviceWords;
 use super::stream_buffers::StreamBuffers;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::TopKJob;
 use crate::keys::{KeyEncoding, Order, WordKey};
-use crate::shape::{check_indexable, check_rows};
+use crate::shape::check_argsort_device;
 
 impl CudaBackend {
     /// The stable argsort of `keys`, which live on this backend's device: `indices[i]` is
@@ -81,14 +81,7 @@ impl CudaBackend {
         indices: DeviceWords,
         stream: cu::CUstream,
     ) -> Result<()> {
-        check_rows(keys.len, row_len)?;
-        if indices.len != keys.len {
-            return Err(Error::InvalidConfig(format!(
-                "an argsort of {} keys writes as many indices; the output holds {}",
-                keys.len, indices.len
-            )));
-        }
-        check_indexable(row_len, "an argsort row")?;
+        check_argsort_device(keys.len, row_len, indices.len)?;
         self.check_stream(stream)?;
         for (what, words) in [("keys", keys), ("indices", indices)] {
             if words.len > 0 {

@@ -443,6 +443,7 @@ impl GpuBackend for OpenClBackend {
 }
 
 mod chunked;
+mod device_argsort;
 mod device_resident;
 mod driver;
 mod host_slices;

@@ -87,7 +87,7 @@ pub(super) struct TopKProgram {
 }
 
 /// A checked top-k of buffers.
-type TopKJob = crate::gpu::TopKJob<cl_mem>;
+pub(super) type TopKJob = crate::gpu::TopKJob<cl_mem>;
 
 impl OpenClBackend {
     /// The top-k program of keys of `key_bytes`, built on first use.
@@ -194,7 +194,7 @@ impl OpenClBackend {
     }
 
     /// Enqueues a checked top-k on `queue` by its [`TopKRoute`].
-    fn enqueue_top_k(&self, job: &TopKJob, queue: &CommandQueue) -> Result<()> {
+    pub(super) fn enqueue_top_k(&self, job: &TopKJob, queue: &CommandQueue) -> Result<()> {
         if job.rows == 0 {
             return Ok(());
         }

@@ -40,7 +40,7 @@ use errors::shape_errors;
 use keys::keys_trial;
 use pairs::{check_pairs, pairs_trial};
 use rows::{rows_by_key_trial, rows_trial};
-use top_k::{top_k_errors, top_k_trial};
+use top_k::{argsort_trial, top_k_errors, top_k_trial};
 
 /// An element of a device buffer: plain data that `cust` may copy too.
 #[cfg(feature = "cuda")]
@@ -135,6 +135,15 @@ pub trait DeviceApi: Sized {
         indices: &mut Self::Buf<u32>,
         queue: &Self::Queue,
     ) -> bitonic::Result<()>;
+    /// `argsort_device_rows`.
+    fn argsort_rows<K: DevKey>(
+        &self,
+        keys: &Self::Buf<K>,
+        row_len: usize,
+        order: Order,
+        indices: &mut Self::Buf<u32>,
+        queue: &Self::Queue,
+    ) -> bitonic::Result<()>;
 }
 
 /// The sorts of a `DeviceApi` impl, forwarded to the backend that `self.$backend()`
@@ -198,6 +207,18 @@ macro_rules! forward_device_calls {
             self.$backend()
                 .top_k_device_rows(keys, row_len, k, order, values, indices, queue)
         }
+
+        fn argsort_rows<K: $crate::device::DevKey>(
+            &self,
+            keys: &Self::Buf<K>,
+            row_len: usize,
+            order: bitonic::Order,
+            indices: &mut Self::Buf<u32>,
+            queue: &Self::Queue,
+        ) -> bitonic::Result<()> {
+            self.$backend()
+                .argsort_device_rows(keys, row_len, order, indices, queue)
+        }
     };
 }
 pub(crate) use forward_device_calls;
@@ -250,6 +271,11 @@ fn top_k_of<D: DeviceApi + 'static, K: DevKey>(slot: &Slot, trials: &mut Vec<Tri
     trials.push(slot.trial(&name, move |t| top_k_trial::<D, K>(t, o)));
 }
 
+fn argsort_of<D: DeviceApi + 'static, K: DevKey>(slot: &Slot, trials: &mut Vec<Trial>, o: Order) {
+    let name = format!("device::argsort::{}::{}", K::NAME, order_name(o));
+    trials.push(slot.trial(&name, move |t| argsort_trial::<D, K>(t, o)));
+}
+
 /// The trials every device-resident backend gets.
 pub fn register<D: sixteen::Dev16 + 'static>(slot: &Slot, trials: &mut Vec<Trial>) {
     use Order::{Ascending, Descending};
@@ -286,6 +312,9 @@ pub fn register<D: sixteen::Dev16 + 'static>(slot: &Slot, trials: &mut Vec<Trial
     }
     top_k_of::<D, u64>(slot, trials, Ascending);
     trials.push(slot.trial("device::top_k::errors", top_k_errors::<D>));
+    argsort_of::<D, f32>(slot, trials, Ascending);
+    argsort_of::<D, i64>(slot, trials, Descending);
+    argsort_of::<D, u32>(slot, trials, Descending);
 
     sixteen::register::<D>(slot, trials);
     trials.push(slot.trial("device::sub_range", sub_range::<D>));

@@ -47,6 +47,28 @@ fn shapes(large: bool, whole_row: bool) -> Vec<(usize, usize, usize)> {
     shapes
 }
 
+/// The inputs of the trials, one shape after another in turn.
+const INPUTS: [Input; 5] = [
+    Input::Pattern(Pattern::Special),
+    Input::Pattern(Pattern::Few),
+    Input::Edges,
+    Input::Pattern(Pattern::Random),
+    Input::Pattern(Pattern::Equal),
+];
+
+/// Whether the device's `keys` still hold `keys_in`, bit for bit.
+fn keys_unchanged<D: DeviceApi, K: DevKey>(
+    dev: &D,
+    keys: &D::Buf<K>,
+    keys_in: &[K],
+) -> Result<(), String> {
+    let now = dev.download(keys)?;
+    if now.iter().zip(keys_in).any(|(a, b)| a.bits() != b.bits()) {
+        return Err("the keys changed".to_string());
+    }
+    Ok(())
+}
+
 /// The model: per row, the positions ordered by key (total order, reversed for descending)
 /// then by position; the first `k` of them.
 fn model<K: DevKey>(keys: &[K], row_len: usize, k: usize, order: Order) -> Vec<u32> {
@@ -73,13 +95,6 @@ fn model<K: DevKey>(keys: &[K], row_len: usize, k: usize, order: Order) -> Vec<u
 pub fn top_k_trial<D: DeviceApi, K: DevKey>(t: &Target, order: Order) -> Result<(), Failed> {
     let dev = D::open(t)?;
     let id = format!("device::top_k::{}::{}", K::NAME, order_name(order));
-    let inputs = [
-        Input::Pattern(Pattern::Special),
-        Input::Pattern(Pattern::Few),
-        Input::Edges,
-        Input::Pattern(Pattern::Random),
-        Input::Pattern(Pattern::Equal),
-    ];
     // The large shape once per sort route (32-bit words, 64-bit ranks), and on GPUs only:
     // its model costs seconds, and the sort path over 2^23 words minutes on a CPU device.
     let large = t.info.device_type != bitonic::DeviceType::Cpu
@@ -90,7 +105,7 @@ pub fn top_k_trial<D: DeviceApi, K: DevKey>(t: &Target, order: Order) -> Result<
     let whole_row = order == Order::Descending && matches!(K::NAME, "f32" | "f64");
     for (turn, (rows, row_len, k)) in shapes(large, whole_row).into_iter().enumerate() {
         let n = rows * row_len;
-        let input = inputs[turn % inputs.len()];
+        let input = INPUTS[turn % INPUTS.len()];
         let seed = input_seed(t.seed, &id, n * 31 + k);
         let at = format!(
             "{} ({rows} rows of {row_len}, k = {k})",
@@ -141,16 +156,59 @@ pub fn top_k_trial<D: DeviceApi, K: DevKey>(t: &Target, order: Order) -> Result<
                 .into());
             }
         }
-        let unchanged = dev.download(&keys).map_err(fail)?;
-        if unchanged
-            .iter()
-            .zip(&keys_in)
-            .any(|(a, b)| a.bits() != b.bits())
-        {
-            return Err(fail("the keys changed".to_string()).into());
-        }
+        keys_unchanged(&dev, &keys, &keys_in).map_err(fail)?;
     }
     Ok(())
+}
+
+/// `argsort_device_rows` against the model's whole rows, with the keys untouched: one key,
+/// short and long rows, one row past the radix sort of pairs' threshold, every input
+/// pattern; and a shape whose indices do not match the keys refused.
+pub fn argsort_trial<D: DeviceApi, K: DevKey>(t: &Target, order: Order) -> Result<(), Failed> {
+    let dev = D::open(t)?;
+    let id = format!("device::argsort::{}::{}", K::NAME, order_name(order));
+    let shapes = [
+        (1usize, 1usize),
+        (3, 2),
+        (1, 1000),
+        (64, 300),
+        (2, 8193),
+        (1, (1 << 20) + 5),
+    ];
+    for (turn, (rows, row_len)) in shapes.into_iter().enumerate() {
+        let n = rows * row_len;
+        let input = INPUTS[turn % INPUTS.len()];
+        let seed = input_seed(t.seed, &id, n);
+        let at = format!(
+            "{} ({rows} rows of {row_len})",
+            context(t, &id, input, n, seed)
+        );
+        let fail = |e: String| format!("{at}: {e}");
+        let keys_in: Vec<K> = input.keys(n, &mut rng_for(seed));
+        let keys = dev.upload(&keys_in).map_err(fail)?;
+        let mut indices = dev.upload(&vec![u32::MAX; n]).map_err(fail)?;
+        dev.argsort_rows(&keys, row_len, order, &mut indices, dev.queue())
+            .map_err(|e| fail(format!("argsort_device_rows returned {e:?}")))?;
+        let got = dev.download(&indices).map_err(fail)?;
+        let want = model(&keys_in, row_len, row_len, order);
+        if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+            return Err(fail(format!(
+                "row {} entry {}: position {}, the model's {}",
+                i / row_len,
+                i % row_len,
+                got[i],
+                want[i]
+            ))
+            .into());
+        }
+        keys_unchanged(&dev, &keys, &keys_in).map_err(fail)?;
+    }
+    let keys = dev.upload(&[K::zeroed(); 6]).map_err(|e| e.to_string())?;
+    let mut short = dev.upload(&[0u32; 5]).map_err(|e| e.to_string())?;
+    match dev.argsort_rows(&keys, 3, order, &mut short, dev.queue()) {
+        Err(Error::InvalidConfig(_)) => Ok(()),
+        other => Err(format!("{id}: 5 indices for 6 keys gave {other:?}").into()),
+    }
 }
 
 /// Bad shapes are refused with `InvalidConfig` and leave the outputs as they were.
