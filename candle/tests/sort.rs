@@ -192,3 +192,27 @@ fn empty_tensors_and_bad_calls() {
     let t = Tensor::zeros((2, 3), DType::F32, &Device::Cpu).unwrap();
     assert!(bitonic_candle::top_k(sorter, &t, 4, Order::Ascending).is_err());
 }
+
+/// The figures of candle's own `asort` test (`candle-core/tests/tensor_tests.rs`): a 2 x 5
+/// matrix, its argsort and sort both ways, on our calls.
+#[test]
+fn candles_own_asort_figures_hold() {
+    let data = [[3f32, 1., 4., 1.1, 5.], [2.1, 1., 7., 8., 2.]];
+    let ascending_indices = [[1u32, 3, 0, 2, 4], [1, 4, 0, 2, 3]];
+    let descending_indices = [[4u32, 2, 0, 3, 1], [3, 2, 0, 4, 1]];
+    let ascending = [[1.0f32, 1.1, 3.0, 4.0, 5.0], [1.0, 2.0, 2.1, 7.0, 8.0]];
+    let descending = [[5.0f32, 4.0, 3.0, 1.1, 1.0], [8.0, 7.0, 2.1, 2.0, 1.0]];
+    let t = Tensor::new(&data, &Device::Cpu).unwrap();
+    for sorter in sorters() {
+        for (order, indices, sorted) in [
+            (Order::Ascending, ascending_indices, ascending),
+            (Order::Descending, descending_indices, descending),
+        ] {
+            let got = bitonic_candle::argsort(&sorter, &t, order).unwrap();
+            assert_eq!(got.to_vec2::<u32>().unwrap(), indices, "{order:?}");
+            let (values, got) = bitonic_candle::sort(&sorter, &t, order).unwrap();
+            assert_eq!(got.to_vec2::<u32>().unwrap(), indices, "{order:?}");
+            assert_eq!(values.to_vec2::<f32>().unwrap(), sorted, "{order:?}");
+        }
+    }
+}
