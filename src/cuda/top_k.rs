@@ -16,6 +16,7 @@ use super::CudaBackend;
 use super::device_resident::DeviceWords;
 use super::driver::on;
 use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
+use super::plan::{Widths, radix_facts};
 use super::stream_buffers::StreamBuffers;
 use crate::backend::BackendKind;
 use crate::error::Result;
@@ -235,12 +236,18 @@ impl CudaBackend {
             return self.enqueue_select(job, &select, stream);
         }
         let mut scratch = StreamBuffers::new(stream);
+        let widths = Widths {
+            key: job.key_bytes as u64,
+            value: 4,
+        };
+        let radix_pairs =
+            !self.oblivious.load(Ordering::Relaxed) && radix_facts(&self.limits, widths).is_some();
         let route = TopKRoute::new(
             job.key_bytes,
             (job.rows, job.row_len),
             job.k,
             TOP_K_MAX_LOG_TILE,
-            self.oblivious.load(Ordering::Relaxed),
+            radix_pairs,
         );
         let enqueued = self.enqueue_route(job, &route, &mut scratch, stream);
         // The buffers are freed in stream order after the launches that use them, whatever

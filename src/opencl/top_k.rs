@@ -14,6 +14,7 @@ use opencl3::types::{CL_BLOCKING, cl_mem};
 use super::device_resident::DeviceWords;
 use super::driver::driver;
 use super::launch::Args;
+use super::plan::radix_facts;
 use super::{CPU_DEVICE_RUNS, DeviceType, OpenClBackend, hold, lifecycle_lock};
 use crate::error::{Error, Result};
 use crate::gpu::{HostTopK, host_top_k_sizes};
@@ -193,6 +194,21 @@ impl OpenClBackend {
         self.enqueue_top_k(&job, queue)
     }
 
+    /// Whether this backend sorts the job's one row of (key, `u32` position) pairs by its
+    /// radix sort ([`TopKRoute::new`]): not oblivious, and the pairs' program has the radix
+    /// kernels. Asked only of a whole row, whose pairs' program the sort builds anyway.
+    fn radix_pairs(&self, job: &TopKJob) -> Result<bool> {
+        if self.oblivious.load(Ordering::Relaxed)
+            || job.rows != 1
+            || job.k != job.row_len
+            || !matches!(job.key_bytes, 4 | 8)
+        {
+            return Ok(false);
+        }
+        let pairs = self.variant_of_widths(job.key_bytes, Some(4))?;
+        Ok(radix_facts(&pairs.limits, (job.key_bytes as u64, 4)).is_some())
+    }
+
     /// Enqueues a checked top-k on `queue` by its [`TopKRoute`].
     pub(super) fn enqueue_top_k(&self, job: &TopKJob, queue: &CommandQueue) -> Result<()> {
         if job.rows == 0 {
@@ -204,7 +220,7 @@ impl OpenClBackend {
             (job.rows, job.row_len),
             job.k,
             program.max_log_tile,
-            self.oblivious.load(Ordering::Relaxed),
+            self.radix_pairs(job)?,
         );
         let n = job.rows * job.row_len;
         let requested = match &route {

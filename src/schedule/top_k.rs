@@ -117,24 +117,28 @@ pub(crate) enum TopKRoute {
     SortRanked,
     /// A full sort (`k` is the row's length) of one row of 32- or 64-bit keys that
     /// [`pairs_take_radix`] sorts stably: a copy of the keys sorts with their positions as
-    /// values, into the outputs. Half the digits of the composite words, and no take. Never
-    /// for an oblivious backend, whose network would not keep equal keys in position order.
+    /// values, into the outputs. Half the digits of the composite words, and no take. Only
+    /// where the backend sorts those pairs by its radix sort: not an oblivious one, whose
+    /// network would not keep equal keys in position order, nor a device without room for
+    /// the radix kernels, whose merge path would not either.
     SortPairs,
 }
 
 impl TopKRoute {
     /// The route for `rows` rows of keys of `key_bytes` in rows of `row_len` (`1 <= k <=
-    /// row_len`) on a device whose top-k tiles hold at most `2^max_log_tile` words, whose
-    /// sorts run the network alone where `oblivious`.
+    /// row_len`) on a device whose top-k tiles hold at most `2^max_log_tile` words.
+    /// `radix_pairs`: the backend sorts one row of (key, `u32` position) pairs of this key
+    /// width by its radix sort where [`pairs_take_radix`] says (it is not oblivious, and the
+    /// device runs the radix kernels).
     #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
     pub(crate) fn new(
         key_bytes: usize,
         (rows, row_len): (u64, u64),
         k: u64,
         max_log_tile: u32,
-        oblivious: bool,
+        radix_pairs: bool,
     ) -> TopKRoute {
-        if !oblivious
+        if radix_pairs
             && rows == 1
             && k == row_len
             && matches!(key_bytes, 4 | 8)
@@ -273,63 +277,33 @@ mod tests {
 
     #[test]
     fn routes_by_key_width_and_k() {
-        assert!(matches!(
-            TopKRoute::new(4, (1, 5000), 2048, 12, false),
-            TopKRoute::Tiles(_)
-        ));
-        assert!(matches!(
-            TopKRoute::new(2, (1, 5000), 7, 12, false),
-            TopKRoute::Tiles(_)
-        ));
-        assert_eq!(
-            TopKRoute::new(4, (1, 5000), 2049, 12, false),
-            TopKRoute::SortWords
-        );
-        assert_eq!(
-            TopKRoute::new(4, (1, 1 << 20), 16384, 12, false),
-            TopKRoute::SortWords
-        );
-        assert_eq!(
-            TopKRoute::new(8, (1, 5000), 1, 12, false),
-            TopKRoute::SortRanked
-        );
-        // A full sort of one long row of 32- or 64-bit keys sorts the pairs by radix; not of
-        // several rows, a part of the row, 16-bit keys or rows radix does not take.
-        let long = 1 << 24;
-        assert!(pairs_take_radix(long, 8) && pairs_take_radix(long, 12));
-        assert_eq!(
-            TopKRoute::new(4, (1, long), long, 12, false),
-            TopKRoute::SortPairs
-        );
-        assert_eq!(
-            TopKRoute::new(8, (1, long), long, 12, false),
-            TopKRoute::SortPairs
-        );
-        assert_eq!(
-            TopKRoute::new(4, (2, long), long, 12, false),
-            TopKRoute::SortWords
-        );
-        assert_eq!(
-            TopKRoute::new(4, (1, long), long - 1, 12, false),
-            TopKRoute::SortWords
-        );
-        assert_eq!(
-            TopKRoute::new(2, (1, long), long, 12, false),
-            TopKRoute::SortWords
-        );
-        assert_eq!(
-            TopKRoute::new(4, (1, long), long, 12, true),
-            TopKRoute::SortWords
-        );
-        assert_eq!(
-            TopKRoute::new(8, (1, long), long, 12, true),
-            TopKRoute::SortRanked
-        );
-        assert!(!pairs_take_radix(5000, 8));
-        assert_eq!(
-            TopKRoute::new(4, (1, 5000), 5000, 12, false),
-            TopKRoute::SortWords
-        );
+        // With and without the radix sort of pairs alike, except for the whole long row.
+        for radix_pairs in [true, false] {
+            let route = |key_bytes, shape, k| TopKRoute::new(key_bytes, shape, k, 12, radix_pairs);
+            assert!(matches!(route(4, (1, 5000), 2048), TopKRoute::Tiles(_)));
+            assert!(matches!(route(2, (1, 5000), 7), TopKRoute::Tiles(_)));
+            assert_eq!(route(4, (1, 5000), 2049), TopKRoute::SortWords);
+            assert_eq!(route(4, (1, 1 << 20), 16384), TopKRoute::SortWords);
+            assert_eq!(route(8, (1, 5000), 1), TopKRoute::SortRanked);
+            // Not several rows, a part of the row, 16-bit keys or rows radix does not take.
+            let long = 1 << 24;
+            assert!(pairs_take_radix(long, 8) && pairs_take_radix(long, 12));
+            assert_eq!(route(4, (2, long), long), TopKRoute::SortWords);
+            assert_eq!(route(4, (1, long), long - 1), TopKRoute::SortWords);
+            assert_eq!(route(2, (1, long), long), TopKRoute::SortWords);
+            assert!(!pairs_take_radix(5000, 8));
+            assert_eq!(route(4, (1, 5000), 5000), TopKRoute::SortWords);
+            // A full sort of one long row of 32- or 64-bit keys sorts the pairs where the
+            // backend's sort of them is the radix sort; elsewhere the composite words, which
+            // need no stable sort.
+            let (narrow, wide) = if radix_pairs {
+                (TopKRoute::SortPairs, TopKRoute::SortPairs)
+            } else {
+                (TopKRoute::SortWords, TopKRoute::SortRanked)
+            };
+            assert_eq!(route(4, (1, long), long), narrow);
+            assert_eq!(route(8, (1, long), long), wide);
+        }
     }
 
     #[test]

@@ -29,8 +29,7 @@ pub(super) use crate::schedule::plan::Widths;
 pub(crate) use merge::merge_path_launches;
 pub(super) use merge::{MergeLaunch, MergePathPlan, chunk_plan};
 pub(crate) use radix::RadixLaunches;
-use radix::radix_facts;
-pub(in crate::cuda) use radix::{choose_for_upload, radix_keys_per_thread};
+pub(in crate::cuda) use radix::{choose_for_upload, radix_facts, radix_keys_per_thread};
 
 mod merge;
 mod radix;

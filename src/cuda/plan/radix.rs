@@ -104,7 +104,7 @@ pub(in crate::cuda) fn radix_keys_per_thread(widths: Widths) -> Option<u32> {
 
 /// How this device runs the radix sort for these widths: `u32` and `u64` keys, alone or
 /// with values of 4 or 8 bytes, where the shared memory of a block holds the pass's tile.
-pub(super) fn radix_facts(limits: &DeviceLimits, widths: Widths) -> Option<RadixFacts> {
+pub(in crate::cuda) fn radix_facts(limits: &DeviceLimits, widths: Widths) -> Option<RadixFacts> {
     let keys_per_thread = radix_keys_per_thread(widths)?;
     let tile_bytes = u64::from(RADIX_THREADS * keys_per_thread) * tile_word_bytes(widths);
     (tile_bytes + RADIX_STATIC_SHARED_BYTES <= u64::from(limits.shared_bytes_per_block)).then(
