@@ -203,10 +203,11 @@ impl OpenClBackend {
             .device_scratch
             .lock()
             .unwrap_or_else(|e| e.into_inner());
+        let plan = self.plan(&variant, shape, operands.key_bytes, operands.value_bytes);
         let planned = self.plan_with_scratch(
             &variant,
             &mut scratch.buffers,
-            shape,
+            (plan, shape),
             (operands.key_bytes, operands.value_bytes),
             requested,
         )?;

@@ -43,11 +43,13 @@ impl HostSort for OpenClBackend {
                 Some(v) => Some(grow(&mut buffers.values, v.device_bytes(), alloc)?.get()),
                 None => None,
             };
+            let widths = (key_bytes as u64, value_bytes.unwrap_or(0) as u64);
+            let plan = self.plan_for_upload(&variant, shape, widths.0, widths.1);
             let planned = self.plan_with_scratch(
                 &variant,
                 &mut buffers.scratch,
-                shape,
-                (key_bytes as u64, value_bytes.unwrap_or(0) as u64),
+                (plan, shape),
+                widths,
                 requested,
             )?;
             Ok((device_keys, device_values, planned))

@@ -319,6 +319,18 @@ impl OpenClBackend {
         plan::choose(&variant.limits, shape, key_bytes, value_bytes, oblivious)
     }
 
+    /// [`OpenClBackend::plan`] of a sort of host slices ([`plan::choose_for_upload`]).
+    fn plan_for_upload(
+        &self,
+        variant: &Variant,
+        shape: Shape,
+        key_bytes: u64,
+        value_bytes: u64,
+    ) -> SortPlan {
+        let oblivious = self.oblivious.load(Ordering::Relaxed);
+        plan::choose_for_upload(&variant.limits, shape, key_bytes, value_bytes, oblivious)
+    }
+
     /// The plan of a sort and the buffers it needs, grown in `scratch`: scratch keys and
     /// values as wide as the data's, and the splitters (or a radix sort's state); the
     /// network's plan where a merge-path or radix plan's scratch does not fit in device
@@ -327,11 +339,10 @@ impl OpenClBackend {
         &self,
         variant: &Variant,
         scratch: &mut Scratch<Buffer<u8>>,
-        shape: Shape,
+        (plan, shape): (SortPlan, Shape),
         (key_bytes, value_bytes): (u64, u64),
         requested: u64,
     ) -> Result<(SortPlan, Option<MergeScratch>)> {
-        let plan = self.plan(variant, shape, key_bytes, value_bytes);
         let network = || {
             let network = plan::plan(&variant.limits, shape, (key_bytes, value_bytes));
             Ok((SortPlan::Network(network), None))

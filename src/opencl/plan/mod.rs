@@ -18,6 +18,7 @@
 
 pub(super) use crate::schedule::counting::COUNTING_FROM;
 use crate::schedule::counting::{CountingPlan, window_log_for};
+use crate::schedule::merge_path::upload_chunk;
 use crate::schedule::plan::{self as neutral, DeviceFacts, Widths, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2};
 
@@ -351,6 +352,38 @@ fn count_window_log(limits: &Limits) -> u32 {
 pub(super) struct CountingLaunches {
     /// The neutral plan.
     pub plan: CountingPlan,
+}
+
+/// The plan of a sort of host slices, whose keys cross the bus first: [`choose`]'s, except
+/// that one row of keys alone that merge path would sort chunk by chunk while it uploads
+/// (`crate::schedule::merge_path::upload_chunk`, `chunked.rs`) keeps merge path instead of
+/// the radix sort, whose passes all wait for the last key, as on CUDA
+/// (`choose_for_upload` there). Pairs keep the radix sort: its stable order is the same on
+/// every backend.
+pub(super) fn choose_for_upload(
+    limits: &Limits,
+    shape: Shape,
+    key_bytes: u64,
+    value_bytes: u64,
+    oblivious: bool,
+) -> SortPlan {
+    let plan = choose(limits, shape, key_bytes, value_bytes, oblivious);
+    if !matches!(plan, SortPlan::Radix(_)) || value_bytes != 0 || shape.rows != 1 {
+        return plan;
+    }
+    let merging = Limits {
+        radix_from: [u64::MAX; 2],
+        ..*limits
+    };
+    match choose(&merging, shape, key_bytes, value_bytes, oblivious) {
+        SortPlan::MergePath(merge)
+            if matches!(merge.tile_sort.kind, Kind::Tile { log_net, .. }
+                if upload_chunk(shape.row_len, key_bytes, log_net).is_some()) =>
+        {
+            SortPlan::MergePath(merge)
+        }
+        _ => plan,
+    }
 }
 
 /// The plan of a sort of `shape` with keys of `key_bytes` and values of `value_bytes` (or

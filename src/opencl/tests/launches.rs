@@ -296,3 +296,34 @@ fn radix_takes_long_rows_of_keys_alone() {
     };
     assert!(radix(&narrow_groups, 1 << 24, 1, (4, 0)).is_none());
 }
+
+/// Host slices of keys alone that merge path sorts chunk by chunk while they upload keep
+/// merge path where the device-resident sort takes the radix sort; pairs and rows keep
+/// `choose`'s plan.
+#[test]
+fn host_slices_sorting_while_uploading_keep_merge_path() {
+    use super::super::plan::choose_for_upload;
+    let limits = Limits {
+        radix_group: 1024,
+        radix_keys_per_thread: 16,
+        ..nvidia_limits()
+    };
+    let n = 1u64 << 24;
+    let one_row = Shape::new(n, 1);
+    assert!(matches!(
+        choose(&limits, one_row, 4, 0, false),
+        SortPlan::Radix(_)
+    ));
+    assert!(matches!(
+        choose_for_upload(&limits, one_row, 4, 0, false),
+        SortPlan::MergePath(_)
+    ));
+    assert!(matches!(
+        choose_for_upload(&limits, one_row, 4, 4, false),
+        SortPlan::Radix(_)
+    ));
+    assert_eq!(
+        choose_for_upload(&limits, Shape::new(n / 2, 2), 4, 0, false),
+        choose(&limits, Shape::new(n / 2, 2), 4, 0, false)
+    );
+}
