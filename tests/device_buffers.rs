@@ -111,9 +111,10 @@ impl Workspace<'_> {
             ));
         }
         // Merge-path sorts of keys alone also keep a scratch copy of the keys and one u64
-        // splitter per output tile (tiles of at least 2^11 keys: under 1/512 of the keys'
-        // bytes).
-        let scratch = self.max_keys + self.max_keys / 512;
+        // splitter per output tile and one more (tiles of at least 2^9 keys, on a device of
+        // 32 KiB of local memory: a 256th of the keys' bytes, and two splitters for the
+        // partial tile and the last).
+        let scratch = self.max_keys + self.max_keys / 256 + 16;
         let bound = self.max_keys + self.max_values + scratch;
         if cached > bound {
             return Err(format!(
