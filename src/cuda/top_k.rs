@@ -86,9 +86,10 @@ pub(super) struct TopKKernels {
     candidates: [Kernel; 2],
     /// `top_k_compose_u32` and `top_k_compose_u16`.
     compose: [Kernel; 2],
-    /// `top_k_positions_u64` and `top_k_rank_u64`.
-    ranked: [Kernel; 2],
-    /// `top_k_positions_u32` and `top_k_positions_u64`.
+    /// `top_k_rank_u64`.
+    rank: Kernel,
+    /// `top_k_positions_u32` and `top_k_positions_u64`: the copies with positions of the
+    /// wide keys' route and of the whole row's.
     positions: [Kernel; 2],
     /// `top_k_take_u32`, `top_k_take_u64` and `top_k_take_u16`.
     take: [Kernel; 3],
@@ -142,10 +143,7 @@ pub(super) fn load_top_k_kernels(
             load_kernel(module, "top_k_compose_u32", 0)?,
             load_kernel(module, "top_k_compose_u16", 0)?,
         ],
-        ranked: [
-            load_kernel(module, "top_k_positions_u64", 0)?,
-            load_kernel(module, "top_k_rank_u64", 0)?,
-        ],
+        rank: load_kernel(module, "top_k_rank_u64", 0)?,
         positions: [
             load_kernel(module, "top_k_positions_u32", 0)?,
             load_kernel(module, "top_k_positions_u64", 0)?,
@@ -323,7 +321,7 @@ impl CudaBackend {
                 // u64 n, u64 row_len)` reads `n` keys and writes `n` of each output, which the
                 // buffers hold.
                 unsafe {
-                    self.launch_elements(self.top_k_kernels.ranked[0], n, &mut params, stream)
+                    self.launch_elements(self.top_k_kernels.positions[1], n, &mut params, stream)
                 }?;
                 self.sort_words(
                     copy,
@@ -338,9 +336,7 @@ impl CudaBackend {
                 // SAFETY: `top_k_rank_u64(const u64 *sorted, const u32 *positions, u64 *words,
                 // u64 n, u64 row_len, u32 encoding)` reads `n` of each input and writes `n`
                 // words, within each row.
-                unsafe {
-                    self.launch_elements(self.top_k_kernels.ranked[1], n, &mut params, stream)
-                }?;
+                unsafe { self.launch_elements(self.top_k_kernels.rank, n, &mut params, stream) }?;
                 self.sort_words(words, 8, None, unsigned, job.row_len, n, stream)?;
                 (words, job.row_len)
             }

@@ -47,9 +47,10 @@ const KEY_TYPES: [(usize, &str, &str); 3] = [
 struct TopKKernels {
     /// `top_k_tiles` and `top_k_compose` (keys of at most 32 bits).
     tiles: Option<[Kernel; 2]>,
-    /// `top_k_positions` and `top_k_rank` (wider keys).
-    ranked: Option<[Kernel; 2]>,
-    /// `top_k_positions`, which every program has ([`TopKRoute::SortPairs`]).
+    /// `top_k_rank` (wider keys).
+    rank: Option<Kernel>,
+    /// `top_k_positions`, which every program has: the copy with positions of the wide
+    /// keys' route and of [`TopKRoute::SortPairs`].
     positions: Kernel,
     /// `top_k_take`.
     take: Kernel,
@@ -63,9 +64,9 @@ impl TopKKernels {
             .ok_or_else(|| wrong_program("keys of at most 32 bits"))
     }
 
-    /// `top_k_positions` and `top_k_rank`, which only the program of 64-bit keys has.
-    fn wide(&self) -> Result<&[Kernel; 2]> {
-        self.ranked
+    /// `top_k_rank`, which only the program of 64-bit keys has.
+    fn rank(&self) -> Result<&Kernel> {
+        self.rank
             .as_ref()
             .ok_or_else(|| wrong_program("64-bit keys"))
     }
@@ -120,17 +121,17 @@ impl OpenClBackend {
             } else {
                 None
             };
-            let ranked = if narrow {
+            let rank = if narrow {
                 None
             } else {
-                Some([kernel("top_k_positions")?, kernel("top_k_rank")?])
+                Some(kernel("top_k_rank")?)
             };
             let take = kernel("top_k_take")?;
             let positions = kernel("top_k_positions")?;
             let mut group = take
                 .get_work_group_size(self.device.id())
                 .map_err(driver("clGetKernelWorkGroupInfo"))?;
-            for k in tiles.iter().chain(&ranked).flatten().chain([&positions]) {
+            for k in tiles.iter().flatten().chain(&rank).chain([&positions]) {
                 group = group.min(
                     k.get_work_group_size(self.device.id())
                         .map_err(driver("clGetKernelWorkGroupInfo"))?,
@@ -144,7 +145,7 @@ impl OpenClBackend {
             Arc::new(TopKProgram {
                 kernels: Mutex::new(TopKKernels {
                     tiles,
-                    ranked,
+                    rank,
                     positions,
                     take,
                 }),
@@ -296,7 +297,7 @@ impl OpenClBackend {
                 }
                 let [copy, positions, words] = [0, 1, 2].map(|i| temporaries[i].get());
                 self.launch_elements(&program, queue, n, requested, |kernels, args| {
-                    args.kernel = &kernels.wide()?[0];
+                    args.kernel = &kernels.positions;
                     args.buffer(job.keys)?;
                     args.buffer(copy)?;
                     args.buffer(positions)?;
@@ -313,7 +314,7 @@ impl OpenClBackend {
                     queue,
                 )?;
                 self.launch_elements(&program, queue, n, requested, |kernels, args| {
-                    args.kernel = &kernels.wide()?[1];
+                    args.kernel = kernels.rank()?;
                     args.buffer(copy)?;
                     args.buffer(positions)?;
                     args.buffer(words)?;
