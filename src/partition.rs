@@ -114,6 +114,16 @@ pub(crate) fn sample_of<T: Copy + Sync>(
     sample_by(keys.len(), count, seed, |i| bits(keys[i]))
 }
 
+/// The positions of [`sample`]: `count` of `0..len` drawn from the generator seeded by `seed`
+/// (repeats possible), or every position when `count >= len`, ascending.
+#[cfg(feature = "arrow")]
+pub(crate) fn sample_positions(len: usize, count: usize, seed: u64) -> Vec<usize> {
+    sample_by(len, count, seed, |i| i as u64)
+        .into_iter()
+        .map(|p| p as usize)
+        .collect()
+}
+
 /// The seed of the crate's own samples, so that a slice is partitioned the same way on every
 /// run.
 pub(crate) const SAMPLE_SEED: u64 = 0x5eed;

@@ -73,6 +73,7 @@
 //! [`ArrowError`] they convert to [`ArrowError::ExternalError`].
 
 mod lex;
+mod ranges;
 mod single;
 mod types;
 
@@ -84,6 +85,7 @@ use crate::sorter::Sorter;
 
 pub use arrow_ord::sort::SortColumn;
 pub use arrow_schema::SortOptions;
+pub use ranges::{RangeRows, range_rows, sample_bits};
 pub use types::MAX_ROWS;
 
 /// Whether arrays of `data_type` are sorted here (the types the module documentation lists):
