@@ -20,7 +20,7 @@ use datafusion_proto::physical_plan::{
 use datafusion_proto::protobuf::PhysicalSortExprNode;
 use prost::Message;
 
-use crate::exec::BitonicSortExec;
+use crate::exec::{BitonicSortExec, Ranges};
 
 /// What starts every node this codec writes. A protobuf message never starts with a zero
 /// byte (field number 0 is invalid), so the wrapped codec's nodes, which are protobuf
@@ -39,6 +39,12 @@ struct BitonicSortNode {
     preserve_partitioning: bool,
     #[prost(bool, tag = "4")]
     stable_ties: bool,
+    /// `Ranges::count`; absent for the session's `target_partitions`.
+    #[prost(uint64, optional, tag = "5")]
+    range_count: Option<u64>,
+    /// `Ranges::min_rows`.
+    #[prost(uint64, tag = "6")]
+    range_min_rows: u64,
 }
 
 /// A `PhysicalExtensionCodec` for [`BitonicSortExec`] that passes every other node, and
@@ -106,7 +112,11 @@ impl BitonicCodec {
                 fetch,
                 Arc::clone(&self.sorter),
             )?
-            .with_stable_ties(node.stable_ties),
+            .with_stable_ties(node.stable_ties)
+            .with_ranges(Ranges {
+                count: node.range_count.map(|count| count as usize),
+                min_rows: node.range_min_rows as usize,
+            }),
         ))
     }
 }
@@ -143,6 +153,8 @@ impl PhysicalExtensionCodec for BitonicCodec {
             fetch: sort.fetch().map(|fetch| fetch as u64),
             preserve_partitioning: sort.preserve_partitioning(),
             stable_ties: sort.stable_ties(),
+            range_count: sort.ranges().count.map(|count| count as u64),
+            range_min_rows: sort.ranges().min_rows as u64,
         };
         buf.extend_from_slice(MAGIC);
         proto.encode(buf).map_err(|error| {

@@ -57,6 +57,7 @@ pub struct BitonicSortExec {
     preserve_partitioning: bool,
     fetch: Option<usize>,
     stable_ties: bool,
+    ranges: Ranges,
     sorter: Arc<Sorter>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -94,6 +95,7 @@ impl BitonicSortExec {
             preserve_partitioning,
             fetch,
             stable_ties: false,
+            ranges: Ranges::default(),
             sorter,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
@@ -107,6 +109,18 @@ impl BitonicSortExec {
     pub fn with_stable_ties(mut self, stable_ties: bool) -> Self {
         self.stable_ties = stable_ties;
         self
+    }
+
+    /// The same node with `ranges` for how a full sort of many rows splits into ranges of
+    /// its first key ([`Ranges`]).
+    pub fn with_ranges(mut self, ranges: Ranges) -> Self {
+        self.ranges = ranges;
+        self
+    }
+
+    /// How a full sort of many rows splits into ranges ([`BitonicSortExec::with_ranges`]).
+    pub fn ranges(&self) -> Ranges {
+        self.ranges
     }
 
     /// Whether rows of equal keys keep their input order ([`BitonicSortExec::with_stable_ties`]).
@@ -132,6 +146,33 @@ impl BitonicSortExec {
     /// The sorter that runs the sorts.
     pub fn sorter(&self) -> &Arc<Sorter> {
         &self.sorter
+    }
+}
+
+/// How a full sort (one without `fetch`) of many rows runs: as ranges of its first key, each
+/// sorted on its own, in parallel, and laid end to end, instead of one sort of all rows.
+/// The result is the same either way, rows of equal keys included: rows with equal first keys
+/// share a range, and each range keeps its rows in their input order. The ranges come from a
+/// sample of the first key (splitters of [`bitonic::partition`], each with a range of its own
+/// for the rows equal to it, so that repeated keys do not unbalance the rest); nulls go to the
+/// first or the last range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ranges {
+    /// The most ranges between splitters (each splitter adds a range of its own keys):
+    /// `None` for the session's `target_partitions`; `Some(1)` sorts all rows at once.
+    pub count: Option<usize>,
+    /// The fewest rows a range between splitters should hold: a sort of fewer than
+    /// `2 * min_rows` rows is one sort of all of them.
+    pub min_rows: usize,
+}
+
+impl Default for Ranges {
+    /// The session's `target_partitions` ranges, of at least 2^20 rows each.
+    fn default() -> Self {
+        Ranges {
+            count: None,
+            min_rows: 1 << 20,
+        }
     }
 }
 
@@ -187,6 +228,9 @@ impl DisplayAs for BitonicSortExec {
                 )?;
                 if self.stable_ties {
                     write!(f, ", stable_ties=[true]")?;
+                }
+                if let Some(count) = self.ranges.count {
+                    write!(f, ", ranges=[{count}]")?;
                 }
                 Ok(())
             }
@@ -262,7 +306,8 @@ impl ExecutionPlan for BitonicSortExec {
                 self.fetch,
                 Arc::clone(&self.sorter),
             )?
-            .with_stable_ties(self.stable_ties),
+            .with_stable_ties(self.stable_ties)
+            .with_ranges(self.ranges),
         ))
     }
 
@@ -279,7 +324,12 @@ impl ExecutionPlan for BitonicSortExec {
             Arc::clone(&self.sorter),
         )
         .ok()
-        .map(|exec| Arc::new(exec.with_stable_ties(self.stable_ties)) as Arc<dyn ExecutionPlan>)
+        .map(|exec| {
+            Arc::new(
+                exec.with_stable_ties(self.stable_ties)
+                    .with_ranges(self.ranges),
+            ) as Arc<dyn ExecutionPlan>
+        })
     }
 
     fn cardinality_effect(&self) -> CardinalityEffect {
@@ -324,10 +374,16 @@ impl ExecutionPlan for BitonicSortExec {
             fetch: self.fetch,
             stable_ties: self.stable_ties,
             batch_size: context.session_config().batch_size(),
+            ranges: self
+                .ranges
+                .count
+                .unwrap_or_else(|| context.session_config().target_partitions()),
+            min_range_rows: self.ranges.min_rows,
             context,
             reservation,
             fallbacks: MetricBuilder::new(&self.metrics).counter("fallbacks", partition),
             ties_resorted: MetricBuilder::new(&self.metrics).counter("ties_resorted", partition),
+            ranges_sorted: MetricBuilder::new(&self.metrics).counter("ranges_sorted", partition),
             sort_time: MetricBuilder::new(&self.metrics).subset_time("sort_time", partition),
         };
         let sorted = futures::stream::once(async move {

@@ -36,7 +36,12 @@
 //! (concatenated) with [`bitonic::arrow::lexsort_to_indices`] (one stable pass of the [`Sorter`] per
 //! key column, nulls and `SortOptions` as DataFusion orders them) and gathers every column of
 //! the schema in the sorted order from the concatenated batches, in batches of the
-//! session's `batch_size`. Floats are
+//! session's `batch_size`. A full sort of many rows runs as ranges of its first key (the
+//! session's `target_partitions` of them, each of at least 2^20 rows): a sample of the first
+//! key chooses splitters, each batch's rows are scattered into their ranges, and the ranges
+//! are sorted and gathered in parallel, then laid end to end, which gives the same rows in the
+//! same order as one sort of all of them, with no merge ([`Ranges`],
+//! [`BitonicSortRule::with_ranges`]). Floats are
 //! ordered as DataFusion orders them (IEEE `totalOrder`:
 //! `-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < NaN`).
 //!
@@ -50,12 +55,13 @@
 //!
 //! # Memory and errors
 //!
-//! The collected batches, their concatenation and the sorted output are registered with the
-//! session's `MemoryPool` (one `MemoryConsumer` per partition); the collected batches stay
-//! until the output is gathered, for DataFusion's sort of equal keys. Where the pool refuses, the
-//! partition fails with DataFusion's `ResourcesExhausted` error: unlike `SortExec` this
-//! operator does not spill to disk, so a query whose partitions do not fit the pool should
-//! run without the rule (or with more partitions). Results are never wrong.
+//! The collected batches, their copy (concatenated, or scattered into ranges) and the sorted
+//! output are registered with the session's `MemoryPool` (one `MemoryConsumer` per
+//! partition); the collected batches stay until the output is gathered, for DataFusion's sort
+//! of equal keys. Where the pool refuses, the partition goes to DataFusion's own `SortExec`
+//! (the batches read so far, then the rest of the input), which spills to disk as stock
+//! DataFusion would, and the operator's `fallbacks` metric counts it. Results are never
+//! wrong, and a query that finishes in a pool with stock DataFusion finishes with the rule.
 //!
 //! Where the [`Sorter`] returns an error (a device out of memory, a lost device), the
 //! partition is sorted by arrow's CPU `lexsort_to_indices` instead, the same order DataFusion
@@ -81,7 +87,7 @@ use datafusion::execution::SessionStateBuilder;
 
 pub use bitonic::Sorter;
 pub use codec::BitonicCodec;
-pub use exec::BitonicSortExec;
+pub use exec::{BitonicSortExec, Ranges};
 pub use rule::BitonicSortRule;
 
 /// Adds [`BitonicSortRule`] with `sorter` to `builder`'s physical optimizer rules, after

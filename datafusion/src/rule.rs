@@ -12,7 +12,7 @@ use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 
-use crate::exec::{BitonicSortExec, key_columns};
+use crate::exec::{BitonicSortExec, Ranges, key_columns};
 
 /// A physical optimizer rule: every full `SortExec` (one without `fetch`) whose sort
 /// expressions are all plain columns of a type [`bitonic::arrow`] sorts, over a bounded input,
@@ -38,6 +38,7 @@ pub struct BitonicSortRule {
     sorter: Arc<Sorter>,
     combine_partitions: bool,
     stable_ties: bool,
+    ranges: Ranges,
 }
 
 impl BitonicSortRule {
@@ -47,6 +48,7 @@ impl BitonicSortRule {
             sorter,
             combine_partitions: true,
             stable_ties: false,
+            ranges: Ranges::default(),
         }
     }
 
@@ -66,6 +68,14 @@ impl BitonicSortRule {
     /// stock DataFusion returns.
     pub fn with_stable_ties(mut self, stable: bool) -> Self {
         self.stable_ties = stable;
+        self
+    }
+
+    /// How the full sorts it plans split many rows into ranges of their first key, each
+    /// sorted on its own ([`Ranges`]; by default the session's `target_partitions` ranges of
+    /// at least 2^20 rows). `Ranges { count: Some(1), .. }` turns ranges off.
+    pub fn with_ranges(mut self, ranges: Ranges) -> Self {
+        self.ranges = ranges;
         self
     }
 
@@ -91,7 +101,10 @@ impl BitonicSortRule {
             Arc::clone(&self.sorter),
         )
         .ok()
-        .map(|exec| exec.with_stable_ties(self.stable_ties))
+        .map(|exec| {
+            exec.with_stable_ties(self.stable_ties)
+                .with_ranges(self.ranges)
+        })
     }
 
     /// The replacement for `sort`, or `None` where it stays.
@@ -125,7 +138,10 @@ impl BitonicSortRule {
             Arc::clone(&self.sorter),
         )
         .ok()
-        .map(|exec| exec.with_stable_ties(self.stable_ties))
+        .map(|exec| {
+            exec.with_stable_ties(self.stable_ties)
+                .with_ranges(self.ranges)
+        })
     }
 }
 

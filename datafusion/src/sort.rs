@@ -61,6 +61,10 @@ pub(crate) struct PartitionSort {
     /// Rows of equal keys keep their input order rather than DataFusion's.
     pub stable_ties: bool,
     pub batch_size: usize,
+    /// The most ranges of the first key a full sort splits into (1: none).
+    pub ranges: usize,
+    /// The fewest rows a range should hold: fewer ranges where there are fewer rows.
+    pub min_range_rows: usize,
     pub context: Arc<TaskContext>,
     pub reservation: MemoryReservation,
     /// Sorts the sorter failed (done by arrow's CPU sort instead), and sorts the memory pool
@@ -68,6 +72,8 @@ pub(crate) struct PartitionSort {
     pub fallbacks: Count,
     /// Sorts whose rows had equal keys, ordered by DataFusion's own plan.
     pub ties_resorted: Count,
+    /// Ranges of the first key sorted on their own (none where all rows were sorted at once).
+    pub ranges_sorted: Count,
     /// Time spent sorting and gathering.
     pub sort_time: Time,
 }
@@ -305,39 +311,28 @@ impl PartitionSort {
     fn sorted(&mut self, batches: &[RecordBatch]) -> Result<Sorted> {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         let input_size: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
-        // One batch to sort and gather from: arrow's `take` from one batch is several times
-        // faster than interleaving rows of many. The input batches stay (until the caller
-        // drops them) for DataFusion's sort, should the check below need it.
-        let input = if let [batch] = batches {
-            batch.clone()
-        } else {
-            self.reservation.try_grow(input_size)?;
-            concat_batches(&self.schema, batches)?
-        };
-        let keys: Vec<ArrayRef> = self
-            .keys
-            .iter()
-            .map(|key| Arc::clone(input.column(key.index)))
-            .collect();
         // With a fetch, one row past the cut shows whether the cut falls between equal rows.
-        let indices = self.indices(&keys, self.fetch.map(|k| k.saturating_add(1)))?;
-        drop(keys);
+        let limit = self.fetch.map(|k| k.saturating_add(1));
+        let kept = limit.map_or(rows, |limit| limit.min(rows));
         // The output is about the input's size times the share of rows kept.
-        let output_size = (input_size as f64 * indices.len() as f64 / rows.max(1) as f64) as usize;
+        let output_size = (input_size as f64 * kept as f64 / rows.max(1) as f64) as usize;
+        let ranges = self.range_count(rows);
+        // The rows copied once before the sort: concatenated into one batch, or scattered
+        // into their ranges. One batch alone is sorted where it lies.
+        let copied = if ranges > 1 || batches.len() > 1 {
+            input_size
+        } else {
+            0
+        };
+        self.reservation.try_grow(copied)?;
         self.reservation.try_grow(output_size)?;
-        let mut sorted = indices
-            .values()
-            .par_chunks(self.batch_size.max(1))
-            .map(|chunk| {
-                let chunk = UInt32Array::from(chunk.to_vec());
-                take_record_batch(&input, &chunk).map_err(DataFusionError::from)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        drop(input);
-        if batches.len() > 1 {
-            self.reservation
-                .resize(self.reservation.size().saturating_sub(input_size));
-        }
+        let mut sorted = if ranges > 1 {
+            self.sorted_in_ranges(batches, ranges)?
+        } else {
+            self.sorted_rows(batches, limit)?
+        };
+        self.reservation
+            .resize(self.reservation.size().saturating_sub(copied));
         if self.has_visible_ties(&sorted)? {
             self.reservation
                 .resize(self.reservation.size().saturating_sub(output_size));
@@ -345,7 +340,7 @@ impl PartitionSort {
         }
         // The row past the cut only served the check above.
         if let Some(k) = self.fetch
-            && indices.len() > k
+            && kept > k
             && let Some(last) = sorted.pop()
             && last.num_rows() > 1
         {
@@ -355,6 +350,109 @@ impl PartitionSort {
         // The input batches are dropped by the caller; the output stays.
         self.reservation.resize(sorted_size);
         Ok(Sorted::Unique(sorted))
+    }
+
+    /// How many ranges of the first key a sort of `rows` rows takes: the configured count,
+    /// fewer where ranges would hold under `min_range_rows` rows each, and one (no ranges)
+    /// for a top-k, which keeps only its first rows.
+    fn range_count(&self, rows: usize) -> usize {
+        if self.fetch.is_some() {
+            return 1;
+        }
+        self.ranges.min(rows / self.min_range_rows.max(1)).max(1)
+    }
+
+    /// The rows of `batches` (concatenated in their order) sorted, the first `limit` only
+    /// with `Some`, in batches of at most `batch_size` rows gathered in parallel.
+    fn sorted_rows(
+        &self,
+        batches: &[RecordBatch],
+        limit: Option<usize>,
+    ) -> Result<Vec<RecordBatch>> {
+        // One batch to sort and gather from: arrow's `take` from one batch is several times
+        // faster than interleaving rows of many. The input batches stay (until the caller
+        // drops them) for DataFusion's sort, should the caller's check need it.
+        let input = match batches {
+            [] => return Ok(Vec::new()),
+            [batch] => batch.clone(),
+            _ => concat_batches(&self.schema, batches)?,
+        };
+        let keys: Vec<ArrayRef> = self
+            .keys
+            .iter()
+            .map(|key| Arc::clone(input.column(key.index)))
+            .collect();
+        let indices = self.indices(&keys, limit)?;
+        drop(keys);
+        indices
+            .values()
+            .par_chunks(self.batch_size.max(1))
+            .map(|chunk| {
+                let chunk = UInt32Array::from(chunk.to_vec());
+                take_record_batch(&input, &chunk).map_err(DataFusionError::from)
+            })
+            .collect()
+    }
+
+    /// The rows of `batches` sorted as up to `ranges` ranges of the first key, each sorted on
+    /// its own (in parallel) and laid end to end: the same rows in the same order as
+    /// [`PartitionSort::sorted_rows`] of all of them, since rows of equal first keys share
+    /// a range and each range keeps its rows in their input order. The splitters come from a
+    /// sample of every batch's first key; nulls go to the first or the last range.
+    fn sorted_in_ranges(&self, batches: &[RecordBatch], ranges: usize) -> Result<Vec<RecordBatch>> {
+        let first = self.keys[0];
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let sample_size = ranges.saturating_mul(bitonic::partition::OVERSAMPLING);
+        let mut sample: Vec<u64> = batches
+            .par_iter()
+            .enumerate()
+            .map(|(at, batch)| {
+                // Each batch gives its share of the sample, at least one key.
+                let count = (sample_size * batch.num_rows()).div_ceil(rows.max(1));
+                bitonic::arrow::sample_bits(
+                    batch.column(first.index),
+                    count,
+                    first.options,
+                    at as u64,
+                )
+                .map_err(|error| DataFusionError::External(Box::new(error)))
+            })
+            .collect::<Result<Vec<_>>>()?
+            .concat();
+        sample.par_sort_unstable();
+        let splitters = bitonic::partition::Splitters::from_sorted_sample(&sample, ranges);
+        self.ranges_sorted.add(splitters.ranges());
+        // Each batch's rows, range by range: the pieces of range r of every batch, in the
+        // batches' order, are that range's rows in their input order.
+        let pieces: Vec<Vec<RecordBatch>> = batches
+            .par_iter()
+            .map(|batch| {
+                let grouped = bitonic::arrow::range_rows(
+                    batch.column(first.index),
+                    &splitters,
+                    first.options,
+                )
+                .map_err(|error| DataFusionError::External(Box::new(error)))?;
+                let moved = take_record_batch(batch, grouped.indices())?;
+                Ok(grouped
+                    .offsets()
+                    .windows(2)
+                    .map(|w| moved.slice(w[0], w[1] - w[0]))
+                    .collect())
+            })
+            .collect::<Result<_>>()?;
+        let sorted: Vec<Vec<RecordBatch>> = (0..splitters.ranges())
+            .into_par_iter()
+            .map(|range| {
+                let rows: Vec<RecordBatch> = pieces
+                    .iter()
+                    .map(|of_batch| of_batch[range].clone())
+                    .filter(|piece| piece.num_rows() > 0)
+                    .collect();
+                self.sorted_rows(&rows, None)
+            })
+            .collect::<Result<_>>()?;
+        Ok(sorted.into_iter().flatten().collect())
     }
 }
 

@@ -57,6 +57,16 @@ fn bitonic_nodes(plan: &Arc<dyn ExecutionPlan>) -> usize {
             .sum::<usize>()
 }
 
+/// The options of every [`BitonicSortExec`] in `plan` that EXPLAIN does not show in full.
+fn sort_options(plan: &Arc<dyn ExecutionPlan>) -> Vec<bitonic_datafusion::Ranges> {
+    let own = plan
+        .downcast_ref::<BitonicSortExec>()
+        .map(BitonicSortExec::ranges);
+    own.into_iter()
+        .chain(plan.children().into_iter().flat_map(sort_options))
+        .collect()
+}
+
 #[tokio::test]
 async fn plans_round_trip_and_run_alike() {
     let ctx = context(2, true);
@@ -82,10 +92,15 @@ async fn plans_round_trip_and_run_alike() {
         .with_fetch(Some(17))
         .expect("the top node is ours and takes a fetch");
     plans.push(("the second plan with fetch 17".to_string(), fetched));
-    // The rule's stable ties, which EXPLAIN shows.
+    // The rule's stable ties and ranges, which EXPLAIN shows.
     let stable = context_with_rule(
         2,
-        bitonic_datafusion::BitonicSortRule::new(sorter()).with_stable_ties(true),
+        bitonic_datafusion::BitonicSortRule::new(sorter())
+            .with_stable_ties(true)
+            .with_ranges(bitonic_datafusion::Ranges {
+                count: Some(3),
+                min_rows: 5,
+            }),
     );
     stable.register_table("t", table()).expect("registers");
     let plan = stable
@@ -96,7 +111,7 @@ async fn plans_round_trip_and_run_alike() {
         .await
         .expect("a plan");
     let shown = displayable(plan.as_ref()).indent(true).to_string();
-    assert!(shown.contains("stable_ties=[true]"), "{shown}");
+    assert!(shown.contains("stable_ties=[true], ranges=[3]"), "{shown}");
     plans.push(("stable ties".to_string(), plan));
     for (sql, plan) in plans {
         assert!(bitonic_nodes(&plan) > 0, "{sql}: the rule did not fire");
@@ -105,6 +120,7 @@ async fn plans_round_trip_and_run_alike() {
         let decoded =
             physical_plan_from_bytes_with_extension_codec(&bytes, &ctx.task_ctx(), &codec)
                 .expect("decodes");
+        assert_eq!(sort_options(&plan), sort_options(&decoded), "{sql}");
         assert_eq!(
             displayable(plan.as_ref()).indent(true).to_string(),
             displayable(decoded.as_ref()).indent(true).to_string(),

@@ -3,6 +3,7 @@
 //! result equal to stock DataFusion's, and the plans showing which operator ran.
 
 mod memory;
+mod ranges;
 #[path = "../support/mod.rs"]
 mod support;
 mod ties;
