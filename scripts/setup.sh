@@ -4,7 +4,8 @@
 #  - PoCL, so the OpenCL kernels run for real on the CPU;
 #  - nvcc 13.0 from PyPI, so the `cuda` feature compiles its kernels (13.0: the GPU
 #    machine's driver refuses PTX from newer compilers);
-#  - a link-only libcuda stub, so `cust` links where no NVIDIA driver is installed.
+#  - link-only stubs of libcuda and of the CUDA libraries that candle's `cuda` feature links
+#    (scripts/cuda-stub.sh), so `cust` and cudarc link where no NVIDIA driver is installed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -36,15 +37,27 @@ if [ -z "${NVCC:-}" ]; then
     fi
 fi
 export NVCC
+# cudarc's build script (under candle's `cuda` feature) reads the CUDA version from
+# `nvcc --version` on PATH (candle-kernels' build script takes NVCC).
+case ":$PATH:" in
+*":$(dirname "$NVCC"):"*) ;;
+*) export PATH="$(dirname "$NVCC"):$PATH" ;;
+esac
+# candle-kernels compiles for the GPU's compute capability, which it asks nvidia-smi for; without
+# one, that of the GPU machine (H200, 9.0).
+if ! command -v nvidia-smi >/dev/null; then
+    export CUDA_COMPUTE_CAP="${CUDA_COMPUTE_CAP:-90}"
+fi
 
 stub="$root/target/cuda-stub"
-if [ ! -e "$stub/lib64/libcuda.so" ]; then
-    echo "setup: building the libcuda link stub in $stub" >&2
+if [ ! -e "$stub/lib64/libcuda.so" ] || [ ! -e "$stub/lib64/libcudart.so" ]; then
+    echo "setup: building the CUDA link stubs in $stub" >&2
     (cd "$root" && cargo fetch -q >&2)
     "$root/scripts/cuda-stub.sh" "$stub" >&2
 fi
-# cust_raw's build script looks for lib64/ here; at run time the real driver, where one is
-# installed, is found before the stub (the stub only answers "no device").
+# cust_raw's build script looks for lib64/ here, and its link search path serves cudarc's
+# libraries too. The stubs go on the library path only where no driver is installed (they only
+# answer "no device").
 export CUDA_LIBRARY_PATH="$stub"
 if ! ldconfig -p | grep 'libcuda\.so\.1' >/dev/null; then
     export LD_LIBRARY_PATH="$stub/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The candle adapter (bitonic-candle): lints, docs and tests, once, under its default features.
-# The core's lints and tests leave it out, so that candle builds once per CI run.
+# The candle adapter (bitonic-candle): lints, docs and tests, once, with the `cuda` feature beside
+# the default ones, so that the device path (candle/src/cuda.rs) is built and its trials listed
+# (ignored without a CUDA GPU). candle-core's `cuda` feature compiles candle's kernels with nvcc
+# and links the CUDA libraries: scripts/setup.sh puts nvcc on PATH and provides link-only stubs
+# where CUDA is not installed. The core's lints and tests leave the adapter out, so that candle
+# builds once per CI run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-cargo clippy -p bitonic-candle --all-targets -- -D warnings
-RUSTDOCFLAGS="-D warnings" cargo doc -p bitonic-candle --no-deps
-cargo test -p bitonic-candle "$@"
+cargo clippy -p bitonic-candle --all-targets --features cuda -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc -p bitonic-candle --no-deps --features cuda
+cargo test -p bitonic-candle --features cuda "$@"

@@ -4,7 +4,8 @@
 //!
 //! candle-transformers' `LogitsProcessor` copies every row of probabilities to the host and
 //! sorts it there; here the rows are sorted where the sorter runs, and only each row's `k`
-//! best probabilities and their ids are read on the host.
+//! best probabilities and their ids are read on the host. Built with `--features cuda` and run
+//! with a CUDA sorter, the softmax and the top-k run on the sorter's GPU, where the logits are.
 
 use std::time::Instant;
 
@@ -23,7 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (state >> 40) as f32 / (1u64 << 24) as f32
     };
     let logits: Vec<f32> = (0..rows * vocab).map(|_| uniform() * 8.0).collect();
-    let logits = Tensor::from_vec(logits, (rows, vocab), &Device::Cpu)?;
+    let logits =
+        Tensor::from_vec(logits, (rows, vocab), &Device::Cpu)?.to_device(&device(&sorter)?)?;
     let max = logits.max_keepdim(D::Minus1)?;
     let exp = logits.broadcast_sub(&max)?.exp()?;
     let probs = exp.broadcast_div(&exp.sum_keepdim(D::Minus1)?)?;
@@ -71,4 +73,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &tokens[..8]
     );
     Ok(())
+}
+
+/// Where the logits live: the sorter's GPU where it is a CUDA one (and the `cuda` feature is
+/// on), so that `top_k` sorts them there; else the host.
+fn device(sorter: &Sorter) -> candle_core::Result<Device> {
+    #[cfg(feature = "cuda")]
+    if sorter.cuda().is_some()
+        && let Some(gpu) = sorter.devices().first()
+    {
+        return Device::new_cuda(gpu.index);
+    }
+    let _ = sorter;
+    Ok(Device::Cpu)
 }

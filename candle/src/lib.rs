@@ -4,6 +4,9 @@ use bitonic::{Order, SortKey, Sorter};
 use candle_core::{DType, Device, Layout, Result, Shape, Storage, Tensor, WithDType};
 use half::{bf16, f16};
 
+#[cfg(feature = "cuda")]
+mod cuda;
+
 /// `$body` with `$keys` bound to the host keys of `$t` in the Rust type of its dtype.
 macro_rules! with_keys {
     ($t:expr, $keys:ident => $body:expr) => {{
@@ -33,6 +36,10 @@ pub fn argsort(sorter: &Sorter, t: &Tensor, order: Order) -> Result<Tensor> {
     if rows.count == 0 {
         return Tensor::zeros(t.shape(), DType::U32, t.device());
     }
+    #[cfg(feature = "cuda")]
+    if let Some(cuda) = cuda::backend_for(sorter, t)? {
+        return cuda::argsort(cuda, t, &rows, order);
+    }
     let indices = with_keys!(t, keys => sorter.argsort_rows(keys, rows.len, order))?;
     rows.tensor(indices, rows.len, t.device())
 }
@@ -59,6 +66,10 @@ pub fn top_k(sorter: &Sorter, t: &Tensor, k: usize, order: Order) -> Result<(Ten
         let values = Tensor::zeros(shape.clone(), t.dtype(), t.device())?;
         let indices = Tensor::zeros(shape, DType::U32, t.device())?;
         return Ok((values, indices));
+    }
+    #[cfg(feature = "cuda")]
+    if let Some(cuda) = cuda::backend_for(sorter, t)? {
+        return cuda::top_k(cuda, t, &rows, k, order);
     }
     let indices = with_keys!(t, keys => {
         sorter.top_k_rows(keys, rows.len, k, order).map(|top| top.indices)
