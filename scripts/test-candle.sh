@@ -9,5 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 cargo clippy -p bitonic-candle --all-targets --features cuda -- -D warnings
-RUSTDOCFLAGS="-D warnings" cargo doc -p bitonic-candle --no-deps --features cuda
+# `--examples` resolves features with the dev-dependencies, as clippy's `--all-targets` and
+# `cargo test` do: without it the dependencies' features differ (libtest-mimic's clap asks syn
+# for more), and candle-core, candle's kernels and bitonic's PTX would all be built again.
+RUSTDOCFLAGS="-D warnings" cargo doc -p bitonic-candle --no-deps --features cuda --lib --examples
 cargo test -p bitonic-candle --features cuda "$@"
