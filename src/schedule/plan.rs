@@ -8,7 +8,7 @@ use std::ops::RangeInclusive;
 
 use super::counting::CountingPlan;
 use super::merge_path::{
-    MergePlan, TiledPass, choose_rows_sort_tile, choose_sort_tile, pair_sort_tile,
+    MergePlan, TiledPass, choose_rows_sort_tile, choose_sort_tile, pair_sort_tile, upload_chunk,
 };
 use super::radix::{RADIX_MAX_LEN, RadixPlan, pairs_take_radix};
 use super::{ceil_log2, choose_log_tile};
@@ -230,6 +230,37 @@ pub(crate) fn choose(
         None => SortPlan::Network {
             log_tile: network_tile(facts, row_len, rows),
         },
+    }
+}
+
+/// The plan of a sort of host slices, whose keys cross the bus first: [`choose`]'s, except
+/// that one row of keys alone that merge path would sort chunk by chunk while it uploads
+/// ([`upload_chunk`]) keeps merge path instead of the radix sort. The chunks' sorts then run
+/// while the bus is busy, and the merges left after the upload (four at 2^28 `u32` keys)
+/// cost less than the radix sort's passes, which all wait for the last key. Pairs keep the
+/// radix sort: its stable order is the same on every backend.
+pub(crate) fn choose_for_upload(
+    facts: &DeviceFacts,
+    row_len: u64,
+    rows: u64,
+    widths: Widths,
+    oblivious: bool,
+) -> SortPlan {
+    let plan = choose(facts, row_len, rows, widths, oblivious);
+    if !matches!(plan, SortPlan::Radix(_)) || widths.value != 0 || rows != 1 {
+        return plan;
+    }
+    let merging = DeviceFacts {
+        radix: None,
+        ..facts.clone()
+    };
+    match choose(&merging, row_len, rows, widths, oblivious) {
+        SortPlan::MergePath(merge)
+            if upload_chunk(row_len, widths.element(), merge.sort_tile).is_some() =>
+        {
+            SortPlan::MergePath(merge)
+        }
+        _ => plan,
     }
 }
 

@@ -29,7 +29,7 @@ pub(super) use crate::schedule::plan::Widths;
 pub(crate) use merge::merge_path_launches;
 pub(super) use merge::{MergeLaunch, MergePathPlan, chunk_plan};
 pub(crate) use radix::RadixLaunches;
-pub(in crate::cuda) use radix::{choose_for_upload, radix_facts, radix_keys_per_thread};
+pub(in crate::cuda) use radix::{radix_facts, radix_keys_per_thread};
 
 mod merge;
 mod radix;
@@ -337,13 +337,42 @@ pub(super) fn choose(
     oblivious: bool,
 ) -> SortPlan {
     let facts = facts(limits, widths, None);
-    match neutral::choose(&facts, row_len, rows, widths.on_chip(), oblivious) {
+    let plan = neutral::choose(&facts, row_len, rows, widths.on_chip(), oblivious);
+    launches_of(limits, &facts, (row_len, rows), widths, encoding, plan)
+}
+
+/// [`choose`] for a sort of host slices: `schedule::plan::choose_for_upload`'s choice as
+/// launches.
+pub(in crate::cuda) fn choose_for_upload(
+    limits: &DeviceLimits,
+    row_len: u64,
+    rows: u64,
+    widths: Widths,
+    encoding: u32,
+    oblivious: bool,
+) -> SortPlan {
+    let facts = facts(limits, widths, None);
+    let plan = neutral::choose_for_upload(&facts, row_len, rows, widths.on_chip(), oblivious);
+    launches_of(limits, &facts, (row_len, rows), widths, encoding, plan)
+}
+
+/// The launches of the neutral `plan` of a sort of `shape` (row length, rows) of these widths
+/// under `encoding`.
+fn launches_of(
+    limits: &DeviceLimits,
+    facts: &neutral::DeviceFacts,
+    (row_len, rows): (u64, u64),
+    widths: Widths,
+    encoding: u32,
+    plan: neutral::SortPlan,
+) -> SortPlan {
+    match plan {
         neutral::SortPlan::MergePath(p) => {
             SortPlan::MergePath(merge_path_launches(limits, &p, widths.on_chip(), encoding))
         }
         neutral::SortPlan::Network { log_tile } => {
             let shape = (row_len, rows);
-            SortPlan::Network(network(limits, &facts, shape, log_tile, widths, encoding))
+            SortPlan::Network(network(limits, facts, shape, log_tile, widths, encoding))
         }
         neutral::SortPlan::Counting(plan) => {
             SortPlan::Counting(CountingLaunches { plan, encoding })

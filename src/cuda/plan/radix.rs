@@ -2,9 +2,8 @@
 //! (`crate::schedule::radix`), and what the device offers it: how many keys a thread holds
 //! and from which length keys alone take it.
 
-use super::{DeviceLimits, POLICY, SortPlan, Widths, choose};
+use super::{DeviceLimits, POLICY, Widths};
 use crate::kernel_contract::{RADIX_CUDA_KEYS_PER_THREAD, RADIX_DIGIT_BITS, RADIX_THREADS};
-use crate::schedule::merge_path::upload_chunk;
 use crate::schedule::plan::RadixFacts;
 use crate::schedule::radix::RadixPlan;
 
@@ -115,37 +114,4 @@ pub(in crate::cuda) fn radix_facts(limits: &DeviceLimits, widths: Widths) -> Opt
                 .unwrap_or(POLICY.radix_from[usize::from(widths.key == 8)]),
         },
     )
-}
-
-/// The plan of a sort of host slices, whose keys cross the bus first: [`choose`]'s, except
-/// that one row of keys alone that merge path would sort chunk by chunk while it uploads
-/// ([`upload_chunk`]) keeps merge path instead of the radix sort. The chunks' sorts then run
-/// while the bus is busy, and the merges left after the upload (four at 2^28 `u32` keys)
-/// cost less than the radix sort's passes, which all wait for the last key. Pairs keep the
-/// radix sort: its stable order is the same on every backend.
-pub(in crate::cuda) fn choose_for_upload(
-    limits: &DeviceLimits,
-    row_len: u64,
-    rows: u64,
-    widths: Widths,
-    encoding: u32,
-    oblivious: bool,
-) -> SortPlan {
-    let plan = choose(limits, row_len, rows, widths, encoding, oblivious);
-    if !matches!(plan, SortPlan::Radix(_)) || widths.value != 0 || rows != 1 {
-        return plan;
-    }
-    let merging = DeviceLimits {
-        radix_from: Some(u64::MAX),
-        ..*limits
-    };
-    match choose(&merging, row_len, rows, widths, encoding, oblivious) {
-        SortPlan::MergePath(merge)
-            if upload_chunk(row_len, widths.element(), merge.tile_sort.args.tile_bits)
-                .is_some() =>
-        {
-            SortPlan::MergePath(merge)
-        }
-        _ => plan,
-    }
 }

@@ -18,7 +18,6 @@
 
 pub(super) use crate::schedule::counting::COUNTING_FROM;
 use crate::schedule::counting::{CountingPlan, window_log_for};
-use crate::schedule::merge_path::upload_chunk;
 use crate::schedule::plan::{self as neutral, DeviceFacts, Widths, network_tile};
 use crate::schedule::{Pass, Schedule, TileParams, ceil_log2};
 
@@ -354,12 +353,8 @@ pub(super) struct CountingLaunches {
     pub plan: CountingPlan,
 }
 
-/// The plan of a sort of host slices, whose keys cross the bus first: [`choose`]'s, except
-/// that one row of keys alone that merge path would sort chunk by chunk while it uploads
-/// (`crate::schedule::merge_path::upload_chunk`, `chunked.rs`) keeps merge path instead of
-/// the radix sort, whose passes all wait for the last key, as on CUDA
-/// (`choose_for_upload` there). Pairs keep the radix sort: its stable order is the same on
-/// every backend.
+/// [`choose`] for a sort of host slices: `schedule::plan::choose_for_upload`'s choice as
+/// launches.
 pub(super) fn choose_for_upload(
     limits: &Limits,
     shape: Shape,
@@ -367,23 +362,13 @@ pub(super) fn choose_for_upload(
     value_bytes: u64,
     oblivious: bool,
 ) -> SortPlan {
-    let plan = choose(limits, shape, key_bytes, value_bytes, oblivious);
-    if !matches!(plan, SortPlan::Radix(_)) || value_bytes != 0 || shape.rows != 1 {
-        return plan;
-    }
-    let merging = Limits {
-        radix_from: [u64::MAX; 2],
-        ..*limits
+    let widths = Widths {
+        key: key_bytes,
+        value: value_bytes,
     };
-    match choose(&merging, shape, key_bytes, value_bytes, oblivious) {
-        SortPlan::MergePath(merge)
-            if matches!(merge.tile_sort.kind, Kind::Tile { log_net, .. }
-                if upload_chunk(shape.row_len, key_bytes, log_net).is_some()) =>
-        {
-            SortPlan::MergePath(merge)
-        }
-        _ => plan,
-    }
+    let facts = facts(limits, (key_bytes, value_bytes));
+    let plan = neutral::choose_for_upload(&facts, shape.row_len, shape.rows, widths, oblivious);
+    launches_of(limits, shape, widths, plan)
 }
 
 /// The plan of a sort of `shape` with keys of `key_bytes` and values of `value_bytes` (or
@@ -401,7 +386,14 @@ pub(super) fn choose(
         value: value_bytes,
     };
     let facts = facts(limits, (key_bytes, value_bytes));
-    match neutral::choose(&facts, shape.row_len, shape.rows, widths, oblivious) {
+    let plan = neutral::choose(&facts, shape.row_len, shape.rows, widths, oblivious);
+    launches_of(limits, shape, widths, plan)
+}
+
+/// The launches of the neutral `plan` of a sort of `shape` with elements of these widths.
+fn launches_of(limits: &Limits, shape: Shape, widths: Widths, plan: neutral::SortPlan) -> SortPlan {
+    let (key_bytes, value_bytes) = (widths.key, widths.value);
+    match plan {
         neutral::SortPlan::MergePath(p) => {
             SortPlan::MergePath(merge_path_launches(limits, &p, (key_bytes, value_bytes)))
         }
