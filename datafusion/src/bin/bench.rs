@@ -3,7 +3,11 @@
 //!
 //! ```text
 //! bitonic-datafusion-bench [--rows-log2 24,25,26] [--partitions 1,16] [--runs 5] [--cases all]
+//!                          [--ranges N]
 //! ```
+//!
+//! `--ranges N` sets the rule's ranges of the first key (`Ranges::count`; 1 sorts all rows at
+//! once); without it the rule's default (the session's `target_partitions`).
 //!
 //! Cases: `f64` (`ORDER BY key` over a Float64 key with 10% nulls and an Int64 payload),
 //! `limit` (the same `ORDER BY key LIMIT 100`), `two-keys` (`ORDER BY a, b` over an Int32
@@ -33,6 +37,7 @@ struct Options {
     partitions: Vec<usize>,
     runs: usize,
     cases: Vec<String>,
+    ranges: Option<usize>,
 }
 
 fn parse_list<T: std::str::FromStr>(text: &str, what: &str) -> Vec<T> {
@@ -49,7 +54,7 @@ fn usage(message: &str) -> ! {
     eprintln!("{message}");
     eprintln!(
         "usage: bitonic-datafusion-bench [--rows-log2 24,25,26] [--partitions 1,16] \
-         [--runs 5] [--cases f64,limit,two-keys]"
+         [--runs 5] [--cases f64,limit,two-keys] [--ranges N]"
     );
     std::process::exit(2)
 }
@@ -60,6 +65,7 @@ fn options() -> Options {
         partitions: vec![1, 16],
         runs: 5,
         cases: vec!["f64".into(), "limit".into(), "two-keys".into()],
+        ranges: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -71,6 +77,7 @@ fn options() -> Options {
             "--partitions" => options.partitions = parse_list(&value, "partition count"),
             "--runs" => options.runs = parse_list(&value, "run count")[0],
             "--cases" => options.cases = parse_list(&value, "case"),
+            "--ranges" => options.ranges = Some(parse_list(&value, "range count")[0]),
             _ => usage(&format!("unknown flag {flag}")),
         }
     }
@@ -140,13 +147,28 @@ fn two_key_table(rows: usize, rng: &mut StdRng) -> (Arc<Schema>, Vec<RecordBatch
     (schema, batches)
 }
 
-fn context(partitions: usize, sorter: Option<&Arc<Sorter>>) -> SessionContext {
+/// A context of `partitions` partitions, with the rule over `sorter` where given, its ranges
+/// set by `ranges` where given.
+fn context(
+    partitions: usize,
+    sorter: Option<&Arc<Sorter>>,
+    ranges: Option<usize>,
+) -> SessionContext {
     let config = SessionConfig::new().with_target_partitions(partitions);
     let builder = SessionStateBuilder::new()
         .with_default_features()
         .with_config(config);
     let builder = match sorter {
-        Some(sorter) => bitonic_datafusion::register(builder, Arc::clone(sorter)),
+        Some(sorter) => {
+            let defaults = bitonic_datafusion::Ranges::default();
+            let rule = bitonic_datafusion::BitonicSortRule::new(Arc::clone(sorter)).with_ranges(
+                bitonic_datafusion::Ranges {
+                    count: ranges.or(defaults.count),
+                    ..defaults
+                },
+            );
+            builder.with_physical_optimizer_rule(Arc::new(rule))
+        }
         None => builder,
     };
     SessionContext::new_with_state(builder.build())
@@ -253,8 +275,8 @@ async fn main() -> Result<()> {
                     Arc::clone(&schema),
                     partitioned(batches.clone(), partitions),
                 )?);
-                let stock = context(partitions, None);
-                let ours = context(partitions, Some(&sorter));
+                let stock = context(partitions, None, None);
+                let ours = context(partitions, Some(&sorter), options.ranges);
                 stock.register_table("t", table.clone())?;
                 ours.register_table("t", table)?;
                 let plan = ours.sql(&format!("EXPLAIN {sql}")).await?.collect().await?;
