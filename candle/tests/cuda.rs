@@ -21,9 +21,12 @@
 //! listed as ignored with the reason, as in the core's suite; `BITONIC_REQUIRE=cuda` makes
 //! that a failing `require::cuda`.
 
+mod support;
+
 use bitonic::{BackendKind, Order, Sorter};
 use candle_core::{DType, Device, Tensor};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use support::lcg;
 
 type Check = Result<(), Failed>;
 
@@ -139,19 +142,6 @@ const SHAPES: [&[usize]; 6] = [
 ];
 
 const ORDERS: [Order; 2] = [Order::Ascending, Order::Descending];
-
-/// A generator of 64-bit draws.
-fn lcg(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        state >> 11
-    }
-}
 
 /// A tensor of `shape` on the host, of few distinct values (many ties), as `dtype`.
 fn tied(shape: &[usize], seed: u64, dtype: DType) -> Result<Tensor, Failed> {

@@ -3,8 +3,11 @@
 //! `total_cmp` model where candle's `partial_cmp` differs (NaN, -0.0); strided tensors, empty
 //! ones, and the errors.
 
+mod support;
+
 use bitonic::{BackendKind, Order, Sorter};
 use candle_core::{DType, Device, Tensor};
+use support::lcg;
 
 /// The sorters under test: the CPU path, and the default device where it is another.
 fn sorters() -> Vec<Sorter> {
@@ -23,19 +26,6 @@ fn sorters() -> Vec<Sorter> {
         sorters.push(default);
     }
     sorters
-}
-
-/// A generator of 64-bit draws.
-fn lcg(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    move || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        state >> 11
-    }
 }
 
 /// `n` keys of few distinct values (many ties), as f64 in 0..=40.
