@@ -1,7 +1,7 @@
-//! Ballista in one process: a scheduler and two executors on the loopback interface, all
+//! Ballista in one process: a scheduler and three executors on the loopback interface, all
 //! with the rule and the codec. ORDER BY ... LIMIT and a full ORDER BY over a table of
 //! several files must return what stock DataFusion returns, and the executors must have
-//! received our operator through the codec.
+//! received our operator through the codec, its ranges of the first key included.
 
 mod support;
 
@@ -12,7 +12,7 @@ use ballista::prelude::{SessionConfigExt, SessionContextExt};
 use ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED;
 use ballista_core::serde::BallistaPhysicalExtensionCodec;
 use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
-use bitonic_datafusion::{BitonicCodec, BitonicSortExec};
+use bitonic_datafusion::{BitonicCodec, BitonicSortExec, BitonicSortRule, Ranges};
 use datafusion::error::Result;
 use datafusion::execution::{SessionStateBuilder, TaskContext};
 use datafusion::physical_plan::ExecutionPlan;
@@ -20,7 +20,14 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use support::{assert_same, context, sorter};
 
-/// [`BitonicCodec`], counting the sort nodes it decodes (the executors' side).
+/// The rule's ranges in this test.
+const RANGES: Ranges = Ranges {
+    count: Some(3),
+    min_rows: 16,
+};
+
+/// [`BitonicCodec`], counting the sort nodes it decodes (the executors' side) with the
+/// rule's ranges.
 #[derive(Debug)]
 struct CountingCodec {
     inner: BitonicCodec,
@@ -36,7 +43,10 @@ impl PhysicalExtensionCodec for CountingCodec {
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let node = self.inner.try_decode(buf, inputs, ctx, proto_converter)?;
-        if node.downcast_ref::<BitonicSortExec>().is_some() {
+        if node
+            .downcast_ref::<BitonicSortExec>()
+            .is_some_and(|sort| sort.ranges() == RANGES)
+        {
             self.sorts_decoded.fetch_add(1, Ordering::Relaxed);
         }
         Ok(node)
@@ -73,7 +83,7 @@ async fn write_table(dir: &std::path::Path) -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn scheduler_and_two_executors_sort_as_datafusion_does() -> Result<()> {
+async fn scheduler_and_three_executors_sort_as_datafusion_does() -> Result<()> {
     let sorts_decoded = Arc::new(AtomicUsize::new(0));
     let codec = Arc::new(CountingCodec {
         inner: BitonicCodec::new(
@@ -88,19 +98,19 @@ async fn scheduler_and_two_executors_sort_as_datafusion_does() -> Result<()> {
         .with_target_partitions(4)
         .with_ballista_physical_extension_codec(codec)
         .set_str(BALLISTA_ADAPTIVE_PLANNER_ENABLED, "false");
-    let state = bitonic_datafusion::register(
-        SessionStateBuilder::new()
-            .with_default_features()
-            .with_config(config),
-        sorter(),
-    )
-    .build();
+    // Ranges of a few rows, so that the executor's sort of the small table runs them too.
+    let rule = BitonicSortRule::new(sorter()).with_ranges(RANGES);
+    let state = SessionStateBuilder::new()
+        .with_default_features()
+        .with_config(config)
+        .with_physical_optimizer_rule(Arc::new(rule))
+        .build();
 
     let scheduler = ballista_scheduler::standalone::new_standalone_scheduler_from_state(&state)
         .await
         .expect("a scheduler");
     let scheduler_url = format!("http://localhost:{}", scheduler.port());
-    for _ in 0..2 {
+    for _ in 0..3 {
         let client = loop {
             match SchedulerGrpcClient::connect(scheduler_url.clone()).await {
                 Ok(client) => break client,
@@ -136,7 +146,7 @@ async fn scheduler_and_two_executors_sort_as_datafusion_does() -> Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
         sorts_decoded.load(Ordering::Relaxed) > 0,
-        "no executor received a BitonicSortExec"
+        "no executor received a BitonicSortExec with the rule's ranges"
     );
     Ok(())
 }
