@@ -3,7 +3,8 @@
 # the `bitonic` command with CUDA and OpenCL (not the test-only fault injection), and, with
 # every feature, the test suite, the 2^32+3 test, properties, threads, the fault-injection
 # test (faults), Arrow, top-k, scaling (sorts in ranges), spread (device-resident sorts over
-# several GPUs) and the library's unit tests; and the argsort timing example.
+# several GPUs) and the library's unit tests; the candle crate's device tests; and the argsort
+# timing example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -21,6 +22,16 @@ for line in sys.stdin:
         name = m["target"]["name"] if m["target"]["kind"] == ["test"] else "unit"
         shutil.copy(m["executable"], ".device/" + name)
         print("built", name, file=sys.stderr)
+'
+# candle tensors sorted on the device (candle/tests/cuda.rs; `gpu-check.sh candle`).
+cargo test -p bitonic-candle --release --features cuda --no-run --message-format=json --test cuda \
+    | python3 -c '
+import json, shutil, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        shutil.copy(m["executable"], ".device/candle_cuda")
+        print("built candle_cuda", file=sys.stderr)
 '
 # The argsort timing (examples/stable_roundtrip.rs), on CUDA.
 cargo build --release -p bitonic --features cuda --example stable_roundtrip

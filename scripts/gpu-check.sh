@@ -10,6 +10,9 @@
 #   scripts/gpu-check.sh scaling    host slices past device memory and over every GPU, timed
 #                                   (2^30 and 2^34 u32, 2^32 u64 pairs: 200 GiB of host memory)
 #   scripts/gpu-check.sh spread     2^30 u32 in device memory: one GPU, then spread over 2 and 4
+#   scripts/gpu-check.sh candle     candle tensors sorted on the device (candle/tests/cuda.rs), with
+#                                   the CUDA libraries candle links found in Python's nvidia
+#                                   packages (torch's), CUDA required
 #
 # With no argument: tests, memcheck and bench. Exit status 0 only if every part passed.
 set -uo pipefail
@@ -63,6 +66,37 @@ for part in "${parts[@]}"; do
             BITONIC_SPREAD_LOG2="${SPREAD_LOG2:-30}" timeout 600 .device/spread --ignored --exact \
                 measure::spread_u32 --nocapture > "$out/spread.txt" 2>&1 || status=1
             grep -E "^measure|panicked|^test result" "$out/spread.txt" ;;
+        candle)
+            step "candle tensors on the device"
+            # The binary links libcublas.so.13 and its siblings by name: take them from the
+            # Python packages that torch installs, or from a CUDA toolkit.
+            libs=$(python3 - <<'PY' 2>/dev/null
+import glob, os
+try:
+    import nvidia
+    roots = [os.path.dirname(p) for p in nvidia.__path__]
+except Exception:
+    roots = []
+def dirs_of(name):
+    return sorted({os.path.dirname(f) for r in roots + ["/usr/local/cuda"]
+                   for f in glob.glob(os.path.join(r, "**", name), recursive=True)})
+if dirs_of("libcublas.so.13"):
+    names = ("libcublas.so.13", "libcublasLt.so.13", "libcurand.so.10", "libnvrtc.so.13",
+             "libcudart.so.13")
+    print(":".join(dict.fromkeys(d for name in names for d in dirs_of(name))))
+PY
+)
+            if [ ! -x .device/candle_cuda ]; then
+                echo "candle_cuda: not built"; status=1
+            elif [ -z "$libs" ]; then
+                echo "candle: no libcublas.so.13 found (Python's nvidia packages, /usr/local/cuda): not run"
+                status=1
+            else
+                LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" BITONIC_REQUIRE=cuda \
+                    timeout 300 .device/candle_cuda > "$out/candle.txt" 2>&1 || status=1
+                grep -E "^test result|FAILED|panicked|did not run" "$out/candle.txt" | head -n 10 \
+                    || tail -n 3 "$out/candle.txt"
+            fi ;;
         bench)
             step "bench"
             timeout 120 .device/bitonic bench --sizes 2^10,2^16,2^20,2^24 2>&1 \
