@@ -8,6 +8,12 @@ use super::*;
 /// they spill, so that a pool a fraction of the table's size still lets stock DataFusion's
 /// sort finish.
 fn pool_context(bytes: usize, bitonic: bool) -> SessionContext {
+    let rule = bitonic.then(|| BitonicSortRule::new(support::sorter()));
+    pool_context_with(bytes, rule)
+}
+
+/// [`pool_context`] with `rule` where given.
+fn pool_context_with(bytes: usize, rule: Option<BitonicSortRule>) -> SessionContext {
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_pool(Arc::new(GreedyMemoryPool::new(bytes)))
         .build_arc()
@@ -18,10 +24,9 @@ fn pool_context(bytes: usize, bitonic: bool) -> SessionContext {
         .with_default_features()
         .with_config(config)
         .with_runtime_env(runtime);
-    let state = if bitonic {
-        bitonic_datafusion::register(state, support::sorter())
-    } else {
-        state
+    let state = match rule {
+        Some(rule) => state.with_physical_optimizer_rule(Arc::new(rule)),
+        None => state,
     };
     let ctx = SessionContext::new_with_state(state.build());
     ctx.register_table("t", table_of(1, 1 << 16))
@@ -70,5 +75,40 @@ async fn a_pool_too_small_for_any_sort_gives_resources_exhausted() {
             .await
             .expect_err("4 KiB cannot hold the sort's merge");
         assert!(error.to_string().contains("Resources exhausted"), "{error}");
+    }
+}
+
+/// A pool that holds the table's batches but not their copy into ranges: the sort has read
+/// every row and chosen ranges when the pool refuses, and DataFusion's own sort takes over
+/// the rows it read, spilling, with stock's result.
+#[tokio::test]
+async fn a_pool_refusing_the_ranges_copy_spills_as_stock_does() {
+    let table = pool_context(usize::MAX, false)
+        .sql("SELECT * FROM t")
+        .await
+        .expect("plans")
+        .collect()
+        .await
+        .expect("reads");
+    let size: usize = table.iter().map(RecordBatch::get_array_memory_size).sum();
+    let pool = size + size / 2;
+    let rule = BitonicSortRule::new(support::sorter()).with_ranges(bitonic_datafusion::Ranges {
+        count: Some(4),
+        min_rows: 16,
+    });
+    let (stock, ours) = (
+        pool_context(pool, false),
+        pool_context_with(pool, Some(rule)),
+    );
+    for sql in [
+        "SELECT * FROM t ORDER BY id DESC",
+        "SELECT * FROM t ORDER BY f64, id",
+    ] {
+        assert_same(&stock, &ours, sql).await;
+        assert_eq!(
+            metric(&ours, sql, "fallbacks").await,
+            "fallbacks=1",
+            "{sql}"
+        );
     }
 }
