@@ -5,6 +5,45 @@ use crate::error::Result;
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
 use crate::pinned::PinnedMemory;
 
+/// Host keys of a top-k ([`Backend::top_k_rows_words`]) as the kernels read them: the raw bits
+/// of 16-bit keys of a kind the kernels encode at 16 bits (`u16`, `i16`, `f16`, `bf16`),
+/// which cross the bus at their own width, or 32-bit words (raw 4-byte keys, or narrower keys'
+/// ordered words).
+#[derive(Clone, Copy, Debug)]
+pub enum TopKKeys<'a> {
+    /// The bits of 16-bit keys.
+    U16(&'a [u16]),
+    /// 32-bit key words.
+    U32(&'a [u32]),
+}
+
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+impl<'a> TopKKeys<'a> {
+    /// Keys.
+    pub(crate) fn len(self) -> usize {
+        match self {
+            TopKKeys::U16(keys) => keys.len(),
+            TopKKeys::U32(keys) => keys.len(),
+        }
+    }
+
+    /// Bytes of a key: 2 or 4.
+    pub(crate) fn key_bytes(self) -> usize {
+        match self {
+            TopKKeys::U16(_) => 2,
+            TopKKeys::U32(_) => 4,
+        }
+    }
+
+    /// The keys' bytes, as they are copied to the device.
+    pub(crate) fn bytes(self) -> &'a [u8] {
+        match self {
+            TopKKeys::U16(keys) => bytemuck::cast_slice(keys),
+            TopKKeys::U32(keys) => bytemuck::cast_slice(keys),
+        }
+    }
+}
+
 /// An executor of the sorting network on one device.
 ///
 /// [`crate::Sorter`] turns typed keys into words and calls [`Backend::sort_rows_words`] (a
@@ -84,14 +123,14 @@ pub trait Backend: Send + Sync {
         sort_narrow_as_words(self, keys, values, descending, row_len)
     }
 
-    /// The `k` best keys of each row of `row_len` raw 32-bit key words of `encoding.kind`
-    /// (the smallest in `encoding`'s order; narrow keys as their ordered words), best first,
-    /// equal keys to the lower position: `k` raw key words and `k` positions per row. `None`
-    /// where this backend has no top-k of this shape, for the caller to take the sort path;
-    /// the default. The caller has checked the shape and `1 <= k <= row_len`.
+    /// The `k` best keys of each row of `row_len` raw key words of `encoding.kind` (the
+    /// smallest in `encoding`'s order), best first, equal keys to the lower position: `k` raw
+    /// key words (16-bit ones zero-extended) and `k` positions per row. `None` where this
+    /// backend has no top-k of this shape, for the caller to take the sort path; the default.
+    /// The caller has checked the shape and `1 <= k <= row_len`.
     fn top_k_rows_words(
         &self,
-        keys: &[u32],
+        keys: TopKKeys<'_>,
         encoding: KeyEncoding,
         row_len: usize,
         k: usize,

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::backend::{Backend, DeviceInfo};
+use crate::backend::{Backend, DeviceInfo, TopKKeys};
 use crate::error::Result;
 use crate::host_transfer::{CacheStats, Column};
 use crate::keys::{KeyEncoding, NarrowKeys, WordsMut};
@@ -32,7 +32,7 @@ pub(crate) trait HostTopK {
     /// [`Backend::top_k_rows_words`] on the device.
     fn top_k_host(
         &self,
-        keys: &[u32],
+        keys: TopKKeys<'_>,
         encoding: KeyEncoding,
         row_len: usize,
         k: usize,
@@ -117,7 +117,7 @@ impl<G: GpuBackend> Backend for G {
 
     fn top_k_rows_words(
         &self,
-        keys: &[u32],
+        keys: TopKKeys<'_>,
         encoding: KeyEncoding,
         row_len: usize,
         k: usize,
@@ -213,9 +213,23 @@ impl<M: Copy> TopKJob<M> {
     }
 }
 
-/// The outputs of a top-k of `keys_len` host keys in rows of `row_len` (a shape the caller
-/// checked), and the device bytes it takes: the keys, and `rows * k` values and positions.
-pub(crate) fn host_top_k_sizes(keys_len: usize, row_len: usize, k: usize) -> (usize, u64) {
-    let out = keys_len / row_len * k;
-    (out, (keys_len * 4 + out * 8) as u64)
+/// The outputs of a top-k of `keys` in rows of `row_len` (a shape the caller checked), and
+/// the device bytes it takes: the keys, and `rows * k` values (of the keys' width) and
+/// positions.
+pub(crate) fn host_top_k_sizes(keys: TopKKeys<'_>, row_len: usize, k: usize) -> (usize, u64) {
+    let out = keys.len() / row_len * k;
+    let key_bytes = keys.key_bytes();
+    (out, (keys.len() * key_bytes + out * (key_bytes + 4)) as u64)
+}
+
+/// The values of a host top-k as [`Backend::top_k_rows_words`] returns them: the `bytes` the
+/// device wrote, keys of `key_bytes` each, as 32-bit words (16-bit ones zero-extended).
+pub(crate) fn value_words(bytes: &[u8], key_bytes: usize) -> Vec<u32> {
+    match key_bytes {
+        2 => bytes
+            .chunks_exact(2)
+            .map(|b| u32::from(u16::from_ne_bytes([b[0], b[1]])))
+            .collect(),
+        _ => bytemuck::pod_collect_to_vec(bytes),
+    }
 }

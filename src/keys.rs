@@ -291,6 +291,10 @@ pub trait SortKey: bytemuck::Pod + Send + Sync + sealed::Sealed {
     /// The key's ordered bits: unsigned order is the sort order (`descending` inverts it).
     #[doc(hidden)]
     fn ordered_bits(self, descending: bool) -> u64;
+    /// For 16-bit keys that the kernels read and encode at 16 bits (the 16-bit [`WordKey`]
+    /// types), their kind; `None` for every other key.
+    #[doc(hidden)]
+    const WORD16_KIND: Option<KeyKind> = None;
 }
 
 /// Keys narrower than 32 bits (`u8 i8 u16 i16`) as a backend sees them: they travel as
@@ -429,8 +433,12 @@ wide_key!(f64, u64, U64, KeyKind::Float);
 
 macro_rules! narrow_key {
     ($t:ty, $to:expr, $from:expr) => {
+        narrow_key!($t, $to, $from, None);
+    };
+    ($t:ty, $to:expr, $from:expr, $word16:expr) => {
         impl sealed::Sealed for $t {}
         impl SortKey for $t {
+            const WORD16_KIND: Option<KeyKind> = $word16;
             fn repr(_: &mut [Self]) -> KeyRepr<'_> {
                 KeyRepr::Narrow
             }
@@ -450,7 +458,12 @@ macro_rules! narrow_key {
 }
 
 narrow_key!(u8, |k: u8| u32::from(k), |w: u32| w as u8);
-narrow_key!(u16, |k: u16| u32::from(k), |w: u32| w as u16);
+narrow_key!(
+    u16,
+    |k: u16| u32::from(k),
+    |w: u32| w as u16,
+    Some(KeyKind::Unsigned)
+);
 // Signed narrow keys: offset so that MIN maps to 0, keeping numeric order.
 narrow_key!(
     i8,
@@ -460,7 +473,8 @@ narrow_key!(
 narrow_key!(
     i16,
     |k: i16| (k as u16 ^ 0x8000) as u32,
-    |w: u32| (w as u16 ^ 0x8000) as i16
+    |w: u32| (w as u16 ^ 0x8000) as i16,
+    Some(KeyKind::Signed)
 );
 
 /// The ordered bits of a 16-bit float: the sign rule of [`KeyEncoding`] at 16 bits, so that
@@ -488,34 +502,39 @@ fn half_bits(word: u32) -> u16 {
 }
 
 /// 16-bit keys that device-resident calls read in place: the kernels encode them at 16 bits
-/// with the same rules as wider words.
+/// with the same rules as wider words, of the kind their [`SortKey::WORD16_KIND`] names.
 macro_rules! half_word_key {
-    ($t:ty, $kind:expr) => {
+    ($t:ty) => {
         impl WordKey for $t {
             const WORD_BYTES: usize = 2;
-            const KIND: KeyKind = $kind;
+            const KIND: KeyKind = match <$t as SortKey>::WORD16_KIND {
+                Some(kind) => kind,
+                None => panic!("a 16-bit word key names its kind"),
+            };
         }
     };
 }
 
-half_word_key!(u16, KeyKind::Unsigned);
-half_word_key!(i16, KeyKind::Signed);
+half_word_key!(u16);
+half_word_key!(i16);
 #[cfg(feature = "half")]
-half_word_key!(half::f16, KeyKind::Float);
+half_word_key!(half::f16);
 #[cfg(feature = "half")]
-half_word_key!(half::bf16, KeyKind::Float);
+half_word_key!(half::bf16);
 
 #[cfg(feature = "half")]
 narrow_key!(
     half::f16,
     |k: half::f16| ordered_half(k.to_bits()),
-    |w: u32| half::f16::from_bits(half_bits(w))
+    |w: u32| half::f16::from_bits(half_bits(w)),
+    Some(KeyKind::Float)
 );
 #[cfg(feature = "half")]
 narrow_key!(
     half::bf16,
     |k: half::bf16| ordered_half(k.to_bits()),
-    |w: u32| half::bf16::from_bits(half_bits(w))
+    |w: u32| half::bf16::from_bits(half_bits(w)),
+    Some(KeyKind::Float)
 );
 
 /// Presents values as 32- or 64-bit words.

@@ -96,7 +96,7 @@ pub use top_k::TopK;
 /// part of the API: it changes without notice.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::backend::Backend;
+    pub use crate::backend::{Backend, TopKKeys};
     pub use crate::backends::TIED_PAIRS_THRESHOLD_DIVISOR;
     pub use crate::keys::{KeyEncoding, KeyKind, NarrowKeys, Word, WordsMut};
     pub use crate::pinned::PinnedMemory;

@@ -5,8 +5,8 @@
 //! zeros have their places). Equal keys go to the lower position, so the result is a function
 //! of the input alone, the same on every backend.
 //!
-//! On a GPU backend, keys of at most 32 bits (narrow keys as their ordered words) are
-//! uploaded and selected by the backend's device-resident top-k (`top_k_device_rows`): the
+//! On a GPU backend, keys of at most 32 bits (16-bit keys as they are, `u8` and `i8` as their
+//! ordered words) are uploaded and selected by the backend's device-resident top-k (`top_k_device_rows`): the
 //! bitonic top-k (`schedule::top_k`) where `k` fits the device's on-chip tile, a device
 //! sort of `ordered key << 32 | position` words otherwise. Everything else (the CPU
 //! backend, slices below the sorter's host threshold, 64-bit keys of host slices) takes the
@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 
+use crate::backend::TopKKeys;
 use crate::error::Result;
 use crate::keys::{KeyEncoding, Order, SortKey, key_of_u32, u32_kind, u32_of_key};
 use crate::shape::{check_k, check_rows};
@@ -108,12 +109,31 @@ impl Sorter {
         k: usize,
         order: Order,
     ) -> Result<Option<TopK<K>>> {
-        let Some(kind) = u32_kind::<K>() else {
-            return Ok(None);
-        };
         if row_len as u64 > u64::from(u32::MAX) + 1 {
             return Ok(None);
         }
+        let backend = self.dispatch.backends.backend_for(keys.len());
+        // 16-bit keys that the kernels encode at 16 bits cross the bus as they are: half the
+        // bytes of words, and no host pass over the keys.
+        if let Some(kind) = K::WORD16_KIND {
+            let encoding = KeyEncoding {
+                kind,
+                descending: order.is_descending(),
+            };
+            let bits = TopKKeys::U16(bytemuck::cast_slice(keys));
+            let Some((values, indices)) = backend.top_k_rows_words(bits, encoding, row_len, k)?
+            else {
+                return Ok(None);
+            };
+            let values = values
+                .into_iter()
+                .map(|word| bytemuck::cast(word as u16))
+                .collect();
+            return Ok(Some(TopK { values, indices, k }));
+        }
+        let Some(kind) = u32_kind::<K>() else {
+            return Ok(None);
+        };
         let words: Cow<'_, [u32]> = if std::mem::size_of::<K>() == 4 {
             Cow::Borrowed(bytemuck::cast_slice(keys))
         } else {
@@ -131,8 +151,8 @@ impl Sorter {
             kind,
             descending: order.is_descending(),
         };
-        let backend = self.dispatch.backends.backend_for(keys.len());
-        let Some((values, indices)) = backend.top_k_rows_words(&words, encoding, row_len, k)?
+        let Some((values, indices)) =
+            backend.top_k_rows_words(TopKKeys::U32(&words), encoding, row_len, k)?
         else {
             return Ok(None);
         };

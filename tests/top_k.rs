@@ -5,8 +5,9 @@
 //! Trials, per target (`cpu0`, `opencl0`, `cuda0`, ... as in the suite):
 //! - `top_k::shapes::<order>`: u32 random keys, one row of 1..3 keys with every `k`, one row
 //!   of 2^e - 1 and 2^e + 1 keys for e in 10..=17 with k in {1, 7, 32, 100, 256, 1000}.
-//! - `top_k::keys::<type>::<pattern>`: u32 i32 f32 u8 i16, random, all equal, three values,
-//!   sorted, reversed and (f32) edge values (NaNs of both signs, +-0.0, +-inf); both orders;
+//! - `top_k::keys::<type>::<pattern>`: u32 i32 f32 u8 i16 u16, and bf16 f16 with `half`
+//!   (which GPUs read at 16 bits), random, all equal, three values, sorted, reversed and edge
+//!   values (floats: NaNs of both signs and other payloads, +-0.0, +-inf); both orders;
 //!   shapes (1, 3, 1), (1, 1025, 7), (2, 4097, 100), (64, 5000, 50), (17, 1024, 1024),
 //!   (100, 1000, 32) and `k` = the row length.
 //! - `top_k::large`: (3, 70001, 2048) in u32 and f32 edge values, both orders (the largest
@@ -69,6 +70,40 @@ int_key!(i32, u32);
 int_key!(u8, u8);
 int_key!(i16, u16);
 int_key!(u64, u64);
+int_key!(u16, u16);
+
+/// 16-bit floats: the sign rule of `total_cmp` at 16 bits.
+#[cfg(feature = "half")]
+macro_rules! half_key {
+    ($t:ty) => {
+        impl Key for $t {
+            const NAME: &'static str = stringify!($t);
+            fn rank(self) -> u64 {
+                let b = self.to_bits();
+                u64::from(if b >> 15 == 1 { !b } else { b | 0x8000 })
+            }
+            fn bits(self) -> u64 {
+                u64::from(self.to_bits())
+            }
+            fn of(word: u64) -> Self {
+                <$t>::from_bits(word as u16)
+            }
+            fn edges() -> Vec<Self> {
+                [
+                    0x7fc0u16, 0xffc0, 0x7f81, 0xff82, 0x7e01, 0, 0x8000, 0x7c00, 0xfc00,
+                ]
+                .into_iter()
+                .map(<$t>::from_bits)
+                .chain([1.5, -1.5, 65504.0, -0.25].map(<$t>::from_f32))
+                .collect()
+            }
+        }
+    };
+}
+#[cfg(feature = "half")]
+half_key!(half::bf16);
+#[cfg(feature = "half")]
+half_key!(half::f16);
 
 impl Key for f32 {
     const NAME: &'static str = "f32";
@@ -287,6 +322,11 @@ fn main() {
         keys!(f32, [Random, Equal, Few, Sorted, Reversed, Edges]);
         keys!(u8, [Random, Few, Edges]);
         keys!(i16, [Random, Few, Sorted, Edges]);
+        keys!(u16, [Random, Equal, Reversed]);
+        #[cfg(feature = "half")]
+        keys!(half::bf16, [Random, Few, Sorted, Edges]);
+        #[cfg(feature = "half")]
+        keys!(half::f16, [Random, Edges]);
         trials.push(slot.trial("top_k::large", large));
         trials.push(slot.trial("top_k::sort_path", sort_path));
     }

@@ -19,8 +19,9 @@ use super::kernels::{Kernel, KernelParams, launch_kernel, load_kernel};
 use super::plan::{Widths, radix_facts};
 use super::stream_buffers::StreamBuffers;
 use crate::backend::BackendKind;
+use crate::backend::TopKKeys;
 use crate::error::Result;
-use crate::gpu::{HostTopK, host_top_k_sizes};
+use crate::gpu::{HostTopK, host_top_k_sizes, value_words};
 use crate::kernel_contract::{TOP_K_THREADS, padded_words};
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
@@ -448,13 +449,13 @@ impl HostTopK for CudaBackend {
     /// the values and positions back.
     fn top_k_host(
         &self,
-        keys: &[u32],
+        keys: TopKKeys<'_>,
         encoding: KeyEncoding,
         row_len: usize,
         k: usize,
     ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
-        let (out, requested) = host_top_k_sizes(keys.len(), row_len, k);
-        let key_bytes = keys.len() * 4;
+        let (out, requested) = host_top_k_sizes(keys, row_len, k);
+        let (word_bytes, key_bytes) = (keys.key_bytes(), keys.bytes().len());
         if requested > self.info.memory_bytes {
             return Err(self.out_of_memory(requested));
         }
@@ -463,19 +464,19 @@ impl HostTopK for CudaBackend {
         crate::fault::point(BackendKind::Cuda, "cuCtxSetCurrent")?;
         CurrentContext::set_current(&self.context).map_err(on("cuCtxSetCurrent"))?;
         let device_keys = self.alloc(key_bytes, requested)?;
-        let device_values = self.alloc(out * 4, requested)?;
+        let device_values = self.alloc(out * word_bytes, requested)?;
         let device_indices = self.alloc(out * 4, requested)?;
         let address = |b: &cust::memory::DeviceBuffer<u8>| b.as_device_ptr().as_raw();
         let job = TopKJob::checked(
             (address(&device_keys), keys.len()),
-            4,
+            word_bytes,
             encoding,
             row_len,
             k,
             (address(&device_values), out),
             (address(&device_indices), out),
         )?;
-        let mut values = vec![0u32; out];
+        let mut values = vec![0u8; out * word_bytes];
         let mut indices = vec![0u32; out];
         let done = (|| -> Result<()> {
             // SAFETY: the buffer holds exactly the keys' bytes; the host slice outlives the
@@ -483,18 +484,18 @@ impl HostTopK for CudaBackend {
             unsafe {
                 device_keys
                     .index(..key_bytes)
-                    .async_copy_from(bytemuck::cast_slice::<u32, u8>(keys), &self.stream)
+                    .async_copy_from(keys.bytes(), &self.stream)
             }
             .map_err(on("cuMemcpyHtoDAsync"))?;
             self.enqueue_top_k(&job, self.stream.as_inner())?;
+            let indices_bytes: &mut [u8] = bytemuck::cast_slice_mut(indices.as_mut_slice());
             for (from, to) in [
-                (&device_values, &mut values),
-                (&device_indices, &mut indices),
+                (&device_values, &mut values[..]),
+                (&device_indices, indices_bytes),
             ] {
-                let bytes: &mut [u8] = bytemuck::cast_slice_mut(to.as_mut_slice());
-                // SAFETY: `bytes` is `rows * k` words, the front of the buffer; it outlives
-                // the synchronization below.
-                unsafe { from.index(..bytes.len()).async_copy_to(bytes, &self.stream) }
+                // SAFETY: `to` is `rows * k` words, the front of the buffer; it outlives the
+                // synchronization below.
+                unsafe { from.index(..to.len()).async_copy_to(to, &self.stream) }
                     .map_err(on("cuMemcpyDtoHAsync"))?;
             }
             Ok(())
@@ -504,6 +505,6 @@ impl HostTopK for CudaBackend {
         let synced = self.stream.synchronize().map_err(on("cuStreamSynchronize"));
         done?;
         synced?;
-        Ok(Some((values, indices)))
+        Ok(Some((value_words(&values, word_bytes), indices)))
     }
 }

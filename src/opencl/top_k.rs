@@ -16,8 +16,9 @@ use super::driver::driver;
 use super::launch::Args;
 use super::plan::radix_facts;
 use super::{CPU_DEVICE_RUNS, DeviceType, OpenClBackend, hold, lifecycle_lock};
+use crate::backend::TopKKeys;
 use crate::error::{Error, Result};
-use crate::gpu::{HostTopK, host_top_k_sizes};
+use crate::gpu::{HostTopK, host_top_k_sizes, value_words};
 use crate::kernel_contract::padded_words;
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
@@ -468,31 +469,26 @@ impl HostTopK for OpenClBackend {
     /// values and positions back.
     fn top_k_host(
         &self,
-        keys: &[u32],
+        keys: TopKKeys<'_>,
         encoding: KeyEncoding,
         row_len: usize,
         k: usize,
     ) -> Result<Option<(Vec<u32>, Vec<u32>)>> {
-        let (out, requested) = host_top_k_sizes(keys.len(), row_len, k);
-        let key_bytes = keys.len() * 4;
+        let (out, requested) = host_top_k_sizes(keys, row_len, k);
+        let word_bytes = keys.key_bytes();
         self.check_memory(requested)?;
-        let mut device_keys = self.alloc(key_bytes, requested)?;
-        let device_values = self.alloc(out * 4, requested)?;
+        let mut device_keys = self.alloc(keys.bytes().len(), requested)?;
+        let device_values = self.alloc(out * word_bytes, requested)?;
         let device_indices = self.alloc(out * 4, requested)?;
         // SAFETY: a blocking write of the keys' bytes into a buffer of exactly that size.
         unsafe {
-            self.queue.enqueue_write_buffer(
-                &mut device_keys,
-                CL_BLOCKING,
-                0,
-                bytemuck::cast_slice(keys),
-                &[],
-            )
+            self.queue
+                .enqueue_write_buffer(&mut device_keys, CL_BLOCKING, 0, keys.bytes(), &[])
         }
         .map_err(self.memory_error("clEnqueueWriteBuffer", requested))?;
         let job = TopKJob::checked(
             (device_keys.get(), keys.len()),
-            4,
+            word_bytes,
             encoding,
             row_len,
             k,
@@ -500,24 +496,20 @@ impl HostTopK for OpenClBackend {
             (device_indices.get(), out),
         )?;
         self.enqueue_top_k(&job, &self.queue)?;
-        let mut values = vec![0u32; out];
+        let mut values = vec![0u8; out * word_bytes];
         let mut indices = vec![0u32; out];
+        let indices_bytes: &mut [u8] = bytemuck::cast_slice_mut(indices.as_mut_slice());
         for (from, to) in [
-            (&device_values, &mut values),
-            (&device_indices, &mut indices),
+            (&device_values, &mut values[..]),
+            (&device_indices, indices_bytes),
         ] {
             // SAFETY: a blocking read of `rows * k` words, which the buffer holds.
             unsafe {
-                self.queue.enqueue_read_buffer(
-                    from,
-                    CL_BLOCKING,
-                    0,
-                    bytemuck::cast_slice_mut(to.as_mut_slice()),
-                    &[],
-                )
+                self.queue
+                    .enqueue_read_buffer(from, CL_BLOCKING, 0, to, &[])
             }
             .map_err(self.memory_error("clEnqueueReadBuffer", requested))?;
         }
-        Ok(Some((values, indices)))
+        Ok(Some((value_words(&values, word_bytes), indices)))
     }
 }

@@ -2,6 +2,7 @@
 //! against a model on the shapes of `tests/top_k.rs`.
 
 use super::*;
+use crate::backend::TopKKeys;
 use crate::cuda::device_resident::DeviceWords;
 use crate::gpu::HostTopK;
 use crate::keys::KeyKind;
@@ -113,7 +114,7 @@ fn top_k_matches_the_model() {
                 for descending in [false, true] {
                     let encoding = KeyEncoding { kind, descending };
                     let got = gpu
-                        .top_k_host(&keys, encoding, row_len, k)
+                        .top_k_host(TopKKeys::U32(&keys), encoding, row_len, k)
                         .expect("top-k")
                         .expect("every k on the device");
                     assert_eq!(
@@ -133,7 +134,7 @@ fn top_k_matches_the_model() {
             descending,
         };
         let got = gpu
-            .top_k_host(&keys, encoding, 5000, 2049)
+            .top_k_host(TopKKeys::U32(&keys), encoding, 5000, 2049)
             .expect("top-k")
             .expect("every k on the device");
         assert_eq!(got, model(&keys, encoding, 5000, 2049), "{encoding:?}");
@@ -178,7 +179,7 @@ fn rows_the_filter_cannot_serve_are_rescued() {
                 descending,
             };
             let got = gpu
-                .top_k_host(&keys, encoding, row_len, k)
+                .top_k_host(TopKKeys::U32(&keys), encoding, row_len, k)
                 .expect("top-k")
                 .expect("every k on the device");
             assert_eq!(
