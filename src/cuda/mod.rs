@@ -27,8 +27,10 @@
 //! `tests/transfer_timings.rs`.
 //!
 //! Keys already in device memory are sorted in place on the caller's stream by the calls in
-//! `device_resident.rs` ([`CudaBackend::sort_device`] and its siblings); keys spread over
-//! several devices by [`sort_device_spread`] (`spread.rs`).
+//! `device_resident.rs` ([`CudaBackend::sort_device`] and its siblings), on memory and streams
+//! of other libraries by those of `device_raw.rs` (raw driver handles) and
+//! `cudarc_buffers.rs` (cudarc's types, feature `cudarc`); keys spread over several devices by
+//! [`sort_device_spread`] (`spread.rs`).
 
 use std::ffi::CString;
 use std::fmt;
@@ -53,6 +55,8 @@ use crate::pinned::PinnedMemory;
 use crate::rayon_lock::lock_shared_with_rayon;
 
 mod counting;
+#[cfg(feature = "cudarc")]
+mod cudarc_buffers;
 mod device_argsort;
 mod device_bits;
 mod device_ranges;

@@ -50,6 +50,8 @@ fn one_row_merge_path(
         .map(|p| plan::merge_path_launches(limits, &p, widths, encoding))
 }
 
+#[cfg(feature = "cudarc")]
+mod cudarc_buffers;
 mod device;
 mod device_argsort;
 mod device_raw;
