@@ -24,11 +24,14 @@ use crate::kernel_contract::padded_words;
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
 use crate::schedule::top_k::{
-    FilterDevice, TOP_K_MAX_LOG_TILE, TopKDevice, TopKPlan, TopKRoute, TopKWay, sample_bytes,
+    FilterDevice, TOP_K_MAX_LOG_TILE, TopKDevice, TopKRoute, TopKWay, sample_bytes,
 };
 
 mod filter;
 mod select;
+mod tiles;
+
+use tiles::tiles_bytes;
 
 /// The program's main file: the contract, the key words and their encoding, the kernels.
 const MAIN: &str = "#include \"contract.h\"\n#include \"words.clh\"\n#include \"top_k.clh\"\n\
@@ -278,12 +281,13 @@ impl OpenClBackend {
 
     /// What the top-k of `program` takes from the device ([`TopKDevice`]): its tiles, the
     /// local memory its selects may take (the device's less the margin, or less where the
-    /// tests say: `top_k_select_bytes`), and the filter's facts where a sample of the
-    /// largest tile fits the local memory.
+    /// tests say: `top_k_select_bytes`), and the filter's facts where the largest sample
+    /// block any filter takes (a tile of 2^`TOP_K_MAX_LOG_TILE` keys) fits the local memory:
+    /// a device of less has no filter, rather than a sample that cannot launch.
     fn top_k_device(&self, program: &TopKProgram, radix_pairs: bool) -> TopKDevice {
         let local = u32::try_from(program.local_bytes).unwrap_or(u32::MAX);
         let select_bytes = self.top_k_select_bytes.map_or(local, |cap| cap.min(local));
-        let sample_fits = u64::from(sample_bytes(program.max_log_tile)) <= program.local_bytes;
+        let sample_fits = u64::from(sample_bytes(TOP_K_MAX_LOG_TILE)) <= program.local_bytes;
         TopKDevice {
             max_log_tile: program.max_log_tile,
             radix_pairs,
@@ -540,98 +544,6 @@ impl OpenClBackend {
         }
         Ok(())
     }
-
-    /// The two scratch buffers of `plan`'s passes over `rows` rows, kept in `temporaries`.
-    fn tiles_scratch(
-        &self,
-        plan: &TopKPlan,
-        rows: u64,
-        requested: u64,
-        temporaries: &mut Vec<Buffer<u8>>,
-    ) -> Result<[cl_mem; 2]> {
-        let second = plan
-            .passes
-            .get(1)
-            .map_or(1, |p| rows * p.tiles * plan.run());
-        let first = self.alloc((plan.scratch_words(rows) * 8) as usize, requested)?;
-        let other = self.alloc((second * 8) as usize, requested)?;
-        let scratch = [first.get(), other.get()];
-        temporaries.extend([first, other]);
-        Ok(scratch)
-    }
-
-    /// Enqueues the bitonic top-k's passes on `queue`: the first reads the keys, or with
-    /// `filtered` the filter's candidates (the `capacity` slots a row at `filtered.0`, as
-    /// many of them as `filtered.1`'s counts and `k` say), pass `i` writes `scratch[i % 2]`
-    /// (the first is the larger) and each later one reads the other. Returns the index of
-    /// the buffer that holds the result.
-    #[allow(clippy::too_many_arguments)]
-    fn enqueue_tiles(
-        &self,
-        program: &TopKProgram,
-        plan: &TopKPlan,
-        job: &TopKJob,
-        filtered: Option<(cl_mem, cl_mem, u64)>,
-        scratch: [cl_mem; 2],
-        queue: &CommandQueue,
-        requested: u64,
-    ) -> Result<usize> {
-        let on_cpu = self.info.device_type == DeviceType::Cpu;
-        let _one_at_a_time = on_cpu.then(|| hold(&CPU_DEVICE_RUNS));
-        let kernels = program
-            .kernels
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let tiles = &kernels.narrow()?.tiles;
-        let rows = job.rows;
-        for (i, pass) in plan.passes.iter().enumerate() {
-            // The candidates' counts limit only the pass that reads them; other passes pass
-            // a capacity of 0 (no counts) and any buffer for them.
-            let (words, counts, capacity) = match filtered {
-                Some((candidates, counts, capacity)) if i == 0 => (candidates, counts, capacity),
-                _ => (scratch[(i + 1) % 2], scratch[(i + 1) % 2], 0),
-            };
-            let mut args = Args {
-                kernel: tiles,
-                index: 0,
-            };
-            args.buffer(job.keys)?;
-            args.buffer(words)?;
-            args.buffer(scratch[i % 2])?;
-            args.u64(pass.len)?;
-            args.u64(rows)?;
-            args.u64(pass.tiles)?;
-            args.u32(pass.log_tile)?;
-            args.u32(plan.log_k)?;
-            args.u32(job.encoding.code())?;
-            args.u32(u32::from(pass.from_keys && filtered.is_none()))?;
-            args.buffer(counts)?;
-            args.u32(job.k as u32)?;
-            args.u64(capacity)?;
-            args.local(padded_words(pass.log_tile) * 8)?;
-            let local = program.group.min(1 << (pass.log_tile - 1));
-            let groups = (rows * pass.tiles).min(1 << 20) as usize;
-            // SAFETY: every argument was set above with the type the kernel declares
-            // (`top_k_tiles` in `kernels/top_k.clh`); each work-group reads its row's `len`
-            // elements (of the candidates, at most the count's of the `len` = `capacity`
-            // slots, one count a row) and writes its run of K inside the output buffer, which
-            // holds `rows * tiles * K` words.
-            unsafe { self.enqueue_kernel(queue, tiles, groups, local, requested) }?;
-        }
-        if on_cpu {
-            queue.finish().map_err(driver("clFinish"))?;
-        }
-        Ok((plan.passes.len() - 1) % 2)
-    }
-}
-
-/// Bytes of the two scratch buffers of `plan`'s passes over `rows` rows.
-fn tiles_bytes(plan: &TopKPlan, rows: u64) -> u64 {
-    let second = plan
-        .passes
-        .get(1)
-        .map_or(1, |p| rows * p.tiles * plan.run());
-    (plan.scratch_words(rows) + second) * 8
 }
 
 impl HostTopK for OpenClBackend {
