@@ -326,20 +326,38 @@ fn candidates_way(filter: &TopKFilter) -> &'static str {
     }
 }
 
+/// Whether `b`'s device has the local memory the tables of ways assume: NVIDIA's 48 KiB (the
+/// tests cap the selects' below it), so that the tiles are 2^12 words and the selects take
+/// what the tables say.
+fn nvidia_local(b: &OpenClBackend) -> bool {
+    b.limits.local_mem >= 48 * 1024
+}
+
 /// Every shape through the filter on `b`, its candidates' way and sample blocks asserted:
 /// `(rows, row_len, k, candidates, sample blocks)`. Each shape runs in both widths, the
-/// patterns and encodings taking turns across the shapes.
+/// patterns and encodings taking turns across the shapes. On a device of less local memory
+/// ([`nvidia_local`]: Mesa's llvmpipe), whose tiles, samples and selects are smaller, the
+/// results are checked whatever way the device takes, and a line says the ways were not.
 fn check_filtered(b: &OpenClBackend, shapes: &[(usize, usize, usize, &str, u32)], seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut turn = 0;
+    let assert_ways = nvidia_local(b);
+    if !assert_ways {
+        eprintln!(
+            "{} KiB of local memory: the filter's ways are not asserted, only the results",
+            b.limits.local_mem / 1024
+        );
+    }
     for &(rows, row_len, k, way, log_blocks) in shapes {
         for key_bits in [32u32, 16] {
-            let filter = filtered(b, key_bits as usize / 8, (rows, row_len), k);
-            assert_eq!(
-                (candidates_way(&filter), filter.log_sample_blocks),
-                (way, log_blocks),
-                "{rows} x {row_len}, k {k}, {key_bits} bits: {filter:?}"
-            );
+            if assert_ways {
+                let filter = filtered(b, key_bits as usize / 8, (rows, row_len), k);
+                assert_eq!(
+                    (candidates_way(&filter), filter.log_sample_blocks),
+                    (way, log_blocks),
+                    "{rows} x {row_len}, k {k}, {key_bits} bits: {filter:?}"
+                );
+            }
             for _ in 0..2 {
                 let pattern = PATTERNS[turn % PATTERNS.len()];
                 let encoding = ENCODINGS[turn % ENCODINGS.len()];
