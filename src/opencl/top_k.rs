@@ -231,9 +231,12 @@ impl OpenClBackend {
     /// `indices`; equal keys go to the lower position. `values` and `indices` hold `k` per
     /// row; `keys` is not changed.
     ///
-    /// Any `k` from 1 to `row_len`: keys of at most 32 bits with a `k` that fits the on-chip
-    /// tile take the bitonic top-k, every other case sorts `(key, position)` words of the
-    /// rows on the device, in temporary buffers of the backend's context. The work is
+    /// Any `k` from 1 to `row_len`: short rows of keys of at most 32 bits (up to 4096 keys,
+    /// `k` up to 256) are selected by one work-group each in local memory, long rows of such
+    /// keys are first filtered to a few candidates per `k`, other keys of at most 32 bits
+    /// with a `k` that fits the on-chip tile take the bitonic top-k, and every other case
+    /// sorts `(key, position)` words of the rows on the device, in temporary buffers of the
+    /// backend's context (the same ways as CUDA's, `TopKWay`). The work is
     /// enqueued on `queue`, as for [`OpenClBackend::sort_device`] (which also says what CPU
     /// devices do); a bad shape, a foreign buffer or queue is an error before anything is
     /// enqueued.
