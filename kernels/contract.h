@@ -77,9 +77,13 @@
 // A CUDA top-k tile of at least 2^TOP_K_REGISTER_LOG_TILE words is selected in registers by a
 // block of one thread per 32 words (whole warps); OpenCL work-groups select in local memory.
 #define TOP_K_REGISTER_LOG_TILE 10
-// 32-bit words of shared memory of a CUDA top-k radix select: 256 digit counts and the digit
-// chosen, with its rank and count.
+// 32-bit words of shared (local) memory of a top-k radix select: 256 digit counts and the
+// digit chosen, with its rank and count. An OpenCL top-k work-group has at most TOP_K_THREADS
+// items too: each keeps one count there after the select (kernels/top_k_select.clh).
 #define TOP_K_RADIX_WORDS 260
+// Keys each work-item of the OpenCL top-k filter takes from a chunk of a row
+// (kernels/top_k_filter.clh): a chunk is the work-group's size times as many.
+#define TOP_K_FILTER_ITEM_KEYS 8
 
 // The CUDA range scatter (cuda/ranges.cuh, src/cuda/device_ranges.rs): a block of
 // RANGE_SCATTER_THREADS threads appends RANGE_SCATTER_KEYS consecutive keys to the regions

@@ -100,8 +100,9 @@ pub(crate) const MERGE_BLOCKS_PER_SM: u32 = 5;
 /// padding words, which every GPU's shared or local memory holds without an opt-in.
 pub(crate) const TOP_K_MAX_LOG_TILE: u32 = 12;
 
-/// Threads of a CUDA top-k block at most (`TOP_K_THREADS`).
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+/// Threads of a CUDA top-k block, and work-items of an OpenCL top-k work-group, at most
+/// (`TOP_K_THREADS`).
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub(crate) const TOP_K_THREADS: u32 = 256;
 
 /// Bytes of a row's keys that one block of the CUDA top-k filter reads at a time
@@ -115,10 +116,15 @@ pub(crate) const TOP_K_FILTER_CHUNK_BYTES: u32 = 16384;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) const TOP_K_REGISTER_LOG_TILE: u32 = 10;
 
-/// 32-bit words of shared memory of a CUDA top-k radix select (`TOP_K_RADIX_WORDS`): 256
+/// 32-bit words of shared (local) memory of a top-k radix select (`TOP_K_RADIX_WORDS`): 256
 /// digit counts and the digit chosen, with its rank and count.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub(crate) const TOP_K_RADIX_WORDS: u32 = 260;
+
+/// Keys each work-item of the OpenCL top-k filter takes from a chunk of a row
+/// (`TOP_K_FILTER_ITEM_KEYS`): a chunk is the work-group's size times as many.
+#[cfg_attr(not(feature = "opencl"), allow(dead_code))]
+pub(crate) const TOP_K_FILTER_ITEM_KEYS: u32 = 8;
 
 /// Threads of a block of the CUDA range scatter (`RANGE_SCATTER_THREADS`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -333,6 +339,7 @@ mod tests {
             ("TOP_K_FILTER_CHUNK_BYTES", TOP_K_FILTER_CHUNK_BYTES),
             ("TOP_K_REGISTER_LOG_TILE", TOP_K_REGISTER_LOG_TILE),
             ("TOP_K_RADIX_WORDS", TOP_K_RADIX_WORDS),
+            ("TOP_K_FILTER_ITEM_KEYS", TOP_K_FILTER_ITEM_KEYS),
             ("RANGE_SCATTER_THREADS", RANGE_SCATTER_THREADS),
             ("RANGE_SCATTER_KEYS", RANGE_SCATTER_KEYS),
             ("RANGE_MAX_SPLITTERS", RANGE_MAX_SPLITTERS),

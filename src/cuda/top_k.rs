@@ -26,8 +26,8 @@ use crate::kernel_contract::{TOP_K_THREADS, padded_words};
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
 use crate::schedule::top_k::{
-    FilterDevice, SELECT_BLOCK_BYTES, TOP_K_MAX_LOG_TILE, TopKCandidates, TopKFilter, TopKRoute,
-    TopKSelect,
+    FilterDevice, SELECT_BLOCK_BYTES, TOP_K_MAX_LOG_TILE, TopKCandidates, TopKDevice, TopKRoute,
+    TopKWay,
 };
 
 /// Blocks of one launch at most; each block loops over the tiles (or elements) past the grid.
@@ -111,7 +111,7 @@ pub(super) fn load_top_k_kernels(
 ) -> Result<TopKKernels> {
     let tiles =
         |name: &str| load_kernel(module, name, (padded_words(TOP_K_MAX_LOG_TILE) * 8) as u32);
-    let sample_shared = filter::sample_bytes(TOP_K_MAX_LOG_TILE);
+    let sample_shared = crate::schedule::top_k::sample_bytes(TOP_K_MAX_LOG_TILE);
     let candidates_shared = shared_bytes_per_block;
     let filter = [
         load_kernel(module, "top_k_filter_u32", 0)?,
@@ -224,31 +224,33 @@ impl CudaBackend {
         self.enqueue_top_k(&job, stream)
     }
 
-    /// Enqueues a checked top-k on `stream` by its [`TopKRoute`].
+    /// Enqueues a checked top-k on `stream` by its [`TopKWay`].
     pub(super) fn enqueue_top_k(&self, job: &TopKJob, stream: cu::CUstream) -> Result<()> {
         if job.rows == 0 {
             return Ok(());
         }
-        if let Some(select) =
-            TopKSelect::new(job.key_bytes, job.row_len, job.k).filter(|_| !tiles_forced())
-        {
-            return self.enqueue_select(job, &select, stream);
-        }
-        let mut scratch = StreamBuffers::new(stream);
         let widths = Widths {
             key: job.key_bytes as u64,
             value: 4,
         };
         let radix_pairs =
             !self.oblivious.load(Ordering::Relaxed) && radix_facts(&self.limits, widths).is_some();
-        let route = TopKRoute::new(
-            job.key_bytes,
-            (job.rows, job.row_len),
-            job.k,
-            TOP_K_MAX_LOG_TILE,
+        let device = TopKDevice {
+            max_log_tile: TOP_K_MAX_LOG_TILE,
             radix_pairs,
-        );
-        let enqueued = self.enqueue_route(job, &route, &mut scratch, stream);
+            select_bytes: if tiles_forced() {
+                0
+            } else {
+                SELECT_BLOCK_BYTES
+            },
+            filter: Some(self.filter_device()),
+        };
+        let way = TopKWay::new(job.key_bytes, (job.rows, job.row_len), job.k, &device);
+        if let TopKWay::Select(select) = &way {
+            return self.enqueue_select(job, select, stream);
+        }
+        let mut scratch = StreamBuffers::new(stream);
+        let enqueued = self.enqueue_way(job, &way, &mut scratch, stream);
         // The buffers are freed in stream order after the launches that use them, whatever
         // failed; the first error is the one to report.
         let freed = scratch.free();
@@ -256,10 +258,10 @@ impl CudaBackend {
         freed
     }
 
-    fn enqueue_route(
+    fn enqueue_way(
         &self,
         job: &TopKJob,
-        route: &TopKRoute,
+        way: &TopKWay,
         scratch: &mut StreamBuffers,
         stream: cu::CUstream,
     ) -> Result<()> {
@@ -269,39 +271,26 @@ impl CudaBackend {
             kind: KeyKind::Unsigned,
             descending: false,
         };
-        let filter = TopKFilter::new(job.rows, job.row_len, job.k, self.filter_device());
-        let (words, stride) = match (route, &filter) {
-            (
-                TopKRoute::Tiles(_) | TopKRoute::SortWords,
-                Some(
-                    filter @ TopKFilter {
-                        candidates: TopKCandidates::Select,
-                        ..
-                    },
+        let (words, stride) = match way {
+            TopKWay::Select(select) => return self.enqueue_select(job, select, stream),
+            TopKWay::Filtered(filter) => match &filter.candidates {
+                TopKCandidates::Select => {
+                    return self.enqueue_filtered_select(job, filter, scratch, stream);
+                }
+                TopKCandidates::Tiles(candidates) => (
+                    self.enqueue_filtered_tiles(job, filter, candidates, scratch, stream)?,
+                    candidates.run(),
                 ),
-            ) => return self.enqueue_filtered_select(job, filter, scratch, stream),
-            (
-                TopKRoute::Tiles(_) | TopKRoute::SortWords,
-                Some(
-                    filter @ TopKFilter {
-                        candidates: TopKCandidates::Tiles(candidates),
-                        ..
-                    },
+                TopKCandidates::Sort => (
+                    self.enqueue_filtered_sort(job, filter, scratch, stream)?,
+                    filter.capacity,
                 ),
-            ) => (
-                self.enqueue_filtered_tiles(job, filter, candidates, scratch, stream)?,
-                candidates.run(),
-            ),
-            // The filter leaves candidates to sort (`TopKCandidates::Sort`).
-            (TopKRoute::Tiles(_) | TopKRoute::SortWords, Some(filter)) => (
-                self.enqueue_filtered_sort(job, filter, scratch, stream)?,
-                filter.capacity,
-            ),
-            (TopKRoute::Tiles(plan), None) => (
+            },
+            TopKWay::Route(TopKRoute::Tiles(plan)) => (
                 self.enqueue_tiles(job, plan, None, scratch, stream)?,
                 plan.run(),
             ),
-            (TopKRoute::SortWords, None) => {
+            TopKWay::Route(TopKRoute::SortWords) => {
                 let words = sorted_words(scratch)?;
                 let mut params = (job.keys, words, n, job.row_len, job.encoding.code());
                 let compose = self.top_k_kernels.compose[narrow(job.key_bytes)];
@@ -312,8 +301,8 @@ impl CudaBackend {
                 self.sort_words(words, 8, None, unsigned, job.row_len, n, stream)?;
                 (words, job.row_len)
             }
-            (TopKRoute::SortPairs, _) => return self.enqueue_sorted_pairs(job, stream),
-            (TopKRoute::SortRanked, _) => {
+            TopKWay::Route(TopKRoute::SortPairs) => return self.enqueue_sorted_pairs(job, stream),
+            TopKWay::Route(TopKRoute::SortRanked) => {
                 let copy = scratch.alloc(self, n * 8)?;
                 let positions = scratch.alloc(self, n * 4)?;
                 let words = sorted_words(scratch)?;

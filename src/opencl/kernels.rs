@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::rayon_lock::lock_shared_with_rayon;
 
 /// The kernel source files, embedded: the main file first, then the files it includes.
-const SOURCE_FILES: [(&str, &str); 9] = [
+const SOURCE_FILES: [(&str, &str); 11] = [
     ("bitonic.cl", include_str!("../../kernels/bitonic.cl")),
     ("contract.h", include_str!("../../kernels/contract.h")),
     ("words.clh", include_str!("../../kernels/words.clh")),
@@ -25,6 +25,14 @@ const SOURCE_FILES: [(&str, &str); 9] = [
         include_str!("../../kernels/merge_path.clh"),
     ),
     ("top_k.clh", include_str!("../../kernels/top_k.clh")),
+    (
+        "top_k_select.clh",
+        include_str!("../../kernels/top_k_select.clh"),
+    ),
+    (
+        "top_k_filter.clh",
+        include_str!("../../kernels/top_k_filter.clh"),
+    ),
     ("counting.clh", include_str!("../../kernels/counting.clh")),
     ("radix.clh", include_str!("../../kernels/radix.clh")),
 ];

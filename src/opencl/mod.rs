@@ -131,6 +131,10 @@ pub struct OpenClBackend {
     /// The top-k program, built on first use (`top_k.rs`).
     /// One slot per key width of `top_k::KEY_TYPES`.
     top_k: Mutex<[Option<Arc<top_k::TopKProgram>>; 3]>,
+    /// Local bytes the top-k's selects (the short rows' and the filter's candidates') may
+    /// take at most: none beyond the device's (`None`), or less in tests, to reach the tiles
+    /// and the sort of the filter's candidates and the ways of devices of less local memory.
+    top_k_select_bytes: Option<u32>,
 }
 
 impl std::fmt::Debug for OpenClBackend {
@@ -254,6 +258,7 @@ impl OpenClBackend {
             oblivious: AtomicBool::new(false),
             device_scratch: Mutex::new(DeviceScratch::default()),
             top_k: Mutex::new([None, None, None]),
+            top_k_select_bytes: None,
         })
     }
 

@@ -207,3 +207,4 @@ mod pairs;
 mod radix;
 mod rows;
 mod timings;
+mod top_k;

@@ -1,7 +1,9 @@
 //! Top-k on the OpenCL device: [`OpenClBackend::top_k_device_rows`] for keys in device
 //! buffers, and the top-k of host slices as an upload, that same device top-k and a
-//! download. The routes are [`TopKRoute`]'s; the kernels are `kernels/top_k.clh`'s, built
-//! once per key width as a program of their own.
+//! download. The way is [`TopKWay`]'s, the same choice as CUDA's: short rows by a work-group's
+//! radix select (`select.rs`), long rows of keys of at most 32 bits through the candidate
+//! filter (`filter.rs`), the rest by its [`TopKRoute`]. The kernels are `kernels/top_k*.clh`'s,
+//! built once per key width as a program of their own.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -14,7 +16,7 @@ use opencl3::types::{CL_BLOCKING, cl_mem};
 use super::device_resident::DeviceWords;
 use super::driver::driver;
 use super::launch::Args;
-use super::plan::radix_facts;
+use super::plan::{LOCAL_MEM_MARGIN, radix_facts};
 use super::{CPU_DEVICE_RUNS, DeviceType, OpenClBackend, hold, lifecycle_lock};
 use crate::backend::TopKKeys;
 use crate::error::{Error, Result};
@@ -22,14 +24,24 @@ use crate::gpu::{HostTopK, host_top_k_sizes, value_words};
 use crate::kernel_contract::padded_words;
 use crate::keys::{KeyEncoding, KeyKind, Order, WordKey};
 use crate::rayon_lock::lock_shared_with_rayon;
-use crate::schedule::top_k::{TOP_K_MAX_LOG_TILE, TopKPlan, TopKRoute};
+use crate::schedule::top_k::{
+    FilterDevice, TOP_K_MAX_LOG_TILE, TopKDevice, TopKRoute, TopKWay, sample_bytes,
+};
+
+mod filter;
+mod select;
+mod tiles;
+
+use tiles::tiles_bytes;
 
 /// The program's main file: the contract, the key words and their encoding, the kernels.
-const MAIN: &str = "#include \"contract.h\"\n#include \"words.clh\"\n#include \"top_k.clh\"\n";
+const MAIN: &str = "#include \"contract.h\"\n#include \"words.clh\"\n#include \"top_k.clh\"\n\
+                    #include \"top_k_select.clh\"\n#include \"top_k_filter.clh\"\n";
 
 /// Work-items of a work-group at most: a top-k tile's each handle
-/// `2^log_tile / 2 / items` comparators per level.
-const MAX_GROUP: usize = 256;
+/// `2^log_tile / 2 / items` comparators per level, and each item of a radix select keeps one
+/// count in its `TOP_K_RADIX_WORDS` (`kernels/top_k_select.clh`).
+const MAX_GROUP: usize = crate::kernel_contract::TOP_K_THREADS as usize;
 
 /// Work-groups of an element-wise launch at most; each item loops over the elements past
 /// the launch.
@@ -43,11 +55,47 @@ const KEY_TYPES: [(usize, &str, &str); 3] = [
     (8, "ulong", ""),
 ];
 
+/// The kernels of the programs of keys of at most 32 bits.
+struct NarrowKernels {
+    /// `top_k_tiles`.
+    tiles: Kernel,
+    /// `top_k_compose`.
+    compose: Kernel,
+    /// `top_k_sample`, the candidate filter's thresholds.
+    sample: Kernel,
+    /// `top_k_sample_picks`, the thresholds of rows sampled by several work-groups.
+    sample_picks: Kernel,
+    /// `top_k_filter`, the pass that keeps the candidates.
+    filter: Kernel,
+    /// `top_k_exact`, the rows the filter could not serve.
+    exact: Kernel,
+    /// `top_k_candidates`, the candidates' select in local memory.
+    candidates: Kernel,
+    /// `top_k_select`, the short rows' select.
+    select: Kernel,
+}
+
+impl NarrowKernels {
+    /// Every kernel, for the limits of their work-groups.
+    fn all(&self) -> [&Kernel; 8] {
+        [
+            &self.tiles,
+            &self.compose,
+            &self.sample,
+            &self.sample_picks,
+            &self.filter,
+            &self.exact,
+            &self.candidates,
+            &self.select,
+        ]
+    }
+}
+
 /// The kernels of one key width's program. Their arguments are per-object state: a launch
 /// holds the lock from its first argument to its enqueue.
 struct TopKKernels {
-    /// `top_k_tiles` and `top_k_compose` (keys of at most 32 bits).
-    tiles: Option<[Kernel; 2]>,
+    /// The kernels of keys of at most 32 bits.
+    narrow: Option<NarrowKernels>,
     /// `top_k_rank` (wider keys).
     rank: Option<Kernel>,
     /// `top_k_positions`, which every program has: the copy with positions of the wide
@@ -58,9 +106,9 @@ struct TopKKernels {
 }
 
 impl TopKKernels {
-    /// `top_k_tiles` and `top_k_compose`, which only the programs of narrow keys have.
-    fn narrow(&self) -> Result<&[Kernel; 2]> {
-        self.tiles
+    /// The kernels that only the programs of narrow keys have.
+    fn narrow(&self) -> Result<&NarrowKernels> {
+        self.narrow
             .as_ref()
             .ok_or_else(|| wrong_program("keys of at most 32 bits"))
     }
@@ -87,6 +135,9 @@ pub(super) struct TopKProgram {
     group: usize,
     /// log2 of the largest tile whose padded words fit local memory.
     max_log_tile: u32,
+    /// Local bytes a launch may ask for: the device's, less the margin some drivers need
+    /// (`LOCAL_MEM_MARGIN`).
+    local_bytes: u64,
 }
 
 /// A checked top-k of buffers.
@@ -117,8 +168,17 @@ impl OpenClBackend {
             let kernel =
                 |name: &str| Kernel::create(&program, name).map_err(driver("clCreateKernel"));
             let narrow = key_bytes <= 4;
-            let tiles = if narrow {
-                Some([kernel("top_k_tiles")?, kernel("top_k_compose")?])
+            let narrow_kernels = if narrow {
+                Some(NarrowKernels {
+                    tiles: kernel("top_k_tiles")?,
+                    compose: kernel("top_k_compose")?,
+                    sample: kernel("top_k_sample")?,
+                    sample_picks: kernel("top_k_sample_picks")?,
+                    filter: kernel("top_k_filter")?,
+                    exact: kernel("top_k_exact")?,
+                    candidates: kernel("top_k_candidates")?,
+                    select: kernel("top_k_select")?,
+                })
             } else {
                 None
             };
@@ -132,7 +192,14 @@ impl OpenClBackend {
             let mut group = take
                 .get_work_group_size(self.device.id())
                 .map_err(driver("clGetKernelWorkGroupInfo"))?;
-            for k in tiles.iter().flatten().chain(&rank).chain([&positions]) {
+            let narrow_all = narrow_kernels.as_ref().map(NarrowKernels::all);
+            for k in narrow_all
+                .iter()
+                .flatten()
+                .copied()
+                .chain(&rank)
+                .chain([&positions])
+            {
                 group = group.min(
                     k.get_work_group_size(self.device.id())
                         .map_err(driver("clGetKernelWorkGroupInfo"))?,
@@ -145,13 +212,14 @@ impl OpenClBackend {
                 .unwrap_or(0);
             Arc::new(TopKProgram {
                 kernels: Mutex::new(TopKKernels {
-                    tiles,
+                    narrow: narrow_kernels,
                     rank,
                     positions,
                     take,
                 }),
                 group,
                 max_log_tile,
+                local_bytes: self.limits.local_mem.saturating_sub(LOCAL_MEM_MARGIN),
             })
         };
         cached[slot] = Some(Arc::clone(&built));
@@ -164,9 +232,12 @@ impl OpenClBackend {
     /// `indices`; equal keys go to the lower position. `values` and `indices` hold `k` per
     /// row; `keys` is not changed.
     ///
-    /// Any `k` from 1 to `row_len`: keys of at most 32 bits with a `k` that fits the on-chip
-    /// tile take the bitonic top-k, every other case sorts `(key, position)` words of the
-    /// rows on the device, in temporary buffers of the backend's context. The work is
+    /// Any `k` from 1 to `row_len`: short rows of keys of at most 32 bits (up to 4096 keys,
+    /// `k` up to 256) are selected by one work-group each in local memory, long rows of such
+    /// keys are first filtered to a few candidates per `k`, other keys of at most 32 bits
+    /// with a `k` that fits the on-chip tile take the bitonic top-k, and every other case
+    /// sorts `(key, position)` words of the rows on the device, in temporary buffers of the
+    /// backend's context (the same ways as CUDA's, `TopKWay`). The work is
     /// enqueued on `queue`, as for [`OpenClBackend::sort_device`] (which also says what CPU
     /// devices do); a bad shape, a foreign buffer or queue is an error before anything is
     /// enqueued.
@@ -196,43 +267,81 @@ impl OpenClBackend {
         self.enqueue_top_k(&job, queue)
     }
 
-    /// Whether this backend sorts the job's one row of (key, `u32` position) pairs by its
-    /// radix sort ([`TopKRoute::new`]): not oblivious, and the pairs' program has the radix
-    /// kernels. Asked only of a whole row, whose pairs' program the sort builds anyway.
-    fn radix_pairs(&self, job: &TopKJob) -> Result<bool> {
+    /// Whether this backend sorts one row (`rows`) of (key, `u32` position) pairs of
+    /// `key_bytes` by its radix sort ([`TopKRoute::new`]): not oblivious, and the pairs'
+    /// program has the radix kernels. Asked only of a whole row (`k` is `row_len`), whose
+    /// pairs' program the sort builds anyway.
+    fn radix_pairs(&self, key_bytes: usize, (rows, row_len): (u64, u64), k: u64) -> Result<bool> {
         if self.oblivious.load(Ordering::Relaxed)
-            || job.rows != 1
-            || job.k != job.row_len
-            || !matches!(job.key_bytes, 4 | 8)
+            || rows != 1
+            || k != row_len
+            || !matches!(key_bytes, 4 | 8)
         {
             return Ok(false);
         }
-        let pairs = self.variant_of_widths(job.key_bytes, Some(4))?;
-        Ok(radix_facts(&pairs.limits, (job.key_bytes as u64, 4)).is_some())
+        let pairs = self.variant_of_widths(key_bytes, Some(4))?;
+        Ok(radix_facts(&pairs.limits, (key_bytes as u64, 4)).is_some())
     }
 
-    /// Enqueues a checked top-k on `queue` by its [`TopKRoute`].
+    /// What the top-k of `program` takes from the device ([`TopKDevice`]): its tiles, the
+    /// local memory its selects may take (the device's less the margin, or less where the
+    /// tests say: `top_k_select_bytes`), and the filter's facts where the largest sample
+    /// block any filter takes (a tile of 2^`TOP_K_MAX_LOG_TILE` keys) fits the local memory:
+    /// a device of less has no filter, rather than a sample that cannot launch.
+    fn top_k_device(&self, program: &TopKProgram, radix_pairs: bool) -> TopKDevice {
+        let local = u32::try_from(program.local_bytes).unwrap_or(u32::MAX);
+        let select_bytes = self.top_k_select_bytes.map_or(local, |cap| cap.min(local));
+        let sample_fits = u64::from(sample_bytes(TOP_K_MAX_LOG_TILE)) <= program.local_bytes;
+        TopKDevice {
+            max_log_tile: program.max_log_tile,
+            radix_pairs,
+            select_bytes,
+            filter: sample_fits.then_some(FilterDevice {
+                max_log_tile: program.max_log_tile,
+                select_bytes,
+                multiprocessors: self.limits.compute_units,
+            }),
+        }
+    }
+
+    /// The way ([`TopKWay`]) of a top-k of `k` of `rows` rows of `row_len` keys of
+    /// `key_bytes` on this device.
+    pub(super) fn top_k_way(
+        &self,
+        key_bytes: usize,
+        (rows, row_len): (u64, u64),
+        k: u64,
+    ) -> Result<TopKWay> {
+        let program = self.top_k_program(key_bytes)?;
+        let radix_pairs = self.radix_pairs(key_bytes, (rows, row_len), k)?;
+        let device = self.top_k_device(&program, radix_pairs);
+        Ok(TopKWay::new(key_bytes, (rows, row_len), k, &device))
+    }
+
+    /// Enqueues a checked top-k on `queue` by its [`TopKWay`].
     pub(super) fn enqueue_top_k(&self, job: &TopKJob, queue: &CommandQueue) -> Result<()> {
         if job.rows == 0 {
             return Ok(());
         }
         let program = self.top_k_program(job.key_bytes)?;
-        let route = TopKRoute::new(
-            job.key_bytes,
-            (job.rows, job.row_len),
-            job.k,
-            program.max_log_tile,
-            self.radix_pairs(job)?,
-        );
+        match self.top_k_way(job.key_bytes, (job.rows, job.row_len), job.k)? {
+            TopKWay::Select(select) => self.enqueue_select(&program, job, &select, queue),
+            TopKWay::Filtered(filter) => self.enqueue_filtered(&program, job, &filter, queue),
+            TopKWay::Route(route) => self.enqueue_route(&program, job, &route, queue),
+        }
+    }
+
+    /// Enqueues a checked top-k on `queue` by `route`.
+    fn enqueue_route(
+        &self,
+        program: &TopKProgram,
+        job: &TopKJob,
+        route: &TopKRoute,
+        queue: &CommandQueue,
+    ) -> Result<()> {
         let n = job.rows * job.row_len;
-        let requested = match &route {
-            TopKRoute::Tiles(plan) => {
-                let second = plan
-                    .passes
-                    .get(1)
-                    .map_or(1, |p| job.rows * p.tiles * plan.run());
-                (plan.scratch_words(job.rows) + second) * 8
-            }
+        let requested = match route {
+            TopKRoute::Tiles(plan) => tiles_bytes(plan, job.rows),
             TopKRoute::SortWords => n * 8,
             TopKRoute::SortRanked => n * 20,
             TopKRoute::SortPairs => 0,
@@ -246,9 +355,9 @@ impl OpenClBackend {
         // The temporary buffers are released when this returns: OpenCL keeps a memory
         // object alive until the commands enqueued on it have finished.
         let mut temporaries: Vec<Buffer<u8>> = Vec::new();
-        let (words, stride) = match &route {
+        let (words, stride) = match route {
             TopKRoute::SortPairs => {
-                self.launch_elements(&program, queue, n, requested, |kernels, args| {
+                self.launch_elements(program, queue, n, requested, |kernels, args| {
                     args.kernel = &kernels.positions;
                     args.buffer(job.keys)?;
                     args.buffer(job.values)?;
@@ -268,21 +377,16 @@ impl OpenClBackend {
                 );
             }
             TopKRoute::Tiles(plan) => {
-                let second = plan
-                    .passes
-                    .get(1)
-                    .map_or(1, |p| job.rows * p.tiles * plan.run());
-                temporaries.push(alloc(plan.scratch_words(job.rows) * 8)?);
-                temporaries.push(alloc(second * 8)?);
-                let scratch = [temporaries[0].get(), temporaries[1].get()];
-                let last = self.enqueue_tiles(&program, plan, job, scratch, queue, requested)?;
+                let scratch = self.tiles_scratch(plan, job.rows, requested, &mut temporaries)?;
+                let last =
+                    self.enqueue_tiles(program, plan, job, None, scratch, queue, requested)?;
                 (scratch[last], plan.run())
             }
             TopKRoute::SortWords => {
                 temporaries.push(alloc(n * 8)?);
                 let words = temporaries[0].get();
-                self.launch_elements(&program, queue, n, requested, |kernels, args| {
-                    args.kernel = &kernels.narrow()?[1];
+                self.launch_elements(program, queue, n, requested, |kernels, args| {
+                    args.kernel = &kernels.narrow()?.compose;
                     args.buffer(job.keys)?;
                     args.buffer(words)?;
                     args.u64(n)?;
@@ -297,7 +401,7 @@ impl OpenClBackend {
                     temporaries.push(alloc(bytes)?);
                 }
                 let [copy, positions, words] = [0, 1, 2].map(|i| temporaries[i].get());
-                self.launch_elements(&program, queue, n, requested, |kernels, args| {
+                self.launch_elements(program, queue, n, requested, |kernels, args| {
                     args.kernel = &kernels.positions;
                     args.buffer(job.keys)?;
                     args.buffer(copy)?;
@@ -314,7 +418,7 @@ impl OpenClBackend {
                     n,
                     queue,
                 )?;
-                self.launch_elements(&program, queue, n, requested, |kernels, args| {
+                self.launch_elements(program, queue, n, requested, |kernels, args| {
                     args.kernel = kernels.rank()?;
                     args.buffer(copy)?;
                     args.buffer(positions)?;
@@ -327,8 +431,24 @@ impl OpenClBackend {
                 (words, job.row_len)
             }
         };
+        self.enqueue_take(program, job, (words, stride), queue, requested)
+    }
+
+    /// The answer from rows of sorted words, `stride` apart in `words`: each row's first
+    /// `k` positions into the indices and the keys there into the values (`top_k_take`).
+    fn enqueue_take(
+        &self,
+        program: &TopKProgram,
+        job: &TopKJob,
+        (words, stride): (cl_mem, u64),
+        queue: &CommandQueue,
+        requested: u64,
+    ) -> Result<()> {
+        // `top_k_take(words, keys, values, indices, rows, stride, row_len, k)`: each row's
+        // first `k` words lie within its `stride` words, their positions within its
+        // `row_len` keys, and the outputs hold `rows * k` (checked).
         self.launch_elements(
-            &program,
+            program,
             queue,
             job.rows * job.k,
             requested,
@@ -378,8 +498,7 @@ impl OpenClBackend {
     }
 
     /// Sets one element-wise kernel's arguments with `set` (which picks the kernel) and
-    /// enqueues it over `n` elements; nothing for none. On a CPU device it runs alone and
-    /// is waited for, as the sorts do (see `CPU_DEVICE_RUNS`).
+    /// enqueues it over `n` elements; nothing for none.
     fn launch_elements(
         &self,
         program: &TopKProgram,
@@ -391,6 +510,23 @@ impl OpenClBackend {
         if n == 0 {
             return Ok(());
         }
+        let local = program.group;
+        let groups = n.div_ceil(local as u64);
+        self.launch_groups(program, queue, (groups, local), requested, set)
+    }
+
+    /// Sets one kernel's arguments with `set` (which picks the kernel) and enqueues it over
+    /// `groups` work-groups (at most [`MAX_ELEMENT_GROUPS`]; every kernel loops over the
+    /// rest) of `local` items. On a CPU device it runs alone and is waited for, as the sorts
+    /// do (see `CPU_DEVICE_RUNS`).
+    fn launch_groups(
+        &self,
+        program: &TopKProgram,
+        queue: &CommandQueue,
+        (groups, local): (u64, usize),
+        requested: u64,
+        set: impl for<'k> FnOnce(&'k TopKKernels, &mut Args<'k>) -> Result<()>,
+    ) -> Result<()> {
         let on_cpu = self.info.device_type == DeviceType::Cpu;
         let _one_at_a_time = on_cpu.then(|| hold(&CPU_DEVICE_RUNS));
         let kernels = program
@@ -402,64 +538,15 @@ impl OpenClBackend {
             index: 0,
         };
         set(&kernels, &mut args)?;
-        let local = program.group;
-        let groups = n.div_ceil(local as u64).min(MAX_ELEMENT_GROUPS) as usize;
+        let groups = groups.clamp(1, MAX_ELEMENT_GROUPS) as usize;
         // SAFETY: `set` set every argument of the kernel it chose, with the types it declares
-        // and buffers that hold the elements it visits (each caller's comment on its kernel).
+        // and buffers that hold the elements it visits (each caller's comment on its kernel);
+        // every kernel of the program loops over the work past the launch's groups.
         unsafe { self.enqueue_kernel(queue, args.kernel, groups, local, requested) }?;
         if on_cpu {
             queue.finish().map_err(driver("clFinish"))?;
         }
         Ok(())
-    }
-
-    /// Enqueues the bitonic top-k's passes on `queue`: the first reads the keys, pass `i`
-    /// writes `scratch[i % 2]` (the first is the larger) and each later one reads the other.
-    /// Returns the index of the buffer that holds the result.
-    fn enqueue_tiles(
-        &self,
-        program: &TopKProgram,
-        plan: &TopKPlan,
-        job: &TopKJob,
-        scratch: [cl_mem; 2],
-        queue: &CommandQueue,
-        requested: u64,
-    ) -> Result<usize> {
-        let on_cpu = self.info.device_type == DeviceType::Cpu;
-        let _one_at_a_time = on_cpu.then(|| hold(&CPU_DEVICE_RUNS));
-        let kernels = program
-            .kernels
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let tiles = &kernels.narrow()?[0];
-        let rows = job.rows;
-        for (i, pass) in plan.passes.iter().enumerate() {
-            let mut args = Args {
-                kernel: tiles,
-                index: 0,
-            };
-            args.buffer(job.keys)?;
-            args.buffer(scratch[(i + 1) % 2])?;
-            args.buffer(scratch[i % 2])?;
-            args.u64(pass.len)?;
-            args.u64(rows)?;
-            args.u64(pass.tiles)?;
-            args.u32(pass.log_tile)?;
-            args.u32(plan.log_k)?;
-            args.u32(job.encoding.code())?;
-            args.u32(u32::from(pass.from_keys))?;
-            args.local(padded_words(pass.log_tile) * 8)?;
-            let local = program.group.min(1 << (pass.log_tile - 1));
-            let groups = (rows * pass.tiles).min(1 << 20) as usize;
-            // SAFETY: every argument was set above with the type the kernel declares; each
-            // work-group reads its row's `len` elements and writes its run of K inside the
-            // output buffer, which holds `rows * tiles * K` words.
-            unsafe { self.enqueue_kernel(queue, tiles, groups, local, requested) }?;
-        }
-        if on_cpu {
-            queue.finish().map_err(driver("clFinish"))?;
-        }
-        Ok((plan.passes.len() - 1) % 2)
     }
 }
 

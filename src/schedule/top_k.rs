@@ -94,12 +94,16 @@ impl TopKPlan {
 mod filter;
 mod select;
 
-#[cfg(all(test, feature = "cuda"))]
+#[cfg(all(test, any(feature = "cuda", feature = "opencl")))]
 pub(crate) use filter::sample_position;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) use filter::{
+    FilterDevice, TopKCandidates, TopKFilter, candidates_select_bytes, sample_bytes,
+};
 #[cfg(feature = "cuda")]
-pub(crate) use filter::{FilterDevice, TopKCandidates, TopKFilter, candidates_select_bytes};
-#[cfg(feature = "cuda")]
-pub(crate) use select::{SELECT_BLOCK_BYTES, TopKSelect};
+pub(crate) use select::SELECT_BLOCK_BYTES;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) use select::TopKSelect;
 
 /// How a top-k of device-resident keys runs: every route ends with each row's first `k`
 /// words of sorted composite words, whose low halves are positions.
@@ -153,6 +157,72 @@ impl TopKRoute {
             Some(plan) => TopKRoute::Tiles(plan),
             None => TopKRoute::SortWords,
         }
+    }
+}
+
+/// What a backend's top-k takes from its device to choose its way ([`TopKWay::new`]).
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TopKDevice {
+    /// log2 of the largest top-k tile in words.
+    pub(crate) max_log_tile: u32,
+    /// Whether the backend sorts one row of (key, `u32` position) pairs of the job's key
+    /// width by its radix sort ([`TopKRoute::new`]).
+    pub(crate) radix_pairs: bool,
+    /// On-chip bytes one row of the short rows' select may take ([`TopKSelect::row_bytes`];
+    /// 0: never that way).
+    pub(crate) select_bytes: u32,
+    /// What the candidate filter takes from the device; `None`: never filtered.
+    pub(crate) filter: Option<FilterDevice>,
+}
+
+/// How a top-k of device-resident keys runs, the same choice on every GPU backend: short
+/// rows by the on-chip select, long rows of keys of at most 32 bits through the candidate
+/// filter, everything else by its [`TopKRoute`].
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TopKWay {
+    /// Rows short enough for [`TopKSelect`], whose on-chip bytes the device gives.
+    Select(TopKSelect),
+    /// Long rows whose [`TopKFilter`] pays: its candidates become the top k as
+    /// [`TopKFilter::candidates`] says.
+    Filtered(TopKFilter),
+    /// Every other job.
+    Route(TopKRoute),
+}
+
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+impl TopKWay {
+    /// The way for `rows` rows of `row_len` keys of `key_bytes` (`1 <= k <= row_len`) on
+    /// `device`. The select first (one launch, one read of each key), then the filter in
+    /// front of the routes that select from composite words (the tiles and the sort of
+    /// words; the whole row's sort of pairs and the wide keys' ranks hold no position in a
+    /// word to filter by), then the route.
+    pub(crate) fn new(
+        key_bytes: usize,
+        (rows, row_len): (u64, u64),
+        k: u64,
+        device: &TopKDevice,
+    ) -> TopKWay {
+        if let Some(select) = TopKSelect::new(key_bytes, row_len, k)
+            && select.row_bytes <= device.select_bytes
+        {
+            return TopKWay::Select(select);
+        }
+        let route = TopKRoute::new(
+            key_bytes,
+            (rows, row_len),
+            k,
+            device.max_log_tile,
+            device.radix_pairs,
+        );
+        if matches!(route, TopKRoute::Tiles(_) | TopKRoute::SortWords)
+            && let Some(filter_device) = device.filter
+            && let Some(filter) = TopKFilter::new(rows, row_len, k, filter_device)
+        {
+            return TopKWay::Filtered(filter);
+        }
+        TopKWay::Route(route)
     }
 }
 
@@ -304,6 +374,83 @@ mod tests {
             assert_eq!(route(4, (1, long), long), narrow);
             assert_eq!(route(8, (1, long), long), wide);
         }
+    }
+
+    #[cfg(any(feature = "cuda", feature = "opencl"))]
+    #[test]
+    fn ways_take_the_select_then_the_filter_then_the_route() {
+        let filter = FilterDevice {
+            max_log_tile: 12,
+            select_bytes: 47 * 1024,
+            multiprocessors: 4,
+        };
+        let device = TopKDevice {
+            max_log_tile: 12,
+            radix_pairs: true,
+            select_bytes: 47 * 1024,
+            filter: Some(filter),
+        };
+        let way =
+            |key_bytes, shape, k, device: &TopKDevice| TopKWay::new(key_bytes, shape, k, device);
+        // Short rows of narrow keys: the select, unless its bytes pass the device's.
+        assert!(matches!(
+            way(4, (100, 1024), 32, &device),
+            TopKWay::Select(_)
+        ));
+        assert!(matches!(
+            way(2, (1, 4096), 256, &device),
+            TopKWay::Select(_)
+        ));
+        let small = TopKDevice {
+            select_bytes: 4096,
+            ..device
+        };
+        assert!(matches!(
+            way(4, (100, 1024), 32, &small),
+            TopKWay::Route(TopKRoute::Tiles(_))
+        ));
+        // Long rows of narrow keys: the filter, in front of the tiles and of the sort of words.
+        for (k, candidates) in [(100, "select"), (2048, "sort")] {
+            match way(4, (4, 40_000), k, &device) {
+                TopKWay::Filtered(f) => {
+                    assert_eq!(f, TopKFilter::new(4, 40_000, k, filter).unwrap());
+                    let name = match f.candidates {
+                        TopKCandidates::Select => "select",
+                        TopKCandidates::Tiles(_) => "tiles",
+                        TopKCandidates::Sort => "sort",
+                    };
+                    assert_eq!(name, candidates);
+                }
+                other => panic!("{k}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            way(4, (1, 1 << 20), 16_384, &device),
+            TopKWay::Filtered(_)
+        ));
+        // No filter on the device, wide keys, rows too short for it, the whole row's sort of
+        // pairs.
+        let unfiltered = TopKDevice {
+            filter: None,
+            ..device
+        };
+        assert!(matches!(
+            way(4, (4, 40_000), 100, &unfiltered),
+            TopKWay::Route(TopKRoute::Tiles(_))
+        ));
+        assert_eq!(
+            way(8, (4, 40_000), 100, &device),
+            TopKWay::Route(TopKRoute::SortRanked)
+        );
+        assert!(matches!(
+            way(4, (4, 5000), 100, &device),
+            TopKWay::Route(TopKRoute::Tiles(_))
+        ));
+        let long = 1 << 24;
+        assert_eq!(
+            way(4, (1, long), long, &device),
+            TopKWay::Route(TopKRoute::SortPairs)
+        );
     }
 
     #[test]

@@ -10,9 +10,11 @@ use super::super::kernels::launch_kernel;
 use super::{CudaBackend, StreamBuffers, TopKJob, narrow};
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernel_contract::{TOP_K_FILTER_CHUNK_BYTES, TOP_K_RADIX_WORDS, TOP_K_THREADS};
+use crate::kernel_contract::{TOP_K_FILTER_CHUNK_BYTES, TOP_K_THREADS};
 use crate::keys::{KeyEncoding, KeyKind};
-use crate::schedule::top_k::{TopKCandidates, TopKFilter, TopKPlan, candidates_select_bytes};
+use crate::schedule::top_k::{
+    TopKCandidates, TopKFilter, TopKPlan, candidates_select_bytes, sample_bytes,
+};
 
 /// The candidate filter's counts, for the first tile pass over its candidates (`RowFilter`
 /// in `cuda/top_k.cuh`): a row holds its count of words, or, where the count lies outside
@@ -268,11 +270,4 @@ impl CudaBackend {
             )
         }
     }
-}
-
-/// Shared bytes of a block of the sample of `2^log_sample` keys: the keys, the radix select's
-/// counts and three words (the rank's last key, the picks taken, whether the block is its
-/// row's last). The kernel has no static shared memory, so this is all a launch asks for.
-pub(super) fn sample_bytes(log_sample: u32) -> u32 {
-    (4 << log_sample) + 4 * (TOP_K_RADIX_WORDS + 3)
 }

@@ -24,14 +24,14 @@ impl CudaBackend {
             job.row_len as u32,
             job.k as u32,
             select.log_k,
-            select.warp_bytes,
+            select.row_bytes,
             job.encoding.code(),
         );
         let grid = self.grid(job.rows.div_ceil(u64::from(select.warps)));
         // SAFETY: `top_k_select_<key>(const K *keys, K *values, u32 *indices, u64 rows, u32
         // len, u32 k, u32 log_k, u32 warp_bytes, u32 encoding)`, K of `key_bytes`: each warp
         // reads one row's `len` keys and writes its `k` values and positions (the outputs
-        // hold `rows * k`, checked), using `warp_bytes` of the block's shared memory, which
+        // hold `rows * k`, checked), using `warp_bytes` (the select's `row_bytes`) of the block's shared memory, which
         // `TopKSelect` sized for its words, counts and keys and which the kernel was loaded
         // to allow; the block is `warps` whole warps.
         unsafe {

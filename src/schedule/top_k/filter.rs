@@ -1,5 +1,5 @@
-//! The candidate filter in front of the top-k of long rows on CUDA: its sample, threshold
-//! and capacity, and how a row's candidates become its top k.
+//! The candidate filter in front of the top-k of long rows on the GPU backends: its sample,
+//! threshold and capacity, and how a row's candidates become its top k.
 
 use super::{TOP_K_MAX_LOG_TILE, TopKPlan};
 use crate::kernel_contract::{TOP_K_RADIX_WORDS, padded_words};
@@ -34,7 +34,9 @@ const SORT_CANDIDATES_FROM_LOG_K: u32 = 10;
 ///    equal strata ([`sample_position`]), gives the threshold: the sample's `rank`-th
 ///    smallest word. Where rows are fewer than the multiprocessors, a row's sample spreads
 ///    over several blocks and grows: the blocks run side by side, and a larger sample
-///    brings the threshold nearer the row's `k`-th word, so fewer slots;
+///    brings the threshold nearer the row's `k`-th word, so fewer slots (CUDA's last block of
+///    a row to arrive combines their picks; OpenCL, which promises no order between
+///    work-groups, combines them in a launch of its own);
 /// 2. one pass keeps the words at or below the threshold, at most `capacity` per row, and
 ///    counts them;
 /// 3. each row's candidates become its top k as [`TopKFilter::candidates`] says: selected
@@ -50,7 +52,7 @@ const SORT_CANDIDATES_FROM_LOG_K: u32 = 10;
 /// into its first slots ([`TopKFilter::rescues`]; `top_k_exact` in `cuda/top_k_filter.cuh`),
 /// which the candidates' step then reads instead of its count: the answer is never wrong,
 /// only slower.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct TopKFilter {
     /// log2 of the sampled words of a row; at most the row length.
@@ -77,13 +79,22 @@ pub(crate) const CANDIDATES_SELECT_MAX_LOG_K: u32 = 11;
 /// over `capacity` slots with `K = 2^log_k`: the slots, the `K` padded words, the radix
 /// select's counts and the count of slots taken. The kernel has no static shared memory, so
 /// this is all a launch asks for.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub(crate) fn candidates_select_bytes(capacity: u64, log_k: u32) -> u64 {
     8 * capacity + 8 * padded_words(log_k) + 4 * (u64::from(TOP_K_RADIX_WORDS) + 1)
 }
 
+/// On-chip bytes of a block (work-group) of the sample of `2^log_sample` keys: the keys, the
+/// radix select's counts and three words (the rank's last key, the picks taken, and on CUDA
+/// whether the block is its row's last). The kernels have no static on-chip memory, so this
+/// is all a launch asks for.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) fn sample_bytes(log_sample: u32) -> u32 {
+    (4 << log_sample) + 4 * (TOP_K_RADIX_WORDS + 3)
+}
+
 /// How the filter's candidates of a row become its top k.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum TopKCandidates {
     /// One block per row loads its candidates into shared memory, finds the `k`-th smallest
@@ -100,7 +111,7 @@ pub(crate) enum TopKCandidates {
     Sort,
 }
 
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 impl TopKCandidates {
     /// The way for rows of `capacity` candidates and `k`, with tiles of at most
     /// `2^max_log_tile` words and at most `select_bytes` of shared memory for a block of
@@ -135,7 +146,7 @@ pub(crate) struct FilterDevice {
     pub(crate) multiprocessors: u32,
 }
 
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 impl TopKFilter {
     /// The filter for `k` of `rows` rows of `row_len` (`1 <= k <= row_len`) on `device`,
     /// or `None` where the rows are too short for it to pay: the candidates would be more
@@ -201,7 +212,7 @@ impl TopKFilter {
 
     /// Whether a row whose filter kept `count` words must be selected exactly from all its
     /// keys: fewer than `k` or more than the slots hold (`top_k_exact`, and `row_words` in
-    /// `cuda/top_k.cuh`).
+    /// `cuda/top_k.cuh`, `tk_rescued` in `kernels/top_k.clh`).
     #[cfg(test)]
     pub(crate) fn rescues(&self, count: u64, k: u64) -> bool {
         count < k || count > self.capacity

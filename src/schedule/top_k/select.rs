@@ -1,10 +1,12 @@
-//! The radix selects of the CUDA top-k: the plan of short rows selected by one warp each,
-//! and the host models of the kernels' selects.
+//! The radix selects of the GPU top-k: the plan of short rows selected on chip (one warp a
+//! row on CUDA, one work-group a row on OpenCL), and the host models of the kernels' selects.
 
-/// Rows the on-chip select takes at most: a warp holds a row's ordered keys in shared memory.
+/// Rows the on-chip select takes at most: a warp (a work-group on OpenCL) holds a row's
+/// ordered keys in on-chip memory.
 const SELECT_MAX_ROW: u64 = 4096;
 
-/// log2 of the largest `K` of the on-chip select: one warp sorts the selected words.
+/// log2 of the largest `K` of the on-chip select: one warp (work-group) sorts the selected
+/// words.
 const SELECT_MAX_LOG_K: u32 = 8;
 
 /// Shared memory of a select block at most: what every CUDA device gives without an opt-in.
@@ -19,21 +21,25 @@ const SELECT_MAX_WARPS: u32 = crate::kernel_contract::TOP_K_THREADS / 32;
 /// to it, and sorts the `K` taken words. One launch that reads each key once and does work
 /// linear in the row, where the tiles' network spends `log² K` comparators on every key, so
 /// that many short rows (16384 of 1024 with k = 32) are bound by the tiles' compute. Rows of at most
-/// [`SELECT_MAX_ROW`] keys of at most 32 bits, `K` up to 2^[`SELECT_MAX_LOG_K`].
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+/// [`SELECT_MAX_ROW`] keys of at most 32 bits, `K` up to 2^[`SELECT_MAX_LOG_K`]. OpenCL runs the
+/// same select with one work-group a row (`top_k_select` in `kernels/top_k_select.clh`), which
+/// has no warp's shuffles or ballots: its counts and slots go through local memory and
+/// work-group barriers, in the same [`TopKSelect::row_bytes`].
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TopKSelect {
     /// log2 of `K`, the power of two at or above `k`.
     pub(crate) log_k: u32,
-    /// Shared bytes of one warp: `K` words of 8 bytes, the radix select's counts
-    /// (`TOP_K_RADIX_WORDS`) and the row's keys of 4 bytes, rounded up to 8.
-    pub(crate) warp_bytes: u32,
-    /// Warps (rows) of a block: as many as [`SELECT_BLOCK_BYTES`] holds, at most
+    /// On-chip bytes of one row: `K` words of 8 bytes, the radix select's counts
+    /// (`TOP_K_RADIX_WORDS`) and the row's keys of 4 bytes, rounded up to 8. A CUDA warp's
+    /// part of its block's shared memory; an OpenCL work-group's local memory.
+    pub(crate) row_bytes: u32,
+    /// Warps (rows) of a CUDA block: as many as [`SELECT_BLOCK_BYTES`] holds, at most
     /// [`SELECT_MAX_WARPS`].
     pub(crate) warps: u32,
 }
 
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 impl TopKSelect {
     /// The select for `k` of rows of `row_len` keys of `key_bytes`, or `None` where it does
     /// not apply.
@@ -44,18 +50,19 @@ impl TopKSelect {
             return None;
         }
         let counts = u64::from(crate::kernel_contract::TOP_K_RADIX_WORDS) * 4;
-        let warp_bytes = ((8u64 << log_k) + counts + 4 * row_len).next_multiple_of(8) as u32;
-        let warps = (SELECT_BLOCK_BYTES / warp_bytes).clamp(1, SELECT_MAX_WARPS);
+        let row_bytes = ((8u64 << log_k) + counts + 4 * row_len).next_multiple_of(8) as u32;
+        let warps = (SELECT_BLOCK_BYTES / row_bytes).clamp(1, SELECT_MAX_WARPS);
         Some(TopKSelect {
             log_k,
-            warp_bytes,
+            row_bytes,
             warps,
         })
     }
 
-    /// The block's dynamic shared memory.
+    /// The CUDA block's dynamic shared memory.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn block_bytes(&self) -> u32 {
-        self.warps * self.warp_bytes
+        self.warps * self.row_bytes
     }
 }
 
@@ -186,12 +193,9 @@ mod tests {
             }
         }
         let select = TopKSelect::new(4, 1024, 32).unwrap();
-        assert_eq!(
-            (select.log_k, select.warp_bytes, select.warps),
-            (5, 5392, 8)
-        );
+        assert_eq!((select.log_k, select.row_bytes, select.warps), (5, 5392, 8));
         let widest = TopKSelect::new(2, SELECT_MAX_ROW, 256).unwrap();
-        assert!(widest.block_bytes() <= SELECT_BLOCK_BYTES && widest.warp_bytes.is_multiple_of(8));
+        assert!(widest.block_bytes() <= SELECT_BLOCK_BYTES && widest.row_bytes.is_multiple_of(8));
         assert!(TopKSelect::new(8, 1024, 32).is_none());
         assert!(TopKSelect::new(4, SELECT_MAX_ROW + 1, 32).is_none());
         assert!(TopKSelect::new(4, 1024, 257).is_none());
