@@ -1,5 +1,5 @@
 //! The device path: tensors on a candle CUDA device sorted where they are, on candle's own
-//! stream, by the sorter's CUDA backend ([`bitonic::cuda::CudaBackend`]'s raw-pointer calls).
+//! stream, by the sorter's CUDA backend ([`bitonic::cuda::CudaBackend`]'s calls on cudarc buffers).
 //!
 //! Each call is a [`CustomOp1`] applied to the contiguous tensor: its `cuda_fwd` allocates the
 //! outputs on the tensor's device and enqueues the sort on the device's stream, after the
@@ -11,7 +11,7 @@ use std::cell::Cell;
 use bitonic::cuda::CudaBackend;
 use bitonic::{Order, Sorter, WordKey};
 use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr};
+use candle_core::cuda_backend::cudarc::driver::DeviceRepr;
 use candle_core::cuda_backend::{CudaDType, CudaStorage};
 use candle_core::op::BackpropOp;
 use candle_core::{
@@ -189,58 +189,40 @@ impl DeviceSort<'_> {
                 self.name()
             );
         };
-        // The stream waits for the keys' last writes; the guard records this read when dropped,
-        // after the sort is enqueued.
-        let (keys_ptr, _keys_read) = keys.device_ptr(&stream);
         let out_len = match &self.top_k {
             None => len,
             Some(top) => len / self.row_len * top.k,
         };
         // SAFETY: the sort writes every one of the `out_len` positions before any work that
-        // reads them (on this stream, or on another after candle's events) runs.
+        // reads them (on this stream, or on another after cudarc's events) runs.
         let mut indices = unsafe { device.alloc::<u32>(out_len)? };
-        let (indices_ptr, indices_written) = indices.device_ptr_mut(&stream);
+        // bitonic's cudarc calls make the stream wait for the keys' last writes and record
+        // their own work for the buffers' later users, as candle's kernels do.
         let enqueued = match &self.top_k {
-            // SAFETY: `keys_ptr` holds the `len` keys of type `K` and `indices_ptr` room for
-            // `len` positions, both on `stream`'s device; the storages outlive the enqueue, and
-            // their memory is freed only after the sort (cudarc frees on this stream after the
-            // events the guards record, or synchronizes it first). Nothing else writes them
-            // meanwhile: candle enqueues its work on this stream, or waits for those events.
-            None => unsafe {
-                self.cuda.argsort_device_rows_raw::<K>(
-                    keys_ptr,
-                    len,
-                    self.row_len,
-                    self.order,
-                    indices_ptr,
-                    stream.cu_stream().cast(),
-                )
-            },
+            None => self.cuda.argsort_device_rows_cudarc(
+                &keys,
+                self.row_len,
+                self.order,
+                &mut indices,
+                &stream,
+            ),
             Some(top) => {
                 // SAFETY: as for `indices`: the top-k writes each of the `out_len` values.
                 let mut values = unsafe { device.alloc::<K>(out_len)? };
-                let (values_ptr, values_written) = values.device_ptr_mut(&stream);
-                // SAFETY: as for the argsort, with `values_ptr` room for `out_len` keys of
-                // type `K` and `indices_ptr` for as many positions.
-                let enqueued = unsafe {
-                    self.cuda.top_k_device_rows_raw::<K>(
-                        keys_ptr,
-                        len,
-                        self.row_len,
-                        top.k,
-                        self.order,
-                        values_ptr,
-                        indices_ptr,
-                        stream.cu_stream().cast(),
-                    )
-                };
-                drop(values_written);
+                let enqueued = self.cuda.top_k_device_rows_cudarc(
+                    &keys,
+                    self.row_len,
+                    top.k,
+                    self.order,
+                    &mut values,
+                    &mut indices,
+                    &stream,
+                );
                 top.values
                     .set(Some(CudaStorage::wrap_cuda_slice(values, device.clone())));
                 enqueued
             }
         };
-        drop(indices_written);
         enqueued.map_err(|e| {
             candle_core::Error::Msg(format!("{}: bitonic's CUDA sort: {e}", self.name()))
         })?;
