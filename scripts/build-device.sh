@@ -3,8 +3,8 @@
 # the `bitonic` command with CUDA and OpenCL (not the test-only fault injection), and, with
 # every feature, the test suite, the 2^32+3 test, properties, threads, the fault-injection
 # test (faults), Arrow, top-k, scaling (sorts in ranges), spread (device-resident sorts over
-# several GPUs) and the library's unit tests; the candle crate's device tests; and the argsort
-# timing example.
+# several GPUs) and the library's unit tests; the candle crate's device tests and bench; and the
+# argsort timing example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -33,6 +33,10 @@ for line in sys.stdin:
         shutil.copy(m["executable"], ".device/candle_cuda")
         print("built candle_cuda", file=sys.stderr)
 '
+# The candle bench (candle/examples/bench.rs): our argsort and top-k against candle's and
+# torch's at vocabulary shapes, run with the CUDA 13 libraries as `gpu-check.sh candle` finds them.
+cargo build --release -p bitonic-candle --features cuda --example bench
+cp "$CARGO_TARGET_DIR"/release/examples/bench .device/candle_bench
 # The argsort timing (examples/stable_roundtrip.rs), on CUDA.
 cargo build --release -p bitonic --features cuda --example stable_roundtrip
 cp "$CARGO_TARGET_DIR"/release/examples/stable_roundtrip .device/stable_roundtrip

@@ -10,7 +10,8 @@
 #   scripts/gpu-check.sh scaling    host slices past device memory and over every GPU, timed
 #                                   (2^30 and 2^34 u32, 2^32 u64 pairs: 200 GiB of host memory)
 #   scripts/gpu-check.sh spread     2^30 u32 in device memory: one GPU, then spread over 2 and 4
-#   scripts/gpu-check.sh candle     candle tensors sorted on the device (candle/tests/cuda.rs), with
+#   scripts/gpu-check.sh candle     candle tensors sorted on the device (candle/tests/cuda.rs) and
+#                                   the candle bench (candle/examples/bench.rs), with
 #                                   the CUDA libraries candle links found in Python's nvidia
 #                                   packages (torch's), CUDA required
 #
@@ -96,6 +97,14 @@ PY
                     timeout 300 .device/candle_cuda > "$out/candle.txt" 2>&1 || status=1
                 grep -E "^test result|FAILED|panicked|did not run" "$out/candle.txt" | head -n 10 \
                     || tail -n 3 "$out/candle.txt"
+                if [ -x .device/candle_bench ]; then
+                    # Ours against candle's kernel, candle's host path and torch (python3).
+                    LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+                        timeout 400 .device/candle_bench > "$out/candle_bench.txt" 2>&1 || status=1
+                    cat "$out/candle_bench.txt"
+                else
+                    echo "candle_bench: not built"; status=1
+                fi
             fi ;;
         bench)
             step "bench"
