@@ -256,6 +256,35 @@ mod cuda_bench {
             .map_or("-".into(), |p| format!("{:.2}x", p / ours))
     }
 
+    /// One row of the table: ours against candle and torch.
+    fn row(case: String, ours: f64, candle: &Result<f64, String>, torch: &Result<f64, String>) {
+        println!(
+            "| {case} | {ours:.3} | {} | {} | {} | {} |",
+            cell(candle),
+            cell(torch),
+            ratio(ours, candle),
+            ratio(ours, torch)
+        );
+    }
+
+    /// torch's median milliseconds of `op` on `keys`, where torch runs and `correct` accepts
+    /// its output.
+    fn torch_time<K: Key>(
+        torch: &mut Option<Torch>,
+        op: &str,
+        keys: &[K],
+        shape: (usize, usize),
+        times: (usize, usize),
+        correct: impl FnOnce(&[K]) -> bool,
+    ) -> Result<f64, String> {
+        let torch = torch.as_mut().ok_or("not run")?;
+        let (ms, out) = torch
+            .time(op, K::TORCH, keys, shape, times)
+            .map_err(|e| e.to_string())?;
+        check(&format!("torch {op}"), correct(&out)).map_err(|e| e.to_string())?;
+        Ok(ms)
+    }
+
     fn check(what: &str, ok: bool) -> Result<(), Failure> {
         if ok {
             Ok(())
@@ -282,31 +311,24 @@ mod cuda_bench {
         let candle = time(gpu, times, || t.arg_sort_last_dim(false))
             .map(|(ms, _)| ms)
             .map_err(|e| e.to_string());
-        let torch_ms = match torch {
-            Some(torch) => torch
-                .time("fsort", K::TORCH, &keys, (cols, 0), times)
-                .and_then(|(ms, sorted)| {
-                    // torch sorts ascending: each row, reversed, is ours by value.
-                    let ok = sorted.chunks(cols).zip(&want).zip(keys.chunks(cols)).all(
-                        |((got, order), row)| {
-                            got.iter()
-                                .rev()
-                                .zip(order)
-                                .all(|(g, &i)| g.total() == row[i as usize].total())
-                        },
-                    );
-                    check("torch.sort", ok).map(|()| ms)
+        // torch sorts ascending: each row, reversed, is ours by value.
+        let torch_ms = torch_time(torch, "fsort", &keys, (cols, 0), times, |sorted| {
+            sorted
+                .chunks(cols)
+                .zip(&want)
+                .zip(keys.chunks(cols))
+                .all(|((got, order), row)| {
+                    got.iter()
+                        .rev()
+                        .zip(order)
+                        .all(|(g, &i)| g.total() == row[i as usize].total())
                 })
-                .map_err(|e| e.to_string()),
-            None => Err("not run".into()),
-        };
-        println!(
-            "| argsort {} {rows} x {cols} | {ours:.3} | {} | {} | {} | {} |",
-            K::TORCH,
-            cell(&candle),
-            cell(&torch_ms),
-            ratio(ours, &candle),
-            ratio(ours, &torch_ms)
+        });
+        row(
+            format!("argsort {} {rows} x {cols}", K::TORCH),
+            ours,
+            &candle,
+            &torch_ms,
         );
         Ok(())
     }
@@ -353,26 +375,17 @@ mod cuda_bench {
             .zip(keys.chunks(cols))
             .map(|(ids, row)| ids.iter().map(|&i| row[i as usize].total()).collect())
             .collect();
-        let torch_ms = match torch {
-            Some(torch) => torch
-                .time("ftopk", K::TORCH, &keys, (cols, TOP_K), times)
-                .and_then(|(ms, values)| {
-                    let ok = values
-                        .chunks(TOP_K)
-                        .zip(&best)
-                        .all(|(got, want)| got.iter().map(|v| v.total()).eq(want.iter().copied()));
-                    check("torch.topk", ok).map(|()| ms)
-                })
-                .map_err(|e| e.to_string()),
-            None => Err("not run".into()),
-        };
-        println!(
-            "| top_k {TOP_K} {} {rows} x {cols} | {ours:.3} | {} | {} | {} | {} |",
-            K::TORCH,
-            cell(&candle),
-            cell(&torch_ms),
-            ratio(ours, &candle),
-            ratio(ours, &torch_ms)
+        let torch_ms = torch_time(torch, "ftopk", &keys, (cols, TOP_K), times, |values| {
+            values
+                .chunks(TOP_K)
+                .zip(&best)
+                .all(|(got, want)| got.iter().map(|v| v.total()).eq(want.iter().copied()))
+        });
+        row(
+            format!("top_k {TOP_K} {} {rows} x {cols}", K::TORCH),
+            ours,
+            &candle,
+            &torch_ms,
         );
         Ok(())
     }
