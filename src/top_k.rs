@@ -13,8 +13,6 @@
 //! first `k` entries of each row's stable argsort. Both give the same answer: the order is
 //! total and ties go to the lower position.
 
-use std::borrow::Cow;
-
 use crate::backend::TopKKeys;
 use crate::error::Result;
 use crate::keys::{KeyEncoding, Order, SortKey, key_of_u32, u32_kind, u32_of_key};
@@ -112,51 +110,48 @@ impl Sorter {
         if row_len as u64 > u64::from(u32::MAX) + 1 {
             return Ok(None);
         }
-        let backend = self.dispatch.backends.backend_for(keys.len());
         // 16-bit keys that the kernels encode at 16 bits cross the bus as they are: half the
-        // bytes of words, and no host pass over the keys.
-        if let Some(kind) = K::WORD16_KIND {
-            let encoding = KeyEncoding {
-                kind,
-                descending: order.is_descending(),
-            };
-            let bits = TopKKeys::U16(bytemuck::cast_slice(keys));
-            let Some((values, indices)) = backend.top_k_rows_words(bits, encoding, row_len, k)?
-            else {
+        // bytes of words, and no host pass over the keys. Other narrow keys go as their
+        // ordered words.
+        let widened: Vec<u32>;
+        let (kind, words) = if let Some(kind) = K::WORD16_KIND {
+            (kind, TopKKeys::U16(bytemuck::cast_slice(keys)))
+        } else {
+            let Some(kind) = u32_kind::<K>() else {
                 return Ok(None);
             };
-            let values = values
-                .into_iter()
-                .map(|word| bytemuck::cast(word as u16))
-                .collect();
-            return Ok(Some(TopK { values, indices, k }));
-        }
-        let Some(kind) = u32_kind::<K>() else {
-            return Ok(None);
-        };
-        let words: Cow<'_, [u32]> = if std::mem::size_of::<K>() == 4 {
-            Cow::Borrowed(bytemuck::cast_slice(keys))
-        } else {
-            // Narrow keys become their ordered words on rayon's threads: on one thread this
-            // pass over every key costs the host more than the device's whole selection.
-            let mut words = vec![0u32; keys.len()];
-            crate::rayon_lock::for_pieces(&mut words, keys, WIDEN_PIECE, |words, keys| {
-                for (word, &key) in words.iter_mut().zip(keys) {
-                    *word = u32_of_key(key);
-                }
-            });
-            Cow::Owned(words)
+            if std::mem::size_of::<K>() == 4 {
+                (kind, TopKKeys::U32(bytemuck::cast_slice(keys)))
+            } else {
+                // On rayon's threads: on one thread this pass over every key costs the host
+                // more than the device's whole selection.
+                let mut words = vec![0u32; keys.len()];
+                crate::rayon_lock::for_pieces(&mut words, keys, WIDEN_PIECE, |words, keys| {
+                    for (word, &key) in words.iter_mut().zip(keys) {
+                        *word = u32_of_key(key);
+                    }
+                });
+                widened = words;
+                (kind, TopKKeys::U32(&widened))
+            }
         };
         let encoding = KeyEncoding {
             kind,
             descending: order.is_descending(),
         };
-        let Some((values, indices)) =
-            backend.top_k_rows_words(TopKKeys::U32(&words), encoding, row_len, k)?
-        else {
+        let backend = self.dispatch.backends.backend_for(keys.len());
+        let Some((values, indices)) = backend.top_k_rows_words(words, encoding, row_len, k)? else {
             return Ok(None);
         };
-        let values = values.into_iter().map(key_of_u32).collect();
+        // The values are the words the device was given: 16-bit keys' own bits, or the
+        // 32-bit words above.
+        let values = values
+            .into_iter()
+            .map(|word| match words {
+                TopKKeys::U16(_) => bytemuck::cast(word as u16),
+                TopKKeys::U32(_) => key_of_u32(word),
+            })
+            .collect();
         Ok(Some(TopK { values, indices, k }))
     }
 }
