@@ -6,13 +6,22 @@
 //!
 //! Environment: `NVCC` (the compiler to use), `CUDA_PATH` / `CUDA_HOME` (toolkit roots whose
 //! `bin/nvcc` is tried next), `BITONIC_CUDA_ARCH` (the `-arch` value, default `compute_75`:
-//! PTX that the driver JIT-compiles for every GPU from Turing on).
+//! PTX that the driver JIT-compiles for every GPU from Turing on), `BITONIC_PTX_CACHE` (the
+//! directory of compiled PTX kept between builds, default `bitonic-ptx` beside the profile
+//! directories of the target directory; `off` keeps none).
+//!
+//! Cargo runs this script again for every new set of the crate's features, and the PTX does
+//! not depend on them: each file is kept under a hash of what it does depend on (the nvcc
+//! binary and its version, the architecture, the flags and every source and header), so a
+//! build under other features, or in another profile, copies it instead of compiling again.
 
 use std::env;
 use std::path::{Path, PathBuf};
 
 #[path = "build/nvcc.rs"]
 mod nvcc;
+#[path = "build/ptx_cache.rs"]
+mod ptx_cache;
 
 const DEFAULT_ARCH: &str = "compute_75";
 
@@ -23,6 +32,8 @@ fn main() {
         return;
     }
     println!("cargo:rerun-if-env-changed=BITONIC_CUDA_ARCH");
+    println!("cargo:rerun-if-env-changed=BITONIC_PTX_CACHE");
+    println!("cargo:rerun-if-changed=build/ptx_cache.rs");
     println!("cargo:rerun-if-changed=cuda");
     println!("cargo:rerun-if-changed=kernels/contract.h");
     let manifest_dir =
@@ -63,12 +74,27 @@ fn main() {
             jobs.push((source, out_dir.join(format!("{stem}{suffix}.ptx")), arch));
         }
     }
+    let cache = ptx_cache::PtxCache::open(&out_dir, &nvcc, &include);
     let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = jobs
             .iter()
             .map(|(source, ptx, arch)| {
-                let (nvcc, include) = (&nvcc, &include);
-                scope.spawn(move || nvcc::compile_ptx(nvcc, source, ptx, arch, include))
+                let (nvcc, include, cache) = (&nvcc, &include, &cache);
+                scope.spawn(move || {
+                    let kept = cache
+                        .as_ref()
+                        .and_then(|c| Some((c, c.key(source, arch, nvcc::PTX_FLAGS)?)));
+                    if let Some((cache, key)) = &kept {
+                        if cache.fetch(key, ptx) {
+                            return Ok(());
+                        }
+                    }
+                    nvcc::compile_ptx(nvcc, source, ptx, arch, include)?;
+                    if let Some((cache, key)) = &kept {
+                        cache.store(key, ptx);
+                    }
+                    Ok(())
+                })
             })
             .collect();
         handles

@@ -33,6 +33,9 @@ pub fn find_nvcc() -> Result<PathBuf, String> {
     })
 }
 
+/// The flags every PTX is compiled with, besides `-arch` and the include directories.
+pub const PTX_FLAGS: &[&str] = &["-O3", "-lineinfo", "-std=c++17"];
+
 /// Compiles `source` to `ptx` for the virtual architecture `arch`, with the `include`
 /// directories on the header search path. nvcc's warnings are passed on as cargo warnings.
 pub fn compile_ptx(
@@ -49,7 +52,7 @@ pub fn compile_ptx(
     let output = command
         .arg("--ptx")
         .arg(format!("-arch={arch}"))
-        .args(["-O3", "-lineinfo", "-std=c++17"])
+        .args(PTX_FLAGS)
         .arg("-o")
         .arg(ptx)
         .arg(source)
