@@ -84,10 +84,10 @@ fn main() {
                     let kept = cache
                         .as_ref()
                         .and_then(|c| Some((c, c.key(source, arch, nvcc::PTX_FLAGS)?)));
-                    if let Some((cache, key)) = &kept {
-                        if cache.fetch(key, ptx) {
-                            return Ok(());
-                        }
+                    if let Some((cache, key)) = &kept
+                        && cache.fetch(key, ptx)
+                    {
+                        return Ok(());
                     }
                     nvcc::compile_ptx(nvcc, source, ptx, arch, include)?;
                     if let Some((cache, key)) = &kept {

@@ -13,10 +13,12 @@
 //!   `top_k`, one draw a row on the host, against the same with every row of probabilities
 //!   copied to the host and sorted there (what `LogitsProcessor` does for top-k with top-p).
 //!
-//! Our times and candle's are wall-clock milliseconds from the call to the device's
-//! synchronization (so they include launches and allocations); torch's come from CUDA
-//! events around its op, by `bench/scripts/torch_peer.py` (the bench crate's peer script).
-//! Medians of `--runs` after `--warmup` untimed runs. Ours is checked bit for bit against
+//! Device times come from CUDA events on the op's stream around the op, ours and candle's
+//! kernel on candle's stream as torch's on its own (by `bench/scripts/torch_peer.py`, the
+//! bench crate's peer script): the launches count where the device waits for them. Ours is
+//! also given as wall-clock time from the call to the device's synchronization; candle's host
+//! path and the sampling case, which end on the host, have only that. Medians of `--runs`
+//! after `--warmup` untimed runs. Ours is checked bit for bit against
 //! candle's CPU `arg_sort_last_dim` of the same keys; torch's sorted keys and top values
 //! against a host sort.
 
@@ -39,6 +41,8 @@ mod cuda_bench {
     use std::time::Instant;
 
     use bitonic::{Order, Sorter};
+    use candle_core::cuda_backend::cudarc::driver::DriverError;
+    use candle_core::cuda_backend::cudarc::driver::sys::CUevent_flags;
     use candle_core::{D, DType, Device, Tensor};
     use half::bf16;
 
@@ -88,28 +92,54 @@ mod cuda_bench {
         Ok(options)
     }
 
-    /// The median of `runs` timed calls of `f` after `warmup` untimed ones, in milliseconds,
-    /// each ending with the device's synchronization; or `f`'s first error.
+    /// Median milliseconds of a timed call: between CUDA events on candle's stream, and on
+    /// the host's clock from the call to the device's synchronization.
+    #[derive(Clone, Copy)]
+    struct Times {
+        events: f64,
+        wall: f64,
+    }
+
+    fn driver(e: DriverError) -> candle_core::Error {
+        candle_core::Error::Msg(format!("CUDA events: {e}"))
+    }
+
+    /// The medians of `runs` timed calls of `f` after `warmup` untimed ones, each ending with
+    /// the device's synchronization; or `f`'s first error.
     fn time<T>(
         device: &Device,
         (warmup, runs): (usize, usize),
         mut f: impl FnMut() -> candle_core::Result<T>,
-    ) -> candle_core::Result<(f64, T)> {
+    ) -> candle_core::Result<(Times, T)> {
+        let stream = device.as_cuda_device()?.cuda_stream();
+        let timing = Some(CUevent_flags::CU_EVENT_DEFAULT);
         let mut last = None;
-        let mut ms = Vec::with_capacity(runs);
+        let (mut events, mut wall) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
         for run in 0..warmup + runs {
             device.synchronize()?;
             let start = Instant::now();
+            let before = stream.record_event(timing).map_err(driver)?;
             let out = f()?;
+            let after = stream.record_event(timing).map_err(driver)?;
             device.synchronize()?;
             if run >= warmup {
-                ms.push(start.elapsed().as_secs_f64() * 1e3);
+                wall.push(start.elapsed().as_secs_f64() * 1e3);
+                events.push(f64::from(before.elapsed_ms(&after).map_err(driver)?));
             }
             last = Some(out);
         }
-        ms.sort_by(f64::total_cmp);
         let out = last.ok_or_else(|| candle_core::Error::Msg("no run".into()))?;
-        Ok((ms[ms.len() / 2], out))
+        let median = |mut ms: Vec<f64>| {
+            ms.sort_by(f64::total_cmp);
+            ms[ms.len() / 2]
+        };
+        Ok((
+            Times {
+                events: median(events),
+                wall: median(wall),
+            },
+            out,
+        ))
     }
 
     /// torch through the bench crate's peer script, started once.
@@ -256,14 +286,27 @@ mod cuda_bench {
             .map_or("-".into(), |p| format!("{:.2}x", p / ours))
     }
 
+    /// What candle's column holds: its kernel, timed by events as ours is, or its host path,
+    /// whose time ends on the host and is set against our wall-clock time.
+    enum Candle {
+        Kernel(Result<f64, String>),
+        Host(Result<f64, String>),
+    }
+
     /// One row of the table: ours against candle and torch.
-    fn row(case: String, ours: f64, candle: &Result<f64, String>, torch: &Result<f64, String>) {
+    fn row(case: String, ours: Times, candle: &Candle, torch: &Result<f64, String>) {
+        let (candle, ours_then, how) = match candle {
+            Candle::Kernel(ms) => (ms, ours.events, ""),
+            Candle::Host(ms) => (ms, ours.wall, " (host path, wall)"),
+        };
         println!(
-            "| {case} | {ours:.3} | {} | {} | {} | {} |",
+            "| {case} | {:.3} | {:.3} | {}{how} | {} | {} | {} |",
+            ours.events,
+            ours.wall,
             cell(candle),
             cell(torch),
-            ratio(ours, candle),
-            ratio(ours, torch)
+            ratio(ours_then, candle),
+            ratio(ours.events, torch)
         );
     }
 
@@ -308,9 +351,11 @@ mod cuda_bench {
         })?;
         let want = host.arg_sort_last_dim(false)?.to_vec2::<u32>()?;
         check("argsort", indices.to_vec2::<u32>()? == want)?;
-        let candle = time(gpu, times, || t.arg_sort_last_dim(false))
-            .map(|(ms, _)| ms)
-            .map_err(|e| e.to_string());
+        let candle = Candle::Kernel(
+            time(gpu, times, || t.arg_sort_last_dim(false))
+                .map(|(ms, _)| ms.events)
+                .map_err(|e| e.to_string()),
+        );
         // torch sorts ascending: each row, reversed, is ours by value.
         let torch_ms = torch_time(torch, "fsort", &keys, (cols, 0), times, |sorted| {
             sorted
@@ -367,8 +412,9 @@ mod cuda_bench {
                 })
                 .collect::<Vec<_>>())
         })
-        .map(|(ms, _)| ms)
+        .map(|(ms, _)| ms.wall)
         .map_err(|e| e.to_string());
+        let candle = Candle::Host(candle);
         let best: Vec<Vec<f64>> = want
             .to_vec2::<u32>()?
             .iter()
@@ -447,8 +493,10 @@ mod cuda_bench {
         })?;
         check("sampling", tokens == host_tokens)?;
         println!(
-            "| sampling top-k {TOP_K} top-p {p} f32 {rows} x {vocab} | {ours:.3} | {host:.3} (host sort) | - | {:.2}x | - |",
-            host / ours
+            "| sampling top-k {TOP_K} top-p {p} f32 {rows} x {vocab} | - | {:.3} | {:.3} (host sort, wall) | - | {:.2}x | - |",
+            ours.wall,
+            host.wall,
+            host.wall / ours.wall
         );
         Ok(())
     }
@@ -472,13 +520,16 @@ mod cuda_bench {
         };
         let times = (options.warmup, options.runs);
         println!(
-            "bitonic-candle on {}, medians of {} ms (ours and candle's: wall clock to the device's \
-             synchronization; torch's: CUDA events)",
+            "bitonic-candle on {}, medians of {} ms (device: CUDA events around the op, ours and \
+             candle's kernel on candle's stream, torch's on its own; wall: from the call to the \
+             device's synchronization)",
             sorter.device(),
             options.runs
         );
-        println!("| case | ours | candle | torch | candle / ours | torch / ours |");
-        println!("|---|---|---|---|---|---|");
+        println!(
+            "| case | ours, device | ours, wall | candle | torch, device | candle / ours | torch / ours |"
+        );
+        println!("|---|---|---|---|---|---|---|");
         for shape in SHAPES {
             argsort_case::<f32>(&sorter, &gpu, &mut torch, shape, times)?;
             argsort_case::<bf16>(&sorter, &gpu, &mut torch, shape, times)?;

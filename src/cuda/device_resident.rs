@@ -17,6 +17,7 @@ use cust::stream::Stream;
 use cust::sys as cu;
 
 use super::driver::StreamEvent;
+use super::stream_buffers::StreamBuffers;
 use super::{CudaBackend, DeviceScratch, Job, Widths, check, on};
 use crate::buffer_cache::Scratch;
 use crate::error::{Error, Result};
@@ -221,14 +222,29 @@ impl CudaBackend {
             }
         }
         let rows = (keys.len / row_len) as u64;
-        let (plan, scratch_words) = self.plan_with_scratch(
-            &mut scratch.buffers,
-            self.plan(row_len as u64, rows, widths, encoding.code()),
-            row_len as u64,
-            rows,
-            widths,
-            encoding.code(),
-        )?;
+        let plan = self.plan(row_len as u64, rows, widths, encoding.code());
+        // A capture takes its scratch from the stream's pool, which the graph then owns:
+        // growing the shared scratch would call `cuMemAlloc` and `cuMemFree`, which a capture
+        // refuses, and a graph launched later must not share buffers with other sorts.
+        let mut captured = capturing.then(|| StreamBuffers::new(stream));
+        let (plan, scratch_words) = match &mut captured {
+            Some(buffers) => self.plan_with_scratch_from(
+                &mut Scratch::default(),
+                |len| buffers.alloc_buffer(self, len),
+                plan,
+                (row_len as u64, rows),
+                widths,
+                encoding.code(),
+            )?,
+            None => self.plan_with_scratch(
+                &mut scratch.buffers,
+                plan,
+                row_len as u64,
+                rows,
+                widths,
+                encoding.code(),
+            )?,
+        };
         let job = Job {
             keys: keys.ptr,
             values: values.map_or(0, |v| v.ptr),
@@ -241,8 +257,14 @@ impl CudaBackend {
         // caller's buffers stay allocated until the kernels finish: freeing device memory
         // with `cuMemFree` (what `DeviceBuffer`'s drop does) waits for the work that uses it.
         let enqueued = self.enqueue(&job, stream);
+        if let Some(buffers) = captured {
+            // Freed in stream order after the launches, whatever failed; the first error is
+            // the one to report.
+            let freed = buffers.free();
+            return enqueued.and(freed);
+        }
         // After a wait, the event recorded here follows the previous user of the scratch too.
-        if !capturing && (job.scratch.is_some() || waited) {
+        if job.scratch.is_some() || waited {
             scratch.done = Some((StreamEvent::record(stream)?, stream));
         }
         enqueued

@@ -138,6 +138,18 @@ impl DeviceBytes for DeviceBuffer<u8> {
     }
 }
 
+/// A buffer a sort's scratch can live in: the backend's own, or one of a stream's.
+trait ScratchBuffer: DeviceBytes {
+    /// Its device address.
+    fn address(&self) -> cu::CUdeviceptr;
+}
+
+impl ScratchBuffer for DeviceBuffer<u8> {
+    fn address(&self) -> cu::CUdeviceptr {
+        self.as_device_ptr().as_raw()
+    }
+}
+
 /// Sorts on one CUDA device. Open it once and reuse it: the context, the module and its
 /// kernels are created in [`CudaBackend::open`] and kept, and so are the device buffers of
 /// the largest sort so far.
@@ -325,8 +337,22 @@ impl CudaBackend {
         widths: Widths,
         encoding: u32,
     ) -> Result<(SortPlan, Option<ScratchWords>)> {
+        let requested = (row_len * rows).saturating_mul(widths.element());
+        let alloc = |len| self.alloc(len, requested);
+        self.plan_with_scratch_from(scratch, alloc, plan, (row_len, rows), widths, encoding)
+    }
+
+    /// [`CudaBackend::plan_with_scratch`] with the scratch's buffers from `alloc`.
+    fn plan_with_scratch_from<B: ScratchBuffer>(
+        &self,
+        scratch: &mut Scratch<B>,
+        mut alloc: impl FnMut(usize) -> Result<B>,
+        plan: SortPlan,
+        (row_len, rows): (u64, u64),
+        widths: Widths,
+        encoding: u32,
+    ) -> Result<(SortPlan, Option<ScratchWords>)> {
         let n = (row_len * rows) as usize;
-        let requested = (n as u64).saturating_mul(widths.element());
         let network = || {
             let network = plan::plan(&self.limits, row_len, rows, widths, encoding, None);
             Ok((SortPlan::Network(network), None))
@@ -339,9 +365,9 @@ impl CudaBackend {
             SortPlan::Counting(counting) => {
                 // The counts and starts take the splitters' buffer.
                 let bytes = counting.plan.scratch_bytes() as usize;
-                return match grow(&mut scratch.splits, bytes, |len| self.alloc(len, requested)) {
+                return match grow(&mut scratch.splits, bytes, alloc) {
                     Ok(buffer) => {
-                        let splits = buffer.as_device_ptr().as_raw();
+                        let splits = buffer.address();
                         let words = ScratchWords {
                             keys: 0,
                             values: 0,
@@ -358,13 +384,12 @@ impl CudaBackend {
             n * widths.key as usize,
             n * widths.value as usize,
             splits_bytes as usize,
-            |len| self.alloc(len, requested),
+            &mut alloc,
         )?;
         if !grown {
             return network();
         }
-        let address =
-            |b: &Option<DeviceBuffer<u8>>| b.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
+        let address = |b: &Option<B>| b.as_ref().map_or(0, B::address);
         let words = ScratchWords {
             keys: address(&scratch.keys),
             values: if widths.value > 0 {

@@ -2,9 +2,28 @@
 
 use cust::sys as cu;
 
-use super::CudaBackend;
 use super::driver::{alloc_async, free_async};
+use super::{CudaBackend, ScratchBuffer};
+use crate::buffer_cache::DeviceBytes;
 use crate::error::Result;
+
+/// One buffer of [`StreamBuffers`], as a sort's scratch sees it: the owner frees it.
+pub(super) struct StreamBuffer {
+    address: cu::CUdeviceptr,
+    len: usize,
+}
+
+impl DeviceBytes for StreamBuffer {
+    fn byte_len(&self) -> usize {
+        self.len
+    }
+}
+
+impl ScratchBuffer for StreamBuffer {
+    fn address(&self) -> cu::CUdeviceptr {
+        self.address
+    }
+}
 
 /// Temporary device buffers of one operation (a top-k), allocated and freed in the order of
 /// its stream (any handle the driver takes: a created stream, the legacy or the per-thread
@@ -28,6 +47,16 @@ impl StreamBuffers {
         let address = alloc_async(bytes, self.stream, || backend.out_of_memory(bytes))?;
         self.buffers.push(address);
         Ok(address)
+    }
+
+    /// A new buffer of `len` bytes, as [`StreamBuffers::alloc`] gives it.
+    pub(super) fn alloc_buffer(
+        &mut self,
+        backend: &CudaBackend,
+        len: usize,
+    ) -> Result<StreamBuffer> {
+        let address = self.alloc(backend, len as u64)?;
+        Ok(StreamBuffer { address, len })
     }
 
     /// Frees every buffer once the stream reaches this point; the first failure is returned.

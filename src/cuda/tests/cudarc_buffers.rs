@@ -1,7 +1,8 @@
 //! The device-resident calls on cudarc's buffers and streams (ignored without a device): each
 //! of cudarc's stream kinds (its default stream, the per-thread default stream, a created
-//! non-blocking stream), views of part of a buffer, pairs, rows, top-k and argsort against
-//! the standard library, and shapes that disagree refused with the buffers untouched.
+//! non-blocking stream), two threads on the per-thread stream at once, views of part of a
+//! buffer, pairs, rows, top-k and argsort against the standard library, and shapes that
+//! disagree refused with the buffers untouched.
 
 use std::sync::Arc;
 
@@ -48,6 +49,37 @@ fn cudarc_sorts_on_every_stream_kind() {
             assert!(same && got.len() == n, "{what} n={n}");
         }
     }
+}
+
+/// Two threads on their per-thread default streams at once (candle's stream, one handle for
+/// both) share the backend's scratch: each sort must still see only its own keys.
+#[test]
+#[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
+fn cudarc_sorts_on_two_threads_per_thread_streams() {
+    let (gpu, context) = open();
+    std::thread::scope(|scope| {
+        for seed in [75u64, 76] {
+            let (gpu, context) = (&gpu, &context);
+            scope.spawn(move || {
+                let stream = context.per_thread_stream();
+                let mut next = lcg(seed);
+                for n in [(1usize << 22) + 7, 3 << 20, (1 << 23) + 1] {
+                    let keys: Vec<f32> = (0..n).map(|_| f32::from_bits(next() as u32)).collect();
+                    let mut want = keys.clone();
+                    want.sort_by(f32::total_cmp);
+                    let mut buffer = stream.clone_htod(&keys).expect("the upload");
+                    gpu.sort_device_cudarc(&mut buffer, Order::Ascending, &stream)
+                        .expect("the sort");
+                    let got = stream.clone_dtoh(&buffer).expect("the download");
+                    let same = got
+                        .iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same && got.len() == n, "seed {seed} n={n}");
+                }
+            });
+        }
+    });
 }
 
 #[test]
@@ -198,8 +230,12 @@ fn cudarc_shapes_that_disagree_are_refused_untouched() {
 }
 
 /// Nothing inside the calls synchronizes the host or allocates outside the stream: a capture
-/// of them into a graph on the per-thread default stream (candle's) succeeds in the strictest
-/// mode, and the graph's launch gives the results of the calls.
+/// of them into a graph on the per-thread default stream (candle's) succeeds, and the graph's
+/// launch gives the results of the calls. The capture is thread-local: it refuses every such
+/// call made by this thread, which is the one that runs ours, while the global mode would also
+/// refuse the other trials' uploads on other threads and fail them and the capture. Work on
+/// the legacy default stream from another thread during the capture would still end it (the
+/// per-thread stream synchronizes with that stream), so the GPU checks run this trial alone.
 #[test]
 #[ignore = "needs a CUDA device: the GPU checks run it with --ignored"]
 fn cudarc_calls_are_captured_into_a_graph() {
@@ -222,7 +258,7 @@ fn cudarc_calls_are_captured_into_a_graph() {
         .expect("positions");
     stream.synchronize().expect("the uploads' end");
     stream
-        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
         .expect("the capture's start");
     let top = gpu.top_k_device_rows_cudarc(
         &kb,
