@@ -27,20 +27,24 @@ fn streams(context: &Arc<CudaContext>) -> Vec<(&'static str, Arc<CudaStream>)> {
     ]
 }
 
-/// `keys` sorted on `stream` through `sort_device_cudarc` equal the standard library's sort of
-/// them, bit for bit.
-fn check_sort(gpu: &CudaBackend, keys: &[f32], stream: &Arc<CudaStream>, what: &str) {
+/// The standard library's sort of `keys`, the oracle of [`check_sort`].
+fn sorted(keys: &[f32]) -> Vec<f32> {
     let mut want = keys.to_vec();
     want.sort_by(f32::total_cmp);
+    want
+}
+
+/// `keys` sorted on `stream` through `sort_device_cudarc` equal `want`, bit for bit.
+fn check_sort(gpu: &CudaBackend, keys: &[f32], want: &[f32], stream: &Arc<CudaStream>, what: &str) {
     let mut buffer = stream.clone_htod(keys).expect("the upload");
     gpu.sort_device_cudarc(&mut buffer, Order::Ascending, stream)
         .expect("the sort");
     let got = stream.clone_dtoh(&buffer).expect("the download");
     let same = got
         .iter()
-        .zip(&want)
+        .zip(want)
         .all(|(a, b)| a.to_bits() == b.to_bits());
-    assert!(same && got.len() == keys.len(), "{what}");
+    assert!(same && got.len() == want.len(), "{what}");
 }
 
 #[test]
@@ -51,8 +55,9 @@ fn cudarc_sorts_on_every_stream_kind() {
     // Across the network, merge path and (from 2^22 keys) the radix sort.
     for n in [0usize, 1, 3, 5000, 1 << 16, (1 << 22) + 7] {
         let keys: Vec<f32> = (0..n).map(|_| f32::from_bits(next() as u32)).collect();
+        let want = sorted(&keys);
         for (what, stream) in streams(&context) {
-            check_sort(&gpu, &keys, &stream, &format!("{what} n={n}"));
+            check_sort(&gpu, &keys, &want, &stream, &format!("{what} n={n}"));
         }
     }
 }
@@ -71,7 +76,8 @@ fn cudarc_sorts_on_two_threads_per_thread_streams() {
                 let mut next = lcg(seed);
                 for n in [(1usize << 22) + 7, 3 << 20, (1 << 23) + 1] {
                     let keys: Vec<f32> = (0..n).map(|_| f32::from_bits(next() as u32)).collect();
-                    check_sort(gpu, &keys, &stream, &format!("seed {seed} n={n}"));
+                    let want = sorted(&keys);
+                    check_sort(gpu, &keys, &want, &stream, &format!("seed {seed} n={n}"));
                 }
             });
         }
